@@ -1,0 +1,46 @@
+"""The exceptions users see: a false claim is an assertion, a judge that cannot answer is not."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .verdict import Verdict
+
+
+class PropositionFailed(AssertionError):
+    """The judge answered, and the claim did not meet the bar."""
+
+    def __init__(self, message: str, verdict: Verdict, threshold: int | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.threshold = threshold
+
+
+class JudgeError(Exception):
+    """The judge could not give a verdict; never a pass and never an assertion failure."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The provider refused, failed or could not be reached; the message says what to fix."""
+
+
+class VerdictUnparsable(JudgeError):
+    """The judge answered, but the reply holds no valid verdict even after a retry."""
+
+    def __init__(self, message: str, raw_reply: str = "") -> None:
+        super().__init__(message)
+        self.raw_reply = raw_reply
+
+
+class VerdictMissing(JudgeError):
+    """Replay mode: the verdict is not in the cache, and no judge may be called."""
+
+    def __init__(self, message: str, key: str = "", **details: Any) -> None:
+        super().__init__(message)
+        self.key = key
+        self.details = details
+
+
+class BudgetExceeded(JudgeError):
+    """The run's judged cost passed ``--prop-max-cost``; further uncached claims are refused."""
