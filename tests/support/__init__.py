@@ -1,0 +1,1 @@
+"""Test helpers shared by the suite: the scripted judge server lives in ``judge_server``."""

@@ -1,0 +1,616 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback, for testing the judge path.
+
+Tests talk to it over real HTTP (through litellm and the openai SDK), so every request the
+plugin sends is recorded exactly as a provider would see it, and every reply, good or broken,
+is decided by the test. Nothing here contacts anything but 127.0.0.1.
+
+Streaming is deliberately unsupported: a request with ``"stream": true`` gets HTTP 400, so a
+plugin that starts streaming by accident fails loudly instead of parsing a non-stream reply.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, TypeAlias
+
+__all__ = [
+    "CREATED",
+    "Delay",
+    "Disconnect",
+    "EchoFn",
+    "MalformedBody",
+    "RecordedRequest",
+    "Refusal",
+    "Reply",
+    "Rule",
+    "ScriptedJudge",
+    "Sequence",
+    "Status",
+    "Text",
+    "VerdictReply",
+    "WrongShape",
+    "delay",
+    "disconnect",
+    "echo_fn",
+    "malformed_body",
+    "message_text",
+    "refusal",
+    "sequence",
+    "status",
+    "text",
+    "verdict",
+    "wrong_shape",
+]
+
+# Fixed so that recorded responses (and anything cached from them) are deterministic.
+CREATED = 1_700_000_000
+
+JSON_SCHEMA_REJECTION = (
+    "Unsupported response_format type: json_schema; "
+    'response_format must be "text" or "json_object" (use json_object with a schema)'
+)
+
+
+# --------------------------------------------------------------------------- recorded requests
+
+
+def message_text(messages: list[Any]) -> str:
+    """Join every message content (plain strings or lists of parts) so rules can match on it."""
+    chunks: list[str] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            chunks.append(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    chunks.append(part["text"])
+                elif isinstance(part, str):
+                    chunks.append(part)
+    return "\n".join(chunks)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One chat request as the server received it; header names are lower-cased."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages = self.body.get("messages")
+        return messages if isinstance(messages, list) else []
+
+    @property
+    def model(self) -> str | None:
+        model = self.body.get("model")
+        return model if isinstance(model, str) else None
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        fmt = self.body.get("response_format")
+        return fmt if isinstance(fmt, dict) else None
+
+    @property
+    def text(self) -> str:
+        return message_text(self.messages)
+
+
+# --------------------------------------------------------------------------- reply specs
+
+
+@dataclass(frozen=True)
+class VerdictReply:
+    """A well-formed judge answer: the JSON verdict object as the message content."""
+
+    value: Any
+    justification: str = "Scripted justification."
+    confidence: Any = 0.9
+    reasoning: str = "Scripted reasoning."
+
+    def content(self) -> str:
+        return json.dumps(
+            {
+                "reasoning": self.reasoning,
+                "justification": self.justification,
+                "value": self.value,
+                "confidence": self.confidence,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Text:
+    """A raw message content: prose, broken JSON, fenced JSON, an empty string or null."""
+
+    content: str | None
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class Status:
+    """An HTTP error with an OpenAI-style error body."""
+
+    code: int
+    message: str
+    error_type: str = "server_error"
+
+
+@dataclass(frozen=True)
+class MalformedBody:
+    """HTTP 200 whose body is not JSON at all."""
+
+    body: str = "<html><body>502 Bad Gateway (scripted, not JSON)</body></html>"
+
+
+@dataclass(frozen=True)
+class WrongShape:
+    """HTTP 200 with valid JSON that is not a chat completion."""
+
+    payload: str = '{"hello": "world"}'
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The model declined: content is null and OpenAI's ``refusal`` field holds the message."""
+
+    message: str = "I can't help with that."
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """Close the connection without sending any response (a dropped or crashed server)."""
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Wait, then send ``then``; the wait ends early when the server is stopped."""
+
+    seconds: float
+    then: Reply
+
+
+@dataclass(frozen=True)
+class EchoFn:
+    """Build the reply from the request itself."""
+
+    fn: Callable[[RecordedRequest], Reply]
+
+
+class Sequence:
+    """Replies handed out in order, one per call; the last one repeats forever.
+
+    The counter lives in this object, so a sequence used by one rule counts that rule's calls.
+    """
+
+    def __init__(self, replies: tuple[Reply, ...]) -> None:
+        if not replies:
+            raise ValueError("sequence() needs at least one reply")
+        self.replies = replies
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        with self._lock:
+            return self._calls
+
+    def next(self) -> Reply:
+        with self._lock:
+            index = min(self._calls, len(self.replies) - 1)
+            self._calls += 1
+        return self.replies[index]
+
+    def __repr__(self) -> str:
+        return f"Sequence({', '.join(map(repr, self.replies))})"
+
+
+Reply: TypeAlias = (
+    VerdictReply
+    | Text
+    | Status
+    | MalformedBody
+    | WrongShape
+    | Refusal
+    | Disconnect
+    | Delay
+    | Sequence
+    | EchoFn
+)
+
+
+def verdict(
+    value: Any,
+    justification: str = "Scripted justification.",
+    confidence: Any = 0.9,
+    reasoning: str = "Scripted reasoning.",
+) -> VerdictReply:
+    """A valid verdict; ``value`` and ``confidence`` are not checked so tests can send bad ones."""
+    return VerdictReply(value, justification, confidence, reasoning)
+
+
+def text(content: str | None, finish_reason: str = "stop") -> Text:
+    """The raw content string as the assistant message (``None`` sends a null content)."""
+    return Text(content, finish_reason)
+
+
+def status(code: int, message: str | None = None, error_type: str = "server_error") -> Status:
+    """An HTTP error; 429 also carries ``Retry-After: 0`` so SDK back-off never slows tests."""
+    if message is None:
+        message = f"Scripted HTTP {code} error"
+    return Status(code, message, error_type)
+
+
+def malformed_body(body: str | None = None) -> MalformedBody:
+    return MalformedBody() if body is None else MalformedBody(body)
+
+
+def wrong_shape(payload: dict[str, Any] | None = None) -> WrongShape:
+    return WrongShape() if payload is None else WrongShape(json.dumps(payload))
+
+
+def refusal(message: str = "I can't help with that.") -> Refusal:
+    return Refusal(message)
+
+
+def disconnect() -> Disconnect:
+    return Disconnect()
+
+
+def delay(seconds: float, then: Reply) -> Delay:
+    return Delay(seconds, then)
+
+
+def sequence(*replies: Reply) -> Sequence:
+    return Sequence(replies)
+
+
+def echo_fn(fn: Callable[[RecordedRequest], Reply]) -> EchoFn:
+    return EchoFn(fn)
+
+
+# --------------------------------------------------------------------------- rules
+
+
+Matcher: TypeAlias = str | Callable[[RecordedRequest], bool]
+
+
+@dataclass(eq=False)
+class Rule:
+    """``reply`` answers requests that ``match``; ``hits`` counts how many it answered."""
+
+    match: Matcher
+    reply: Reply
+    hits: int = field(default=0)
+
+    def matches(self, request: RecordedRequest) -> bool:
+        if isinstance(self.match, str):
+            return self.match in request.text
+        return bool(self.match(request))
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def _words(value: str) -> int:
+    return len(value.split())
+
+
+class _Server(ThreadingHTTPServer):
+    """Daemon handler threads, never joined on close, so a sleeping handler can't block stop()."""
+
+    daemon_threads = True
+    block_on_close = False
+    # Room for a burst of concurrent clients (xdist workers, threaded tests) without SYN drops.
+    request_queue_size = 128
+    judge: ScriptedJudge
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that time out and hang up are expected here; keep stderr quiet."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.0: one request per connection, so no idle keep-alive sockets outlive a test.
+    protocol_version = "HTTP/1.0"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default per-request line on stderr."""
+
+    # ---- routing
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/health":
+            self._send_json(200, {"status": "ok"})
+        elif path in ("/v1/models", "/models"):
+            models = [
+                {"id": name, "object": "model", "created": CREATED, "owned_by": "scripted"}
+                for name in self.server.judge.models
+            ]
+            self._send_json(200, {"object": "list", "data": models})
+        else:
+            self._send_error(404, f"No route for GET {path}", "invalid_request_error")
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_error(404, f"No route for POST {path}", "invalid_request_error")
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"null")
+        except (ValueError, OSError):
+            self._send_error(400, "Request body is not valid JSON", "invalid_request_error")
+            return
+        if not isinstance(body, dict):
+            self._send_error(400, "Request body must be a JSON object", "invalid_request_error")
+            return
+        request = RecordedRequest(
+            path=path,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            body=body,
+        )
+        judge = self.server.judge
+        judge._record(request)
+
+        fmt = request.response_format
+        reject = judge.reject_json_schema
+        if reject is not None and fmt is not None and fmt.get("type") == "json_schema":
+            # llama.cpp answers 500 as a server_error; a 4xx says the request itself was bad.
+            kind = "server_error" if reject >= 500 else "invalid_request_error"
+            self._send_error(reject, JSON_SCHEMA_REJECTION, kind)
+            return
+        if body.get("stream") is True:
+            self._send_error(
+                400, "ScriptedJudge does not support stream=true", "invalid_request_error"
+            )
+            return
+        self._answer(request, judge._choose(request))
+
+    # ---- replies
+
+    def _answer(self, request: RecordedRequest, reply: Reply) -> None:
+        judge = self.server.judge
+        # Resolve the wrappers first; each level may pick another reply.
+        for _ in range(100):
+            if isinstance(reply, Delay):
+                judge._sleep(reply.seconds)
+                reply = reply.then
+            elif isinstance(reply, Sequence):
+                reply = reply.next()
+            elif isinstance(reply, EchoFn):
+                reply = reply.fn(request)
+            else:
+                break
+        else:
+            self._send_error(500, "ScriptedJudge: reply nesting too deep", "server_error")
+            return
+
+        if isinstance(reply, VerdictReply):
+            self._send_completion(request, {"role": "assistant", "content": reply.content()})
+        elif isinstance(reply, Text):
+            message = {"role": "assistant", "content": reply.content}
+            self._send_completion(request, message, reply.finish_reason)
+        elif isinstance(reply, Refusal):
+            message = {"role": "assistant", "content": None, "refusal": reply.message}
+            self._send_completion(request, message)
+        elif isinstance(reply, Status):
+            self._send_error(reply.code, reply.message, reply.error_type)
+        elif isinstance(reply, MalformedBody):
+            self._send_raw(200, reply.body.encode(), "text/html; charset=utf-8")
+        elif isinstance(reply, WrongShape):
+            self._send_raw(200, reply.payload.encode(), "application/json")
+        elif isinstance(reply, Disconnect):
+            self.close_connection = True
+        else:
+            self._send_error(500, f"ScriptedJudge: not a reply spec: {reply!r}", "server_error")
+
+    def _send_completion(
+        self, request: RecordedRequest, message: dict[str, Any], finish_reason: str = "stop"
+    ) -> None:
+        judge = self.server.judge
+        produced = message.get("content") or message.get("refusal") or ""
+        prompt_tokens = max(1, _words(request.text))
+        completion_tokens = max(1, _words(produced))
+        body = {
+            "id": f"chatcmpl-scripted-{judge._next_id()}",
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": request.model or "scripted-judge",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        self._send_json(200, body)
+
+    def _send_error(self, code: int, message: str, error_type: str) -> None:
+        headers = {"Retry-After": "0"} if code == 429 else {}
+        payload = {"error": {"message": message, "type": error_type, "code": code}}
+        self._send_raw(code, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_json(self, code: int, payload: dict[str, Any]) -> None:
+        self._send_raw(code, json.dumps(payload).encode(), "application/json")
+
+    def _send_raw(
+        self,
+        code: int,
+        data: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            # The client gave up (e.g. its timeout fired during a Delay); nothing to tell it.
+            self.close_connection = True
+
+
+class ScriptedJudge:
+    """An OpenAI-compatible judge whose every reply is scripted by the test.
+
+    Rules added with :meth:`on` are tried in order; the first match answers, otherwise
+    :attr:`default` does. When :attr:`reject_json_schema` is a status code, any request asking
+    for ``response_format={"type": "json_schema", ...}`` gets that status regardless of rules,
+    the way llama.cpp's server (500) and some Azure API versions (400) refuse it.
+    """
+
+    def __init__(self, models: list[str] | None = None) -> None:
+        self.models: list[str] = list(models) if models is not None else ["judge-model"]
+        self.default: Reply = verdict(True)
+        self.reject_json_schema: int | None = None
+        self._rules: list[Rule] = []
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._ids = 0
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle
+
+    def start(self) -> ScriptedJudge:
+        if self._server is not None:
+            raise RuntimeError("ScriptedJudge is already running")
+        self._stopping.clear()
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.judge = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-judge-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; wakes handlers sleeping in a Delay instead of waiting them out."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> ScriptedJudge:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("ScriptedJudge is not running; call start() first")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The server root, e.g. for ``/health``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """What to pass as ``api_base``/``base_url`` to an OpenAI-compatible client."""
+        return f"{self.url}/v1"
+
+    # ---- scripting
+
+    def on(self, match: Matcher, reply: Reply) -> Rule:
+        """Answer requests whose message text contains ``match`` (or for which it returns True)."""
+        rule = Rule(match, reply)
+        with self._lock:
+            self._rules.append(rule)
+        return rule
+
+    @property
+    def rules(self) -> list[Rule]:
+        with self._lock:
+            return list(self._rules)
+
+    def reset(self) -> None:
+        """Back to a fresh judge: no requests, no rules, default verdict(True), no rejection."""
+        with self._lock:
+            self._requests.clear()
+            self._rules.clear()
+        self.default = verdict(True)
+        self.reject_json_schema = None
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every chat request received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @contextmanager
+    def scripted(self, match: Matcher, reply: Reply) -> Iterator[Rule]:
+        """A rule that only applies inside the ``with`` block."""
+        rule = self.on(match, reply)
+        try:
+            yield rule
+        finally:
+            with self._lock:
+                if rule in self._rules:
+                    self._rules.remove(rule)
+
+    # ---- used by the handler
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _choose(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            rules = list(self._rules)
+        for rule in rules:
+            if rule.matches(request):
+                with self._lock:
+                    rule.hits += 1
+                return rule.reply
+        return self.default
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._ids += 1
+            return self._ids
+
+    def _sleep(self, seconds: float) -> None:
+        self._stopping.wait(max(0.0, seconds))

@@ -1,0 +1,254 @@
+"""``python -m pytest_propositions cache ...`` run as a user would, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_propositions.cache import VerdictCache, cache_key, canonical_json
+
+
+def record(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "model": "openai/gpt-4.1-mini",
+        "recorded_at": "2025-03-01T12:00:00+00:00",
+        "claim": "Oscar mentions his travel preferences.",
+        "kind": "bool",
+        "verdict": {"value": True, "justification": "Turn 2."},
+        "plugin_version": "0.1.0",
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        "cost_usd": None,
+        "raw_reply": "{}",
+    }
+    base.update(overrides)
+    return base
+
+
+def key(n: int) -> str:
+    return cache_key({"n": n})
+
+
+def cli(
+    *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "PROP_CACHE_DIR"}
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_propositions", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+    )
+
+
+def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ")
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> Path:
+    directory = tmp_path / "verdicts"
+    cache = VerdictCache(directory)
+    cache.put(key(1), record(model="a", recorded_at="2025-01-01T00:00:00+00:00"))
+    cache.put(key(2), record(model="a", recorded_at="2025-02-01T00:00:00+00:00"))
+    cache.put(key(3), record(model="b", recorded_at="2025-03-01T00:00:00+00:00"))
+    cache.close()
+    return directory
+
+
+def test_help_names_the_commands_and_the_default(tmp_path: Path) -> None:
+    top = cli("--help", cwd=tmp_path)
+    assert top.returncode == 0 and "cache" in top.stdout
+    sub = cli("cache", "--help", cwd=tmp_path)
+    assert sub.returncode == 0
+    for word in ("stats", "export", "import", "prune", "clear", "PROP_CACHE_DIR"):
+        assert word in sub.stdout
+    assert ".pytest_cache/d/propositions" in " ".join(sub.stdout.split())
+
+
+def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
+    result = cli("cache", cwd=tmp_path)
+    assert result.returncode == 2 and "usage:" in result.stderr
+
+
+def test_stats(filled: Path, tmp_path: Path) -> None:
+    result = cli("cache", "stats", "--cache-dir", str(filled), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"directory: {filled}" in lines
+    assert "entries: 3" in lines
+    assert any(line.startswith("size: ") for line in lines)
+    assert "  a: 2" in lines and "  b: 1" in lines
+    assert "oldest: 2025-01-01T00:00:00+00:00" in lines
+    assert "newest: 2025-03-01T00:00:00+00:00" in lines
+    assert any(line.startswith("last complete run: never") for line in lines)
+
+
+def test_cache_dir_before_the_action(filled: Path, tmp_path: Path) -> None:
+    result = cli("cache", "--cache-dir", str(filled), "stats", cwd=tmp_path)
+    assert result.returncode == 0 and "entries: 3" in result.stdout
+
+
+def test_default_dir_is_under_pytest_cache(tmp_path: Path) -> None:
+    VerdictCache(tmp_path / ".pytest_cache" / "d" / "propositions").put(key(1), record())
+    result = cli("cache", "stats", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "entries: 1" in result.stdout
+
+
+def test_env_var_names_the_dir(filled: Path, tmp_path: Path) -> None:
+    result = cli("cache", "stats", cwd=tmp_path, env={"PROP_CACHE_DIR": str(filled)})
+    assert result.returncode == 0 and "entries: 3" in result.stdout
+
+
+@pytest.mark.parametrize("action", ["stats", "export", "prune", "clear"])
+def test_a_missing_cache_is_an_error_and_is_not_created(tmp_path: Path, action: str) -> None:
+    missing = tmp_path / "nowhere"
+    result = cli("cache", action, "--cache-dir", str(missing), cwd=tmp_path)
+    assert_clean_error(result, f"error: no verdict cache at {missing}")
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("action", ["stats", "export", "clear"])
+def test_a_file_instead_of_a_directory(tmp_path: Path, action: str) -> None:
+    path = tmp_path / "file"
+    path.write_text("x")
+    result = cli("cache", action, "--cache-dir", str(path), cwd=tmp_path)
+    assert_clean_error(result, str(path), "not a directory")
+
+
+def test_export_to_stdout_is_deterministic(filled: Path, tmp_path: Path) -> None:
+    first = cli("cache", "export", "--cache-dir", str(filled), cwd=tmp_path)
+    second = cli("cache", "export", "--cache-dir", str(filled), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout == "".join(VerdictCache(filled).export_lines())
+    keys = [json.loads(line)["key"] for line in first.stdout.splitlines()]
+    assert keys == sorted([key(1), key(2), key(3)])
+
+
+def test_export_to_a_file(filled: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "verdicts.jsonl"
+    out.parent.mkdir()
+    result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "exported 3 verdicts" in result.stdout
+    assert out.read_text(encoding="utf-8") == "".join(VerdictCache(filled).export_lines())
+    assert sorted(p.name for p in out.parent.iterdir()) == ["verdicts.jsonl"]  # no temp left
+
+
+def test_export_to_an_unwritable_place(filled: Path, tmp_path: Path) -> None:
+    out = tmp_path / "no-such-dir" / "verdicts.jsonl"
+    result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, "cannot write", str(out))
+
+
+def test_import_a_file_into_a_new_cache(filled: Path, tmp_path: Path) -> None:
+    export = tmp_path / "verdicts.jsonl"
+    export.write_text("".join(VerdictCache(filled).export_lines()), encoding="utf-8")
+    target = tmp_path / "ci-cache"
+    result = cli("cache", "import", str(export), "--cache-dir", str(target), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "imported 3 verdicts" in result.stdout
+    assert list(VerdictCache(target).export_lines()) == list(VerdictCache(filled).export_lines())
+
+
+def test_import_from_stdin_merges(filled: Path, tmp_path: Path) -> None:
+    line = canonical_json({"key": key(9), "record": record(claim="new")})
+    result = cli("cache", "import", "-", "--cache-dir", str(filled), cwd=tmp_path, stdin=line)
+    assert result.returncode == 0, result.stderr
+    assert "imported 1 verdicts" in result.stdout
+    assert len(VerdictCache(filled)) == 4
+
+
+def test_import_a_malformed_line(filled: Path, tmp_path: Path) -> None:
+    before = "".join(VerdictCache(filled).export_lines())
+    bad = tmp_path / "bad.jsonl"
+    good = canonical_json({"key": key(9), "record": record()})
+    bad.write_text(f"{good}\n\n{json.dumps({'key': key(8), 'record': {'model': 'm'}})}\n")
+    result = cli("cache", "import", str(bad), "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, f"error: {bad}:3: ", '"recorded_at"')
+    assert "".join(VerdictCache(filled).export_lines()) == before
+
+
+def test_import_bad_json_from_stdin(tmp_path: Path) -> None:
+    target = tmp_path / "c"
+    result = cli("cache", "import", "-", "--cache-dir", str(target), cwd=tmp_path, stdin="{oops\n")
+    assert_clean_error(result, "error: <stdin>:1: expected a JSON object")
+    assert not target.exists()
+
+
+def test_import_undecodable_bytes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(canonical_json({"key": key(1), "record": record()}).encode() + b"\n\xff\xfe\n")
+    result = cli("cache", "import", str(bad), "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
+    assert_clean_error(result, f"{bad}:2: expected UTF-8")
+
+
+def test_import_a_missing_file(tmp_path: Path) -> None:
+    result = cli("cache", "import", "nope.jsonl", "--cache-dir", str(tmp_path), cwd=tmp_path)
+    assert_clean_error(result, "cannot read nope.jsonl")
+
+
+def test_clear(filled: Path, tmp_path: Path) -> None:
+    result = cli("cache", "clear", "--cache-dir", str(filled), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "removed 3 verdicts" in result.stdout
+    assert len(VerdictCache(filled)) == 0
+
+
+def test_prune_without_a_complete_run(filled: Path, tmp_path: Path) -> None:
+    result = cli("cache", "prune", "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, "no complete run", "would remove every verdict")
+    assert len(VerdictCache(filled)) == 3
+
+
+def test_prune_after_a_complete_run(filled: Path, tmp_path: Path) -> None:
+    VerdictCache(filled).record_complete_run([key(1)])
+    stats = cli("cache", "stats", "--cache-dir", str(filled), cwd=tmp_path)
+    assert "(1 verdicts used)" in stats.stdout
+    result = cli("cache", "prune", "--cache-dir", str(filled), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "pruned 2 verdicts" in result.stdout
+    assert VerdictCache(filled).get(key(1)) is not None
+    assert len(VerdictCache(filled)) == 1
+
+
+def test_a_damaged_cache_is_reported_not_a_traceback(tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    directory.mkdir()
+    (directory / "cache.db").write_bytes(os.urandom(4096))
+    result = cli("cache", "stats", "--cache-dir", str(directory), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("warning: ") and "damaged" in result.stderr
+    assert "entries: 0" in result.stdout
+    assert (tmp_path / "c.corrupt-1" / "cache.db").exists()
+
+
+def test_the_cli_loads_neither_litellm_nor_pydantic(filled: Path, tmp_path: Path) -> None:
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['pytest_propositions', 'cache', 'stats', '--cache-dir', sys.argv[1]]\n"
+        "try:\n"
+        "    runpy.run_module('pytest_propositions', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "heavy = [name for name in ('litellm', 'pydantic') if name in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(filled)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr

