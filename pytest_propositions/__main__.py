@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -265,6 +266,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # The file system refused (permissions, a full disk...): the user's to fix, not a bug.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # e.g. a read-only database file
+        print(f"error: cannot use the verdict cache at {_cache_dir(args)}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import PropositionFailed
+from .errors import JudgeError, PropositionFailed
 from .parsing import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -91,7 +91,12 @@ def assert_claim(
     """Judge the claim and raise PropositionFailed unless it holds (or scores at least threshold)."""
     __tracebackhide__ = True
     kind = "check" if threshold is None else "score"
-    verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+    try:
+        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+    except JudgeError as error:
+        runtime.note_error(error)
+        # The report should point at the user's line; the plugin's own frames add only noise.
+        raise error.with_traceback(None) from None
     ok = passes(verdict, threshold)
     runtime.note(verdict, threshold, ok)
     if not ok:

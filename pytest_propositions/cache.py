@@ -297,7 +297,12 @@ class VerdictCache:
     @property
     def exists(self) -> bool:
         """Whether a cache database is there; reading a missing one must not create it."""
-        return (self.directory / DB_NAME).is_file()
+        try:
+            return (self.directory / DB_NAME).is_file()
+        except OSError as exc:
+            raise CacheDirectoryError(
+                f"cannot read the verdict cache at {self.directory}: {exc.strerror or exc}"
+            ) from exc
 
     # -- the judge's traffic (hot path) --
 
@@ -565,15 +570,18 @@ class VerdictCache:
             if self._cache is not None:
                 return self._cache
             directory = self.directory
-            if not directory.is_dir():
-                if directory.exists():
-                    raise CacheDirectoryError(
-                        f"cannot use {directory} as the verdict cache: it exists and is not a "
-                        "directory"
-                    )
-                if not create:
-                    return None
-            elif not create and not (directory / DB_NAME).exists():
+            try:
+                is_dir, present = directory.is_dir(), directory.exists()
+                found = is_dir and (directory / DB_NAME).exists()
+            except OSError as exc:
+                raise CacheDirectoryError(
+                    f"cannot read the verdict cache at {directory}: {exc.strerror or exc}"
+                ) from exc
+            if present and not is_dir:
+                raise CacheDirectoryError(
+                    f"cannot use {directory} as the verdict cache: it exists and is not a directory"
+                )
+            if not found and not create:
                 return None
             try:
                 self._cache = self._connect()
@@ -581,7 +589,15 @@ class VerdictCache:
                 if not _is_corruption(exc):
                     raise
                 self._quarantine(exc, self._db_identity)
-                self._cache = self._connect()
+                try:
+                    self._cache = self._connect()
+                except Exception as again:
+                    if not _is_corruption(again):
+                        raise
+                    raise CacheDirectoryError(
+                        f"the verdict cache at {directory} is damaged and could not be "
+                        f"rebuilt: {again}"
+                    ) from again
             return self._cache
 
     def _connect(self) -> Any:

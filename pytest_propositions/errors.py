@@ -22,7 +22,18 @@ class JudgeError(Exception):
 
 
 class JudgeUnavailable(JudgeError):
-    """The provider refused, failed or could not be reached; the message says what to fix."""
+    """The provider refused, failed or could not be reached; the message says what to fix.
+
+    The provider's own exception is never chained: its traceback shows call arguments, and
+    those include the API key.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, format_rejected: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.format_rejected = format_rejected
 
 
 class VerdictUnparsable(JudgeError):

@@ -136,7 +136,11 @@ def response_format(mode: str, kind: Kind) -> dict[str, Any] | None:
     if mode == "json_schema":
         return {
             "type": "json_schema",
-            "json_schema": {"name": f"{kind}_verdict", "schema": reply_schema(kind), "strict": True},
+            "json_schema": {
+                "name": f"{kind}_verdict",
+                "schema": reply_schema(kind),
+                "strict": True,
+            },
         }
     if mode == "json_object":
         # llama.cpp's server constrains generation with this schema; others ignore the extra key.
@@ -158,13 +162,31 @@ def _is_format_rejection(error: BaseException) -> bool:
     )
 
 
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and what caused it: litellm wraps a refused connection in a generic 500."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 10:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
 def _is_connection_refused(error: BaseException) -> bool:
-    message = str(error).lower()
-    return any(
-        marker in message
-        for marker in ("connection refused", "connect call failed", "name or service not known",
-                       "nodename nor servname", "no route to host")
-    )
+    for link in _chain(error):
+        message = str(link).lower()
+        if type(link).__name__ == "ConnectError" or any(
+            marker in message
+            for marker in (
+                "connection refused",
+                "connect call failed",
+                "name or service not known",
+                "nodename nor servname",
+                "no route to host",
+            )
+        ):
+            return True
+    return False
 
 
 def _is_transient(error: BaseException) -> bool:
@@ -241,7 +263,9 @@ class Judge:
         response = self._complete(connection, messages, temperature=0.7, mode="text")
         content, _ = self._content(response)
         if not content.strip():
-            raise VerdictUnparsable("the judge gave an empty answer to the follow-up", raw_reply=content)
+            raise VerdictUnparsable(
+                "the judge gave an empty answer to the follow-up", raw_reply=content
+            )
         return content.strip()
 
     def close(self) -> None:
@@ -307,15 +331,20 @@ class Judge:
         final, revised_from = first, None
         answers = [first]
         if request.double_check:
-            follow = [*messages, assistant_turn(_as_reply(first.parsed)),
-                      {"role": "user", "content": DOUBLE_CHECK_PROMPT}]
+            follow = [
+                *messages,
+                assistant_turn(_as_reply(first.parsed)),
+                {"role": "user", "content": DOUBLE_CHECK_PROMPT},
+            ]
             final = self._answer(connection, follow, request)
             answers.append(final)
             if final.parsed.value != first.parsed.value:
                 revised_from = first.parsed.value
                 logger.warning(
                     "the judge revised its verdict on %r from %r to %r",
-                    request.claim, first.parsed.value, final.parsed.value,
+                    request.claim,
+                    first.parsed.value,
+                    final.parsed.value,
                 )
         elapsed = time.perf_counter() - started
         usage = Usage(
@@ -348,7 +377,9 @@ class Judge:
             self.stats.completion_tokens += usage.completion_tokens
             self.stats.cost_usd += cost or 0.0
             self.stats.judge_seconds += elapsed
-        stored = verdict.model_dump(mode="json", exclude={"cached", "recorded_at", "key", "judge_seconds"})
+        stored = verdict.model_dump(
+            mode="json", exclude={"cached", "recorded_at", "key", "judge_seconds"}
+        )
         record = {
             "claim": request.claim,
             "kind": request.kind,
@@ -363,7 +394,9 @@ class Judge:
         }
         return verdict, record
 
-    def _answer(self, connection: Connection, messages: list[Message], request: JudgeRequest) -> _Answer:
+    def _answer(
+        self, connection: Connection, messages: list[Message], request: JudgeRequest
+    ) -> _Answer:
         """One parsed answer; an unparsable reply is asked again once before giving up."""
         last_error: VerdictUnparsable | None = None
         for _ in range(2):
@@ -398,16 +431,21 @@ class Judge:
         while True:
             try:
                 return self._complete(
-                    connection, messages, temperature=request.temperature, mode=mode, kind=request.kind
+                    connection,
+                    messages,
+                    temperature=request.temperature,
+                    mode=mode,
+                    kind=request.kind,
                 )
             except JudgeUnavailable as error:
-                cause = error.__cause__
-                if cause is None or not _is_format_rejection(cause) or mode == RESPONSE_MODES[-1]:
+                if not error.format_rejected or mode == RESPONSE_MODES[-1]:
                     raise
                 index = RESPONSE_MODES.index(mode) + 1
                 logger.info(
                     "%s rejected response_format %s; using %s from now on",
-                    connection.identity, mode, RESPONSE_MODES[index],
+                    connection.identity,
+                    mode,
+                    RESPONSE_MODES[index],
                 )
                 with self._lock:
                     self._modes[connection.litellm_model] = max(
@@ -450,7 +488,11 @@ class Judge:
                 delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
                 logger.info(
                     "judge call to %s failed (%s); retry %d of %d in %.2fs",
-                    connection.identity, type(error).__name__, attempt + 1, attempts - 1, delay,
+                    connection.identity,
+                    type(error).__name__,
+                    attempt + 1,
+                    attempts - 1,
+                    delay,
                 )
                 self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -465,36 +507,44 @@ class Judge:
         detail = redact(str(error))[:500]
         if _is_format_rejection(error):
             raise JudgeUnavailable(
-                f"{where} rejected the structured-output request: {detail}"
-            ) from error
+                f"{where} rejected the structured-output request: {detail}",
+                status=status,
+                format_rejected=True,
+            ) from None
         if _is_connection_refused(error):
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "
-                f"Check --prop-api-base. Detail: {detail}"
-            ) from error
+                f"Check --prop-api-base. Detail: {detail}",
+                status=status,
+            ) from None
         if status in (401, 403) or "authentication" in type(error).__name__.lower():
             raise JudgeUnavailable(
                 f"the judge ({where}) rejected the credentials (HTTP {status}): set "
-                f"{_key_hint(connection.litellm_model)}. Detail: {detail}"
-            ) from error
+                f"{_key_hint(connection.litellm_model)}. Detail: {detail}",
+                status=status,
+            ) from None
         if status == 404 or "notfound" in type(error).__name__.lower():
             raise JudgeUnavailable(
                 f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
-                f"and --prop-api-base. Detail: {detail}"
-            ) from error
+                f"and --prop-api-base. Detail: {detail}",
+                status=status,
+            ) from None
         if not _is_transient(error):
             raise JudgeUnavailable(
                 f"the judge ({where}) rejected the request"
                 + (f" (HTTP {status})" if status else "")
-                + f": {detail}. Check --prop-model and --prop-api-base."
-            ) from error
+                + f": {detail}. Check --prop-model and --prop-api-base.",
+                status=status,
+            ) from None
         if attempt + 1 >= attempts:
             raise JudgeUnavailable(
-                f"the judge ({where}) kept failing after {attempts} attempts"
+                f"the judge ({where}) kept failing after {attempts} attempt"
+                + ("s" if attempts > 1 else "")
                 + (f"; last HTTP {status}" if status else "")
                 + f" ({type(error).__name__}): {detail}. Raise --prop-retries or --prop-timeout "
-                "if the provider is only slow."
-            ) from error
+                "if the provider is only slow.",
+                status=status,
+            ) from None
 
     @staticmethod
     def _content(response: Any) -> tuple[str, str | None]:

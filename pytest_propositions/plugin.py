@@ -59,7 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import targets
 
     def hook_renderer(target: Any, options: Any) -> str | None:
-        result: str | None = config.hook.pytest_proposition_render_target(target=target, options=options)
+        result: str | None = config.hook.pytest_proposition_render_target(
+            target=target, options=options
+        )
         return result
 
     targets.set_hook_renderer(hook_renderer)
@@ -108,26 +110,24 @@ def pytest_runtest_makereport(
         report.sections.append((SECTION_TITLE, failure_section(outcomes)))
     if isinstance(call.excinfo.value, JudgeError):
         report.sections.append(
-            (f"{SECTION_TITLE} judge error", f"{type(call.excinfo.value).__name__}: {call.excinfo.value}")
+            (
+                f"{SECTION_TITLE} judge error",
+                f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
+            )
         )
     return report
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     runtime = config.stash.get(RUNTIME_KEY, None)
-    if runtime is None or runtime.cache is None and not runtime.outcomes:
+    if runtime is None or not runtime.used:
         return
     from .report import summary_line
 
-    judge = runtime.judge
     failed = sum(1 for outcome in runtime.outcomes if not outcome.passed)
-    errors = sum(
-        1
-        for report in terminalreporter.stats.get("failed", [])
-        if getattr(report, "sections", None)
-        and any(title.endswith("judge error") for title, _ in report.sections)
+    terminalreporter.write_line(
+        summary_line(runtime.judge.stats, failed, len(runtime.judge_errors))
     )
-    terminalreporter.write_line(summary_line(judge.stats, failed, errors))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -106,7 +106,11 @@ def fence(text: str) -> tuple[str, str]:
 def user_prompt(kind: Kind, claim: str, context: str, additional_context: str | None) -> str:
     """The claim, the fenced recording and any additional context, as one user turn."""
     begin, end = fence(context)
-    extra = additional_context.strip() if additional_context and additional_context.strip() else NO_ADDITIONAL_CONTEXT
+    extra = (
+        additional_context.strip()
+        if additional_context and additional_context.strip()
+        else NO_ADDITIONAL_CONTEXT
+    )
     ask = (
         "Is the claim true or false for the recording below?"
         if kind == "check"

@@ -208,7 +208,9 @@ class Proposition:
         if not self._precondition_holds(targets, additional_context, claim_variables):
             verdict = self._trivially_true(kind, rendered_claim)
         else:
-            verdict = self._judge(kind, targets, rendered_claim, additional_context, sample_index, run)
+            verdict = self._judge(
+                kind, targets, rendered_claim, additional_context, sample_index, run
+            )
         self.verdict = verdict
         self.value = verdict.value
         self.justification = verdict.justification
@@ -232,7 +234,9 @@ class Proposition:
 
         context = render_context(
             targets,
-            RenderOptions(first_n=self.first_n, last_n=self.last_n, include_personas=self.include_personas),
+            RenderOptions(
+                first_n=self.first_n, last_n=self.last_n, include_personas=self.include_personas
+            ),
         )
         messages = build_messages(kind, claim, context, additional_context)
         model = run.settings.judge_model(self.use_reasoning_model)
@@ -266,13 +270,18 @@ class Proposition:
         )
 
     def _precondition_holds(
-        self, targets: list[Any], additional_context: str | None, claim_variables: Mapping[str, Any] | None
+        self,
+        targets: list[Any],
+        additional_context: str | None,
+        claim_variables: Mapping[str, Any] | None,
     ) -> bool:
         if self.precondition_function is None:
             return True
         result = self.precondition_function(
             target=targets,
-            additional_context=additional_context if additional_context is not None else NO_ADDITIONAL_CONTEXT,
+            additional_context=additional_context
+            if additional_context is not None
+            else NO_ADDITIONAL_CONTEXT,
             claim_variables=dict(claim_variables or {}),
         )
         return bool(result)

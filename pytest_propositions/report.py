@@ -76,5 +76,9 @@ def summary_line(stats: JudgeStats, failed: int, errors: int) -> str:
 
 
 def header_line(settings: Settings, cache_place: str | None) -> str:
-    cache = settings.cache if settings.cache == "off" else f"{settings.cache} ({cache_place or 'no folder'})"
+    cache = (
+        settings.cache
+        if settings.cache == "off"
+        else f"{settings.cache} ({cache_place or 'no folder'})"
+    )
     return f"propositions: model {settings.model}, cache {cache}"

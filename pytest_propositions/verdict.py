@@ -14,9 +14,15 @@ class JudgeReply(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    reasoning: str = Field(description="Step-by-step analysis of the evidence, written before deciding.")
-    justification: str = Field(description="Concise, concrete reasons for the value, citing the context.")
-    value: Any = Field(description="The verdict: true/false for a check, an integer 0..9 for a score.")
+    reasoning: str = Field(
+        description="Step-by-step analysis of the evidence, written before deciding."
+    )
+    justification: str = Field(
+        description="Concise, concrete reasons for the value, citing the context."
+    )
+    value: Any = Field(
+        description="The verdict: true/false for a check, an integer 0..9 for a score."
+    )
     confidence: float = Field(ge=0.0, le=1.0, description="How sure the judge is, from 0.0 to 1.0.")
 
 

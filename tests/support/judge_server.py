@@ -21,10 +21,12 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "CREATED",
+    "JSON_SCHEMA_REJECTION",
     "Delay",
     "Disconnect",
     "EchoFn",
     "MalformedBody",
+    "Matcher",
     "RecordedRequest",
     "Refusal",
     "Reply",
@@ -245,7 +247,7 @@ def text(content: str | None, finish_reason: str = "stop") -> Text:
 
 
 def status(code: int, message: str | None = None, error_type: str = "server_error") -> Status:
-    """An HTTP error; 429 also carries ``Retry-After: 0`` so SDK back-off never slows tests."""
+    """An HTTP error; a 429 also carries ``Retry-After: 0`` (the openai SDK ignores a 0 wait)."""
     if message is None:
         message = f"Scripted HTTP {code} error"
     return Status(code, message, error_type)

@@ -1,0 +1,209 @@
+"""The pytest surface, through pytester runs that reach the scripted judge over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.judge_server import ScriptedJudge, status, verdict
+
+pytest_plugins = ["pytester"]
+
+TEST_WORLD = """
+import pytest
+from pytest_propositions.trace import Agent, World
+
+@pytest.fixture
+def world():
+    oscar = Agent("Oscar", persona={"occupation": "architect"})
+    room = World("Room", agents=[oscar])
+    oscar.hears("Where do you like to travel?")
+    oscar.says("Quiet cities with great architecture.")
+    return room
+"""
+
+
+@pytest.fixture
+def judged(pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Command-line arguments that point the inner run at the scripted judge, cache off."""
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    monkeypatch.delenv("PROP_MODEL", raising=False)
+    monkeypatch.delenv("PROP_CACHE", raising=False)
+    pytester.makeconftest(TEST_WORLD)
+    return [
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        "--prop-cache=off",
+        "--prop-retries=0",
+        "-p",
+        "no:cacheprovider",
+    ]
+
+
+def test_failing_claim_shows_the_justification(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = verdict(False, justification="Oscar never mentions a novel.", confidence=0.8)
+    pytester.makepyfile(
+        """
+        def test_novel(world, assert_proposition):
+            assert_proposition(world, "Oscar writes a novel about cats.")
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PropositionFailed: claim 'Oscar writes a novel about cats.' judged False (model openai/judge-model)",
+            "*- proposition -*",
+            "FAILED: Oscar writes a novel about cats.",
+            "  verdict: False (expected True)",
+            "  confidence: 0.80",
+            "  model: openai/judge-model; judged live in *",
+            "  justification:",
+            "    Oscar never mentions a novel.",
+        ]
+    )
+    # The failure points at the user's line, not into the plugin.
+    result.stdout.fnmatch_lines(["*assert_proposition(world, *"])
+    assert "assertions.py" not in result.stdout.str()
+
+
+def test_passing_claim_is_quiet(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = verdict(True, justification="SECRET-JUSTIFICATION")
+    pytester.makepyfile(
+        """
+        def test_travel(world, assert_proposition):
+            verdict = assert_proposition(world, "Oscar talks about travel.")
+            assert verdict.value is True
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(passed=1)
+    assert "SECRET-JUSTIFICATION" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["propositions: 1 verdicts, 0 failed, 0 judge errors*"])
+
+
+def test_score_gate_and_threshold_precedence(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = verdict(6)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_default_bar(world, min_score):          # --prop-min-score=5 -> passes
+            min_score(world, "Oscar is calm.")
+
+        @pytest.mark.min_score(7)
+        def test_mark_bar(world, min_score):             # mark beats the option -> fails
+            min_score(world, "Oscar is calm.")
+
+        @pytest.mark.min_score(7)
+        def test_argument_bar(world, min_score):         # argument beats the mark -> passes
+            min_score(world, "Oscar is calm.", 6)
+
+        def test_assert_with_min_score(world, assert_proposition):
+            v = assert_proposition(world, "Oscar is calm.", min_score=9)
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-min-score=5")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*scored 6/9, below the minimum of 7*",
+            "*scored 6/9, below the minimum of 9*",
+        ]
+    )
+
+
+def test_ini_min_score_and_env_precedence(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge_server.default = verdict(6)
+    pytester.makeini("[pytest]\nprop_min_score = 8\n")
+    pytester.makepyfile("def test_it(world, min_score):\n    min_score(world, 'Oscar is calm.')\n")
+    pytester.runpytest(*judged).assert_outcomes(failed=1)  # ini 8 > 6
+    monkeypatch.setenv("PROP_MIN_SCORE", "6")
+    pytester.runpytest(*judged).assert_outcomes(passed=1)  # env beats ini
+    pytester.runpytest(*judged, "--prop-min-score=7").assert_outcomes(failed=1)  # flag beats env
+
+
+def test_judge_failure_is_an_error_of_its_own_kind(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = status(500, "provider down")
+    pytester.makepyfile(
+        """
+        def test_it(world, assert_proposition):
+            try:
+                assert_proposition(world, "Oscar talks.")
+            except AssertionError:
+                raise SystemExit("a broken judge must not look like a false claim")
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*JudgeUnavailable: the judge (model openai/judge-model*HTTP 500*"])
+    result.stdout.fnmatch_lines(["*judge error*", "propositions: 0 verdicts, 0 failed, 1 judge errors*"])
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("--prop-min-score=12", "*--prop-min-score*expected a whole number from 0 to 9*"),
+        ("--prop-cache=sometimes", "*--prop-cache*expected one of use, replay, refresh, off*"),
+        ("--prop-timeout=-1", "*--prop-timeout*positive number*"),
+    ],
+)
+def test_bad_option_values_fail_at_parse_time(
+    pytester: pytest.Pytester, argument: str, message: str
+) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest(argument)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_bad_env_value_names_the_variable(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROP_MIN_SCORE", "eleven")
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*environment variable PROP_MIN_SCORE*eleven*"])
+
+
+def test_bad_marker_is_a_usage_error_naming_the_test(
+    pytester: pytest.Pytester, judged: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.min_score(15)
+        def test_too_high(world, min_score):
+            pass
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.stdout.fnmatch_lines(["*test_too_high*min_score*expected a whole number from 0 to 9, got 15*"])
+    assert result.ret != pytest.ExitCode.OK
+
+
+def test_help_lists_the_options_in_one_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "claims judged by an LLM (pytest-propositions):",
+            "*--prop-model=MODEL*",
+            "*--prop-cache=MODE*",
+        ]
+    )
+    assert "Default: local." in result.stdout.str()
+
+
+def test_header_names_model_and_cache(pytester: pytest.Pytester, judged: list[str]) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest(*judged)
+    result.stdout.fnmatch_lines(["propositions: model openai/judge-model, cache off"])
