@@ -143,7 +143,7 @@ def default_model_path() -> Path:
 
 
 def model_path(settings: Settings) -> Path:
-    """The model file to serve: ``--prop-local-model`` when given (checked), else the bundled one."""
+    """The model to serve: ``--prop-local-model`` when given (checked), else the bundled one."""
     if settings.local_model is None:
         return default_model_path()
     path = Path(settings.local_model).expanduser()
@@ -350,14 +350,17 @@ class LocalServer:
             raise AssertionError("unreachable")  # pragma: no cover
 
     def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after a grace period) and forget any failure."""
+        """Stop the server (SIGTERM, then SIGKILL after a grace period) and forget any failure.
+
+        The log is deleted, unless a failure message pointed the user to it.
+        """
         with self._lock:
             self._terminate()
-            self._failure = None
-            if self.log_path is not None:
+            if self.log_path is not None and self._failure is None:
                 with contextlib.suppress(OSError):
                     self.log_path.unlink()
-                self.log_path = None
+            self.log_path = None
+            self._failure = None
             with contextlib.suppress(Exception):
                 atexit.unregister(self.stop)
 

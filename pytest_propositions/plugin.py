@@ -14,10 +14,9 @@ from .errors import JudgeError, PropositionFailed
 from .settings import OPTIONS, SettingsError, argparse_type, resolve
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
     from .verdict import Verdict
 
-RUNTIME_KEY = pytest.StashKey["Runtime"]()
+RUNTIME_KEY = pytest.StashKey[runtime_module.Runtime]()
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 
 
@@ -65,6 +64,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return result
 
     targets.set_hook_renderer(hook_renderer)
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(), "propositions-xdist")
 
 
 def _cache_dir(config: pytest.Config, configured: str | None) -> Path:
@@ -75,6 +76,12 @@ def _cache_dir(config: pytest.Config, configured: str | None) -> Path:
     if cache is not None:
         return Path(cache.mkdir("propositions"))
     return config.rootpath / FALLBACK_CACHE_FOLDER
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    # Any deselection (-k, -m, --lf) makes the run partial: prune must not trust its key set.
+    if items:
+        items[0].config.stash[RUNTIME_KEY].partial_reasons.add("tests were deselected")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -128,6 +135,35 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_line(
         summary_line(runtime.judge.stats, failed, len(runtime.judge_errors))
     )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    runtime = session.config.stash.get(RUNTIME_KEY, None)
+    if runtime is None:
+        return
+    if hasattr(session.config, "workerinput"):
+        # An xdist worker hands its used keys to the controller, which records the run.
+        output = session.config.workeroutput  # type: ignore[attr-defined]
+        output["prop_used_keys"] = sorted(runtime.used_keys())
+        output["prop_partial"] = sorted(runtime.partial_reasons)
+        return
+    if exitstatus != pytest.ExitCode.OK:
+        runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
+    if session.config.args_source == pytest.Config.ArgsSource.ARGS:
+        runtime.partial_reasons.add("only some paths were collected")
+    runtime.record_complete_run()
+
+
+class XdistHooks:
+    """Registered only when pytest-xdist is installed: gather workers' results on the controller."""
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        runtime = node.config.stash[RUNTIME_KEY]
+        output = getattr(node, "workeroutput", None) or {}
+        runtime.merge_used_keys(output.get("prop_used_keys", ()))
+        runtime.partial_reasons.update(output.get("prop_partial", ()))
+        if error:
+            runtime.partial_reasons.add("a worker crashed")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

