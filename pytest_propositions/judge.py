@@ -35,6 +35,10 @@ RESPONSE_MODES = ("json_schema", "json_object", "text")
 
 TEMPERATURE = {"check": 0.5, "score": 1.0}
 
+# Caps on the reply's text in JSON mode (see reply_schema).
+REASONING_MAX_CHARS = 800
+JUSTIFICATION_MAX_CHARS = 500
+
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 _SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
@@ -112,18 +116,30 @@ def load_litellm() -> ModuleType:
     return litellm
 
 
-def reply_schema(kind: Kind) -> dict[str, Any]:
-    """JSON schema of the reply; the value's type and range depend on the kind of claim."""
+def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
+    """JSON schema of the reply; the value's type and range depend on the kind of claim.
+
+    ``bounded`` caps the text fields: grammar-constrained servers (llama.cpp) enforce it, which
+    keeps a small local model from writing until its context runs out.
+    """
     value: dict[str, Any] = (
         {"type": "boolean"}
         if kind == "check"
         else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
     )
+    reasoning: dict[str, Any] = {"type": "string"}
+    justification: dict[str, Any] = {"type": "string"}
+    if bounded:
+        # llama.cpp's grammar ignores minimum/maximum but enforces an enum.
+        if kind == "score":
+            value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
+        reasoning["maxLength"] = REASONING_MAX_CHARS
+        justification["maxLength"] = JUSTIFICATION_MAX_CHARS
     return {
         "type": "object",
         "properties": {
-            "reasoning": {"type": "string"},
-            "justification": {"type": "string"},
+            "reasoning": reasoning,
+            "justification": justification,
             "value": value,
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         },
@@ -144,7 +160,7 @@ def response_format(mode: str, kind: Kind) -> dict[str, Any] | None:
         }
     if mode == "json_object":
         # llama.cpp's server constrains generation with this schema; others ignore the extra key.
-        return {"type": "json_object", "schema": reply_schema(kind)}
+        return {"type": "json_object", "schema": reply_schema(kind, bounded=True)}
     return None
 
 

@@ -93,6 +93,7 @@ _CHUNK = 1 << 20
 _POLL_SECONDS = 0.25
 _PORT_ATTEMPTS = 3
 _PR_SET_PDEATHSIG = 1
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 # -- locating the model -----------------------------------------------------------------------
@@ -281,7 +282,8 @@ class LocalServer:
     ``start`` is thread-safe and idempotent; a failed start is remembered and raised again, so a
     run with a broken model fails each claim fast instead of waiting for the deadline each time.
     ``command`` replaces the llama.cpp command line (tests use a stand-in server); ``{port}`` in
-    it is replaced by the chosen port.
+    it is replaced by the chosen port. The server's output goes to a file in ``log_dir`` (the
+    temporary folder by default), never to a pipe that could fill up and stall it.
     """
 
     def __init__(
@@ -292,8 +294,10 @@ class LocalServer:
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         threads: int | None = None,
         command: Sequence[str] | None = None,
+        log_dir: Path | None = None,
     ) -> None:
         self.model = model
+        self.log_dir = log_dir
         self.startup_timeout = startup_timeout
         self.context_tokens = context_tokens
         self.threads = threads
@@ -361,8 +365,7 @@ class LocalServer:
                     self.log_path.unlink()
             self.log_path = None
             self._failure = None
-            with contextlib.suppress(Exception):
-                atexit.unregister(self.stop)
+            atexit.unregister(self._stop_at_exit)
 
     def __enter__(self) -> LocalServer:
         self.start()
@@ -389,7 +392,7 @@ class LocalServer:
         """One launch on a fresh port; False when the port was taken and another try may work."""
         port = free_port()
         argv = self._argv(port)
-        handle, name = tempfile.mkstemp(prefix="prop-local-judge-", suffix=".log")
+        handle, name = tempfile.mkstemp(prefix="prop-local-judge-", suffix=".log", dir=self.log_dir)
         os.close(handle)
         self.log_path = Path(name)
         self.port = port
@@ -398,7 +401,7 @@ class LocalServer:
         started = time.monotonic()
         logger.info("starting the local judge: %s", " ".join(argv))
         self._process = self._spawn(argv)
-        atexit.register(self.stop)
+        atexit.register(self._stop_at_exit)
         deadline = started + self.startup_timeout
         while True:
             code = self._process.poll()
@@ -471,12 +474,18 @@ class LocalServer:
         return result
 
     def _answers(self) -> bool:
-        """Whether the server answers ``GET /v1/models`` with 200 and lists our model."""
+        """Whether the server answers ``GET /v1/models`` with 200 and lists our model.
+
+        Proxies from the environment are bypassed: the server is on loopback, always.
+        """
         try:
-            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2.0) as response:
+            with _DIRECT.open(f"{self.base_url}/models", timeout=2.0) as response:
                 if response.status != 200:
                     return False
                 body = json.loads(response.read().decode("utf-8", errors="replace"))
+        except urllib.error.HTTPError as error:
+            error.close()
+            return False
         except (OSError, ValueError):
             return False
         models = body.get("data") if isinstance(body, dict) else None
@@ -519,6 +528,18 @@ class LocalServer:
         self._release.set()
         self._close_log()
 
+    def _stop_at_exit(self) -> None:
+        """Stop at interpreter exit without waiting forever on a start stuck in another thread."""
+        if self._lock.acquire(timeout=STOP_GRACE_SECONDS):
+            try:
+                self.stop()
+            finally:
+                self._lock.release()
+            return
+        process = self._process
+        if process is not None:
+            self._signal_group(process, signal.SIGKILL)
+
     @staticmethod
     def _signal_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -540,9 +561,11 @@ def local_connection(settings: Settings, *, startup_timeout: float | None = None
 
     try:
         path = model_path(settings)
+        identity = model_identity(path)
     except ValueError as error:
         raise JudgeUnavailable(str(error)) from error
-    identity = model_identity(path)
+    except OSError as error:
+        raise JudgeUnavailable(f"cannot read the local judge's model file: {error}") from error
     server = LocalServer(
         path,
         startup_timeout=startup_timeout or max(DEFAULT_STARTUP_TIMEOUT, settings.timeout),

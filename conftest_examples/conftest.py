@@ -1,0 +1,136 @@
+"""Example fixtures: targets a test can make claims about. Copy what fits your project."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from pytest_propositions import RenderOptions, register_renderer
+from pytest_propositions.trace import Agent, World
+
+
+@pytest.fixture
+def world() -> World:
+    """Two agents talking, recorded with the package's own trace recorder."""
+    oscar = Agent(
+        "Oscar",
+        persona={"age": 30, "occupation": "architect", "likes": ["quiet cities", "modernism"]},
+    )
+    lisa = Agent("Lisa", persona={"age": 28, "occupation": "data scientist", "likes": ["cats"]})
+    room = World("Chat room", agents=[oscar, lisa])
+    room.broadcast("Introduce yourselves and talk about your travel preferences.")
+    room.talk(oscar, "Hi, I'm Oscar, an architect. I love quiet cities with great architecture.")
+    room.talk(lisa, "I'm Lisa. I prefer beaches, and I always travel with my cat.")
+    room.talk(oscar, "Cats are lovely. Dogs are fine too, but I have never owned one.")
+    return room
+
+
+@pytest.fixture
+def transcript() -> list[dict[str, Any]]:
+    """A chat transcript from an LLM app, in OpenAI format, tool call included."""
+    return [
+        {"role": "system", "content": "You are a helpful travel assistant."},
+        {"role": "user", "content": "What's the weather in Lisbon tomorrow?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": '{"forecast": "sunny", "high_c": 24}',
+        },
+        {"role": "assistant", "content": "Tomorrow Lisbon will be sunny with a high of 24 °C."},
+    ]
+
+
+class LibraryAgent:
+    """Stands in for an agent object of a simulation library (no import of that library needed).
+
+    Anything with `pretty_current_interactions(...)`, a `name` and a `_persona` dict is judged
+    as a simulated agent.
+    """
+
+    def __init__(self, name: str, lines: list[str], persona: dict[str, Any]) -> None:
+        self.name = name
+        self._persona = persona
+        self._lines = lines
+
+    def pretty_current_interactions(
+        self, first_n: int | None = None, last_n: int | None = None, **_: Any
+    ) -> str:
+        lines = self._lines
+        if first_n is not None:
+            lines = lines[:first_n]
+        if last_n is not None:
+            lines = lines[-last_n:]
+        return "\n".join(lines)
+
+
+@pytest.fixture
+def library_agent() -> LibraryAgent:
+    return LibraryAgent(
+        "Ana",
+        [
+            "USER --> Ana: [CONVERSATION] Which dessert would you recommend?",
+            "Ana acts: [THINK] I should suggest something traditional.",
+            "Ana acts: [TALK] Try a pastel de nata, it is the classic Portuguese custard tart.",
+            "Ana acts: [DONE]",
+        ],
+        {"occupation": "pastry chef", "nationality": "Portuguese"},
+    )
+
+
+class OrderLog:
+    """A custom target type: a shop's order log, rendered by a function we register below."""
+
+    def __init__(self, orders: list[tuple[str, str, int]]) -> None:
+        self.orders = orders
+
+
+def render_order_log(log: OrderLog, options: RenderOptions) -> str:
+    rows = log.orders[-options.last_n :] if options.last_n else log.orders
+    return "\n".join(f"{customer} ordered {count} x {item}" for customer, item, count in rows)
+
+
+register_renderer(OrderLog, render_order_log)
+
+
+@pytest.fixture
+def order_log() -> OrderLog:
+    return OrderLog([("Oscar", "espresso", 1), ("Lisa", "croissant", 2), ("Oscar", "espresso", 1)])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the bundled 135M-parameter judge, a wrong verdict is expected now and then.
+
+    With that judge these examples show the whole path working (real model, real tokens, the
+    cache), so a claim it gets wrong is reported as xfail instead of failing the run. A judge
+    that cannot answer still fails. Remove this hook when you copy the examples and use a real
+    model (--prop-model=...).
+    """
+    from pytest_propositions import PropositionFailed
+
+    model = (
+        config.getoption("prop_model")
+        or os.environ.get("PROP_MODEL")
+        or config.getini("prop_model")
+    )
+    if model not in (None, "", "local"):
+        return
+    tiny_judge = pytest.mark.xfail(
+        raises=PropositionFailed,
+        strict=False,
+        reason="the bundled 135M local judge is too small to judge reliably",
+    )
+    for item in items:
+        item.add_marker(tiny_judge)

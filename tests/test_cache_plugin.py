@@ -1,0 +1,755 @@
+"""The verdict cache inside real pytest runs: record, replay, refresh, off, xdist, damage, prune.
+
+Inner runs reach the scripted judge (tests/support/judge_server.py) over loopback HTTP. Inline
+runs (``pytester.runpytest``) are quick and share this process; runs whose process state matters
+(is litellm imported? several xdist workers?) use ``pytester.runpytest_subprocess``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_propositions.cache import VerdictCache
+from tests.support.judge_server import ScriptedJudge, refusal, status, text, verdict
+
+pytest_plugins = ["pytester"]
+
+MODEL = "openai/judge-model"
+
+# The inner project's conftest: a world fixture, and a probe that records, per process, whether
+# litellm was imported by the end of the session (a fully cached or replay run must not import it).
+INNER_CONFTEST = """
+import os
+import sys
+
+import pytest
+from pytest_propositions.trace import Agent, World
+
+
+@pytest.fixture
+def world():
+    oscar = Agent("Oscar", persona={"occupation": "architect"})
+    room = World("Room", agents=[oscar])
+    oscar.hears("Where do you like to travel?")
+    oscar.says("Quiet cities with great architecture.")
+    return room
+
+
+def pytest_sessionfinish(session):
+    who = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    probe = session.config.rootpath / f"litellm-imported-{who}.txt"
+    probe.write_text(str("litellm" in sys.modules))
+"""
+
+# Five tests, six claims (checks and scores); one claim is false.
+FIVE_TESTS = """
+def test_travel(world, assert_proposition):
+    assert_proposition(world, "Oscar talks about travel.")
+
+def test_architecture_score(world, min_score):
+    min_score(world, "Oscar likes architecture.", 6)
+
+def test_calm(world, assert_proposition):
+    assert_proposition(world, "Oscar is calm.", min_score=5)
+
+def test_novel(world, assert_proposition):
+    assert_proposition(world, "Oscar writes a novel about cats.")
+
+def test_two_claims(world, assert_proposition, min_score):
+    assert_proposition(world, "Oscar answers a question.")
+    min_score(world, "Oscar stays in character.")
+"""
+
+FALSE_JUSTIFICATION = "Oscar never mentions a novel."
+
+
+@dataclass
+class Suite:
+    """An inner project pointed at the scripted judge, with its own cache folder."""
+
+    pytester: pytest.Pytester
+    judge: ScriptedJudge
+    cache_dir: Path
+
+    def args(self, *extra: str, cache: str = "use") -> list[str]:
+        return [
+            f"--prop-model={MODEL}",
+            f"--prop-api-base={self.judge.base_url}",
+            f"--prop-cache={cache}",
+            "--prop-retries=0",
+            f"--prop-cache-dir={self.cache_dir}",
+            "-p",
+            "no:cacheprovider",
+            *extra,
+        ]
+
+    def run(self, *extra: str, cache: str = "use") -> pytest.RunResult:
+        """An inline run; the judge's request log is cleared first."""
+        self.judge.clear_requests()
+        return self.pytester.runpytest(*self.args(*extra, cache=cache))
+
+    def run_subprocess(self, *extra: str, cache: str = "use") -> pytest.RunResult:
+        self.judge.clear_requests()
+        for probe in self.pytester.path.glob("litellm-imported-*.txt"):
+            probe.unlink()
+        return self.pytester.runpytest_subprocess(*self.args(*extra, cache=cache))
+
+    def litellm_probes(self) -> dict[str, bool]:
+        """Per process of the last subprocess run: was litellm imported at session finish?"""
+        probes = {
+            path.stem.removeprefix("litellm-imported-"): path.read_text()
+            for path in self.pytester.path.glob("litellm-imported-*.txt")
+        }
+        assert probes, "the inner conftest's probe did not run"
+        assert set(probes.values()) <= {"True", "False"}, probes
+        return {who: value == "True" for who, value in probes.items()}
+
+    def cache(self) -> VerdictCache:
+        return VerdictCache(self.cache_dir)
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        """Key -> stored record, read through the export (what a user would review)."""
+        with self.cache() as cache:
+            lines = list(cache.export_lines())
+        return {entry["key"]: entry["record"] for entry in map(json.loads, lines)}
+
+
+@pytest.fixture
+def suite(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Suite:
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    for name in (
+        "PROP_MODEL",
+        "PROP_CACHE",
+        "PROP_CACHE_DIR",
+        "PROP_API_BASE",
+        "PROP_MIN_SCORE",
+        "PROP_RETRIES",
+        "PROP_TIMEOUT",
+        "PYTEST_XDIST_WORKER",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(INNER_CONFTEST)
+    # Outside the inner rootdir, so the cache is never collected or confused with a default one.
+    cache_dir = tmp_path_factory.mktemp("verdicts") / "cache"
+    return Suite(pytester, judge_server, cache_dir)
+
+
+def script_five_tests(judge: ScriptedJudge) -> None:
+    judge.on("novel about cats", verdict(False, justification=FALSE_JUSTIFICATION, confidence=0.8))
+    judge.on("How true is the claim", verdict(8, justification="He stays on topic."))
+    judge.default = verdict(True, justification="He says so.")
+
+
+def call_reports(result: pytest.RunResult) -> dict[str, pytest.TestReport]:
+    reports = result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    return {report.nodeid: report for report in reports if report.when == "call"}
+
+
+def proposition_section(report: pytest.TestReport) -> str:
+    sections = [content for title, content in report.sections if title == "proposition"]
+    assert len(sections) == 1, report.sections
+    return sections[0]
+
+
+def summary(result: pytest.RunResult) -> str:
+    verdict_lines = [
+        line for line in result.outlines if re.match(r"propositions: \d+ verdicts", line)
+    ]
+    assert len(verdict_lines) == 1, result.outlines
+    return verdict_lines[0]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "PROP_CACHE_DIR"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_propositions", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=environ,
+        check=False,
+    )
+
+
+def tree_bytes(directory: Path) -> Iterator[tuple[Path, bytes]]:
+    for path in sorted(directory.rglob("*")):
+        if path.is_file():
+            yield path, path.read_bytes()
+
+
+# -- 1. a second run of an unchanged suite --------------------------------------------------------
+
+
+def test_second_run_is_served_from_the_cache(suite: Suite) -> None:
+    script_five_tests(suite.judge)
+    suite.pytester.makepyfile(test_suite=FIVE_TESTS)
+
+    first = suite.run()
+    first.assert_outcomes(passed=4, failed=1)
+    assert len(suite.judge.requests) == 6
+    assert summary(first).startswith(
+        "propositions: 6 verdicts, 1 failed, 0 judge errors, 0 from cache, 6 judge calls,"
+    )
+    first_reports = call_reports(first)
+
+    second = suite.run()
+    assert suite.judge.requests == []
+    second.assert_outcomes(passed=4, failed=1)
+    assert summary(second).startswith(
+        "propositions: 6 verdicts, 1 failed, 0 judge errors, 6 from cache, 0 judge calls,"
+    )
+    second_reports = call_reports(second)
+    assert {k: r.outcome for k, r in first_reports.items()} == {
+        k: r.outcome for k, r in second_reports.items()
+    }
+    failing = "test_suite.py::test_novel"
+    assert first_reports[failing].failed and second_reports[failing].failed
+
+    # The failure reports agree on everything but the provenance line.
+    live = proposition_section(first_reports[failing]).splitlines()
+    cached = proposition_section(second_reports[failing]).splitlines()
+    assert "    " + FALSE_JUSTIFICATION in live
+    provenance = [i for i, line in enumerate(live) if line.startswith("  model: ")]
+    assert len(provenance) == 1
+    at = provenance[0]
+    assert re.fullmatch(rf"  model: {MODEL}; judged live in \d+\.\d\ds", live[at])
+    assert live[:at] + live[at + 1 :] == cached[:at] + cached[at + 1 :]
+    (recorded_at,) = [
+        record["recorded_at"]
+        for record in suite.records().values()
+        if record["claim"] == "Oscar writes a novel about cats."
+    ]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", recorded_at)
+    assert cached[at] == f"  model: {MODEL}; from the cache, recorded {recorded_at}"
+
+
+# -- 3. replay ------------------------------------------------------------------------------------
+
+
+REPLAY_TESTS = """
+def test_travel(world, assert_proposition):
+    assert_proposition(world, "Oscar talks about travel.")
+
+def test_score(world, min_score):
+    min_score(world, "Oscar stays in character.", 5)
+
+def test_no_claims():
+    pass
+"""
+
+
+def test_replay_with_an_empty_cache_names_what_is_missing(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_replay=REPLAY_TESTS)
+
+    result = suite.run(cache="replay")
+    result.assert_outcomes(passed=1, failed=2)
+    assert suite.judge.requests == []
+    assert not suite.cache_dir.exists(), "replay must not create a cache"
+    output = result.stdout.str()
+    prefixes = {}
+    for test, claim in [
+        ("test_travel", "Oscar talks about travel."),
+        ("test_score", "Oscar stays in character."),
+    ]:
+        match = re.search(
+            rf"VerdictMissing: no recorded verdict for claim {re.escape(repr(claim))} "
+            rf"in test_replay\.py::{test} \(key ([0-9a-f]{{16}})\)",
+            output,
+        )
+        assert match, output
+        prefixes[claim] = match.group(1)
+    result.stdout.fnmatch_lines(["*propositions: 0 verdicts, 0 failed, 2 judge errors*"])
+
+    # The key prefixes are those of the requests a use run then records.
+    suite.judge.on("How true is the claim", verdict(8))
+    suite.run().assert_outcomes(passed=3)
+    recorded = {record["claim"]: key for key, record in suite.records().items()}
+    assert {claim: key[:16] for claim, key in recorded.items()} == prefixes
+
+
+def test_replay_in_a_subprocess_never_imports_litellm(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_replay=REPLAY_TESTS)
+
+    result = suite.run_subprocess(cache="replay")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*VerdictMissing: no recorded verdict for claim*"])
+    assert suite.judge.requests == []
+    assert suite.litellm_probes() == {"main": False}
+
+
+# -- 4. a fully cached run --------------------------------------------------------------------------
+
+
+def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
+    script_five_tests(suite.judge)
+    suite.pytester.makepyfile(test_suite=FIVE_TESTS)
+    suite.run().assert_outcomes(passed=4, failed=1)  # inline: records
+    assert len(suite.judge.requests) == 6
+
+    result = suite.run_subprocess()
+    result.assert_outcomes(passed=4, failed=1)
+    assert suite.judge.requests == []
+    result.stdout.fnmatch_lines(["*from the cache, recorded *", "*6 from cache, 0 judge calls*"])
+    assert suite.litellm_probes() == {"main": False}
+
+    # The probe can see litellm: a run with a cache miss does import it.
+    suite.pytester.makepyfile(
+        test_new="def test_new(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar is new here.')\n"
+    )
+    suite.run_subprocess().assert_outcomes(passed=5, failed=1)
+    assert len(suite.judge.requests) == 1
+    assert suite.litellm_probes() == {"main": True}
+
+
+# -- 5. refresh and off ------------------------------------------------------------------------------
+
+
+ONE_TEST = """
+def test_travel(world, assert_proposition):
+    assert_proposition(world, "Oscar talks about travel.")
+"""
+
+
+def test_refresh_judges_again_and_overwrites(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    suite.judge.default = verdict(True, justification="He talks about cities.")
+    suite.run().assert_outcomes(passed=1)
+    assert len(suite.judge.requests) == 1
+
+    suite.judge.default = verdict(False, justification="CHANGED-VERDICT")
+    suite.run().assert_outcomes(passed=1)  # use: still the recorded verdict
+    assert suite.judge.requests == []
+
+    refreshed = suite.run(cache="refresh")
+    refreshed.assert_outcomes(failed=1)
+    assert len(suite.judge.requests) == 1
+    refreshed.stdout.fnmatch_lines(["*judged live in *", "    CHANGED-VERDICT"])
+
+    after = suite.run()
+    after.assert_outcomes(failed=1)
+    assert suite.judge.requests == []
+    after.stdout.fnmatch_lines(["*from the cache, recorded *", "    CHANGED-VERDICT"])
+    records = list(suite.records().values())
+    assert len(records) == 1, "refresh overwrites, it does not add"
+    assert records[0]["verdict"]["justification"] == "CHANGED-VERDICT"
+
+
+def test_off_neither_reads_nor_writes(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+
+    # No cache folder: off does not create one, and asks the judge every time.
+    for _ in range(2):
+        suite.run(cache="off").assert_outcomes(passed=1)
+        assert len(suite.judge.requests) == 1
+    assert not suite.cache_dir.exists()
+
+    # A recorded cache: off does not read it (the new verdict wins) and does not change it.
+    suite.run().assert_outcomes(passed=1)
+    before = list(tree_bytes(suite.cache_dir))
+    exported = suite.records()
+    suite.judge.default = verdict(False, justification="Judged live, not read.")
+    off = suite.run(cache="off")
+    off.assert_outcomes(failed=1)
+    assert len(suite.judge.requests) == 1
+    off.stdout.fnmatch_lines(["*judged live in *", "    Judged live, not read."])
+    assert suite.records() == exported
+    assert [path for path, _ in tree_bytes(suite.cache_dir)] == [path for path, _ in before]
+    with suite.cache() as cache:
+        last = cache.last_complete_run()
+    assert last is not None and len(last.keys) == 1
+
+
+# -- 6. only valid verdicts are stored --------------------------------------------------------------
+
+
+BROKEN_REPLIES = """
+def test_valid(world, assert_proposition):
+    assert_proposition(world, "Oscar gives a VALID answer.")
+
+def test_unparsable(world, assert_proposition):
+    assert_proposition(world, "Oscar gets an UNPARSABLE answer.")
+
+def test_refused(world, assert_proposition):
+    assert_proposition(world, "Oscar gets a REFUSED answer.")
+
+def test_server_error(world, assert_proposition):
+    assert_proposition(world, "Oscar gets a BROKEN answer.")
+"""
+
+
+def test_only_valid_verdicts_are_stored(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_broken=BROKEN_REPLIES)
+    unparsable = suite.judge.on("UNPARSABLE", text("I cannot tell"))
+    refused = suite.judge.on("REFUSED", refusal("I won't judge that."))
+    broken = suite.judge.on("BROKEN", status(500, "provider down"))
+
+    result = suite.run()
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(["*propositions: 1 verdicts, 0 failed, 3 judge errors*"])
+    # A bad reply is asked once more; --prop-retries=0 keeps the 500 at one call.
+    assert (unparsable.hits, refused.hits, broken.hits) == (2, 2, 1)
+    with suite.cache() as cache:
+        stats = cache.stats()
+    assert stats.entries == 1
+    assert [record["claim"] for record in suite.records().values()] == [
+        "Oscar gives a VALID answer."
+    ]
+    shown = cli("cache", "stats", "--cache-dir", str(suite.cache_dir), cwd=suite.pytester.path)
+    assert shown.returncode == 0, shown.stderr
+    assert "entries: 1\n" in shown.stdout
+
+    # Nothing was cached for the three failures: a later use run asks the judge again.
+    suite.judge.reset()
+    suite.run().assert_outcomes(passed=4)
+    asked = sorted(
+        word
+        for request in suite.judge.requests
+        for word in ("VALID", "UNPARSABLE", "REFUSED", "BROKEN")
+        if f" {word} answer" in request.text
+    )
+    assert asked == ["BROKEN", "REFUSED", "UNPARSABLE"]
+    with suite.cache() as cache:
+        assert cache.stats().entries == 4
+
+
+# -- 7. pytest-xdist ---------------------------------------------------------------------------------
+
+
+XDIST_CLAIMS = 24
+XDIST_TESTS = f"""
+import pytest
+
+@pytest.mark.parametrize("n", range({XDIST_CLAIMS}))
+def test_claim(world, assert_proposition, n):
+    assert_proposition(world, f"Claim number {{n}} holds for Oscar.")
+"""
+
+
+def test_xdist_workers_share_one_cache(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_many=XDIST_TESTS)
+
+    first = suite.run_subprocess("-p", "xdist", "-n", "2")
+    first.assert_outcomes(passed=XDIST_CLAIMS)
+    assert len(suite.judge.requests) == XDIST_CLAIMS
+    with suite.cache() as cache:
+        stats = cache.stats()
+        last = cache.last_complete_run()
+    assert stats.entries == XDIST_CLAIMS, "a verdict stored by a worker was lost"
+    # The controller gathered every worker's keys into the complete-run record.
+    assert last is not None and len(last.keys) == XDIST_CLAIMS
+
+    second = suite.run_subprocess("-p", "xdist", "-n", "4")
+    second.assert_outcomes(passed=XDIST_CLAIMS)
+    assert suite.judge.requests == []
+    probes = suite.litellm_probes()
+    assert len(probes) == 5 and not any(probes.values()), probes  # controller + 4 workers
+
+    exported = cli("cache", "export", "--cache-dir", str(suite.cache_dir), cwd=suite.pytester.path)
+    assert exported.returncode == 0, exported.stderr
+    lines = exported.stdout.splitlines()
+    assert len(lines) == XDIST_CLAIMS
+    entries = [json.loads(line) for line in lines]
+    assert all(set(entry) == {"key", "record"} for entry in entries)
+    assert [entry["key"] for entry in entries] == sorted(last.keys)
+    assert {entry["record"]["claim"] for entry in entries} == {
+        f"Claim number {n} holds for Oscar." for n in range(XDIST_CLAIMS)
+    }
+    assert all(entry["record"]["verdict"]["value"] is True for entry in entries)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="plugin.py pytest_terminal_summary: the xdist controller never builds a judge, so "
+    "runtime.used is False and no summary is printed; workers do not send their JudgeStats "
+    "(DESIGN: the controller aggregates the workers' counts)",
+)
+def test_the_xdist_controller_prints_the_summary(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_three=THREE_TESTS)
+    suite.run().assert_outcomes(passed=3)  # inline: records
+    result = suite.run_subprocess("-p", "xdist", "-n", "2")
+    result.assert_outcomes(passed=3)
+    assert suite.judge.requests == []
+    result.stdout.fnmatch_lines(
+        ["propositions: 3 verdicts, 0 failed, 0 judge errors, 3 from cache*"]
+    )
+
+
+# -- 8. a damaged cache ------------------------------------------------------------------------------
+
+
+THREE_TESTS = """
+def test_one(world, assert_proposition):
+    assert_proposition(world, "Oscar talks about travel.")
+
+def test_two(world, assert_proposition):
+    assert_proposition(world, "Oscar is an architect.")
+
+def test_three(world, assert_proposition):
+    assert_proposition(world, "Oscar answers a question.")
+"""
+
+
+def test_a_damaged_cache_warns_once_and_is_rebuilt(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_three=THREE_TESTS)
+    suite.cache_dir.mkdir(parents=True)
+    garbage = b"this is not a sqlite database\x00\xff" * 200
+    (suite.cache_dir / "cache.db").write_bytes(garbage)
+
+    result = suite.run()
+    result.assert_outcomes(passed=3)
+    assert len(suite.judge.requests) == 3
+    moved = suite.cache_dir.with_name(suite.cache_dir.name + ".corrupt-1")
+    assert (moved / "cache.db").read_bytes() == garbage, "the damaged copy is kept"
+    assert not suite.cache_dir.with_name(suite.cache_dir.name + ".corrupt-2").exists()
+    output = result.stdout.str()
+    assert "warnings summary" in output
+    assert output.count("CacheWarning") == 1, output
+    result.stdout.fnmatch_lines(
+        [f"*CacheWarning: the verdict cache at {suite.cache_dir} is damaged*"]
+    )
+    assert f"moved it to {moved}" in " ".join(output.split())
+
+    again = suite.run()
+    again.assert_outcomes(passed=3)
+    assert suite.judge.requests == []
+    assert "CacheWarning" not in again.stdout.str()
+    with suite.cache() as cache:
+        assert cache.stats().entries == 3
+
+
+# -- 9. prune across runs ---------------------------------------------------------------------------
+
+
+def test_prune_drops_exactly_what_the_last_complete_run_did_not_use(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_three=THREE_TESTS)
+
+    def last_run() -> tuple[Any, frozenset[str]]:
+        with suite.cache() as cache:
+            run = cache.last_complete_run()
+        assert run is not None
+        return run.recorded_at, run.keys
+
+    suite.run().assert_outcomes(passed=3)
+    first_keys = set(suite.records())
+    assert len(first_keys) == 3
+    first_run = last_run()
+    assert first_run[1] == first_keys
+
+    # A -k selection is partial: it must not replace the record, even though it used one key only.
+    suite.run("-k", "one").assert_outcomes(passed=1)
+    assert last_run() == first_run
+
+    # Change one claim; a complete run judges it and records the new set.
+    suite.pytester.makepyfile(
+        test_three=THREE_TESTS.replace("Oscar answers a question.", "Oscar answers politely.")
+    )
+    suite.run().assert_outcomes(passed=3)
+    assert len(suite.judge.requests) == 1
+    records = suite.records()
+    assert len(records) == 4
+    (stale,) = [k for k, r in records.items() if r["claim"] == "Oscar answers a question."]
+    complete = last_run()
+    assert complete[1] == set(records) - {stale}
+
+    # A run with a failing test is partial too; what it stores is kept by prune (stored later).
+    suite.pytester.makepyfile(
+        test_failing="def test_failing(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar fails on purpose.')\n"
+    )
+    suite.judge.on("fails on purpose", verdict(False))
+    suite.run().assert_outcomes(passed=3, failed=1)
+    assert last_run() == complete
+    before_prune = set(suite.records())
+    assert len(before_prune) == 5
+
+    pruned = cli("cache", "prune", "--cache-dir", str(suite.cache_dir), cwd=suite.pytester.path)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout.startswith("pruned 1 verdicts"), pruned.stdout
+    assert set(suite.records()) == before_prune - {stale}
+
+
+def test_paths_given_on_the_command_line_make_a_partial_run(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_three=THREE_TESTS, test_one=ONE_TEST)
+    suite.run().assert_outcomes(passed=4)
+    with suite.cache() as cache:
+        complete = cache.last_complete_run()
+    assert complete is not None and len(complete.keys) == 3  # both files share one claim
+
+    suite.run("test_one.py").assert_outcomes(passed=1)
+    with suite.cache() as cache:
+        assert cache.last_complete_run() == complete
+
+
+OTHER_FILE = """
+def test_other(world, assert_proposition):
+    assert_proposition(world, "Oscar likes trains.")
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="plugin.py pytest_sessionfinish: --ignore/--ignore-glob skip files without a "
+    "deselection, so the run is recorded as complete and prune drops the ignored files' verdicts",
+)
+def test_ignore_makes_a_partial_run(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_three=THREE_TESTS, test_other=OTHER_FILE)
+    suite.run().assert_outcomes(passed=4)
+    with suite.cache() as cache:
+        complete = cache.last_complete_run()
+    assert complete is not None and len(complete.keys) == 4
+
+    suite.run("--ignore=test_other.py").assert_outcomes(passed=3)
+    with suite.cache() as cache:
+        assert cache.last_complete_run() == complete
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="plugin.py pytest_sessionfinish: --lf skips whole files that had no failure without a "
+    "deselection, so the run is recorded as complete and prune drops the skipped files' verdicts",
+)
+def test_last_failed_makes_a_partial_run(suite: Suite, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite.pytester.makepyfile(
+        test_three=THREE_TESTS,
+        test_flaky="import os\n\n"
+        "def test_flaky(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar is flaky.')\n"
+        "    assert os.environ.get('FLAKY_FIXED')\n",
+    )
+    with_lf = [arg for arg in suite.args() if arg != "no:cacheprovider" and arg != "-p"]
+    monkeypatch.setenv("FLAKY_FIXED", "1")
+    suite.pytester.runpytest(*with_lf).assert_outcomes(passed=4)
+    with suite.cache() as cache:
+        complete = cache.last_complete_run()
+    assert complete is not None and len(complete.keys) == 4
+
+    monkeypatch.delenv("FLAKY_FIXED")
+    suite.pytester.runpytest(*with_lf).assert_outcomes(passed=3, failed=1)  # partial: a failure
+    monkeypatch.setenv("FLAKY_FIXED", "1")
+    suite.pytester.runpytest(*with_lf, "--lf").assert_outcomes(passed=1)  # only test_flaky.py
+    with suite.cache() as cache:
+        assert cache.last_complete_run() == complete
+
+
+# -- 10. where the cache lives ------------------------------------------------------------------------
+
+
+def default_args(suite: Suite, *extra: str) -> list[str]:
+    return [
+        f"--prop-model={MODEL}",
+        f"--prop-api-base={suite.judge.base_url}",
+        "--prop-retries=0",
+        *extra,
+    ]
+
+
+def test_default_location_is_in_pytests_cache(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    result = suite.pytester.runpytest(*default_args(suite))
+    result.assert_outcomes(passed=1)
+    folder = suite.pytester.path / ".pytest_cache" / "d" / "propositions"
+    result.stdout.fnmatch_lines([f"propositions: model {MODEL}, cache use ({folder})"])
+    with VerdictCache(folder) as cache:
+        assert cache.stats().entries == 1
+    assert not (suite.pytester.path / ".pytest_propositions_cache").exists()
+
+    # The CLI's default, run from the rootdir, is the same folder.
+    shown = cli("cache", "stats", cwd=suite.pytester.path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"directory: {folder}" in shown.stdout and "entries: 1\n" in shown.stdout
+
+
+def test_without_the_cacheprovider_the_cache_is_at_the_rootdir(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    suite.pytester.runpytest(*default_args(suite, "-p", "no:cacheprovider")).assert_outcomes(
+        passed=1
+    )
+    with VerdictCache(suite.pytester.path / ".pytest_propositions_cache") as cache:
+        assert cache.stats().entries == 1
+    assert not (suite.pytester.path / ".pytest_cache").exists()
+
+
+def test_cache_dir_from_ini_and_environment(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    from_ini, from_env, from_flag = tmp_path / "ini", tmp_path / "env", tmp_path / "flag"
+    suite.pytester.makeini(f"[pytest]\nprop_cache_dir = {from_ini}\n")
+    run = default_args(suite, "-p", "no:cacheprovider")
+
+    suite.pytester.runpytest(*run).assert_outcomes(passed=1)
+    assert (from_ini / "cache.db").is_file()
+
+    monkeypatch.setenv("PROP_CACHE_DIR", str(from_env))  # the environment beats the ini
+    suite.pytester.runpytest(*run).assert_outcomes(passed=1)
+    assert (from_env / "cache.db").is_file()
+
+    suite.pytester.runpytest(*run, f"--prop-cache-dir={from_flag}").assert_outcomes(passed=1)
+    assert (from_flag / "cache.db").is_file()  # the flag beats both
+
+    for folder in (from_ini, from_env, from_flag):
+        with VerdictCache(folder) as cache:
+            assert cache.stats().entries == 1
+    assert len(suite.judge.requests) == 3
+    assert not (suite.pytester.path / ".pytest_propositions_cache").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="plugin.py _cache_dir resolves a relative ini prop_cache_dir against the current "
+    "directory, not the rootdir (pytest's own ini cache_dir is rootdir-relative)",
+)
+def test_a_relative_ini_cache_dir_is_relative_to_the_rootdir(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.pytester.makeini("[pytest]\nprop_cache_dir = verdicts\n")
+    sub = suite.pytester.mkpydir("sub")
+    (sub / "test_one.py").write_text(ONE_TEST)
+    monkeypatch.chdir(sub)
+    result = suite.pytester.runpytest(*default_args(suite, "-p", "no:cacheprovider"))
+    result.assert_outcomes(passed=1)
+    assert (suite.pytester.path / "verdicts" / "cache.db").is_file()
+
+
+# -- 11. credentials ---------------------------------------------------------------------------------
+
+
+def test_the_api_key_never_reaches_the_cache(suite: Suite, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-" + "Z" * 24
+    monkeypatch.setenv("PROP_API_KEY", secret)
+    script_five_tests(suite.judge)
+    suite.pytester.makepyfile(test_suite=FIVE_TESTS)
+    result = suite.run()
+    result.assert_outcomes(passed=4, failed=1)
+    # The key was really used: the judge saw it.
+    assert all(secret in r.headers.get("authorization", "") for r in suite.judge.requests)
+    assert suite.judge.requests
+
+    exported = cli("cache", "export", "--cache-dir", str(suite.cache_dir), cwd=suite.pytester.path)
+    assert exported.returncode == 0, exported.stderr
+    assert len(exported.stdout.splitlines()) == 6
+    assert secret not in exported.stdout
+    assert "Z" * 24 not in exported.stdout
+    files = list(tree_bytes(suite.cache_dir))
+    assert files
+    for path, data in files:
+        assert secret.encode() not in data, path
+        assert secret.encode("utf-16-le") not in data, path
+    assert secret not in result.stdout.str()
