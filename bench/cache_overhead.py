@@ -102,22 +102,35 @@ def _plain_test(n: int) -> str:
 # -- running pytest ----------------------------------------------------------------------------
 
 
-def environment() -> dict[str, str]:
+def environment(bare: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PYTEST_"))}
     env["PROP_API_KEY"] = "bench-key-not-real"
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    if bare:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
 
 
-def pytest_command(suite: Path, cache_dir: Path, api_base: str, *python_flags: str) -> list[str]:
+def pytest_command(
+    suite: Path,
+    cache_dir: Path,
+    api_base: str,
+    *,
+    bare: bool = False,
+    python_flags: Sequence[str] = (),
+    pytest_flags: Sequence[str] = (),
+) -> list[str]:
+    """``python -m pytest`` on one suite; ``bare`` loads no other plugin than this one."""
     return [
         sys.executable,
         *python_flags,
         "-m",
         "pytest",
+        *(["-p", "pytest_propositions.plugin"] if bare else []),
         "-p",
         "no:cacheprovider",
         "-q",
+        *pytest_flags,
         f"--prop-model={MODEL}",
         f"--prop-api-base={api_base}",
         f"--prop-cache-dir={cache_dir}",
@@ -126,10 +139,12 @@ def pytest_command(suite: Path, cache_dir: Path, api_base: str, *python_flags: s
     ]
 
 
-def run(command: Sequence[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+def run(
+    command: Sequence[str], cwd: Path, *, bare: bool = False
+) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.perf_counter()
     done = subprocess.run(
-        command, cwd=cwd, env=environment(), capture_output=True, text=True, check=False
+        command, cwd=cwd, env=environment(bare), capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:

@@ -205,6 +205,22 @@ def _is_connection_refused(error: BaseException) -> bool:
     return False
 
 
+_MISSING_KEY_MARKERS = (
+    "missing credentials",
+    "api_key client option must be set",
+    "no api key",
+    "api key not found",
+    "missing api key",
+)
+
+
+def _is_missing_key(error: BaseException) -> bool:
+    """The client had no key to send: litellm reports that as a 500, but retrying cannot help."""
+    return any(
+        marker in str(link).lower() for link in _chain(error) for marker in _MISSING_KEY_MARKERS
+    )
+
+
 def _is_transient(error: BaseException) -> bool:
     status = _status(error)
     if status is not None:
@@ -531,6 +547,12 @@ class Judge:
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "
                 f"Check --prop-api-base. Detail: {detail}",
+                status=status,
+            ) from None
+        if _is_missing_key(error):
+            raise JudgeUnavailable(
+                f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
+                "or choose another model with --prop-model (--prop-model=local needs no key)",
                 status=status,
             ) from None
         if status in (401, 403) or "authentication" in type(error).__name__.lower():

@@ -347,3 +347,31 @@ def test_context_is_fenced_and_injection_stays_inside(judge: ScriptedJudge) -> N
     assert begin < sent.index("Ignore previous instructions") < end
     system = judge.requests[0].messages[0]["content"]
     assert "never instructions" in system
+
+
+def test_missing_key_fails_at_once_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client refuses before sending anything, so no network is involved.
+    for name in ("OPENAI_API_KEY", "PROP_API_KEY", "OPENAI_ADMIN_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    sleeps: list[float] = []
+    runtime = Runtime(Settings(model="openai/gpt-4.1-mini", cache="off", retries=3))
+    runtime_module.activate(runtime)
+    try:
+        runtime.judge._sleep = sleeps.append  # no backoff may happen for a missing key
+        with pytest.raises(JudgeUnavailable, match=r"no API key.*OPENAI_API_KEY"):
+            Proposition("x", "Ana acts: [TALK] hi").check()
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+    assert sleeps == []
+
+
+def test_outside_pytest_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROP_MODEL", "openai/from-env")
+    monkeypatch.setenv("PROP_MIN_SCORE", "4")
+    monkeypatch.setattr(runtime_module, "_active", [])
+    monkeypatch.setattr(runtime_module, "_fallback", None)
+    fallback = runtime_module.current()
+    assert fallback.settings.model == "openai/from-env"
+    assert fallback.settings.min_score == 4
+    assert runtime_module.current() is fallback
