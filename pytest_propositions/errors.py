@@ -55,3 +55,7 @@ class VerdictMissing(JudgeError):
 
 class BudgetExceeded(JudgeError):
     """The run's judged cost passed ``--prop-max-cost``; further uncached claims are refused."""
+
+
+class DryRunSkip(Exception):
+    """``--prop-dry-run``: this claim has no cached verdict, so its test is skipped, not judged."""

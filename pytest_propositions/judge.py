@@ -18,7 +18,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import JudgeUnavailable, VerdictMissing, VerdictUnparsable
+from .errors import (
+    BudgetExceeded,
+    DryRunSkip,
+    JudgeUnavailable,
+    VerdictMissing,
+    VerdictUnparsable,
+)
 from .parsing import MAX_SCORE, MIN_SCORE, ParsedReply, parse_reply
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 
@@ -77,6 +83,7 @@ class JudgeStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     judge_seconds: float = 0.0
+    dry_run_misses: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -280,6 +287,16 @@ class Judge:
                     claim=request.claim,
                     test_id=request.test_id,
                 )
+        if self.settings.dry_run:
+            with self.stats.lock:
+                self.stats.dry_run_misses += 1
+            raise DryRunSkip(f"dry run: claim {request.claim!r} has no cached verdict")
+        if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
+            raise BudgetExceeded(
+                f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
+                f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
+                "(cached verdicts are still served)"
+            )
         verdict, record = self._judge_live(request, connection, key)
         if self.cache is not None:
             self.cache.put(key, record)

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .verdict import Verdict
 
 RUNTIME_KEY = pytest.StashKey[runtime_module.Runtime]()
+# How many of a test's outcomes are already JUnit properties (claims may come in any phase).
+JUNIT_DONE_KEY = pytest.StashKey[int]()
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 
 
@@ -29,14 +31,25 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("propositions", "claims judged by an LLM (pytest-propositions)")
     for option in OPTIONS:
-        group.addoption(
-            option.flag,
-            dest="prop_" + option.name,
-            metavar=option.metavar,
-            type=argparse_type(option),
-            default=None,
-            help=option.help_text(),
-        )
+        if option.is_switch:
+            # A switch on the command line stores the string "true", keeping values plain strings.
+            group.addoption(
+                option.flag,
+                dest="prop_" + option.name,
+                action="store_const",
+                const="true",
+                default=None,
+                help=option.help_text(),
+            )
+        else:
+            group.addoption(
+                option.flag,
+                dest="prop_" + option.name,
+                metavar=option.metavar,
+                type=argparse_type(option),
+                default=None,
+                help=option.help_text(),
+            )
         parser.addini(option.ini, option.help, default=None)
 
 
@@ -44,6 +57,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "min_score(n): the default minimum score (0..9) for score claims in this test.",
+    )
+    config.addinivalue_line(
+        "markers",
+        "proposition(claim, target='fixture_name', min_score=None, **options): a claim judged "
+        "after the test body against the named fixture's value; stackable.",
     )
     cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
     ini = {option.name: config.getini(option.ini) for option in OPTIONS}
@@ -78,6 +96,22 @@ def _cache_dir(config: pytest.Config, configured: str | None) -> Path:
     return config.rootpath / FALLBACK_CACHE_FOLDER
 
 
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # Check proposition markers now, so a typo is a usage error before anything runs, and make
+    # sure each marker's target fixture is set up even when the test does not request it.
+    from .markers import marker_claims
+
+    for item in items:
+        claims = marker_claims(item)
+        fixturenames = getattr(item, "fixturenames", None)
+        if claims and fixturenames is not None:
+            for target in sorted({claim.target for claim in claims}):
+                if target not in fixturenames:
+                    fixturenames.append(target)
+
+
 def pytest_deselected(items: list[pytest.Item]) -> None:
     # Any deselection (-k, -m, --lf) makes the run partial: prune must not trust its key set.
     if items:
@@ -103,13 +137,38 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    # After the body: soft claims and proposition markers, judged together.
+    __tracebackhide__ = True
+    result = yield
+    from .assertions import judge_pending
+    from .markers import pending_for
+
+    runtime = item.config.stash[RUNTIME_KEY]
+    judge_pending(runtime, pending_for(item))
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    runtime = item.config.stash[RUNTIME_KEY]
+    if report.when != "setup" and runtime.outcomes:
+        # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
+        # report, which copies item.user_properties; claims judged in teardown are added there.
+        from .report import junit_properties
+
+        outcomes = runtime.outcomes_of(item.nodeid)
+        done = item.stash.get(JUNIT_DONE_KEY, 0)
+        if len(outcomes) > done:
+            properties = junit_properties(outcomes[done:], start=done + 1)
+            item.user_properties.extend(properties)
+            report.user_properties.extend(properties)
+            item.stash[JUNIT_DONE_KEY] = len(outcomes)
     if report.when != "call" or not report.failed or call.excinfo is None:
         return report
-    runtime = item.config.stash[RUNTIME_KEY]
     from .report import SECTION_TITLE, failure_section
 
     outcomes = runtime.outcomes_of(item.nodeid)
@@ -126,15 +185,20 @@ def pytest_runtest_makereport(
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    # Only the controller (or a run without xdist) summarizes; it holds the workers' results.
     runtime = config.stash.get(RUNTIME_KEY, None)
-    if runtime is None or not runtime.used:
+    if runtime is None or not runtime.used or hasattr(config, "workerinput"):
         return
-    from .report import summary_line
+    from .report import dry_run_line, lowest_scores_table, summary_line
 
+    stats = runtime.stats()
     failed = sum(1 for outcome in runtime.outcomes if not outcome.passed)
-    terminalreporter.write_line(
-        summary_line(runtime.judge.stats, failed, len(runtime.judge_errors))
-    )
+    terminalreporter.write_line(summary_line(stats, failed, len(runtime.judge_errors)))
+    if runtime.settings.dry_run:
+        terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
+    if config.option.verbose > 0:
+        for line in lowest_scores_table(runtime.outcomes):
+            terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -146,12 +210,36 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         output = session.config.workeroutput  # type: ignore[attr-defined]
         output["prop_used_keys"] = sorted(runtime.used_keys())
         output["prop_partial"] = sorted(runtime.partial_reasons)
+        if runtime.used:
+            # ...and what it judged, so the summary and reports cover the whole run.
+            from .report import outcome_record, stats_record
+
+            output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
+            output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
+            output["prop_stats"] = stats_record(runtime.stats())
+            output["prop_used"] = True
         return
     if exitstatus != pytest.ExitCode.OK:
         runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
     if session.config.args_source == pytest.Config.ArgsSource.ARGS:
         runtime.partial_reasons.add("only some paths were collected")
     runtime.record_complete_run()
+    if runtime.settings.report:
+        from .report import json_report, report_path, write_json_report
+
+        try:
+            path = report_path(runtime.settings.report, session.config.invocation_params.dir)
+            payload = json_report(
+                runtime.settings, runtime.stats(), runtime.outcomes, runtime.judge_errors
+            )
+            write_json_report(path, payload)
+        except ValueError as error:
+            raise pytest.UsageError(f"pytest-propositions: {error}") from None
+        except OSError as error:
+            raise pytest.UsageError(
+                f"pytest-propositions: --prop-report: cannot write {runtime.settings.report!r}: "
+                f"{error}"
+            ) from None
 
 
 class XdistHooks:
@@ -162,6 +250,15 @@ class XdistHooks:
         output = getattr(node, "workeroutput", None) or {}
         runtime.merge_used_keys(output.get("prop_used_keys", ()))
         runtime.partial_reasons.update(output.get("prop_partial", ()))
+        if output.get("prop_used"):
+            from .report import outcome_from_record
+
+            runtime.merge_worker(
+                [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
+                [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
+                output.get("prop_stats", {}),
+                used=True,
+            )
         if error:
             runtime.partial_reasons.add("a worker crashed")
 
@@ -200,7 +297,7 @@ def _marker_threshold(request: pytest.FixtureRequest) -> int | None:
 @pytest.fixture
 def assert_proposition(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
-    from .assertions import assert_claim, resolve_threshold
+    from .assertions import assert_claim, resolve_threshold, validate_options
 
     runtime = request.config.stash[RUNTIME_KEY]
 
@@ -208,6 +305,7 @@ def assert_proposition(request: pytest.FixtureRequest) -> Callable[..., Verdict]
         target: Any, claim: str, *, min_score: int | None = None, **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
+        validate_options(options, "assert_proposition")
         threshold = None
         if min_score is not None:
             threshold = resolve_threshold(min_score, None, runtime.settings.min_score)
@@ -219,17 +317,66 @@ def assert_proposition(request: pytest.FixtureRequest) -> Callable[..., Verdict]
 @pytest.fixture
 def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Assert that a claim about a target scores at least a threshold (argument, mark, option, 7)."""
-    from .assertions import assert_claim, resolve_threshold
+    from .assertions import assert_claim, resolve_threshold, validate_options
 
     runtime = request.config.stash[RUNTIME_KEY]
     marker_value = _marker_threshold(request)
 
     def min_score(target: Any, claim: str, threshold: int | None = None, **options: Any) -> Verdict:
         __tracebackhide__ = True
+        validate_options(options, "min_score")
         bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
         return assert_claim(runtime, target, claim, threshold=bar, **options)
 
     return min_score
 
 
-__all__ = ["PropositionFailed", "assert_proposition", "min_score"]
+@pytest.fixture
+def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """Soft claims: collected during the test, judged together at its end, all failures reported."""
+    from .assertions import PendingClaim, validate_options, validate_threshold
+    from .markers import SOFT_CLAIMS_KEY
+
+    pending: list[PendingClaim] = []
+    request.node.stash[SOFT_CLAIMS_KEY] = pending
+
+    def expect_proposition(
+        target: Any, claim: str, *, min_score: int | None = None, **options: Any
+    ) -> None:
+        __tracebackhide__ = True
+        validate_options(options, "expect_proposition")
+        if min_score is not None:
+            validate_threshold(min_score, "expect_proposition min_score")
+        if not isinstance(claim, str) or not claim.strip():
+            raise ValueError(f"expect_proposition: claim must be a non-empty string, got {claim!r}")
+        pending.append(PendingClaim(target, claim, min_score, dict(options)))
+
+    return expect_proposition
+
+
+@pytest.fixture
+def proposition_judge(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
+    """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
+    from .assertions import judge_claim, validate_options
+
+    runtime = request.config.stash[RUNTIME_KEY]
+
+    def proposition_judge(
+        target: Any, claim: str, *, kind: str = "check", **options: Any
+    ) -> Verdict:
+        __tracebackhide__ = True
+        validate_options(options, "proposition_judge")
+        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+        runtime.note(verdict, None, True)
+        return verdict
+
+    return proposition_judge
+
+
+__all__ = [
+    "PropositionFailed",
+    "assert_proposition",
+    "expect_proposition",
+    "min_score",
+    "proposition_judge",
+]

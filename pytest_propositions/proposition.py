@@ -187,10 +187,16 @@ class Proposition:
         additional_context: str | None = None,
         claim_variables: Mapping[str, Any] | None = None,
         *,
+        samples: int = 1,
         sample_index: int = 0,
         runtime: Runtime | None = None,
     ) -> Verdict:
-        """Judge the claim and keep the result on this object; returns the full Verdict."""
+        """Judge the claim and keep the result on this object; returns the full Verdict.
+
+        With ``samples`` > 1 the judge is asked that many times (each answer cached by its
+        index, starting at ``sample_index``) and the majority (checks) or the median (scores)
+        stands.
+        """
         from . import runtime as runtime_module
 
         if claim_variables is not None and not isinstance(claim_variables, Mapping):
@@ -201,6 +207,8 @@ class Proposition:
             raise TypeError(
                 f"additional_context must be a string or None, got {type(additional_context).__name__}"
             )
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise ValueError(f"samples must be a whole number of at least 1, got {samples!r}")
         targets = self._determine_targets(target)
         rendered_claim = render_claim(self.claim, claim_variables)
         run = runtime or runtime_module.current()
@@ -208,9 +216,13 @@ class Proposition:
         if not self._precondition_holds(targets, additional_context, claim_variables):
             verdict = self._trivially_true(kind, rendered_claim)
         else:
-            verdict = self._judge(
-                kind, targets, rendered_claim, additional_context, sample_index, run
-            )
+            from .verdict import combine_samples
+
+            answers = [
+                self._judge(kind, targets, rendered_claim, additional_context, index, run)
+                for index in range(sample_index, sample_index + samples)
+            ]
+            verdict = answers[0] if samples == 1 else combine_samples(answers)
         self.verdict = verdict
         self.value = verdict.value
         self.justification = verdict.justification

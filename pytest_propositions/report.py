@@ -1,10 +1,17 @@
-"""Pure functions from verdicts to text: the failure section, the summary line, the header."""
+"""From verdicts to reports: the failure section, the summary and its table, the header, JUnit
+properties, the JSON report (and the records xdist workers send to the controller).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import textwrap
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import uuid
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .parsing import MAX_SCORE
 
@@ -82,3 +89,193 @@ def header_line(settings: Settings, cache_place: str | None) -> str:
         else f"{settings.cache} ({cache_place or 'no folder'})"
     )
     return f"propositions: model {settings.model}, cache {cache}"
+
+
+def dry_run_line(misses: int) -> str:
+    return f"propositions: dry run, {misses} claims would be judged (no cached verdict)"
+
+
+# -- the -v table ---------------------------------------------------------------------------------
+
+TABLE_ROWS = 10
+TABLE_WIDTH = 100
+_TEST_COLUMN_MAX = 50
+_CLAIM_COLUMN_MIN = 20
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def lowest_scores_table(
+    outcomes: Iterable[Outcome], rows: int = TABLE_ROWS, width: int = TABLE_WIDTH
+) -> list[str]:
+    """The lowest score verdicts of the run, lowest first, one line each; empty without scores.
+
+    Ties are ordered by test id and claim, so the table does not depend on xdist's scheduling.
+    """
+    scores = sorted(
+        (outcome for outcome in outcomes if outcome.verdict.kind == "score"),
+        key=lambda outcome: (
+            int(outcome.verdict.value),
+            outcome.test_id or "",
+            outcome.verdict.claim,
+        ),
+    )
+    if not scores:
+        return []
+    shown = scores[:rows]
+    test_width = min(max(len(outcome.test_id or "-") for outcome in shown), _TEST_COLUMN_MAX)
+    test_width = max(test_width, len("test"))
+    lines = [
+        f"propositions: lowest scores ({len(shown)} of {len(scores)})",
+        f"{'score':>5}  {'min':>3}  {'result':<6}  {'test':<{test_width}}  claim",
+    ]
+    for outcome in shown:
+        score = f"{outcome.verdict.value}/{MAX_SCORE}"
+        bar = "-" if outcome.threshold is None else str(outcome.threshold)
+        result = "passed" if outcome.passed else "FAILED"
+        test = _clip(outcome.test_id or "-", _TEST_COLUMN_MAX)
+        prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
+        room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
+        lines.append(prefix + _clip(outcome.verdict.claim, room))
+    return lines
+
+
+# -- JUnit XML --------------------------------------------------------------------------------------
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def junit_properties(outcomes: Iterable[Outcome], start: int = 1) -> list[tuple[str, str]]:
+    """``proposition[i].<field>`` properties, i counting a test's claims from 1 in judging order.
+
+    Fields: claim, kind, value, threshold (score claims), passed, confidence (when given),
+    model, cached, justification. Booleans are ``true``/``false``.
+    """
+    properties: list[tuple[str, str]] = []
+    for index, outcome in enumerate(outcomes, start):
+        verdict = outcome.verdict
+        value = _flag(verdict.value) if isinstance(verdict.value, bool) else str(verdict.value)
+        fields: list[tuple[str, str]] = [
+            ("claim", verdict.claim),
+            ("kind", verdict.kind),
+            ("value", value),
+        ]
+        if outcome.threshold is not None:
+            fields.append(("threshold", str(outcome.threshold)))
+        fields.append(("passed", _flag(outcome.passed)))
+        if verdict.confidence is not None:
+            fields.append(("confidence", f"{verdict.confidence:.2f}"))
+        fields += [
+            ("model", verdict.model),
+            ("cached", _flag(verdict.cached)),
+            ("justification", verdict.justification),
+        ]
+        properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
+    return properties
+
+
+# -- records: the JSON report, and what xdist workers send the controller -------------------------
+
+
+def outcome_record(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as plain JSON data (execnet and json both carry it)."""
+    return {
+        "test_id": outcome.test_id,
+        "threshold": outcome.threshold,
+        "passed": outcome.passed,
+        "verdict": outcome.verdict.model_dump(mode="json"),
+    }
+
+
+def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
+    from .runtime import Outcome
+    from .verdict import Verdict
+
+    return Outcome(
+        test_id=record["test_id"],
+        verdict=Verdict.model_validate(record["verdict"]),
+        threshold=record["threshold"],
+        passed=bool(record["passed"]),
+    )
+
+
+def stats_record(stats: JudgeStats) -> dict[str, float]:
+    from .runtime import stat_names
+
+    return {name: getattr(stats, name) for name in stat_names()}
+
+
+def _record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    verdict = record["verdict"]
+    # The whole record breaks ties, so identical claims in one test sort the same every run.
+    return (
+        record["test_id"] or "",
+        verdict["claim"],
+        verdict["kind"],
+        json.dumps(record, sort_keys=True),
+    )
+
+
+def json_report(
+    settings: Settings,
+    stats: JudgeStats,
+    outcomes: Iterable[Outcome],
+    judge_errors: Iterable[tuple[str | None, str]],
+) -> dict[str, Any]:
+    """Every verdict of the run with its test id, sorted by test id then claim, and the counts."""
+    from . import __version__
+
+    verdicts = sorted((outcome_record(outcome) for outcome in outcomes), key=_record_order)
+    errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
+    return {
+        "plugin_version": __version__,
+        "model": settings.model,
+        "cache_mode": settings.cache,
+        "summary": {
+            "verdicts": stats.verdicts,
+            "failed": sum(1 for record in verdicts if not record["passed"]),
+            "judge_errors": len(errors),
+            "cache_hits": stats.cache_hits,
+            "judge_calls": stats.judge_calls,
+            "prompt_tokens": stats.prompt_tokens,
+            "completion_tokens": stats.completion_tokens,
+            "cost_usd": round(stats.cost_usd, 6),
+            "judge_seconds": round(stats.judge_seconds, 3),
+            "dry_run_misses": stats.dry_run_misses,
+        },
+        "verdicts": verdicts,
+        "judge_errors": [{"test_id": test_id, "error": error} for test_id, error in errors],
+    }
+
+
+def report_path(configured: str, base: Path) -> Path:
+    """Where ``--prop-report`` writes, relative to ``base``; ValueError if that is a folder."""
+    path = base / Path(configured).expanduser()
+    if path.is_dir():
+        raise ValueError(
+            f"--prop-report: {configured!r} is a directory; give a file name, e.g. "
+            f"{str(Path(configured) / 'propositions.json')!r}"
+        )
+    return path
+
+
+def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write the report whole or not at all: a temporary file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    try:
+        # os.open with 0o666 lets the umask decide the mode, as for any file the user writes.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise

@@ -7,8 +7,8 @@ the first claim builds one from environment variables.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,7 @@ from .settings import Settings, from_environment
 
 if TYPE_CHECKING:
     from .cache import VerdictCache
-    from .judge import Judge
+    from .judge import Judge, JudgeStats
     from .verdict import Verdict
 
 
@@ -30,6 +30,13 @@ class Outcome:
     passed: bool
 
 
+def stat_names() -> tuple[str, ...]:
+    """The counters of `JudgeStats` (its lock aside), as workers send them to the controller."""
+    from .judge import JudgeStats
+
+    return tuple(item.name for item in fields(JudgeStats) if item.name != "lock")
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -40,6 +47,11 @@ class Runtime:
     # Why this run may not have used every verdict it needs; prune trusts complete runs only.
     partial_reasons: set[str] = field(default_factory=set)
     _merged_keys: set[str] = field(default_factory=set, repr=False)
+    # On an xdist controller: the workers' judge counters, summed, and whether any used claims.
+    _merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
+    _workers_used: bool = field(default=False, repr=False)
+    # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
+    _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
     _judge: Judge | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -65,8 +77,10 @@ class Runtime:
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
 
     def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
+        outcome = Outcome(self.current_test, verdict, threshold, passed)
         with self._lock:
-            self.outcomes.append(Outcome(self.current_test, verdict, threshold, passed))
+            self.outcomes.append(outcome)
+            self._by_test.setdefault(outcome.test_id, []).append(outcome)
 
     def note_error(self, error: BaseException) -> None:
         with self._lock:
@@ -75,11 +89,16 @@ class Runtime:
     @property
     def used(self) -> bool:
         """Whether any claim was evaluated in this run (the summary stays silent otherwise)."""
-        return self._judge is not None or bool(self.outcomes or self.judge_errors)
+        return (
+            self._judge is not None
+            or self._workers_used
+            or bool(self.outcomes or self.judge_errors)
+        )
 
     def outcomes_of(self, test_id: str) -> list[Outcome]:
+        """The outcomes filed under a test, in the order they were noted."""
         with self._lock:
-            return [outcome for outcome in self.outcomes if outcome.test_id == test_id]
+            return list(self._by_test.get(test_id, ()))
 
     def used_keys(self) -> set[str]:
         """Cache keys this process (and, on an xdist controller, its workers) read or stored."""
@@ -90,6 +109,43 @@ class Runtime:
     def merge_used_keys(self, keys: Iterable[str]) -> None:
         with self._lock:
             self._merged_keys.update(keys)
+
+    def stats(self) -> JudgeStats:
+        """This run's counters: this process's judge plus, on an xdist controller, its workers'.
+
+        A snapshot, so the summary and the JSON report agree; it never builds the judge.
+        """
+        from .judge import JudgeStats
+
+        names = stat_names()
+        own: dict[str, float] = {}
+        if self._judge is not None:
+            judge_stats = self._judge.stats
+            with judge_stats.lock:
+                own = {name: getattr(judge_stats, name) for name in names}
+        merged = JudgeStats()
+        with self._lock:
+            for name in names:
+                value = own.get(name, 0) + self._merged_stats.get(name, 0)
+                setattr(merged, name, type(getattr(merged, name))(value))
+        return merged
+
+    def merge_worker(
+        self,
+        outcomes: Iterable[Outcome],
+        judge_errors: Iterable[tuple[str | None, str]],
+        stats: Mapping[str, float],
+        used: bool,
+    ) -> None:
+        """Take in what an xdist worker judged, so the controller reports the whole run."""
+        with self._lock:
+            for outcome in outcomes:
+                self.outcomes.append(outcome)
+                self._by_test.setdefault(outcome.test_id, []).append(outcome)
+            self.judge_errors.extend(judge_errors)
+            for name, value in stats.items():
+                self._merged_stats[name] = self._merged_stats.get(name, 0) + value
+            self._workers_used = self._workers_used or used
 
     def record_complete_run(self) -> bool:
         """Remember the keys of a complete run, so that `cache prune` knows what is still used."""

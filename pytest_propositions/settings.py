@@ -182,6 +182,55 @@ OPTIONS: tuple[Option, ...] = (
         _parse_non_negative_int,
     ),
     Option(
+        "samples",
+        "--prop-samples",
+        "PROP_SAMPLES",
+        "1",
+        "Judge each claim this many times (each sample cached by its index): the majority "
+        "decides a check, the median a score.",
+        "N",
+        _parse_positive_int,
+    ),
+    Option(
+        "concurrency",
+        "--prop-concurrency",
+        "PROP_CONCURRENCY",
+        "8",
+        "How many claims are judged at once where they can be (soft claims, markers).",
+        "N",
+        _parse_positive_int,
+    ),
+    Option(
+        "max_cost",
+        "--prop-max-cost",
+        "PROP_MAX_COST",
+        None,
+        "Stop judging uncached claims (BudgetExceeded) once the run's judged cost passes this "
+        "many US dollars; cached verdicts are still served.",
+        "USD",
+        _parse_positive_float,
+    ),
+    Option(
+        "report",
+        "--prop-report",
+        "PROP_REPORT",
+        None,
+        "Write every verdict of the run, with its test id, to this JSON file.",
+        "FILE",
+        _parse_text,
+    ),
+    Option(
+        "dry_run",
+        "--prop-dry-run",
+        "PROP_DRY_RUN",
+        None,
+        "Call no judge: tests whose claims are not cached are skipped and counted, and the "
+        "summary says how many would be judged.",
+        "",
+        _parse_bool,
+        is_switch=True,
+    ),
+    Option(
         "local_model",
         "--prop-local-model",
         "PROP_LOCAL_MODEL",
@@ -208,6 +257,11 @@ class Settings:
     min_score: int = 7
     timeout: float = 60.0
     retries: int = 3
+    samples: int = 1
+    concurrency: int = 8
+    max_cost: float | None = None
+    report: str | None = None
+    dry_run: bool = False
     local_model: str | None = None
 
     def judge_model(self, use_reasoning_model: bool) -> str:

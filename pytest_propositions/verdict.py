@@ -70,3 +70,33 @@ class Verdict(BaseModel):
             "confidence": self.confidence,
             "reasoning": self.reasoning,
         }
+
+
+def combine_samples(samples: list[Verdict]) -> Verdict:
+    """One verdict from several samples: the majority for a check, the lower median for a score.
+
+    Ties go against the claim (a 2-2 check is False; an even count takes the lower middle
+    score), because a judge that cannot make up its mind has not supported the claim.
+    """
+    if not samples:
+        raise ValueError("combine_samples needs at least one sample")
+    values = [sample.value for sample in samples]
+    if samples[0].kind == "check":
+        value: bool | int = sum(1 for v in values if v is True) * 2 > len(values)
+    else:
+        value = sorted(int(v) for v in values)[(len(values) - 1) // 2]
+    representative = next(sample for sample in samples if sample.value == value)
+    costs = [sample.cost_usd for sample in samples if sample.cost_usd is not None]
+    return representative.model_copy(
+        update={
+            "value": value,
+            "votes": tuple(values),
+            "cached": all(sample.cached for sample in samples),
+            "usage": Usage(
+                prompt_tokens=sum(s.usage.prompt_tokens for s in samples),
+                completion_tokens=sum(s.usage.completion_tokens for s in samples),
+            ),
+            "cost_usd": sum(costs) if costs else None,
+            "judge_seconds": sum(sample.judge_seconds for sample in samples),
+        }
+    )

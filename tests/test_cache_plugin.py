@@ -362,15 +362,15 @@ def test_off_neither_reads_nor_writes(suite: Suite) -> None:
 
     # A recorded cache: off does not read it (the new verdict wins) and does not change it.
     suite.run().assert_outcomes(passed=1)
-    before = list(tree_bytes(suite.cache_dir))
     exported = suite.records()
+    before = list(tree_bytes(suite.cache_dir))
     suite.judge.default = verdict(False, justification="Judged live, not read.")
     off = suite.run(cache="off")
     off.assert_outcomes(failed=1)
     assert len(suite.judge.requests) == 1
     off.stdout.fnmatch_lines(["*judged live in *", "    Judged live, not read."])
+    assert list(tree_bytes(suite.cache_dir)) == before, "off must not touch the cache's files"
     assert suite.records() == exported
-    assert [path for path, _ in tree_bytes(suite.cache_dir)] == [path for path, _ in before]
     with suite.cache() as cache:
         last = cache.last_complete_run()
     assert last is not None and len(last.keys) == 1

@@ -1,0 +1,71 @@
+"""The ``proposition`` marker and soft claims: what is judged after a test body, and checks on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .assertions import PendingClaim, validate_options, validate_threshold
+
+SOFT_CLAIMS_KEY = pytest.StashKey[list[PendingClaim]]()
+
+
+@dataclass(frozen=True)
+class MarkerClaim:
+    claim: str
+    target: str
+    threshold: int | None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
+    """The test's ``proposition`` markers, checked; a bad one is a usage error naming the test."""
+    claims = []
+    for marker in item.iter_markers("proposition"):
+        where = f"{item.nodeid}: @pytest.mark.proposition"
+        kwargs = dict(marker.kwargs)
+        args = list(marker.args)
+        if len(args) > 1:
+            raise pytest.UsageError(
+                f"{where} takes one positional argument, the claim; pass target= and options by name"
+            )
+        claim = args[0] if args else kwargs.pop("claim", None)
+        if not isinstance(claim, str) or not claim.strip():
+            raise pytest.UsageError(f"{where}: the claim must be a non-empty string, got {claim!r}")
+        target = kwargs.pop("target", None)
+        if not isinstance(target, str) or not target.isidentifier():
+            raise pytest.UsageError(
+                f"{where}: target= must name a fixture (a string such as target='world'), got {target!r}"
+            )
+        threshold = kwargs.pop("min_score", None)
+        try:
+            if threshold is not None:
+                validate_threshold(threshold, f"{where} min_score")
+            validate_options(kwargs, where)
+        except (TypeError, ValueError) as error:
+            raise pytest.UsageError(str(error)) from None
+        claims.append(MarkerClaim(claim, target, threshold, kwargs))
+    return claims
+
+
+def pending_for(item: pytest.Item) -> list[PendingClaim]:
+    """Soft claims gathered during the body, then marker claims against their fixtures' values."""
+    pending: list[PendingClaim] = []
+    if SOFT_CLAIMS_KEY in item.stash:
+        soft = item.stash[SOFT_CLAIMS_KEY]
+        pending.extend(soft)
+    funcargs: dict[str, Any] = getattr(item, "funcargs", {})
+    for claim in marker_claims(item):
+        if claim.target not in funcargs:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.proposition target {claim.target!r} is not a fixture "
+                "available to this test"
+            )
+        pending.append(
+            PendingClaim(
+                funcargs[claim.target], claim.claim, claim.threshold, claim.options, "marker"
+            )
+        )
+    return pending

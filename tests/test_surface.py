@@ -1,0 +1,284 @@
+"""Soft claims, the proposition marker, proposition_judge, samples, dry runs and the cost ceiling."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.judge_server import ScriptedJudge, status, text, verdict
+
+pytest_plugins = ["pytester"]
+
+WORLD = """
+import pytest
+from pytest_propositions.trace import Agent, World
+
+@pytest.fixture
+def world():
+    oscar = Agent("Oscar")
+    room = World("Room", agents=[oscar])
+    oscar.says("Quiet cities with great architecture.")
+    return room
+"""
+
+
+@pytest.fixture
+def judged(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    for name in ("PROP_MODEL", "PROP_CACHE", "PROP_SAMPLES", "PROP_DRY_RUN", "PROP_MAX_COST"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(WORLD)
+    return [
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        f"--prop-cache-dir={pytester.path / 'verdicts'}",
+        "--prop-retries=0",
+        "-p",
+        "no:cacheprovider",
+    ]
+
+
+def test_soft_claims_are_judged_together_and_all_failures_reported(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.on("cats", verdict(False, justification="No cats anywhere."))
+    judge_server.on("novel", verdict(False, justification="No novel is written."))
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        def test_soft(world, expect_proposition):
+            expect_proposition(world, "Oscar mentions cats.")
+            expect_proposition(world, "Oscar likes cities.")
+            expect_proposition(world, "Oscar writes a novel.")
+            BODY_RAN = True
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-concurrency=4")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PropositionFailed: 2 of 3 claims checked after the test failed: 'Oscar mentions cats.'; 'Oscar writes a novel.'*"
+        ]
+    )
+    out = result.stdout.str()
+    assert "No cats anywhere." in out and "No novel is written." in out
+    assert len(judge_server.requests) == 3
+
+
+def test_soft_claims_are_not_judged_when_the_body_fails(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_soft(world, expect_proposition):
+            expect_proposition(world, "Oscar likes cities.")
+            assert 1 == 2
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*assert 1 == 2*"])
+    assert judge_server.requests == []
+
+
+def test_proposition_markers_stack_and_use_the_named_fixture(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.on("calm", verdict(4, justification="Somewhat tense."))
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.proposition("Oscar likes cities.", target="world")
+        @pytest.mark.proposition("Oscar is calm.", target="world", min_score=6)
+        def test_marked():
+            pass
+
+        @pytest.mark.proposition("Oscar likes cities.", target="world", last_n=1)
+        def test_marked_ok():
+            pass
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*1 of 2 claims checked after the test failed: 'Oscar is calm.'*"])
+    texts = [request.text for request in judge_server.requests]
+    assert all("Quiet cities with great architecture." in body for body in texts)
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ('"x", target="world", tempo=3', "*test_bad*unknown option(s) tempo*"),
+        ('"x"', "*test_bad*target= must name a fixture*"),
+        (
+            '"x", target="world", min_score=10',
+            "*test_bad*expected a whole number from 0 to 9, got 10*",
+        ),
+        ('42, target="world"', "*test_bad*claim must be a non-empty string*"),
+    ],
+)
+def test_bad_markers_are_usage_errors_naming_the_test(
+    pytester: pytest.Pytester, judged: list[str], marker: str, message: str
+) -> None:
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.proposition({marker})
+        def test_bad():
+            pass
+        """
+    )
+    result = pytester.runpytest(*judged)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_unknown_fixture_option_is_a_type_error_at_the_call(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_typo(world, assert_proposition):
+            assert_proposition(world, "x", last_m=2)
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TypeError: assert_proposition: unknown option(s) last_m*"])
+    assert judge_server.requests == []
+
+
+def test_proposition_judge_evaluates_without_asserting(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.on("dogs", verdict(False))
+    judge_server.on("calm", verdict(3))
+    pytester.makepyfile(
+        """
+        def test_judge(world, proposition_judge):
+            assert proposition_judge(world, "Oscar mentions dogs.").value is False
+            assert proposition_judge(world, "Oscar is calm.", kind="score").value == 3
+        """
+    )
+    pytester.runpytest(*judged).assert_outcomes(passed=1)
+
+
+def test_samples_take_the_majority_and_each_is_cached_by_index(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    answers = iter([True, False, True])
+
+    def next_answer(_request: object) -> object:
+        return verdict(next(answers))
+
+    from tests.support.judge_server import echo_fn
+
+    judge_server.default = echo_fn(next_answer)  # type: ignore[arg-type]
+    pytester.makepyfile(
+        """
+        def test_votes(world, assert_proposition):
+            v = assert_proposition(world, "Oscar likes cities.", samples=3)
+            assert v.votes == (True, False, True)
+        """
+    )
+    pytester.runpytest(*judged).assert_outcomes(passed=1)
+    assert len(judge_server.requests) == 3
+    judge_server.clear_requests()
+    pytester.runpytest(*judged).assert_outcomes(passed=1)  # all three samples from the cache
+    assert judge_server.requests == []
+
+
+def test_samples_option_and_failed_votes_in_the_message(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = verdict(5)
+    pytester.makepyfile(
+        """
+        def test_score(world, min_score):
+            min_score(world, "Oscar is calm.", 7)
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-samples=2")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*scored 5/9, below the minimum of 7*votes ?5, 5?*"])
+    assert len(judge_server.requests) == 2
+
+
+def test_dry_run_skips_uncached_claims_and_calls_no_judge(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_a(world, assert_proposition):
+            assert_proposition(world, "Oscar likes cities.")
+
+        def test_b(world, expect_proposition):
+            expect_proposition(world, "Oscar is an architect.")
+        """
+    )
+    pytester.runpytest(*judged, "-k", "test_a").assert_outcomes(passed=1)  # records test_a
+    judge_server.clear_requests()
+    result = pytester.runpytest(*judged, "--prop-dry-run", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*dry run*Oscar is an architect.*"])
+    assert judge_server.requests == []
+
+
+def test_cost_ceiling_stops_further_live_judging(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    # gpt-4o-mini is priced in litellm's bundled price map, so live verdicts have a cost.
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("n", range(3))
+        def test_claims(world, assert_proposition, n):
+            assert_proposition(world, f"Oscar likes cities ({n}).")
+        """
+    )
+    args = [a for a in judged if not a.startswith("--prop-model")]
+    result = pytester.runpytest(
+        *args, "--prop-model=openai/gpt-4o-mini", "--prop-max-cost=0.0000001"
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*BudgetExceeded*--prop-max-cost*"])
+    assert len(judge_server.requests) == 1
+
+
+def test_unparsable_soft_claim_is_a_judge_error(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = text("I cannot tell.")
+    pytester.makepyfile(
+        """
+        def test_soft(world, expect_proposition):
+            expect_proposition(world, "Oscar likes cities.")
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*VerdictUnparsable*"])
+    assert "PropositionFailed" not in result.stdout.str()
+
+
+def test_server_error_in_marker_claim_is_a_judge_error(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = status(503, "overloaded")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.proposition("Oscar likes cities.", target="world")
+        def test_marked():
+            pass
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*JudgeUnavailable*HTTP 503*"])
