@@ -50,9 +50,32 @@ _BACKOFF_CAP_SECONDS = 8.0
 _SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
 
 
-def redact(text: str) -> str:
-    """Remove anything that looks like a credential before text reaches a report or a log."""
+def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+    """Remove the given secrets, and anything that looks like a credential, from the text.
+
+    Providers often quote the key back ("Incorrect API key provided: ..."), whatever its shape.
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
     return _SECRET_PATTERN.sub("[redacted]", text)
+
+
+def _received_status(error: BaseException) -> int | None:
+    """The HTTP status the server really sent, if any.
+
+    litellm makes up a 500 for a refused or dropped connection and a 408 for its own client-side
+    timeout; a user searching their server's logs for those would find nothing.
+    """
+    for link in _chain(error):
+        if type(link).__module__.split(".")[0] == "openai":
+            status = getattr(link, "status_code", None)
+            return status if isinstance(status, int) else None
+    for link in _chain(error):
+        name = type(link).__name__
+        if name == "OpenAIError" or "timeout" in name.lower():
+            return None
+    return _status(error)
 
 
 @dataclass(frozen=True)
@@ -533,7 +556,7 @@ class Judge:
             try:
                 return litellm.completion(**arguments)
             except Exception as error:
-                self._raise_if_final(error, connection, attempt, attempts)
+                self._raise_if_final(error, connection, attempt, attempts, api_key)
                 delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
                 logger.info(
                     "judge call to %s failed (%s); retry %d of %d in %.2fs",
@@ -547,13 +570,18 @@ class Judge:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _raise_if_final(
-        self, error: Exception, connection: Connection, attempt: int, attempts: int
+        self,
+        error: Exception,
+        connection: Connection,
+        attempt: int,
+        attempts: int,
+        api_key: str | None = None,
     ) -> None:
         where = f"model {connection.identity}" + (
             f" at {connection.api_base}" if connection.api_base else ""
         )
-        status = _status(error)
-        detail = redact(str(error))[:500]
+        status = _received_status(error)
+        detail = redact(str(error), (api_key,))[:500]
         if _is_format_rejection(error):
             raise JudgeUnavailable(
                 f"{where} rejected the structured-output request: {detail}",

@@ -69,6 +69,13 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, os.environ, ini)
     except SettingsError as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
+    if settings.report:
+        from .report import report_path
+
+        try:
+            report_path(settings.report, config.invocation_params.dir)
+        except ValueError as error:
+            raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = runtime_module.Runtime(settings, _cache_dir(config, settings.cache_dir))
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
@@ -89,7 +96,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def _cache_dir(config: pytest.Config, configured: str | None) -> Path:
     """The configured folder, else one inside pytest's cache, else one at the rootdir."""
     if configured:
-        return Path(configured).expanduser().resolve()
+        path = Path(configured).expanduser()
+        from_ini = not config.getoption("prop_cache_dir") and not os.environ.get("PROP_CACHE_DIR")
+        if from_ini and not path.is_absolute():
+            # Like pytest's own cache_dir: a relative ini value is relative to the rootdir.
+            path = config.rootpath / path
+        return path.resolve()
     cache = getattr(config, "cache", None)
     if cache is not None:
         return Path(cache.mkdir("propositions"))
@@ -221,25 +233,39 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if exitstatus != pytest.ExitCode.OK:
         runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
-    if session.config.args_source == pytest.Config.ArgsSource.ARGS:
-        runtime.partial_reasons.add("only some paths were collected")
+    runtime.partial_reasons.update(_partial_selection(session.config))
     runtime.record_complete_run()
     if runtime.settings.report:
-        from .report import json_report, report_path, write_json_report
+        from .report import save_json_report
 
-        try:
-            path = report_path(runtime.settings.report, session.config.invocation_params.dir)
-            payload = json_report(
-                runtime.settings, runtime.stats(), runtime.outcomes, runtime.judge_errors
-            )
-            write_json_report(path, payload)
-        except ValueError as error:
-            raise pytest.UsageError(f"pytest-propositions: {error}") from None
-        except OSError as error:
-            raise pytest.UsageError(
-                f"pytest-propositions: --prop-report: cannot write {runtime.settings.report!r}: "
-                f"{error}"
-            ) from None
+        problem = save_json_report(runtime, session.config.invocation_params.dir)
+        if problem is not None:
+            # Too late for a UsageError, which would hide the run's failures: say so, exit 4.
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"ERROR: pytest-propositions: {problem}", red=True, bold=True)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def _partial_selection(config: pytest.Config) -> set[str]:
+    """Ways a run can leave tests out without deselecting them."""
+    reasons = set()
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        reasons.add("only some paths were collected")
+    arguments = [str(argument) for argument in config.invocation_params.args]
+    if any(argument.startswith(("--ignore", "--deselect")) for argument in arguments):
+        reasons.add("paths were ignored")
+    for option in ("lf", "stepwise", "stepwise_skip"):
+        if config.getoption(option, default=False):
+            reasons.add(f"--{option.replace('_', '-')} selected the tests")
+    return reasons
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # A skipped test used none of its verdicts; prune must not drop them.
+    if report.skipped:
+        runtime = runtime_module.current()
+        runtime.partial_reasons.add("tests were skipped")
 
 
 class XdistHooks:

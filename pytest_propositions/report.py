@@ -17,7 +17,7 @@ from .parsing import MAX_SCORE
 
 if TYPE_CHECKING:
     from .judge import JudgeStats
-    from .runtime import Outcome
+    from .runtime import Outcome, Runtime
     from .settings import Settings
     from .verdict import Verdict
 
@@ -136,7 +136,10 @@ def lowest_scores_table(
         score = f"{outcome.verdict.value}/{MAX_SCORE}"
         bar = "-" if outcome.threshold is None else str(outcome.threshold)
         result = "passed" if outcome.passed else "FAILED"
-        test = _clip(outcome.test_id or "-", _TEST_COLUMN_MAX)
+        test = outcome.test_id or "-"
+        if len(test) > _TEST_COLUMN_MAX:
+            # The test's own name is at the end of its id; keep that part.
+            test = "..." + test[-(_TEST_COLUMN_MAX - 3) :]
         prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
         room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
         lines.append(prefix + _clip(outcome.verdict.claim, room))
@@ -279,3 +282,21 @@ def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
         with suppress(OSError):
             temporary.unlink()
         raise
+
+
+def save_json_report(runtime: Runtime, base: Path) -> str | None:
+    """Write the run's ``--prop-report``; a message saying what went wrong, or None."""
+    configured = runtime.settings.report
+    if not configured:
+        return None
+    try:
+        path = report_path(configured, base)
+        payload = json_report(
+            runtime.settings, runtime.stats(), runtime.outcomes, runtime.judge_errors
+        )
+        write_json_report(path, payload)
+    except ValueError as error:
+        return str(error)
+    except OSError as error:
+        return f"--prop-report: cannot write {configured!r}: {error}"
+    return None

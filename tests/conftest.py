@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+import httpcore  # noqa: F401  (see litellm_preloaded: httpx maps httpcore's exceptions once)
 import pytest
 
 from tests.support.judge_server import ScriptedJudge

@@ -60,9 +60,7 @@ def cache_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def start_runtime(
-    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[StartRuntime]:
+def start_runtime(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StartRuntime]:
     """Build and activate runtimes that share one cache folder; all are closed afterwards."""
     monkeypatch.setenv("PROP_API_KEY", API_KEY)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -119,12 +117,12 @@ def judge_error(expected: type[JudgeError], call: Callable[[], Any]) -> JudgeErr
     return error
 
 
-def assert_recovers(judge_server: ScriptedJudge, cache_dir: Path, value: Any = True) -> None:
+def assert_recovers(judge_server: ScriptedJudge, cache_dir: Path) -> None:
     """With the fault cleared, the same claim is judged live once and cached once."""
     judge_server.reset()
-    judge_server.default = verdict(value)
+    judge_server.default = verdict(True)
     proposition = Proposition(CLAIM, TARGET)
-    assert proposition.check() is value
+    assert proposition.check() is True
     assert proposition.verdict is not None and proposition.verdict.cached is False
     assert len(judge_server.requests) == 1
     assert cached_entries(cache_dir) == 1

@@ -1,0 +1,503 @@
+"""Reports of a run: JUnit properties, the JSON report, the -v table, the dry-run count, and
+the same numbers under pytest-xdist as without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_propositions import __version__
+from pytest_propositions.report import (
+    lowest_scores_table,
+    report_path,
+    stats_record,
+    write_json_report,
+)
+from pytest_propositions.runtime import Outcome, Runtime
+from pytest_propositions.settings import Settings
+from pytest_propositions.verdict import Verdict
+from tests.support.judge_server import ScriptedJudge, status, verdict
+
+pytest_plugins = ["pytester"]
+
+WORLD = """
+import pytest
+from pytest_propositions.trace import Agent, World
+
+@pytest.fixture
+def world():
+    oscar = Agent("Oscar", persona={"occupation": "architect"})
+    room = World("Room", agents=[oscar])
+    oscar.hears("Where do you like to travel?")
+    oscar.says("Quiet cities with great architecture.")
+    return room
+"""
+
+# Claims carry a distinctive word each, so a scripted rule matches exactly one of them.
+SUITE = """
+def test_alpha(world, assert_proposition):
+    assert_proposition(world, "Alphaclaim: Oscar talks about travel.")
+
+def test_bravo(world, min_score):
+    min_score(world, "Bravoclaim: Oscar is calm.", 7)
+
+def test_charlie(world, min_score, assert_proposition):
+    min_score(world, "Charlieclaim: Oscar is polite.", 5)
+    assert_proposition(world, "Charliecheck: Oscar answers.")
+
+def test_delta(world, assert_proposition):
+    assert_proposition(world, "Deltaclaim: the judge refuses this one.")
+
+def test_echo(world, expect_proposition):
+    expect_proposition(world, "Echoone: Oscar names a city.")
+    expect_proposition(world, "Echotwo: Oscar is concise.", min_score=3)
+
+def test_foxtrot(world, assert_proposition):
+    assert_proposition(world, "Foxtrotclaim: Oscar writes a novel.")
+
+def test_plain():
+    pass
+"""
+
+
+def script_suite(judge: ScriptedJudge) -> None:
+    judge.default = verdict(True, justification="It is there.")
+    judge.on("Bravoclaim", verdict(4, justification="Oscar sounds a little tense."))
+    judge.on("Charlieclaim", verdict(8))
+    judge.on("Deltaclaim", status(401, "Scripted: invalid API key", "authentication_error"))
+    judge.on("Echotwo", verdict(6))
+    judge.on("Foxtrotclaim", verdict(False, justification="No novel is mentioned."))
+
+
+@pytest.fixture
+def args(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """Arguments pointing the inner run at the scripted judge, cache off; env for subprocesses."""
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    for name in ("PROP_MODEL", "PROP_CACHE", "PROP_REPORT", "PROP_DRY_RUN", "PROP_MIN_SCORE"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(WORLD)
+    return [
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        "--prop-cache=off",
+        "--prop-retries=0",
+        "-p",
+        "no:cacheprovider",
+    ]
+
+
+def junit_cases(xml_path: Path) -> dict[str, dict[str, str]]:
+    """Each test case's properties, by test name."""
+    found: dict[str, dict[str, str]] = {}
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        found[case.attrib["name"]] = {
+            prop.attrib["name"]: prop.attrib["value"] for prop in case.iter("property")
+        }
+    return found
+
+
+def summary_of(stdout: str) -> str:
+    """The summary line without its judging time, which differs from run to run."""
+    lines = [line for line in stdout.splitlines() if line.startswith("propositions: ")]
+    counts = [line for line in lines if " verdicts, " in line]
+    assert len(counts) == 1, lines
+    return re.sub(r", [0-9.]+s judging$", "", counts[0])
+
+
+def comparable(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict records without timing, which differs between runs."""
+    records = []
+    for record in report["verdicts"]:
+        verdict_json = {
+            name: value
+            for name, value in record["verdict"].items()
+            if name not in ("judge_seconds", "recorded_at")
+        }
+        records.append({**record, "verdict": verdict_json})
+    return records
+
+
+# -- JUnit XML ---------------------------------------------------------------------------------
+
+
+def test_junit_xml_carries_every_verdict_as_properties(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    script_suite(judge_server)
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest(*args, "--junitxml=junit.xml")
+    result.assert_outcomes(passed=4, failed=3)
+    cases = junit_cases(pytester.path / "junit.xml")
+
+    assert cases["test_alpha"] == {
+        "proposition[1].claim": "Alphaclaim: Oscar talks about travel.",
+        "proposition[1].kind": "check",
+        "proposition[1].value": "true",
+        "proposition[1].passed": "true",
+        "proposition[1].confidence": "0.90",
+        "proposition[1].model": "openai/judge-model",
+        "proposition[1].cached": "false",
+        "proposition[1].justification": "It is there.",
+    }
+    bravo = cases["test_bravo"]
+    assert bravo["proposition[1].kind"] == "score"
+    assert bravo["proposition[1].value"] == "4"
+    assert bravo["proposition[1].threshold"] == "7"
+    assert bravo["proposition[1].passed"] == "false"
+    assert bravo["proposition[1].justification"] == "Oscar sounds a little tense."
+    # Several claims are numbered in the order they were judged.
+    charlie = cases["test_charlie"]
+    assert charlie["proposition[1].claim"] == "Charlieclaim: Oscar is polite."
+    assert charlie["proposition[1].threshold"] == "5"
+    assert charlie["proposition[2].claim"] == "Charliecheck: Oscar answers."
+    assert "proposition[2].threshold" not in charlie
+    assert {charlie[f"proposition[{i}].passed"] for i in (1, 2)} == {"true"}
+    # Soft claims are judged concurrently after the body: both are there, in either order.
+    echo = cases["test_echo"]
+    assert {echo["proposition[1].claim"], echo["proposition[2].claim"]} == {
+        "Echoone: Oscar names a city.",
+        "Echotwo: Oscar is concise.",
+    }
+    assert cases["test_foxtrot"]["proposition[1].value"] == "false"
+    # A judge error is not a verdict; a test without claims gets no properties.
+    assert cases["test_delta"] == {}
+    assert cases["test_plain"] == {}
+
+
+# -- the JSON report ---------------------------------------------------------------------------
+
+
+def test_json_report_lists_every_verdict_with_its_test(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    script_suite(judge_server)
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest(*args, "--prop-report=out/nested/report.json")
+    result.assert_outcomes(passed=4, failed=3)
+    path = pytester.path / "out" / "nested" / "report.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+
+    assert list(report) == [
+        "plugin_version",
+        "model",
+        "cache_mode",
+        "summary",
+        "verdicts",
+        "judge_errors",
+    ]
+    assert report["plugin_version"] == __version__
+    assert report["model"] == "openai/judge-model"
+    assert report["cache_mode"] == "off"
+    summary = report["summary"]
+    assert set(summary) == {
+        "verdicts",
+        "failed",
+        "judge_errors",
+        "cache_hits",
+        "judge_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "judge_seconds",
+        "dry_run_misses",
+    }
+    assert summary["verdicts"] == 7
+    assert summary["failed"] == 2
+    assert summary["judge_errors"] == 1
+    assert summary["cache_hits"] == 0
+    assert summary["judge_calls"] == 7  # the refused request is not counted
+    assert summary["prompt_tokens"] > 0 and summary["completion_tokens"] > 0
+    assert summary["dry_run_misses"] == 0
+
+    records = report["verdicts"]
+    assert [(r["test_id"].split("::")[1], r["verdict"]["claim"]) for r in records] == [
+        ("test_alpha", "Alphaclaim: Oscar talks about travel."),
+        ("test_bravo", "Bravoclaim: Oscar is calm."),
+        ("test_charlie", "Charliecheck: Oscar answers."),
+        ("test_charlie", "Charlieclaim: Oscar is polite."),
+        ("test_echo", "Echoone: Oscar names a city."),
+        ("test_echo", "Echotwo: Oscar is concise."),
+        ("test_foxtrot", "Foxtrotclaim: Oscar writes a novel."),
+    ]
+    bravo = records[1]
+    assert bravo["test_id"] == "test_json_report_lists_every_verdict_with_its_test.py::test_bravo"
+    assert (bravo["threshold"], bravo["passed"]) == (7, False)
+    assert records[0]["threshold"] is None
+    # Each verdict is the Verdict model's JSON, so it loads back unchanged.
+    loaded = Verdict.model_validate(bravo["verdict"])
+    assert (loaded.kind, loaded.value, loaded.model) == ("score", 4, "openai/judge-model")
+    assert loaded.justification == "Oscar sounds a little tense."
+
+    [error] = report["judge_errors"]
+    assert error["test_id"].endswith("::test_delta")
+    assert "401" in error["error"] or "invalid API key" in error["error"]
+    assert "test-key-not-real" not in path.read_text(encoding="utf-8")
+    # Only the report itself is left in the folder: the temporary file was renamed over it.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["report.json"]
+
+
+def test_json_report_is_written_even_without_claims(
+    pytester: pytest.Pytester, args: list[str]
+) -> None:
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    pytester.runpytest(*args, "--prop-report=report.json").assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["verdicts"] == [] and report["judge_errors"] == []
+    assert report["summary"]["verdicts"] == 0
+
+
+def test_json_report_to_a_directory_is_a_usage_error_before_any_test_runs(
+    pytester: pytest.Pytester, args: list[str]
+) -> None:
+    pytester.mkdir("reports")
+    pytester.makepyfile("def test_plain():\n    pass\n\ndef test_broken():\n    assert 0\n")
+    result = pytester.runpytest(*args, "--prop-report=reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: pytest-propositions: --prop-report: 'reports' is a directory; give a file "
+            "name, e.g. 'reports/propositions.json'",
+        ]
+    )
+    assert "test_broken" not in result.stdout.str()
+    assert list((pytester.path / "reports").iterdir()) == []
+
+
+def test_json_report_path_that_becomes_a_directory_keeps_the_run_report(
+    pytester: pytest.Pytester, args: list[str]
+) -> None:
+    pytester.makepyfile(
+        "import os\n\ndef test_makes_folder():\n    os.mkdir('reports')\n\n"
+        "def test_broken():\n    assert 0\n"
+    )
+    result = pytester.runpytest(*args, "--prop-report=reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*--prop-report: 'reports' is a directory*"])
+    # The run's own report is still there.
+    result.stdout.fnmatch_lines(["*short test summary info*", "FAILED *test_broken*"])
+
+
+def test_report_path_is_relative_to_the_invocation_folder(tmp_path: Path) -> None:
+    assert report_path("a/b.json", tmp_path) == tmp_path / "a" / "b.json"
+    assert report_path(str(tmp_path / "c.json"), Path("/elsewhere")) == tmp_path / "c.json"
+    with pytest.raises(ValueError, match="is a directory"):
+        report_path(".", tmp_path)
+
+
+def test_json_report_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "report.json"
+    write_json_report(path, {"run": 1})
+    assert json.loads(path.read_text(encoding="utf-8")) == {"run": 1}
+    write_json_report(path, {"run": 2})  # replaces a previous report
+    assert json.loads(path.read_text(encoding="utf-8")) == {"run": 2}
+
+    def failing_replace(source: Any, target: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_json_report(path, {"run": 3})
+    # The previous report is untouched and no temporary file is left behind.
+    assert json.loads(path.read_text(encoding="utf-8")) == {"run": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+# -- the terminal summary ------------------------------------------------------------------------
+
+
+def test_verbose_summary_lists_the_lowest_scores(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    scores = {"Kilo": 5, "Lima": 2, "Mike": 9, "November": 4}
+    for name, value in scores.items():
+        judge_server.on(f"{name}score", verdict(value))
+    long_claim = "Novemberscore: " + "Oscar keeps describing quiet cities and their buildings " * 4
+    pytester.makepyfile(
+        test_scores=f"""
+        def test_kilo(world, min_score):
+            min_score(world, "Kiloscore: Oscar is curious.", 5)
+
+        def test_lima(world, min_score):
+            min_score(world, "Limascore: Oscar is funny.", 3)
+
+        def test_mike(world, min_score):
+            min_score(world, "Mikescore: Oscar is an architect.", 7)
+
+        def test_november(world, min_score):
+            min_score(world, {long_claim!r}, 6)
+
+        def test_check(world, assert_proposition):
+            assert_proposition(world, "Oscar answers the question.")
+        """
+    )
+    quiet = pytester.runpytest(*args)
+    quiet.assert_outcomes(passed=3, failed=2)
+    assert "lowest scores" not in quiet.stdout.str()
+
+    result = pytester.runpytest(*args, "-v")
+    result.assert_outcomes(passed=3, failed=2)
+    module = "test_scores.py"
+    result.stdout.fnmatch_lines(
+        [
+            "propositions: 5 verdicts, 2 failed, 0 judge errors*",
+            "propositions: lowest scores (4 of 4)",
+            "score  min  result  test * claim",
+            f"  2/9    3  FAILED  {module}::test_lima      Limascore: Oscar is funny.",
+            f"  4/9    6  FAILED  {module}::test_november  Novemberscore: Oscar keeps *...",
+            f"  5/9    5  passed  {module}::test_kilo      Kiloscore: Oscar is curious.",
+            f"  9/9    7  passed  {module}::test_mike      Mikescore: Oscar is an architect.",
+        ]
+    )
+    table = result.stdout.lines[result.stdout.lines.index("propositions: lowest scores (4 of 4)") :]
+    assert all(len(line) <= 100 for line in table[:6])
+    assert any(len(line) == 100 for line in table[:6])  # the long claim was cut to fit
+
+
+def test_table_shows_at_most_ten_and_breaks_ties_by_test() -> None:
+    outcomes = [
+        Outcome(
+            f"t.py::test_{index:02d}",
+            Verdict(kind="score", claim=f"claim {index}", value=index % 3),
+            5,
+            index % 3 >= 5,
+        )
+        for index in range(15, 0, -1)
+    ]
+    outcomes.append(Outcome(None, Verdict(kind="check", claim="a check", value=True), None, True))
+    lines = lowest_scores_table(outcomes)
+    assert lines[0] == "propositions: lowest scores (10 of 15)"
+    rows = lines[2:]
+    assert len(rows) == 10
+    assert [row.split()[3] for row in rows[:5]] == [
+        "t.py::test_03",
+        "t.py::test_06",
+        "t.py::test_09",
+        "t.py::test_12",
+        "t.py::test_15",
+    ]
+    assert [row.split()[0] for row in rows] == ["0/9"] * 5 + ["1/9"] * 5
+    assert lowest_scores_table(outcomes[-1:]) == []
+
+
+def test_dry_run_summary_counts_the_claims_that_would_be_judged(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_one(world, assert_proposition):
+            assert_proposition(world, "Oscar talks about travel.")
+
+        def test_two(world, min_score):
+            min_score(world, "Oscar is calm.", 5)
+        """
+    )
+    result = pytester.runpytest(*args, "--prop-dry-run", "--prop-report=report.json")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            "propositions: 0 verdicts, 0 failed, 0 judge errors, 0 from cache, 0 judge calls*",
+            "propositions: dry run, 2 claims would be judged (no cached verdict)",
+        ]
+    )
+    assert judge_server.requests == []
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["summary"]["dry_run_misses"] == 2
+
+
+# -- pytest-xdist ------------------------------------------------------------------------------
+
+
+def test_runtime_merges_worker_results() -> None:
+    runtime = Runtime(Settings())
+    assert not runtime.used
+    assert runtime.stats().verdicts == 0
+    check = Verdict(kind="check", claim="c", value=False)
+    worker = {"verdicts": 2, "judge_calls": 3, "prompt_tokens": 10, "cost_usd": 0.5}
+    runtime.merge_worker([Outcome("t::a", check, None, False)], [], worker, used=True)
+    runtime.merge_worker([], [("t::b", "JudgeUnavailable: down")], worker, used=True)
+    stats = runtime.stats()
+    assert stats_record(stats) | {"judge_seconds": 0.0} == {
+        "verdicts": 4,
+        "cache_hits": 0,
+        "judge_calls": 6,
+        "prompt_tokens": 20,
+        "completion_tokens": 0,
+        "cost_usd": 1.0,
+        "judge_seconds": 0.0,
+        "dry_run_misses": 0,
+    }
+    assert isinstance(stats.verdicts, int)
+    assert runtime.used
+    assert runtime.outcomes_of("t::a")[0].verdict is check
+    assert runtime.judge_errors == [("t::b", "JudgeUnavailable: down")]
+
+
+def test_xdist_run_reports_the_same_as_a_single_process(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    script_suite(judge_server)
+    pytester.makepyfile(SUITE)
+    # One process: in a subprocess too, so both runs start the same way.
+    single = pytester.runpytest_subprocess(
+        *args, "-v", "--prop-report=single.json", "--junitxml=single.xml"
+    )
+    single.assert_outcomes(passed=4, failed=3)
+    spread = pytester.runpytest_subprocess(
+        *args, "-p", "xdist", "-n", "2", "-v", "--prop-report=xdist.json", "--junitxml=xdist.xml"
+    )
+    spread.assert_outcomes(passed=4, failed=3)
+    spread.stdout.fnmatch_lines(["*2 workers*"])
+
+    assert summary_of(single.stdout.str()) == summary_of(spread.stdout.str())
+    assert summary_of(spread.stdout.str()).startswith(
+        "propositions: 7 verdicts, 2 failed, 1 judge errors, 0 from cache, 7 judge calls"
+    )
+    # The -v table is the same, row for row.
+    for result in (single, spread):
+        result.stdout.fnmatch_lines(["propositions: lowest scores (3 of 3)"])
+
+    def table(lines: list[str]) -> list[str]:
+        start = lines.index("propositions: lowest scores (3 of 3)")
+        return lines[start : start + 6]
+
+    assert table(single.stdout.lines) == table(spread.stdout.lines)
+
+    one = json.loads((pytester.path / "single.json").read_text(encoding="utf-8"))
+    many = json.loads((pytester.path / "xdist.json").read_text(encoding="utf-8"))
+    assert len(many["verdicts"]) == len(one["verdicts"]) == 7
+    for name in ("verdicts", "failed", "judge_errors", "cache_hits", "judge_calls"):
+        assert many["summary"][name] == one["summary"][name], name
+    for name in ("prompt_tokens", "completion_tokens", "dry_run_misses", "cost_usd"):
+        assert many["summary"][name] == one["summary"][name], name
+    assert comparable(many) == comparable(one)
+    assert many["judge_errors"] == one["judge_errors"]
+    assert len(many["judge_errors"]) == 1
+
+    # JUnit properties travel from the workers inside the reports.
+    assert _same_modulo_soft_order(
+        junit_cases(pytester.path / "xdist.xml"), junit_cases(pytester.path / "single.xml")
+    )
+    assert junit_cases(pytester.path / "xdist.xml")["test_bravo"]["proposition[1].value"] == "4"
+
+
+def _same_modulo_soft_order(a: dict[str, dict[str, str]], b: dict[str, dict[str, str]]) -> bool:
+    """Soft claims are judged concurrently, so their numbering may differ between runs."""
+
+    def claims(properties: dict[str, str]) -> set[tuple[tuple[str, str], ...]]:
+        grouped: dict[str, list[tuple[str, str]]] = {}
+        for name, value in properties.items():
+            index, _, field = name.partition(".")
+            grouped.setdefault(index, []).append((field, value))
+        return {tuple(sorted(fields)) for fields in grouped.values()}
+
+    return a.keys() == b.keys() and all(claims(a[name]) == claims(b[name]) for name in a)
