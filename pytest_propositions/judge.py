@@ -30,6 +30,7 @@ from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_tur
 
 if TYPE_CHECKING:
     from .cache import VerdictCache
+    from .progress import ProgressLine
     from .settings import Settings
     from .verdict import Kind, Verdict
 
@@ -282,6 +283,8 @@ class Judge:
         self._modes: dict[str, int] = {}
         self._sleep = sleep
         self._lock = threading.Lock()
+        # Told when live judging starts (returns a token) and ends; the plugin shows progress.
+        self.progress: ProgressLine | None = None
 
     # -- public -----------------------------------------------------------------------------
 
@@ -320,7 +323,12 @@ class Judge:
                 f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
                 "(cached verdicts are still served)"
             )
-        verdict, record = self._judge_live(request, connection, key)
+        token = self.progress.started() if self.progress is not None else None
+        try:
+            verdict, record = self._judge_live(request, connection, key)
+        finally:
+            if self.progress is not None and token is not None:
+                self.progress.finished(token)
         if self.cache is not None:
             self.cache.put(key, record)
         return verdict

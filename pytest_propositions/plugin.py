@@ -77,6 +77,15 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = runtime_module.Runtime(settings, _cache_dir(config, settings.cache_dir))
+    if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
+        from .progress import ProgressLine
+
+        def write_line(line: str) -> None:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(line)
+
+        runtime.progress = ProgressLine(write_line, settings.model)
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
 

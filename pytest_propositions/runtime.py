@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .settings import Settings, from_environment
 
 if TYPE_CHECKING:
+    from .progress import ProgressLine
     from .cache import VerdictCache
     from .judge import Judge, JudgeStats
     from .verdict import Verdict
@@ -42,6 +43,7 @@ class Runtime:
     settings: Settings
     cache_dir: Path | None = None
     current_test: str | None = None
+    progress: ProgressLine | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
     # Why this run may not have used every verdict it needs; prune trusts complete runs only.
@@ -63,6 +65,7 @@ class Runtime:
                 from .judge import Judge
 
                 self._judge = Judge(self.settings, self._open_cache())
+                self._judge.progress = self.progress
             return self._judge
 
     @property
@@ -171,6 +174,8 @@ class Runtime:
             judge, self._judge = self._judge, None
         if judge is not None:
             judge.close()
+        if self.progress is not None:
+            self.progress.close()
 
 
 # A stack, so that a pytest run nested inside another (pytester) restores the outer one's runtime.

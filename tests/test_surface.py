@@ -282,3 +282,28 @@ def test_server_error_in_marker_claim_is_a_judge_error(
     result = pytester.runpytest(*judged)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*JudgeUnavailable*HTTP 503*"])
+
+
+def test_progress_line_while_a_slow_claim_is_judged(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    from tests.support.judge_server import delay
+
+    judge_server.on("slow", delay(2.5, verdict(True)))
+    pytester.makepyfile(
+        """
+        def test_slow(world, assert_proposition):
+            assert_proposition(world, "Oscar is slow to answer.")
+
+        def test_fast(world, assert_proposition):
+            assert_proposition(world, "Oscar is quick.")
+        """
+    )
+    result = pytester.runpytest(*judged, "-k", "test_slow")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*propositions: judging 1 uncached claim with openai/judge-model, *s so far...*"]
+    )
+    quick = pytester.runpytest(*judged, "-k", "test_fast")
+    quick.assert_outcomes(passed=1)
+    assert "uncached claim" not in quick.stdout.str()
