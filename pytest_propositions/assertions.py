@@ -79,6 +79,7 @@ def judge_claim(
     use_reasoning_model: bool = False,
     precondition: Callable[..., Any] | None = None,
     samples: int | None = None,
+    sample_index: int = 0,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says."""
     from .proposition import Proposition
@@ -100,6 +101,7 @@ def judge_claim(
         additional_context=additional_context,
         claim_variables=claim_variables,
         samples=runtime.settings.samples if samples is None else samples,
+        sample_index=sample_index,
         runtime=runtime,
     )
 
@@ -127,6 +129,7 @@ def _judge_and_note(
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+        verdict = _confirmed(runtime, verdict, threshold, target, claim, kind, options)
     except DryRunSkip:
         raise
     except JudgeError as error:
@@ -135,6 +138,39 @@ def _judge_and_note(
     ok = passes(verdict, threshold)
     runtime.note(verdict, threshold, ok)
     return verdict, ok
+
+
+def needs_confirmation(verdict: Verdict, threshold: int | None) -> bool:
+    """A failing verdict, or a score within one point of its bar, is worth asking again."""
+    if verdict.precondition_skipped or verdict.votes:
+        return False
+    if verdict.kind == "check" or threshold is None:
+        return verdict.value is not True
+    return abs(int(verdict.value) - threshold) <= 1
+
+
+def _confirmed(
+    runtime: Runtime,
+    verdict: Verdict,
+    threshold: int | None,
+    target: Any,
+    claim: str,
+    kind: str,
+    options: Mapping[str, Any],
+) -> Verdict:
+    """--prop-confirm=N: one call first, and N more only when the first one is in doubt."""
+    extra = runtime.settings.confirm
+    if not extra or options.get("samples") not in (None, 1) or runtime.settings.samples != 1:
+        return verdict
+    if not needs_confirmation(verdict, threshold):
+        return verdict
+    from .verdict import combine_samples
+
+    more = [
+        judge_claim(runtime, target, claim, kind=kind, **{**options, "samples": 1}, sample_index=i)
+        for i in range(1, extra + 1)
+    ]
+    return combine_samples([verdict, *more])
 
 
 def assert_claim(
@@ -174,11 +210,11 @@ class _Result:
     skipped: str | None = None
 
 
-def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> None:
+def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict]:
     """Judge every pending claim, concurrently, and fail once with all the failures."""
     __tracebackhide__ = True
     if not pending:
-        return
+        return []
     test_id = runtime.current_test
 
     def run(item: PendingClaim) -> _Result:
@@ -223,3 +259,4 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> None:
         raise first_error.with_traceback(None) from None
     if skipped:
         pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
+    return [r.verdict for r in results if r.verdict is not None]

@@ -12,6 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
@@ -108,6 +109,7 @@ class JudgeStats:
     cost_usd: float = 0.0
     judge_seconds: float = 0.0
     dry_run_misses: int = 0
+    coalesced: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -281,6 +283,7 @@ class Judge:
         self._connect = connect or self._default_connection
         self._connections: dict[str, Connection] = {}
         self._modes: dict[str, int] = {}
+        self._in_flight: dict[str, Future[Verdict]] = {}
         self._sleep = sleep
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
@@ -323,14 +326,33 @@ class Judge:
                 f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
                 "(cached verdicts are still served)"
             )
+        # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
+        with self._lock:
+            shared = self._in_flight.get(key)
+            if shared is None:
+                owned: Future[Verdict] = Future()
+                self._in_flight[key] = owned
+        if shared is not None:
+            verdict = shared.result()
+            with self.stats.lock:
+                self.stats.verdicts += 1
+                self.stats.coalesced += 1
+            return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
             verdict, record = self._judge_live(request, connection, key)
+            if self.cache is not None:
+                self.cache.put(key, record)
+        except BaseException as error:
+            owned.set_exception(error)
+            raise
+        else:
+            owned.set_result(verdict)
         finally:
+            with self._lock:
+                del self._in_flight[key]
             if self.progress is not None and token is not None:
                 self.progress.finished(token)
-        if self.cache is not None:
-            self.cache.put(key, record)
         return verdict
 
     def follow_up(self, model: str, messages: list[Message]) -> str:

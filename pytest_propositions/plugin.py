@@ -390,6 +390,32 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 
 
 @pytest.fixture
+def assert_propositions(request: pytest.FixtureRequest) -> Callable[..., list[Verdict]]:
+    """Assert several claims about one target, judged together; every failure reported at once."""
+    from .assertions import PendingClaim, judge_pending, validate_options, validate_threshold
+
+    runtime = request.config.stash[RUNTIME_KEY]
+
+    def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
+        __tracebackhide__ = True
+        validate_options(options, "assert_propositions")
+        if isinstance(claims, str) or not claims:
+            raise TypeError(
+                "assert_propositions: claims must be a non-empty list of claims (strings) or "
+                "(claim, min_score) pairs"
+            )
+        pending = []
+        for item in claims:
+            claim, threshold = (item, None) if isinstance(item, str) else tuple(item)
+            if threshold is not None:
+                validate_threshold(threshold, f"assert_propositions min_score for {claim!r}")
+            pending.append(PendingClaim(target, claim, threshold, dict(options), "batch"))
+        return judge_pending(runtime, pending)
+
+    return assert_propositions
+
+
+@pytest.fixture
 def proposition_judge(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
     from .assertions import judge_claim, validate_options
@@ -411,6 +437,7 @@ def proposition_judge(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 __all__ = [
     "PropositionFailed",
     "assert_proposition",
+    "assert_propositions",
     "expect_proposition",
     "min_score",
     "proposition_judge",

@@ -51,6 +51,8 @@ def outcome_text(outcome: Outcome) -> str:
     ]
     if verdict.confidence is not None:
         lines.append(f"  confidence: {verdict.confidence:.2f}")
+    if verdict.votes:
+        lines.append(f"  votes: {', '.join(str(vote) for vote in verdict.votes)}")
     if verdict.revised_from is not None:
         lines.append(f"  revised on double check from: {verdict.revised_from}")
     lines.append(f"  model: {verdict.model or 'none'}; {provenance(verdict)}")

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from .settings import Settings, from_environment
 
 if TYPE_CHECKING:
-    from .progress import ProgressLine
     from .cache import VerdictCache
     from .judge import Judge, JudgeStats
+    from .progress import ProgressLine
     from .verdict import Verdict
 
 

@@ -192,6 +192,16 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_int,
     ),
     Option(
+        "confirm",
+        "--prop-confirm",
+        "PROP_CONFIRM",
+        "0",
+        "After a failing verdict, or a score within one point of its threshold, ask the judge "
+        "this many more times (each cached by its index) and let the majority or median decide.",
+        "N",
+        _parse_non_negative_int,
+    ),
+    Option(
         "concurrency",
         "--prop-concurrency",
         "PROP_CONCURRENCY",
@@ -258,6 +268,7 @@ class Settings:
     timeout: float = 60.0
     retries: int = 3
     samples: int = 1
+    confirm: int = 0
     concurrency: int = 8
     max_cost: float | None = None
     report: str | None = None

@@ -307,3 +307,83 @@ def test_progress_line_while_a_slow_claim_is_judged(
     quick = pytester.runpytest(*judged, "-k", "test_fast")
     quick.assert_outcomes(passed=1)
     assert "uncached claim" not in quick.stdout.str()
+
+
+def test_batch_call_judges_together_and_reports_every_failure(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.on("calm", verdict(5))
+    judge_server.on("dogs", verdict(False, justification="No dogs."))
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        def test_batch(world, assert_propositions):
+            assert_propositions(world, ["Oscar likes cities.", ("Oscar is calm.", 7), "Oscar has dogs."])
+
+        def test_batch_ok(world, assert_propositions):
+            verdicts = assert_propositions(world, ["Oscar likes cities.", ("Oscar is calm.", 5)])
+            assert [v.value for v in verdicts] == [True, 5]
+
+        def test_bad_batch(world, assert_propositions):
+            assert_propositions(world, "Oscar likes cities.")
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*2 of 3 claims checked after the test failed: 'Oscar is calm.'; 'Oscar has dogs.'*"]
+    )
+    result.stdout.fnmatch_lines(
+        ["*TypeError: assert_propositions: claims must be a non-empty list*"]
+    )
+
+
+def test_identical_claims_in_flight_share_one_judge_call(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    from tests.support.judge_server import delay
+
+    judge_server.default = delay(1.0, verdict(True))
+    pytester.makepyfile(
+        """
+        def test_same(world, expect_proposition):
+            for _ in range(4):
+                expect_proposition(world, "Oscar likes cities.")
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-cache=off")
+    result.assert_outcomes(passed=1)
+    assert len(judge_server.requests) == 1
+    result.stdout.fnmatch_lines(
+        ["propositions: 4 verdicts, 0 failed, 0 judge errors*1 judge calls*"]
+    )
+
+
+def test_confirm_asks_again_only_when_in_doubt(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    from tests.support.judge_server import sequence
+
+    judge_server.on("wavering", sequence(verdict(False), verdict(True), verdict(True)))
+    judge_server.on("borderline", sequence(verdict(6), verdict(4), verdict(5)))
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        def test_clear(world, assert_proposition):
+            v = assert_proposition(world, "Oscar likes cities.")
+            assert v.votes == ()
+
+        def test_wavering(world, assert_proposition):
+            v = assert_proposition(world, "Oscar is wavering.")
+            assert v.votes == (False, True, True)
+
+        def test_borderline(world, min_score):
+            min_score(world, "Oscar is borderline calm.", 6)
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-confirm=2")
+    result.assert_outcomes(passed=2, failed=1)
+    # 1 (clear) + 3 (wavering) + 3 (borderline: 6 is within one point of the bar of 6)
+    assert len(judge_server.requests) == 7
+    result.stdout.fnmatch_lines(["*scored 5/9, below the minimum of 6*votes ?6, 4, 5?*"])
+    result.stdout.fnmatch_lines(["  votes: 6, 4, 5"])
