@@ -343,8 +343,7 @@ def check_proposition(
     **options: Any,
 ) -> Any:
     """Check a claim in one call; every Proposition option (include_personas, ...) passes through."""
-    proposition = Proposition(claim, target, **options)
-    return proposition.check(
+    return Proposition(claim, target, **options).check(
         additional_context=additional_context,
         claim_variables=claim_variables,
         return_full_response=return_full_response,
@@ -360,8 +359,7 @@ def compute_score(
     **options: Any,
 ) -> Any:
     """Score a claim in one call; every Proposition option passes through."""
-    proposition = Proposition(claim, target, **options)
-    return proposition.score(
+    return Proposition(claim, target, **options).score(
         additional_context=additional_context,
         claim_variables=claim_variables,
         return_full_response=return_full_response,

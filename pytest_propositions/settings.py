@@ -31,24 +31,25 @@ def _parse_threshold(text: str) -> int:
     return number
 
 
-def _parse_positive_int(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise ValueError(f"expected a whole number of at least 1, got {text!r}") from None
-    if number < 1:
-        raise ValueError(f"expected a whole number of at least 1, got {number}")
-    return number
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """A parser for whole numbers of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise ValueError(
+                f"expected a whole number of at least {minimum}, got {text!r}"
+            ) from None
+        if number < minimum:
+            raise ValueError(f"expected a whole number of at least {minimum}, got {number}")
+        return number
+
+    return parse
 
 
-def _parse_non_negative_int(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise ValueError(f"expected a whole number of at least 0, got {text!r}") from None
-    if number < 0:
-        raise ValueError(f"expected a whole number of at least 0, got {number}")
-    return number
+_parse_positive_int = _whole_number(1)
+_parse_non_negative_int = _whole_number(0)
 
 
 def _parse_positive_float(text: str) -> float:
