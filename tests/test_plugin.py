@@ -222,3 +222,18 @@ def test_header_names_model_and_cache(pytester: pytest.Pytester, judged: list[st
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest(*judged)
     result.stdout.fnmatch_lines(["propositions: model openai/judge-model, cache off"])
+
+
+def test_reasoning_model_option_is_used_when_a_claim_asks_for_it(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_it(world, assert_proposition):
+            assert_proposition(world, "Oscar talks.")
+            assert_proposition(world, "Oscar talks.", use_reasoning_model=True)
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-reasoning-model=openai/deep-judge")
+    result.assert_outcomes(passed=1)
+    assert [request.model for request in judge_server.requests] == ["judge-model", "deep-judge"]
