@@ -435,6 +435,7 @@ def test_runtime_merges_worker_results() -> None:
         "cost_usd": 1.0,
         "judge_seconds": 0.0,
         "dry_run_misses": 0,
+        "coalesced": 0,
     }
     assert isinstance(stats.verdicts, int)
     assert runtime.used
