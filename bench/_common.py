@@ -133,6 +133,29 @@ def machine() -> str:
     )
 
 
+def revision() -> str:
+    """The commit measured, and whether the plugin's sources differ from it."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--", "pytest_propositions"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    dirty = sorted(line[3:] for line in changed if line.strip())
+    return commit + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
+
+
 # -- reading what pytest printed ---------------------------------------------------------------
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import pstats
 import random
 import statistics
@@ -44,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench._common import environment, fmt, import_times, mark  # noqa: E402
 from pytest_propositions.cache import VerdictCache, cache_key  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 
@@ -100,15 +100,6 @@ def _plain_test(n: int) -> str:
 
 
 # -- running pytest ----------------------------------------------------------------------------
-
-
-def environment(bare: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PYTEST_"))}
-    env["PROP_API_KEY"] = "bench-key-not-real"
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    if bare:
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    return env
 
 
 def pytest_command(
@@ -207,29 +198,6 @@ def lookup_seconds(folder: Path, entries: int, gets: int, seed: int = 7) -> floa
 
 
 # -- profiling ----------------------------------------------------------------------------------
-
-
-def import_times(stderr: str) -> dict[str, tuple[int, int, str]]:
-    """module -> (self us, cumulative us, importer) from ``-X importtime`` output.
-
-    importtime prints a module's own imports before it, one level deeper, so a module's
-    importer is the first later line that is less deeply indented.
-    """
-    rows: list[tuple[str, int, int, int]] = []
-    for line in stderr.splitlines():
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        fields = line[len("import time:") :].split("|")
-        if len(fields) != 3:
-            continue
-        name = fields[2].rstrip()
-        depth = len(name) - len(name.lstrip())
-        rows.append((name.strip(), depth, int(fields[0]), int(fields[1])))
-    found: dict[str, tuple[int, int, str]] = {}
-    for index, (module, depth, own, cumulative) in enumerate(rows):
-        importer = next((row[0] for row in rows[index + 1 :] if row[1] < depth), "-")
-        found[module] = (own, cumulative, importer)
-    return found
 
 
 LOCAL_IDENTITY_PROBE = """
@@ -419,14 +387,14 @@ def compare(
     ratio = cached_median / plain_median
     per_assertion_ms = (cached_median - plain_median) / tests * 1000
     print(f"== {tests} tests, {label}, medians of {rounds}")
-    print(f"fully cached suite: {cached_median:.3f}s  (runs: {_fmt(times['cached'])})")
-    print(f"plain asserts:      {plain_median:.3f}s  (runs: {_fmt(times['plain'])})")
+    print(f"fully cached suite: {cached_median:.3f}s  (runs: {fmt(times['cached'])})")
+    print(f"plain asserts:      {plain_median:.3f}s  (runs: {fmt(times['plain'])})")
     print(
-        f"ratio cached/plain: {ratio:.2f}  (target <= {RATIO_TARGET}) {_mark(ratio <= RATIO_TARGET)}"
+        f"ratio cached/plain: {ratio:.2f}  (target <= {RATIO_TARGET}) {mark(ratio <= RATIO_TARGET)}"
     )
     print(
         f"overhead per assertion: {per_assertion_ms:.3f} ms  (target < "
-        f"{PER_ASSERTION_TARGET_MS}) {_mark(per_assertion_ms < PER_ASSERTION_TARGET_MS)}"
+        f"{PER_ASSERTION_TARGET_MS}) {mark(per_assertion_ms < PER_ASSERTION_TARGET_MS)}"
     )
     print(f"judge requests during the cached runs: 0; litellm imported: {imported}")
     return not imported
@@ -482,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"10,000 verdicts: {large * 1e6:7.1f} us")
         print(
             f"ratio: {lookup_ratio:.2f}  (target <= {LOOKUP_RATIO_TARGET}) "
-            f"{_mark(lookup_ratio <= LOOKUP_RATIO_TARGET)}"
+            f"{mark(lookup_ratio <= LOOKUP_RATIO_TARGET)}"
         )
 
         local = local_identity_seconds()
@@ -500,14 +468,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\nFAILED: a fully cached run imported litellm")
             return 1
     return 0
-
-
-def _fmt(values: list[float]) -> str:
-    return ", ".join(f"{value:.2f}" for value in values)
-
-
-def _mark(ok: bool) -> str:
-    return "ok" if ok else "MISSED"
 
 
 if __name__ == "__main__":

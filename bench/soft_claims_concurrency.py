@@ -42,6 +42,7 @@ from bench._common import (  # noqa: E402
     fmt,
     machine,
     median,
+    revision,
     run,
     summary_counts,
     summary_line,
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     print(f"machine: {machine()}")
+    print(f"code: {revision()}")
     wide = args.claims  # enough threads for every claim at once
 
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:

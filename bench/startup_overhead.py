@@ -45,6 +45,7 @@ from bench._common import (  # noqa: E402
     import_times,
     machine,
     median,
+    revision,
     run,
     verdict_line,
 )
@@ -251,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     print(f"machine: {machine()}")
+    print(f"code: {revision()}")
 
     clean = True
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp:

@@ -39,6 +39,7 @@ from bench._common import (  # noqa: E402
     fmt,
     machine,
     median,
+    revision,
     run,
     summary_counts,
     summary_line,
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     small = WORKERS  # one claim per worker: every worker imports litellm, as in the big run
     print(f"machine: {machine()}")
+    print(f"code: {revision()}")
 
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:
         work = Path(temp)

@@ -6,17 +6,19 @@ double-check turn, and turning cached records back into verdicts.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__
 from .errors import (
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from .verdict import Kind, Verdict
 
 logger = logging.getLogger("pytest_propositions")
+
+_T = TypeVar("_T")
 
 # Structured-output strategies, best first. A provider that rejects one moves the model to the
 # next for the rest of the run; the prompt always describes the schema, so every mode works.
@@ -138,6 +142,44 @@ class _Answer:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float | None
+
+
+class _JudgeLoop:
+    """One event loop on a daemon thread, shared by the whole process.
+
+    litellm caches its async HTTP clients per event loop, so the loop must outlive any one run
+    (pytester runs several in one process). Synchronous callers submit coroutines and wait.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # Ctrl-C while waiting: do not leave the call running
+            raise
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="prop-judge-loop", daemon=True
+                ).start()
+                self._loop = loop
+            return self._loop
+
+
+_JUDGE_LOOP = _JudgeLoop()
+
+
+def run_on_judge_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a judge coroutine to completion from synchronous code, from any thread."""
+    return _JUDGE_LOOP.run(coroutine)
 
 
 def load_litellm() -> ModuleType:
@@ -275,7 +317,7 @@ class Judge:
         settings: Settings,
         cache: VerdictCache | None = None,
         connect: Callable[[str], Connection] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], object] = asyncio.sleep,
     ) -> None:
         self.settings = settings
         self.cache = cache
@@ -284,6 +326,7 @@ class Judge:
         self._connections: dict[str, Connection] = {}
         self._modes: dict[str, int] = {}
         self._in_flight: dict[str, Future[Verdict]] = {}
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._sleep = sleep
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
@@ -340,7 +383,7 @@ class Judge:
             return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
-            verdict, record = self._judge_live(request, connection, key)
+            verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
                 self.cache.put(key, record)
         except BaseException as error:
@@ -362,7 +405,9 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
-        response = self._complete(connection, messages, temperature=0.7, mode="text")
+        response = run_on_judge_loop(
+            self._complete(connection, messages, temperature=0.7, mode="text")
+        )
         content, _ = self._content(response)
         if not content.strip():
             raise VerdictUnparsable(
@@ -422,14 +467,14 @@ class Judge:
 
     # -- live judging --------------------------------------------------------------------------
 
-    def _judge_live(
+    async def _judge_live(
         self, request: JudgeRequest, connection: Connection, key: str
     ) -> tuple[Verdict, dict[str, Any]]:
         from .verdict import Usage, Verdict
 
         started = time.perf_counter()
         messages = list(request.messages)
-        first = self._answer(connection, messages, request)
+        first = await self._answer(connection, messages, request)
         final, revised_from = first, None
         answers = [first]
         if request.double_check:
@@ -438,7 +483,7 @@ class Judge:
                 assistant_turn(_as_reply(first.parsed)),
                 {"role": "user", "content": DOUBLE_CHECK_PROMPT},
             ]
-            final = self._answer(connection, follow, request)
+            final = await self._answer(connection, follow, request)
             answers.append(final)
             if final.parsed.value != first.parsed.value:
                 revised_from = first.parsed.value
@@ -496,14 +541,14 @@ class Judge:
         }
         return verdict, record
 
-    def _answer(
+    async def _answer(
         self, connection: Connection, messages: list[Message], request: JudgeRequest
     ) -> _Answer:
         """One parsed answer; an unparsable reply is asked again once before giving up."""
         last_error: VerdictUnparsable | None = None
         for _ in range(2):
             mode = RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]
-            response = self._complete_with_fallback(connection, messages, request, mode)
+            response = await self._complete_with_fallback(connection, messages, request, mode)
             content, refusal = self._content(response)
             prompt_tokens, completion_tokens = _usage(response)
             cost = self._cost(response)
@@ -527,12 +572,12 @@ class Judge:
         assert last_error is not None
         raise last_error
 
-    def _complete_with_fallback(
+    async def _complete_with_fallback(
         self, connection: Connection, messages: list[Message], request: JudgeRequest, mode: str
     ) -> Any:
         while True:
             try:
-                return self._complete(
+                return await self._complete(
                     connection,
                     messages,
                     temperature=request.temperature,
@@ -555,7 +600,7 @@ class Judge:
                     )
                 mode = RESPONSE_MODES[index]
 
-    def _complete(
+    async def _complete(
         self,
         connection: Connection,
         messages: list[Message],
@@ -564,7 +609,10 @@ class Judge:
         mode: str,
         kind: Kind = "check",
     ) -> Any:
-        """One completion, with retries on transient errors; other errors name what to fix."""
+        """One completion, with retries on transient errors; other errors name what to fix.
+
+        Calls go through litellm's async API; the semaphore bounds how many are in flight.
+        """
         litellm = load_litellm()
         arguments: dict[str, Any] = {
             "model": connection.litellm_model,
@@ -573,7 +621,8 @@ class Judge:
             "timeout": self.settings.timeout,
             "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
         }
-        api_base, api_key = connection.endpoint()
+        # Starting a managed local server blocks; keep it off the event loop.
+        api_base, api_key = await asyncio.to_thread(connection.endpoint)
         if api_base:
             arguments["api_base"] = api_base
         if api_key:
@@ -584,7 +633,8 @@ class Judge:
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
-                return litellm.completion(**arguments)
+                async with self._semaphore(connection):
+                    return await litellm.acompletion(**arguments)
             except Exception as error:
                 self._raise_if_final(error, connection, attempt, attempts, api_key)
                 delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
@@ -596,8 +646,23 @@ class Judge:
                     attempts - 1,
                     delay,
                 )
-                self._sleep(delay)
+                pause = self._sleep(delay)
+                if inspect.isawaitable(pause):
+                    await pause
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _semaphore(self, connection: Connection) -> asyncio.Semaphore:
+        """--prop-concurrency calls at once per model; one for a managed local server.
+
+        llama.cpp's server answers one request at a time, so queueing more there only lets
+        their timeouts run out.
+        """
+        with self._lock:
+            semaphore = self._semaphores.get(connection.litellm_model)
+            if semaphore is None:
+                size = 1 if connection.start is not None else self.settings.concurrency
+                semaphore = self._semaphores[connection.litellm_model] = asyncio.Semaphore(size)
+            return semaphore
 
     def _raise_if_final(
         self,

