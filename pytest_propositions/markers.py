@@ -20,6 +20,23 @@ class MarkerClaim:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+def min_score_marker(node: pytest.Item) -> int | None:
+    """The test's ``@pytest.mark.min_score(N)``, checked; a bad one is a usage error."""
+    marker = node.get_closest_marker("min_score")
+    if marker is None:
+        return None
+    where = f"{node.nodeid}: @pytest.mark.min_score"
+    if len(marker.args) != 1 or marker.kwargs:
+        raise pytest.UsageError(
+            f"{where} takes exactly one argument, the minimum score, got "
+            f"args={marker.args!r} kwargs={marker.kwargs!r}"
+        )
+    try:
+        return validate_threshold(marker.args[0], where)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
     """The test's ``proposition`` markers, checked; a bad one is a usage error naming the test."""
     claims = []

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import runtime as runtime_module
 from .errors import JudgeError, PropositionFailed
-from .settings import OPTIONS, SettingsError, argparse_type, resolve
+from .session import build_runtime, finish_run, merge_worker_output, worker_output
+from .settings import OPTIONS, argparse_type
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
 RUNTIME_KEY = pytest.StashKey[runtime_module.Runtime]()
 # How many of a test's outcomes are already JUnit properties (claims may come in any phase).
 JUNIT_DONE_KEY = pytest.StashKey[int]()
-FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -63,29 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "proposition(claim, target='fixture_name', min_score=None, **options): a claim judged "
         "after the test body against the named fixture's value; stackable.",
     )
-    cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
-    ini = {option.name: config.getini(option.ini) for option in OPTIONS}
-    try:
-        settings = resolve(cli, os.environ, ini)
-    except SettingsError as error:
-        raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    if settings.report:
-        from .report import report_path
-
-        try:
-            report_path(settings.report, config.invocation_params.dir)
-        except ValueError as error:
-            raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    runtime = runtime_module.Runtime(settings, _cache_dir(config, settings.cache_dir))
-    if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
-        from .progress import ProgressLine
-
-        def write_line(line: str) -> None:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(line)
-
-        runtime.progress = ProgressLine(write_line, settings.model)
+    runtime = build_runtime(config)
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
 
@@ -100,21 +76,6 @@ def pytest_configure(config: pytest.Config) -> None:
     targets.set_hook_renderer(hook_renderer)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
-
-
-def _cache_dir(config: pytest.Config, configured: str | None) -> Path:
-    """The configured folder, else one inside pytest's cache, else one at the rootdir."""
-    if configured:
-        path = Path(configured).expanduser()
-        from_ini = not config.getoption("prop_cache_dir") and not os.environ.get("PROP_CACHE_DIR")
-        if from_ini and not path.is_absolute():
-            # Like pytest's own cache_dir: a relative ini value is relative to the rootdir.
-            path = config.rootpath / path
-        return path.resolve()
-    cache = getattr(config, "cache", None)
-    if cache is not None:
-        return Path(cache.mkdir("propositions"))
-    return config.rootpath / FALLBACK_CACHE_FOLDER
 
 
 def pytest_collection_modifyitems(
@@ -205,6 +166,13 @@ def pytest_runtest_makereport(
     return report
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # A skipped test used none of its verdicts; prune must not drop them.
+    if report.skipped:
+        runtime = runtime_module.current()
+        runtime.partial_reasons.add("tests were skipped")
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     # Only the controller (or a run without xdist) summarizes; it holds the workers' results.
     runtime = config.stash.get(RUNTIME_KEY, None)
@@ -227,75 +195,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if runtime is None:
         return
     if hasattr(session.config, "workerinput"):
-        # An xdist worker hands its used keys to the controller, which records the run.
-        output = session.config.workeroutput  # type: ignore[attr-defined]
-        output["prop_used_keys"] = sorted(runtime.used_keys())
-        output["prop_partial"] = sorted(runtime.partial_reasons)
-        if runtime.used:
-            # ...and what it judged, so the summary and reports cover the whole run.
-            from .report import outcome_record, stats_record
-
-            output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
-            output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
-            output["prop_stats"] = stats_record(runtime.stats())
-            output["prop_used"] = True
+        # A worker hands its results to the controller, which records and reports the run.
+        session.config.workeroutput.update(worker_output(runtime))  # type: ignore[attr-defined]
         return
-    if exitstatus != pytest.ExitCode.OK:
-        runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
-    runtime.partial_reasons.update(_partial_selection(session.config))
-    runtime.record_complete_run()
-    if runtime.settings.report:
-        from .report import save_json_report
-
-        problem = save_json_report(runtime, session.config.invocation_params.dir)
-        if problem is not None:
-            # Too late for a UsageError, which would hide the run's failures: say so, exit 4.
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(f"ERROR: pytest-propositions: {problem}", red=True, bold=True)
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-
-def _partial_selection(config: pytest.Config) -> set[str]:
-    """Ways a run can leave tests out without deselecting them."""
-    reasons = set()
-    if config.args_source == pytest.Config.ArgsSource.ARGS:
-        reasons.add("only some paths were collected")
-    arguments = [str(argument) for argument in config.invocation_params.args]
-    if any(argument.startswith(("--ignore", "--deselect")) for argument in arguments):
-        reasons.add("paths were ignored")
-    for option in ("lf", "stepwise", "stepwise_skip"):
-        if config.getoption(option, default=False):
-            reasons.add(f"--{option.replace('_', '-')} selected the tests")
-    return reasons
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # A skipped test used none of its verdicts; prune must not drop them.
-    if report.skipped:
-        runtime = runtime_module.current()
-        runtime.partial_reasons.add("tests were skipped")
+    problem = finish_run(runtime, session.config, exitstatus)
+    if problem is not None:
+        # Too late for a UsageError, which would hide the run's failures: say so, exit 4.
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"ERROR: pytest-propositions: {problem}", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 class XdistHooks:
     """Registered only when pytest-xdist is installed: gather workers' results on the controller."""
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        runtime = node.config.stash[RUNTIME_KEY]
         output = getattr(node, "workeroutput", None) or {}
-        runtime.merge_used_keys(output.get("prop_used_keys", ()))
-        runtime.partial_reasons.update(output.get("prop_partial", ()))
-        if output.get("prop_used"):
-            from .report import outcome_from_record
-
-            runtime.merge_worker(
-                [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
-                [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
-                output.get("prop_stats", {}),
-                used=True,
-            )
-        if error:
-            runtime.partial_reasons.add("a worker crashed")
+        merge_worker_output(node.config.stash[RUNTIME_KEY], output, crashed=bool(error))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -310,23 +227,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # -- fixtures ------------------------------------------------------------------------------------
-
-
-def _marker_threshold(request: pytest.FixtureRequest) -> int | None:
-    from .assertions import validate_threshold
-
-    marker = request.node.get_closest_marker("min_score")
-    if marker is None:
-        return None
-    if len(marker.args) != 1 or marker.kwargs:
-        raise pytest.UsageError(
-            f"{request.node.nodeid}: @pytest.mark.min_score takes exactly one argument, the "
-            f"minimum score, got args={marker.args!r} kwargs={marker.kwargs!r}"
-        )
-    try:
-        return validate_threshold(marker.args[0], f"{request.node.nodeid}: @pytest.mark.min_score")
-    except ValueError as error:
-        raise pytest.UsageError(str(error)) from None
 
 
 @pytest.fixture
@@ -353,9 +253,10 @@ def assert_proposition(request: pytest.FixtureRequest) -> Callable[..., Verdict]
 def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Assert that a claim about a target scores at least a threshold (argument, mark, option, 7)."""
     from .assertions import assert_claim, resolve_threshold, validate_options
+    from .markers import min_score_marker
 
     runtime = request.config.stash[RUNTIME_KEY]
-    marker_value = _marker_threshold(request)
+    marker_value = min_score_marker(request.node)
 
     def min_score(target: Any, claim: str, threshold: int | None = None, **options: Any) -> Verdict:
         __tracebackhide__ = True

@@ -1,0 +1,118 @@
+"""What a pytest run adds to the runtime: building it from the options, knowing whether the run
+was complete (for ``cache prune``), and passing results from xdist workers to the controller."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .runtime import Runtime
+from .settings import OPTIONS, SettingsError, resolve
+
+FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
+
+
+def build_runtime(config: pytest.Config) -> Runtime:
+    """Settings from flags, environment and ini; a bad value is a usage error naming its source."""
+    cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
+    ini = {option.name: config.getini(option.ini) for option in OPTIONS}
+    try:
+        settings = resolve(cli, os.environ, ini)
+    except SettingsError as error:
+        raise pytest.UsageError(f"pytest-propositions: {error}") from None
+    if settings.report:
+        from .report import report_path
+
+        try:
+            report_path(settings.report, config.invocation_params.dir)
+        except ValueError as error:
+            raise pytest.UsageError(f"pytest-propositions: {error}") from None
+    runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
+    if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
+        from .progress import ProgressLine
+
+        def write_line(line: str) -> None:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(line)
+
+        runtime.progress = ProgressLine(write_line, settings.model)
+    return runtime
+
+
+def cache_dir(config: pytest.Config, configured: str | None) -> Path:
+    """The configured folder, else one inside pytest's cache, else one at the rootdir."""
+    if configured:
+        path = Path(configured).expanduser()
+        from_ini = not config.getoption("prop_cache_dir") and not os.environ.get("PROP_CACHE_DIR")
+        if from_ini and not path.is_absolute():
+            # Like pytest's own cache_dir: a relative ini value is relative to the rootdir.
+            path = config.rootpath / path
+        return path.resolve()
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("propositions"))
+    return config.rootpath / FALLBACK_CACHE_FOLDER
+
+
+def partial_selection(config: pytest.Config) -> set[str]:
+    """Ways a run can leave tests out without deselecting them."""
+    reasons = set()
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        reasons.add("only some paths were collected")
+    arguments = [str(argument) for argument in config.invocation_params.args]
+    if any(argument.startswith(("--ignore", "--deselect")) for argument in arguments):
+        reasons.add("paths were ignored")
+    for option in ("lf", "stepwise", "stepwise_skip"):
+        if config.getoption(option, default=False):
+            reasons.add(f"--{option.replace('_', '-')} selected the tests")
+    return reasons
+
+
+def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str | None:
+    """Record a complete run for prune and write the JSON report; returns a problem to show."""
+    if exitstatus != pytest.ExitCode.OK:
+        runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
+    runtime.partial_reasons.update(partial_selection(config))
+    runtime.record_complete_run()
+    if not runtime.settings.report:
+        return None
+    from .report import save_json_report
+
+    return save_json_report(runtime, config.invocation_params.dir)
+
+
+def worker_output(runtime: Runtime) -> dict[str, Any]:
+    """What an xdist worker sends the controller: used keys, and what it judged."""
+    output: dict[str, Any] = {
+        "prop_used_keys": sorted(runtime.used_keys()),
+        "prop_partial": sorted(runtime.partial_reasons),
+    }
+    if runtime.used:
+        from .report import outcome_record, stats_record
+
+        output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
+        output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
+        output["prop_stats"] = stats_record(runtime.stats())
+        output["prop_used"] = True
+    return output
+
+
+def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool) -> None:
+    """On the controller: fold one worker's results in, so reports match a run without xdist."""
+    runtime.merge_used_keys(output.get("prop_used_keys", ()))
+    runtime.partial_reasons.update(output.get("prop_partial", ()))
+    if output.get("prop_used"):
+        from .report import outcome_from_record
+
+        runtime.merge_worker(
+            [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
+            [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
+            output.get("prop_stats", {}),
+            used=True,
+        )
+    if crashed:
+        runtime.partial_reasons.add("a worker crashed")
