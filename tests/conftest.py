@@ -23,6 +23,43 @@ def litellm_preloaded() -> None:
     import litellm  # noqa: F401
 
 
+# The inner project of pytester runs: one `world` fixture every surface test can make claims about.
+INNER_WORLD = """
+import pytest
+from pytest_propositions.trace import Agent, World
+
+@pytest.fixture
+def world():
+    oscar = Agent("Oscar", persona={"occupation": "architect"})
+    room = World("Room", agents=[oscar])
+    oscar.hears("Where do you like to travel?")
+    oscar.says("Quiet cities with great architecture.")
+    return room
+"""
+
+
+@pytest.fixture
+def inner_run(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """An inner project judged by the scripted server: its `world` fixture, no PROP_* settings
+    of the outer shell, and the arguments that point it at the judge with the cache off."""
+    for name in [name for name in os.environ if name.startswith("PROP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    pytester.makeconftest(INNER_WORLD)
+    return [
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        "--prop-cache=off",
+        "--prop-retries=0",
+        "-p",
+        "no:cacheprovider",
+    ]
+
+
 @pytest.fixture
 def judge_server(litellm_preloaded: None) -> Iterator[ScriptedJudge]:
     """A fresh scripted judge on a free loopback port, stopped after the test."""

@@ -8,37 +8,11 @@ from tests.support.judge_server import ScriptedJudge, status, verdict
 
 pytest_plugins = ["pytester"]
 
-TEST_WORLD = """
-import pytest
-from pytest_propositions.trace import Agent, World
 
 @pytest.fixture
-def world():
-    oscar = Agent("Oscar", persona={"occupation": "architect"})
-    room = World("Room", agents=[oscar])
-    oscar.hears("Where do you like to travel?")
-    oscar.says("Quiet cities with great architecture.")
-    return room
-"""
-
-
-@pytest.fixture
-def judged(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
-) -> list[str]:
+def judged(inner_run: list[str]) -> list[str]:
     """Command-line arguments that point the inner run at the scripted judge, cache off."""
-    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
-    monkeypatch.delenv("PROP_MODEL", raising=False)
-    monkeypatch.delenv("PROP_CACHE", raising=False)
-    pytester.makeconftest(TEST_WORLD)
-    return [
-        "--prop-model=openai/judge-model",
-        f"--prop-api-base={judge_server.base_url}",
-        "--prop-cache=off",
-        "--prop-retries=0",
-        "-p",
-        "no:cacheprovider",
-    ]
+    return inner_run
 
 
 def test_failing_claim_shows_the_justification(

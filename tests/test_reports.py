@@ -27,19 +27,6 @@ from tests.support.judge_server import ScriptedJudge, status, verdict
 
 pytest_plugins = ["pytester"]
 
-WORLD = """
-import pytest
-from pytest_propositions.trace import Agent, World
-
-@pytest.fixture
-def world():
-    oscar = Agent("Oscar", persona={"occupation": "architect"})
-    room = World("Room", agents=[oscar])
-    oscar.hears("Where do you like to travel?")
-    oscar.says("Quiet cities with great architecture.")
-    return room
-"""
-
 # Claims carry a distinctive word each, so a scripted rule matches exactly one of them.
 SUITE = """
 def test_alpha(world, assert_proposition):
@@ -77,23 +64,9 @@ def script_suite(judge: ScriptedJudge) -> None:
 
 
 @pytest.fixture
-def args(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
-) -> list[str]:
+def args(inner_run: list[str]) -> list[str]:
     """Arguments pointing the inner run at the scripted judge, cache off; env for subprocesses."""
-    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    for name in ("PROP_MODEL", "PROP_CACHE", "PROP_REPORT", "PROP_DRY_RUN", "PROP_MIN_SCORE"):
-        monkeypatch.delenv(name, raising=False)
-    pytester.makeconftest(WORLD)
-    return [
-        "--prop-model=openai/judge-model",
-        f"--prop-api-base={judge_server.base_url}",
-        "--prop-cache=off",
-        "--prop-retries=0",
-        "-p",
-        "no:cacheprovider",
-    ]
+    return inner_run
 
 
 def junit_cases(xml_path: Path) -> dict[str, dict[str, str]]:

@@ -8,35 +8,11 @@ from tests.support.judge_server import ScriptedJudge, status, text, verdict
 
 pytest_plugins = ["pytester"]
 
-WORLD = """
-import pytest
-from pytest_propositions.trace import Agent, World
 
 @pytest.fixture
-def world():
-    oscar = Agent("Oscar")
-    room = World("Room", agents=[oscar])
-    oscar.says("Quiet cities with great architecture.")
-    return room
-"""
-
-
-@pytest.fixture
-def judged(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
-) -> list[str]:
-    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
-    for name in ("PROP_MODEL", "PROP_CACHE", "PROP_SAMPLES", "PROP_DRY_RUN", "PROP_MAX_COST"):
-        monkeypatch.delenv(name, raising=False)
-    pytester.makeconftest(WORLD)
-    return [
-        "--prop-model=openai/judge-model",
-        f"--prop-api-base={judge_server.base_url}",
-        f"--prop-cache-dir={pytester.path / 'verdicts'}",
-        "--prop-retries=0",
-        "-p",
-        "no:cacheprovider",
-    ]
+def judged(pytester: pytest.Pytester, inner_run: list[str]) -> list[str]:
+    """The scripted judge, with a verdict cache inside the inner project."""
+    return [*inner_run, "--prop-cache=use", f"--prop-cache-dir={pytester.path / 'verdicts'}"]
 
 
 def test_soft_claims_are_judged_together_and_all_failures_reported(
