@@ -13,8 +13,9 @@ In one run this script:
    run's counts), then once more against the filled cache;
 4. reports seconds per verdict, completion tokens per second, the parse rate (verdicts / judge
    calls: a reply that holds no verdict is asked again, and counted as a call), and the cost of
-   the first live claim over the others (litellm's import, the server's start and the
-   structured-output fallback, since llama.cpp's server refuses ``json_schema``);
+   the first live claim over the others (litellm's import and first call, the server's start,
+   the ``json_schema`` request llama.cpp's server refuses before the plugin falls back to JSON
+   mode, and reading the whole prompt: later claims reuse the server's cached prompt prefix);
 5. with ``--xdist N``: runs the cold suite under ``-p xdist -n N`` too, as shipped (every worker
    starts its own server, each told to use all the cores) and with each server given
    cores / N threads (a conftest patch of ``local.server_command``, for comparison only).
@@ -311,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"first live claim: {pick('first'):.2f}s, {pick('first') - pick('rest_median'):.2f}s over "
-        "the others' median (litellm import + server start + json_schema refusal); "
+        "the others' median (litellm import and first call, server start, json_schema "
+        "refusal, the first prompt read whole); "
         f"server start alone: {median(startups):.2f}s"
     )
     print(f"cached rerun: {cached_seconds:.1f}s wall, {cached_calls} judge calls")

@@ -16,7 +16,7 @@ from .errors import (
     VerdictMissing,
     VerdictUnparsable,
 )
-from .parsing import MAX_SCORE, MIN_SCORE
+from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .proposition import Proposition, check_proposition, compute_score

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .parsing import MAX_SCORE, MIN_SCORE
+from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .runtime import Runtime

@@ -383,6 +383,8 @@ class Judge:
             return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
+            # Import (seconds) here, not on the shared loop where it would stall calls in flight.
+            load_litellm()
             verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
                 self.cache.put(key, record)
@@ -405,6 +407,7 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
+        load_litellm()
         response = run_on_judge_loop(
             self._complete(connection, messages, temperature=0.7, mode="text")
         )
@@ -472,6 +475,8 @@ class Judge:
     ) -> tuple[Verdict, dict[str, Any]]:
         from .verdict import Usage, Verdict
 
+        # A managed local server starts on the first call; its start-up is not judging time.
+        await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()
         messages = list(request.messages)
         first = await self._answer(connection, messages, request)
@@ -520,9 +525,6 @@ class Judge:
         )
         with self.stats.lock:
             self.stats.verdicts += 1
-            self.stats.prompt_tokens += usage.prompt_tokens
-            self.stats.completion_tokens += usage.completion_tokens
-            self.stats.cost_usd += cost or 0.0
             self.stats.judge_seconds += elapsed
         stored = verdict.model_dump(
             mode="json", exclude={"cached", "recorded_at", "key", "judge_seconds"}
@@ -553,7 +555,11 @@ class Judge:
             prompt_tokens, completion_tokens = _usage(response)
             cost = self._cost(response)
             with self.stats.lock:
+                # Every reply is paid for, parsed or not: count it now (and for --prop-max-cost).
                 self.stats.judge_calls += 1
+                self.stats.prompt_tokens += prompt_tokens
+                self.stats.completion_tokens += completion_tokens
+                self.stats.cost_usd += cost or 0.0
             if refusal:
                 last_error = VerdictUnparsable(
                     f"the judge ({connection.identity}) refused to answer: {refusal[:200]}",

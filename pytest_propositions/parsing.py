@@ -54,8 +54,7 @@ __all__ = [
     "parse_reply",
 ]
 
-MIN_SCORE = 0
-MAX_SCORE = 9
+from .scale import MAX_SCORE, MIN_SCORE
 
 _TRUE_WORDS = frozenset({"true", "yes", "positive"})
 _FALSE_WORDS = frozenset({"false", "no", "negative"})

@@ -65,15 +65,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
 
-    from . import targets
-
     def hook_renderer(target: Any, options: Any) -> str | None:
         result: str | None = config.hook.pytest_proposition_render_target(
             target=target, options=options
         )
         return result
 
-    targets.set_hook_renderer(hook_renderer)
+    runtime.render_hook = hook_renderer
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
 
@@ -83,9 +81,12 @@ def pytest_collection_modifyitems(
 ) -> None:
     # Check proposition markers now, so a typo is a usage error before anything runs, and make
     # sure each marker's target fixture is set up even when the test does not request it.
+    marked = [item for item in items if item.get_closest_marker("proposition") is not None]
+    if not marked:
+        return
     from .markers import marker_claims
 
-    for item in items:
+    for item in marked:
         claims = marker_claims(item)
         fixturenames = getattr(item, "fixturenames", None)
         if claims and fixturenames is not None:
@@ -219,9 +220,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     runtime = config.stash.get(RUNTIME_KEY, None)
     if runtime is None:
         return
-    from . import targets
-
-    targets.set_hook_renderer(None)
     runtime.close()
     runtime_module.deactivate(runtime)
 
@@ -328,7 +326,11 @@ def proposition_judge(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     ) -> Verdict:
         __tracebackhide__ = True
         validate_options(options, "proposition_judge")
-        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+        try:
+            verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+        except JudgeError as error:
+            runtime.note_error(error)
+            raise error.with_traceback(None) from None
         runtime.note(verdict, None, True)
         return verdict
 

@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from .parsing import MAX_SCORE, MIN_SCORE
+from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .verdict import Kind

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .parsing import MAX_SCORE, MIN_SCORE
 from .prompts import NO_ADDITIONAL_CONTEXT, RECOMMENDATIONS_PROMPT, Message, assistant_turn
+from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .runtime import Runtime

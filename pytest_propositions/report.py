@@ -13,7 +13,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .parsing import MAX_SCORE
+from .scale import MAX_SCORE
 
 if TYPE_CHECKING:
     from .judge import JudgeStats

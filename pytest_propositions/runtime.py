@@ -7,10 +7,10 @@ the first claim builds one from environment variables.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .settings import Settings, from_environment
 
@@ -44,6 +44,8 @@ class Runtime:
     cache_dir: Path | None = None
     current_test: str | None = None
     progress: ProgressLine | None = None
+    # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
+    render_hook: Callable[[Any, Any], str | None] | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
     # Why this run may not have used every verdict it needs; prune trusts complete runs only.

@@ -52,9 +52,13 @@ def cache_dir(config: pytest.Config, configured: str | None) -> Path:
             # Like pytest's own cache_dir: a relative ini value is relative to the rootdir.
             path = config.rootpath / path
         return path.resolve()
-    cache = getattr(config, "cache", None)
-    if cache is not None:
-        return Path(cache.mkdir("propositions"))
+    if getattr(config, "cache", None) is not None:
+        # pytest's own cache folder, resolved as pytest does, but not created: an unused plugin
+        # leaves no trace, and the verdict cache makes its folder on its first write.
+        base = Path(os.path.expanduser(os.path.expandvars(config.getini("cache_dir"))))
+        if not base.is_absolute():
+            base = config.rootpath / base
+        return base / "d" / "propositions"
     return config.rootpath / FALLBACK_CACHE_FOLDER
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .parsing import MAX_SCORE, MIN_SCORE
+from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
 DEFAULT_MODEL = "local"

@@ -92,6 +92,16 @@ def unregister_renderer(target_type: type) -> None:
     _registry.pop(target_type, None)
 
 
+def _current_hook_renderer() -> HookRenderer | None:
+    """The installed callback, else the running pytest session's (set without importing us)."""
+    if _hook_renderer is not None:
+        return _hook_renderer
+    from . import runtime
+
+    hook: HookRenderer | None = runtime.current().render_hook
+    return hook
+
+
 def set_hook_renderer(fn: HookRenderer | None) -> None:
     """Install the callback that asks the ``pytest_proposition_render_target`` hook; None removes.
 
@@ -234,7 +244,8 @@ def as_target_list(target: Any) -> list[Any]:
         )
     if isinstance(target, str) or _is_simulation_object(target):
         return [target]
-    if _hook_renderer is not None and _hook_renderer(target, RenderOptions()) is not None:
+    hook = _current_hook_renderer()
+    if hook is not None and hook(target, RenderOptions()) is not None:
         # Only the hook can tell whether it renders this type, so it is asked once here.
         return [target]
     raise _unsupported(target)
@@ -496,8 +507,9 @@ def _render_one(target: Any, options: RenderOptions) -> tuple[str, str]:
     renderer = _registered(target)
     if renderer is not None:
         return _heading(target), _expect_str(renderer(target, options), renderer)
-    if _hook_renderer is not None:
-        text = _hook_renderer(target, options)
+    hook = _current_hook_renderer()
+    if hook is not None:
+        text = hook(target, options)
         if text is not None:
             return _heading(target), _expect_str(text, "the render-target hook")
     kind = _kind(target)

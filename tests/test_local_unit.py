@@ -514,3 +514,15 @@ def test_the_server_dies_with_a_killed_parent(
             parent.wait()
         if parent.stdout is not None:
             parent.stdout.close()
+
+
+def test_server_threads_share_the_cores_among_xdist_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(local, "_cpu_count", lambda: 8)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    assert local.server_threads() == 8
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+    assert local.server_threads() == 2
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
+    assert local.server_threads() == 1

@@ -375,3 +375,15 @@ def test_outside_pytest_settings_come_from_the_environment(monkeypatch: pytest.M
     assert fallback.settings.model == "openai/from-env"
     assert fallback.settings.min_score == 4
     assert runtime_module.current() is fallback
+
+
+def test_replies_that_hold_no_verdict_still_count_their_tokens(
+    judge: ScriptedJudge, world: World
+) -> None:
+    judge.default = text("I cannot tell from this.")
+    with pytest.raises(VerdictUnparsable):
+        Proposition("x", world).check()
+    stats = runtime_module.current().judge.stats
+    assert stats.judge_calls == 2
+    assert stats.prompt_tokens > 0 and stats.completion_tokens > 0
+    assert stats.verdicts == 0

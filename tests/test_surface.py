@@ -393,3 +393,25 @@ def test_concurrency_bounds_the_calls_in_flight(
     assert len(arrivals) == 4
     # Two at a time: the third call can only start once one of the first two has answered.
     assert arrivals[2] - arrivals[0] >= 0.9
+
+
+def test_proposition_judge_errors_are_counted_as_judge_errors(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = status(401, "bad key", "invalid_request_error")
+    pytester.makepyfile(
+        """
+        def test_judge(world, proposition_judge):
+            proposition_judge(world, "Oscar likes cities.")
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["propositions: 0 verdicts, 0 failed, 1 judge errors*"])
+
+
+def test_an_unused_plugin_leaves_no_folder_behind(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert (pytester.path / ".pytest_cache").is_dir()  # pytest's own cache is there...
+    assert not (pytester.path / ".pytest_cache" / "d" / "propositions").exists()  # ...ours is not
