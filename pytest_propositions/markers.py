@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from .assertions import PendingClaim, validate_options, validate_threshold
-
-SOFT_CLAIMS_KEY = pytest.StashKey[list[PendingClaim]]()
+from .session import SOFT_CLAIMS_KEY
 
 
 @dataclass(frozen=True)

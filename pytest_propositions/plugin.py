@@ -9,7 +9,13 @@ import pytest
 
 from . import runtime as runtime_module
 from .errors import JudgeError, PropositionFailed
-from .session import build_runtime, finish_run, merge_worker_output, worker_output
+from .session import (
+    SOFT_CLAIMS_KEY,
+    build_runtime,
+    finish_run,
+    merge_worker_output,
+    worker_output,
+)
 from .settings import OPTIONS, argparse_type
 
 if TYPE_CHECKING:
@@ -124,6 +130,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     # After the body: soft claims and proposition markers, judged together.
     __tracebackhide__ = True
     result = yield
+    if SOFT_CLAIMS_KEY not in item.stash and item.get_closest_marker("proposition") is None:
+        return result
     from .assertions import judge_pending
     from .markers import pending_for
 
@@ -269,7 +277,6 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
     from .assertions import PendingClaim, validate_options, validate_threshold
-    from .markers import SOFT_CLAIMS_KEY
 
     pending: list[PendingClaim] = []
     request.node.stash[SOFT_CLAIMS_KEY] = pending

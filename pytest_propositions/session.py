@@ -13,6 +13,8 @@ from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
+# A test's soft claims (expect_proposition), kept on its item until the body has run.
+SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
 
 def build_runtime(config: pytest.Config) -> Runtime:
