@@ -8,14 +8,10 @@ that the path works (start, health, grammar-constrained JSON, failure reports, c
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +23,7 @@ from pytest_propositions.local import API_KEY, SERVED_MODEL, LocalServer, local_
 from pytest_propositions.parsing import parse_reply
 from pytest_propositions.prompts import build_messages
 from pytest_propositions.settings import Settings
+from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
 _MISSING = [
     name
@@ -56,30 +53,6 @@ RECORDING = (
     "--> Lisa: [CONVERSATION] Nice.\n"
 )
 CLAIM = "Oscar mentions his travel preferences."
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie waiting for a reaper that never comes."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    status = Path(f"/proc/{pid}/status")
-    try:
-        return "\nState:\tZ" not in status.read_text()
-    except OSError:
-        return not sys.platform.startswith("linux")
-
-
-def wait_until(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
 
 
 def servers_on_port(port: int) -> list[int]:
@@ -220,22 +193,4 @@ def test_the_server_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
         time.sleep(300)
     """)
     )
-    parent = subprocess.Popen(
-        [sys.executable, str(script), str(tmp_path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=str(Path(__file__).resolve().parent.parent),
-    )
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert pid_alive(child)
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-        assert wait_until(lambda: not pid_alive(child)), "the server outlived its parent"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
-        if parent.stdout is not None:
-            parent.stdout.close()
+    assert_child_dies_with_parent([sys.executable, str(script), str(tmp_path)])

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -35,6 +34,7 @@ from pytest_propositions.local import (
     server_command,
 )
 from pytest_propositions.settings import Settings
+from tests.support.processes import assert_child_dies_with_parent, pid_alive, wait_until
 
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death signals exist on Linux only"
@@ -61,32 +61,6 @@ STAND_IN = textwrap.dedent(
     HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
     """
 )
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie waiting for a reaper that never comes."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    status = Path(f"/proc/{pid}/status")
-    if status.exists():
-        try:
-            return "\nState:\tZ" not in status.read_text()
-        except OSError:
-            return False
-    return True
-
-
-def wait_until(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 @pytest.fixture
@@ -495,25 +469,7 @@ def test_the_server_dies_with_a_killed_parent(
         time.sleep(120)
     """)
     )
-    parent = subprocess.Popen(
-        [sys.executable, str(parent_script)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=str(Path(__file__).resolve().parent.parent),
-    )
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert pid_alive(child)
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-        assert wait_until(lambda: not pid_alive(child)), "the server outlived its parent"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
-        if parent.stdout is not None:
-            parent.stdout.close()
+    assert_child_dies_with_parent([sys.executable, str(parent_script)])
 
 
 def test_server_threads_share_the_cores_among_xdist_workers(
