@@ -6,7 +6,6 @@ double-check turn, and turning cached records back into verdicts.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import os
@@ -32,6 +31,8 @@ from .parsing import MAX_SCORE, MIN_SCORE, ParsedReply, parse_reply
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .cache import VerdictCache
     from .progress import ProgressLine
     from .settings import Settings
@@ -156,6 +157,8 @@ class _JudgeLoop:
         self._lock = threading.Lock()
 
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        import asyncio  # only live judging needs it; a cached run never gets here
+
         future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
         try:
             return future.result()
@@ -164,6 +167,8 @@ class _JudgeLoop:
             raise
 
     def _ensure(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -317,7 +322,7 @@ class Judge:
         settings: Settings,
         cache: VerdictCache | None = None,
         connect: Callable[[str], Connection] | None = None,
-        sleep: Callable[[float], object] = asyncio.sleep,
+        sleep: Callable[[float], object] | None = None,
     ) -> None:
         self.settings = settings
         self.cache = cache
@@ -473,9 +478,11 @@ class Judge:
     async def _judge_live(
         self, request: JudgeRequest, connection: Connection, key: str
     ) -> tuple[Verdict, dict[str, Any]]:
+        # A managed local server starts on the first call; its start-up is not judging time.
+        import asyncio
+
         from .verdict import Usage, Verdict
 
-        # A managed local server starts on the first call; its start-up is not judging time.
         await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()
         messages = list(request.messages)
@@ -628,6 +635,8 @@ class Judge:
             "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
         }
         # Starting a managed local server blocks; keep it off the event loop.
+        import asyncio
+
         api_base, api_key = await asyncio.to_thread(connection.endpoint)
         if api_base:
             arguments["api_base"] = api_base
@@ -652,7 +661,7 @@ class Judge:
                     attempts - 1,
                     delay,
                 )
-                pause = self._sleep(delay)
+                pause = (self._sleep or asyncio.sleep)(delay)
                 if inspect.isawaitable(pause):
                     await pause
         raise AssertionError("unreachable")  # pragma: no cover
@@ -663,6 +672,8 @@ class Judge:
         llama.cpp's server answers one request at a time, so queueing more there only lets
         their timeouts run out.
         """
+        import asyncio
+
         with self._lock:
             semaphore = self._semaphores.get(connection.litellm_model)
             if semaphore is None:
