@@ -130,8 +130,6 @@ def _judge_and_note(
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
         verdict = _confirmed(runtime, verdict, threshold, target, claim, kind, options)
-    except DryRunSkip:
-        raise
     except JudgeError as error:
         runtime.note_error(error)
         raise
@@ -160,9 +158,8 @@ def _confirmed(
 ) -> Verdict:
     """--prop-confirm=N: one call first, and N more only when the first one is in doubt."""
     extra = runtime.settings.confirm
-    if not extra or options.get("samples") not in (None, 1) or runtime.settings.samples != 1:
-        return verdict
-    if not needs_confirmation(verdict, threshold):
+    # A sampled verdict (it has votes) has already been asked more than once.
+    if not extra or not needs_confirmation(verdict, threshold):
         return verdict
     from .verdict import combine_samples
 
