@@ -38,8 +38,14 @@ def environment(bare: bool = False, extra: Mapping[str, str] | None = None) -> d
 
     ``bare`` disables pytest's plugin autoloading (the command then loads plugins with ``-p``).
     litellm is kept from fetching its price map: no network, and the fetch would cost seconds.
+    PYTHONDONTWRITEBYTECODE is dropped, as on a usual machine: with it, pytest cannot cache the
+    modules it rewrites (every installed plugin's package) and recompiles them in every process.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PYTEST_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PROP_", "PYTEST_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env["PROP_API_KEY"] = API_KEY
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     if bare:

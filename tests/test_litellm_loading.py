@@ -1,0 +1,114 @@
+"""What importing litellm costs a process: the collector's part of it.
+
+Each case runs in a fresh interpreter: this test process imported litellm long ago, and the
+collector's state is process-wide.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from pytest_propositions import judge
+
+# Prints, as JSON, how many collections litellm's or the openai SDK's own import code set off
+# while load_litellm ran, and at exit whether the objects still alive were frozen (an atexit
+# handler registered before load_litellm runs after the one it registers).
+PROBE = """
+import atexit, gc, json, os, sys
+PACKAGES = (os.sep + "litellm" + os.sep, os.sep + "openai" + os.sep)
+def set_off_by_an_import(frame):
+    while frame is not None:
+        if any(package in frame.f_code.co_filename for package in PACKAGES):
+            return True
+        frame = frame.f_back
+    return False
+collections = []
+def watch(phase, info):
+    if phase == "start" and set_off_by_an_import(sys._getframe(1)):
+        collections.append(info["generation"])
+if {disable!r}:
+    gc.disable()
+atexit.register(lambda: print(json.dumps({{"frozen_at_exit": gc.get_freeze_count()}})))
+from pytest_propositions.judge import load_litellm
+gc.callbacks.append(watch)
+load_litellm({model!r})
+gc.callbacks.remove(watch)
+print(json.dumps({{
+    "collections_during_import": len(collections),
+    "enabled_after": gc.isenabled(),
+    "openai_resources": "openai.resources" in sys.modules,
+}}))
+"""
+
+
+def probe(model: str | None, *, disable: bool = False) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROP_")}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(model=model, disable=disable)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    facts: dict[str, Any] = {}
+    for line in done.stdout.splitlines():
+        facts.update(json.loads(line))
+    return facts
+
+
+def test_import_runs_without_collections_and_exit_skips_the_last_one() -> None:
+    facts = probe("openai/judge-model")
+    assert facts["collections_during_import"] == 0
+    assert facts["enabled_after"] is True
+    assert facts["frozen_at_exit"] > 100_000  # litellm's heap: the final collection skips it
+    # The openai SDK's client code, which the first request would otherwise import.
+    assert facts["openai_resources"] is True
+
+
+def test_a_provider_without_the_openai_sdk_does_not_load_its_client_code() -> None:
+    facts = probe("anthropic/claude-3-5-haiku-20241022")
+    assert facts["collections_during_import"] == 0
+    assert facts["openai_resources"] is False
+
+
+def test_a_collector_the_user_disabled_stays_disabled() -> None:
+    facts = probe(None, disable=True)
+    assert facts["enabled_after"] is False
+    assert facts["openai_resources"] is False
+
+
+@pytest.fixture
+def fresh_process_flag() -> Any:
+    """Pretend no request has been made yet in this process; restore the flag afterwards."""
+    was_set = judge._first_request.is_set()
+    judge._first_request.clear()
+    yield
+    if was_set:
+        judge._first_request.set()
+
+
+@pytest.mark.usefixtures("fresh_process_flag")
+def test_only_the_first_request_runs_with_the_collector_paused() -> None:
+    assert gc.isenabled()
+    with judge._first_request_warm_up():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with judge._first_request_warm_up():
+        assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("fresh_process_flag")
+def test_the_collector_comes_back_when_the_first_request_fails() -> None:
+    with pytest.raises(RuntimeError), judge._first_request_warm_up():
+        raise RuntimeError("judge down")
+    assert gc.isenabled()
