@@ -6,8 +6,6 @@ double-check turn, and turning cached records back into verdicts.
 
 from __future__ import annotations
 
-import atexit
-import gc
 import inspect
 import logging
 import os
@@ -23,7 +21,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__
+from . import __version__, collector
 from .errors import (
     BudgetExceeded,
     DryRunSkip,
@@ -197,20 +195,24 @@ _OPENAI_SDK_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", 
 _IMPORT_LOCK = threading.Lock()
 
 
-def load_litellm(litellm_model: str | None = None) -> ModuleType:
+def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> ModuleType:
     """Import litellm on demand, without letting it fetch its price map from the network.
 
     The import takes seconds, paid by every process (every xdist worker) that judges live, so
-    the collector is paused while it runs and skipped at exit. With ``litellm_model``, the
-    client code its provider needs is imported too, here under the same pause rather than by
-    the first request.
+    it runs with the collector paused (see ``collector``); with ``freeze`` (a pytest session,
+    which thaws at its end) what it built is set aside from later collections. With
+    ``litellm_model``, the client code that model's provider needs is imported too, here and
+    under the same pause, rather than by the first request.
     """
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with _collector_paused():
+            with collector.paused():
                 import litellm
-            atexit.register(_skip_final_collection)
+
+                if freeze:
+                    collector.freeze()
+            collector.skip_final_collection_at_exit()
         import litellm  # waits, if another thread is still importing it
 
         litellm.suppress_debug_info = True
@@ -219,8 +221,11 @@ def load_litellm(litellm_model: str | None = None) -> ModuleType:
             and "openai.resources" not in sys.modules
             and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
         ):
-            with _collector_paused():
+            with collector.paused():
                 import openai.resources  # noqa: F401
+
+                if freeze:
+                    collector.freeze()
     return litellm
 
 
@@ -229,22 +234,6 @@ def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
         return str(litellm.get_llm_provider(litellm_model)[1])
     except Exception:  # an unknown model fails later, on the call, with the real message
         return None
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the garbage collector while litellm and its SDKs import: about a quarter faster.
-
-    An import of ~2,600 modules only adds live objects, yet the collector would traverse the
-    growing heap again and again while it happens. Respects a collector already disabled.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 _first_request = threading.Event()
@@ -258,17 +247,8 @@ def _first_request_warm_up() -> Iterator[None]:
         yield
         return
     _first_request.set()
-    with _collector_paused():
+    with collector.paused():
         yield
-
-
-def _skip_final_collection() -> None:
-    """At exit, spare the interpreter one last traversal of litellm's heap (~0.75 s a process).
-
-    pytest has already collected the garbage at unconfigure; what is still alive at exit dies
-    with the process either way.
-    """
-    gc.freeze()
 
 
 def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
@@ -411,6 +391,8 @@ class Judge:
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
         self.progress: ProgressLine | None = None
+        # In a pytest session, freeze litellm's heap on import; close() thaws it.
+        self.freeze_litellm_heap = False
 
     # -- public -----------------------------------------------------------------------------
 
@@ -464,7 +446,7 @@ class Judge:
         token = self.progress.started() if self.progress is not None else None
         try:
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            load_litellm(connection.litellm_model)
+            load_litellm(connection.litellm_model, freeze=self.freeze_litellm_heap)
             with _first_request_warm_up():
                 verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
@@ -488,7 +470,7 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
-        load_litellm(connection.litellm_model)
+        load_litellm(connection.litellm_model, freeze=self.freeze_litellm_heap)
         response = run_on_judge_loop(
             self._complete(connection, messages, temperature=0.7, mode="text")
         )
@@ -500,12 +482,14 @@ class Judge:
         return content.strip()
 
     def close(self) -> None:
-        """Release the cache and stop a local judge server, if this run started one."""
+        """Release the cache, stop a local judge server if this run started one, thaw the heap."""
         if self.cache is not None:
             self.cache.close()
         for connection in self._connections.values():
             if connection.close is not None:
                 connection.close()
+        if self.freeze_litellm_heap:
+            collector.thaw()
 
     # -- connection and key --------------------------------------------------------------------
 

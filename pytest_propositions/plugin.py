@@ -224,6 +224,7 @@ class XdistHooks:
         merge_worker_output(node.config.stash[RUNTIME_KEY], output, crashed=bool(error))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own collections at unconfigure (thaw first)
 def pytest_unconfigure(config: pytest.Config) -> None:
     runtime = config.stash.get(RUNTIME_KEY, None)
     if runtime is None:

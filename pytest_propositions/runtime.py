@@ -42,6 +42,9 @@ def stat_names() -> tuple[str, ...]:
 class Runtime:
     settings: Settings
     cache_dir: Path | None = None
+    # A pytest session ends with unconfigure, which closes the runtime: the judge may then
+    # freeze litellm's heap on import, since close() thaws it (see collector.py).
+    in_pytest_session: bool = False
     current_test: str | None = None
     progress: ProgressLine | None = None
     # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
@@ -68,6 +71,7 @@ class Runtime:
 
                 self._judge = Judge(self.settings, self._open_cache())
                 self._judge.progress = self.progress
+                self._judge.freeze_litellm_heap = self.in_pytest_session
             return self._judge
 
     @property

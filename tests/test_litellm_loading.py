@@ -1,4 +1,4 @@
-"""What importing litellm costs a process: the collector's part of it.
+"""What importing litellm costs a process: the collector's part of it (see collector.py).
 
 Each case runs in a fresh interpreter: this test process imported litellm long ago, and the
 collector's state is process-wide.
@@ -36,23 +36,28 @@ def watch(phase, info):
 if {disable!r}:
     gc.disable()
 atexit.register(lambda: print(json.dumps({{"frozen_at_exit": gc.get_freeze_count()}})))
+from pytest_propositions import collector
 from pytest_propositions.judge import load_litellm
 gc.callbacks.append(watch)
-load_litellm({model!r})
+load_litellm({model!r}, freeze={freeze!r})
 gc.callbacks.remove(watch)
+frozen_after_import = gc.get_freeze_count()
+collector.thaw()
 print(json.dumps({{
     "collections_during_import": len(collections),
     "enabled_after": gc.isenabled(),
     "openai_resources": "openai.resources" in sys.modules,
+    "frozen_after_import": frozen_after_import,
+    "frozen_after_thaw": gc.get_freeze_count(),
 }}))
 """
 
 
-def probe(model: str | None, *, disable: bool = False) -> dict[str, Any]:
+def probe(model: str | None, *, freeze: bool = False, disable: bool = False) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROP_")}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(model=model, disable=disable)],
+        [sys.executable, "-c", PROBE.format(model=model, freeze=freeze, disable=disable)],
         capture_output=True,
         text=True,
         env=env,
@@ -70,9 +75,18 @@ def test_import_runs_without_collections_and_exit_skips_the_last_one() -> None:
     facts = probe("openai/judge-model")
     assert facts["collections_during_import"] == 0
     assert facts["enabled_after"] is True
+    assert facts["frozen_after_import"] == 0  # outside a session nothing is frozen for long
     assert facts["frozen_at_exit"] > 100_000  # litellm's heap: the final collection skips it
     # The openai SDK's client code, which the first request would otherwise import.
     assert facts["openai_resources"] is True
+
+
+def test_in_a_session_the_heap_is_frozen_until_thawed() -> None:
+    facts = probe("openai/judge-model", freeze=True)
+    assert facts["collections_during_import"] == 0
+    assert facts["frozen_after_import"] > 100_000
+    assert facts["frozen_after_thaw"] == 0
+    assert facts["enabled_after"] is True
 
 
 def test_a_provider_without_the_openai_sdk_does_not_load_its_client_code() -> None:
@@ -112,3 +126,50 @@ def test_the_collector_comes_back_when_the_first_request_fails() -> None:
     with pytest.raises(RuntimeError), judge._first_request_warm_up():
         raise RuntimeError("judge down")
     assert gc.isenabled()
+
+
+# The inner project: a conftest that records how many objects are frozen while a test runs
+# after a live claim, and once the plugin's unconfigure (which runs first) is done.
+SESSION_CONFTEST = """
+import gc, json, pathlib
+
+FROZEN = {}
+
+def pytest_runtest_teardown(item):
+    FROZEN[item.name] = gc.get_freeze_count()
+
+def pytest_unconfigure(config):
+    FROZEN["unconfigure"] = gc.get_freeze_count()
+    pathlib.Path("frozen.json").write_text(json.dumps(FROZEN))
+"""
+
+SESSION_TESTS = """
+def test_before(): pass
+
+def test_claim(assert_proposition):
+    assert_proposition("Oscar talks about trains.", "Oscar mentions trains.")
+"""
+
+
+def test_a_pytest_session_thaws_the_heap_before_its_own_end_of_run_collections(
+    pytester: pytest.Pytester, judge_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [name for name in os.environ if name.startswith("PROP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    pytester.makeconftest(SESSION_CONFTEST)
+    pytester.makepyfile(test_session=SESSION_TESTS)
+    result = pytester.runpytest_subprocess(
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        "--prop-cache=off",
+        "--prop-retries=0",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=2)
+    frozen = json.loads((pytester.path / "frozen.json").read_text())
+    assert frozen["test_before"] == 0  # no claim judged live yet: nothing imported, nothing frozen
+    assert frozen["test_claim"] > 100_000
+    assert frozen["unconfigure"] == 0
