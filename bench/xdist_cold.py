@@ -11,7 +11,8 @@ In one run this script:
    and the ratio ``-n 2`` / ``-n 0`` on the 100-claim suite (target <= 0.6);
 4. splits each time into a fixed part (the 2-claim run: start-up, and litellm's import, which
    every worker process pays once) and a per-claim part ((100-claim run - 2-claim run) / 98),
-   and times ``import litellm`` in a fresh process on its own.
+   and times ``import litellm`` in a fresh process on its own, plainly and as the plugin loads
+   it (``load_litellm``).
 
 Run it from the repository root with the project's virtualenv:
 
@@ -59,6 +60,15 @@ import litellm
 print(time.perf_counter() - started)
 """
 
+# As the plugin loads it: collector paused, the openai SDK's client code included.
+PLUGIN_LOAD = """
+import time
+started = time.perf_counter()
+from pytest_propositions.judge import load_litellm
+load_litellm("openai/judge-model")
+print(time.perf_counter() - started)
+"""
+
 
 def write_suite(root: Path, name: str, tests: int) -> Path:
     suite = root / name
@@ -96,14 +106,14 @@ def pytest_command(suite: Path, api_base: str, workers: int) -> list[str]:
     ]
 
 
-def litellm_import_seconds(repeats: int) -> tuple[float, float]:
+def litellm_import_seconds(repeats: int, script: str = LITELLM_IMPORT) -> tuple[float, float]:
     """Seconds a fresh process takes to import litellm, and the whole process's wall time.
 
     Each worker pays both: the import, and at exit the teardown of the ~2,600 modules.
     """
     imports, processes = [], []
     for _ in range(repeats):
-        wall, done = run([sys.executable, "-c", LITELLM_IMPORT], REPO, environment())
+        wall, done = run([sys.executable, "-c", script], REPO, environment())
         imports.append(float(done.stdout.split()[-1]))
         processes.append(wall)
     return median(imports), median(processes)
@@ -172,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print("timing 'import litellm' in a fresh process ...", flush=True)
         litellm_seconds, litellm_process = litellm_import_seconds(3)
+        plugin_seconds, plugin_process = litellm_import_seconds(3, PLUGIN_LOAD)
 
     print(f"== whole pytest runs, medians of {args.rounds}")
     for name in names.values():
@@ -200,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"'import litellm' in a fresh process: {litellm_seconds:.2f}s; the whole process "
-        f"(python start + import + exit): {litellm_process:.2f}s; paid once per worker"
+        f"(python start + import + exit): {litellm_process:.2f}s"
+    )
+    print(
+        f"as the plugin loads it (collector paused, openai client code included): "
+        f"{plugin_seconds:.2f}s; the whole process: {plugin_process:.2f}s; paid once per worker"
     )
     print(f"last summary line ({names['big', WORKERS]}): {lines[names['big', WORKERS]]}")
     return 0
