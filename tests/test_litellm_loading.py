@@ -152,22 +152,11 @@ def test_claim(assert_proposition):
 
 
 def test_a_pytest_session_thaws_the_heap_before_its_own_end_of_run_collections(
-    pytester: pytest.Pytester, judge_server: Any, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, inner_run: list[str]
 ) -> None:
-    for name in [name for name in os.environ if name.startswith("PROP_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    pytester.makeconftest(SESSION_CONFTEST)
+    pytester.makeconftest(SESSION_CONFTEST)  # in place of inner_run's world, not needed here
     pytester.makepyfile(test_session=SESSION_TESTS)
-    result = pytester.runpytest_subprocess(
-        "--prop-model=openai/judge-model",
-        f"--prop-api-base={judge_server.base_url}",
-        "--prop-cache=off",
-        "--prop-retries=0",
-        "-p",
-        "no:cacheprovider",
-    )
+    result = pytester.runpytest_subprocess(*inner_run)
     result.assert_outcomes(passed=2)
     frozen = json.loads((pytester.path / "frozen.json").read_text())
     assert frozen["test_before"] == 0  # no claim judged live yet: nothing imported, nothing frozen
