@@ -8,6 +8,7 @@ diskcache is imported only when the cache is first touched, so importing this mo
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -167,7 +168,9 @@ def canonical_json(value: Any) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def _looks_like_credential(name: str) -> bool:
+    # Cached: the same few names ("role", "content", ...) come back in every key.
     norm = name.lower().replace("-", "_")
     return norm in _CREDENTIAL_NAMES or norm.endswith(_CREDENTIAL_SUFFIXES)
 
@@ -178,16 +181,19 @@ def _check_names(value: Any, path: str, what: str) -> None:
         for name, item in value.items():
             if not isinstance(name, str):
                 raise ValueError(f"{what}: expected string keys, got {name!r} at {path or '.'}")
-            where = f"{path}.{name}" if path else name
             if _looks_like_credential(name):
+                where = f"{path}.{name}" if path else name
                 raise ValueError(
                     f"{what}: {where!r} looks like a credential; credentials and the API base "
                     "never enter the verdict cache"
                 )
-            _check_names(item, where, what)
+            # Only containers can hold names; most values are strings (the key's hot path).
+            if isinstance(item, Mapping | list | tuple):
+                _check_names(item, f"{path}.{name}" if path else name, what)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            _check_names(item, f"{path}[{index}]", what)
+            if isinstance(item, Mapping | list | tuple):
+                _check_names(item, f"{path}[{index}]", what)
 
 
 def cache_key(material: Mapping[str, Any]) -> str:
@@ -235,6 +241,13 @@ def _record_text(record: Any) -> str:
         _check_names(record, "", "verdict record")
     except ValueError as exc:
         raise InvalidRecordError(str(exc)) from None
+    # pydantic is loaded here: records arrive only from live judging and imports.
+    from .verdict import check_stored_verdict
+
+    try:
+        check_stored_verdict(record.get("verdict"))
+    except ValueError as exc:
+        raise InvalidRecordError(f'bad "verdict": {exc}') from None
     return text
 
 

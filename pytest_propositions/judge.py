@@ -404,8 +404,8 @@ class Judge:
         key = cache_key(self._key_material(request, connection))
         if self.cache is not None:
             record = self.cache.get(key)
-            if record is not None:
-                verdict = self._from_record(record, key)
+            verdict = self._from_record(record, key) if record is not None else None
+            if verdict is not None:
                 with self.stats.lock:
                     self.stats.verdicts += 1
                     self.stats.cache_hits += 1
@@ -526,12 +526,26 @@ class Judge:
 
     # -- cached records ------------------------------------------------------------------------
 
-    def _from_record(self, record: dict[str, Any], key: str) -> Verdict:
+    def _from_record(self, record: dict[str, Any], key: str) -> Verdict | None:
+        """The stored verdict; None (a miss, with a warning) if the record cannot be read."""
         from .verdict import Verdict
 
-        data = dict(record["verdict"])
-        data.update(cached=True, recorded_at=record.get("recorded_at"), key=key)
-        return Verdict.model_validate(data)
+        try:
+            return Verdict.from_dict(
+                record["verdict"], cached=True, recorded_at=record.get("recorded_at"), key=key
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            import warnings
+
+            from .cache import CacheWarning
+
+            warnings.warn(
+                f"the cached record {key[:16]} is not a verdict this version can read ({error}); "
+                "treating it as a miss",
+                CacheWarning,
+                stacklevel=2,
+            )
+            return None
 
     # -- live judging --------------------------------------------------------------------------
 
@@ -593,9 +607,7 @@ class Judge:
         with self.stats.lock:
             self.stats.verdicts += 1
             self.stats.judge_seconds += elapsed
-        stored = verdict.model_dump(
-            mode="json", exclude={"cached", "recorded_at", "key", "judge_seconds"}
-        )
+        stored = verdict.stored()
         record = {
             "claim": request.claim,
             "kind": request.kind,
@@ -603,7 +615,7 @@ class Judge:
             "recorded_at": recorded_at,
             "plugin_version": __version__,
             "prompt_version": PROMPT_VERSION,
-            "usage": usage.model_dump(),
+            "usage": stored["usage"],
             "cost_usd": cost,
             "raw_reply": final.raw,
             "verdict": stored,

@@ -237,11 +237,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def assert_proposition(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
+def assert_proposition() -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
     from .assertions import assert_claim, resolve_threshold, validate_options
 
-    runtime = request.config.stash[RUNTIME_KEY]
+    runtime = runtime_module.current()
 
     def assert_proposition(
         target: Any, claim: str, *, min_score: int | None = None, **options: Any
@@ -297,11 +297,11 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 
 
 @pytest.fixture
-def assert_propositions(request: pytest.FixtureRequest) -> Callable[..., list[Verdict]]:
+def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
     from .assertions import PendingClaim, judge_pending, validate_options, validate_threshold
 
-    runtime = request.config.stash[RUNTIME_KEY]
+    runtime = runtime_module.current()
 
     def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
         __tracebackhide__ = True
@@ -323,11 +323,11 @@ def assert_propositions(request: pytest.FixtureRequest) -> Callable[..., list[Ve
 
 
 @pytest.fixture
-def proposition_judge(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
+def proposition_judge() -> Callable[..., Verdict]:
     """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
     from .assertions import judge_claim, validate_options
 
-    runtime = request.config.stash[RUNTIME_KEY]
+    runtime = runtime_module.current()
 
     def proposition_judge(
         target: Any, claim: str, *, kind: str = "check", **options: Any

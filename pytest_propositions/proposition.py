@@ -34,6 +34,8 @@ def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
 
     Values are never HTML-escaped, and mappings or lists become sorted JSON rather than reprs.
     """
+    if "{{" not in claim:
+        return claim  # no tag (even a delimiter change starts with "{{"): nothing to render
     import chevron
     from chevron.tokenizer import tokenize
 
@@ -125,7 +127,10 @@ class Proposition:
         self.reasoning: str | None = None
         self.full_evaluation_response: dict[str, Any] | None = None
         self.verdict: Verdict | None = None
+        # The judge's first turn and its answer, for a follow-up question; the answer's text is
+        # built only if one is asked (a cached suite never does).
         self._chat: list[Message] | None = None
+        self._chat_answer: Verdict | None = None
         self._chat_model: str | None = None
         self._judge_runtime: Runtime | None = None
 
@@ -263,7 +268,8 @@ class Proposition:
                 test_id=run.current_test,
             )
         )
-        self._chat = [*messages, assistant_turn(verdict.as_response())]
+        self._chat = messages
+        self._chat_answer = verdict
         self._chat_model = model
         self._judge_runtime = run
         return verdict
@@ -302,13 +308,21 @@ class Proposition:
 
     def recommendations_for_improvement(self) -> str:
         """Ask the judge, on the preserved chat, how the simulation could better satisfy the claim."""
-        if self._chat is None or self._chat_model is None or self._judge_runtime is None:
+        if (
+            self._chat is None
+            or self._chat_answer is None
+            or self._chat_model is None
+            or self._judge_runtime is None
+        ):
             raise ValueError(
                 "nothing to recommend yet: evaluate the proposition with check() or score() first "
                 "(an evaluation skipped by its precondition has no judge chat to follow up on)"
             )
+        answer = assistant_turn(self._chat_answer.as_response())
         question: Message = {"role": "user", "content": RECOMMENDATIONS_PROMPT}
-        return self._judge_runtime.judge.follow_up(self._chat_model, [*self._chat, question])
+        return self._judge_runtime.judge.follow_up(
+            self._chat_model, [*self._chat, answer, question]
+        )
 
     # -- targets -------------------------------------------------------------------------------
 

@@ -193,7 +193,7 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
         "test_id": outcome.test_id,
         "threshold": outcome.threshold,
         "passed": outcome.passed,
-        "verdict": outcome.verdict.model_dump(mode="json"),
+        "verdict": outcome.verdict.as_dict(),
     }
 
 
@@ -203,7 +203,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
 
     return Outcome(
         test_id=record["test_id"],
-        verdict=Verdict.model_validate(record["verdict"]),
+        verdict=Verdict.from_dict(record["verdict"]),
         threshold=record["threshold"],
         passed=bool(record["passed"]),
     )

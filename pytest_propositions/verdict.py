@@ -1,34 +1,27 @@
-"""Pydantic models of what a judge says: the reply schema it is asked for, and the Verdict kept."""
+"""What a judge said about a claim: the Verdict a test gets back, and its stored form.
+
+Verdicts are frozen dataclasses, not pydantic models: a cached run builds one per claim and
+must not pay pydantic's import (about 0.1 s a process). Data from outside the process (an
+imported export line) is checked by ``check_stored_verdict``, which does use pydantic.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from .scale import MAX_SCORE, MIN_SCORE
 
 Kind = Literal["check", "score"]
 
-
-class JudgeReply(BaseModel):
-    """The JSON object the judge is asked to produce; reasoning comes first so it is written first."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    reasoning: str = Field(
-        description="Step-by-step analysis of the evidence, written before deciding."
-    )
-    justification: str = Field(
-        description="Concise, concrete reasons for the value, citing the context."
-    )
-    value: Any = Field(
-        description="The verdict: true/false for a check, an integer 0..9 for a score."
-    )
-    confidence: float = Field(ge=0.0, le=1.0, description="How sure the judge is, from 0.0 to 1.0.")
+# Known only to the process that made the verdict; a stored verdict leaves them out.
+_PER_RUN_FIELDS = ("cached", "recorded_at", "key", "judge_seconds")
 
 
-class Usage(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True, slots=True)
+class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -37,10 +30,12 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
-class Verdict(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Verdict:
     """One evaluated claim: the judge's answer plus where it came from."""
 
-    model_config = ConfigDict(frozen=True)
+    # A stored verdict with a field this version does not know is refused, not half-read.
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     kind: Kind
     claim: str
@@ -62,6 +57,24 @@ class Verdict(BaseModel):
     votes: tuple[bool | int, ...] = ()
     precondition_skipped: bool = False
 
+    def __post_init__(self) -> None:
+        # The invariants every report and comparison relies on, whoever built the verdict.
+        if self.kind == "check":
+            if type(self.value) is not bool:
+                raise ValueError(
+                    f"a check verdict's value must be True or False, got {self.value!r}"
+                )
+        elif self.kind == "score":
+            if type(self.value) is not int or not MIN_SCORE <= self.value <= MAX_SCORE:
+                raise ValueError(
+                    f"a score verdict's value must be a whole number from {MIN_SCORE} to "
+                    f"{MAX_SCORE}, got {self.value!r}"
+                )
+        else:
+            raise ValueError(f"a verdict's kind must be 'check' or 'score', got {self.kind!r}")
+        if self.confidence is not None and not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"a verdict's confidence must be from 0 to 1, got {self.confidence!r}")
+
     def as_response(self) -> dict[str, Any]:
         """The reference library's "full response" shape."""
         return {
@@ -70,6 +83,74 @@ class Verdict(BaseModel):
             "confidence": self.confidence,
             "reasoning": self.reasoning,
         }
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON data (votes a list, usage an object)."""
+        data = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+        data["usage"] = dataclasses.asdict(self.usage)
+        data["votes"] = list(self.votes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Verdict:
+        """The inverse of ``as_dict``, for data this plugin wrote; ValueError if it is not that."""
+        fields = {**data, **overrides}
+        try:
+            usage = fields.get("usage")
+            if usage is not None:
+                fields["usage"] = Usage(**usage)
+            votes = fields.get("votes")
+            if votes is not None:
+                fields["votes"] = tuple(votes)
+            return cls(**fields)
+        except TypeError as error:
+            raise ValueError(f"not a verdict: {error}") from None
+
+    def stored(self) -> dict[str, Any]:
+        """What the cache keeps: the fields that stay true when the verdict is read again."""
+        data = self.as_dict()
+        for name in _PER_RUN_FIELDS:
+            del data[name]
+        return data
+
+    def replace(self, **changes: Any) -> Verdict:
+        return dataclasses.replace(self, **changes)
+
+
+@functools.cache
+def _verdict_adapter() -> Any:
+    import pydantic
+
+    return pydantic.TypeAdapter(Verdict)
+
+
+def check_stored_verdict(data: Any) -> None:
+    """Raise ValueError unless ``data`` is a stored verdict: exact JSON types, no unknown fields.
+
+    For data from outside the process (imported export lines): the cache's readers trust what
+    is stored, so it must be right on the way in.
+    """
+    import json
+
+    import pydantic
+
+    if not isinstance(data, dict):
+        raise ValueError(f"expected the verdict as a JSON object, got {type(data).__name__}")
+    misplaced = sorted(set(data) & set(_PER_RUN_FIELDS))
+    if misplaced:
+        raise ValueError(f"a stored verdict has no {', '.join(misplaced)} field")
+    try:
+        text = json.dumps(data)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the verdict is not plain JSON: {error}") from None
+    try:
+        _verdict_adapter().validate_json(text, strict=True)
+    except pydantic.ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc']) or 'verdict'}: {problem['msg']}"
+            for problem in error.errors(include_url=False)
+        )
+        raise ValueError(f"not a valid verdict ({problems})") from None
 
 
 def combine_samples(samples: list[Verdict]) -> Verdict:
@@ -87,16 +168,14 @@ def combine_samples(samples: list[Verdict]) -> Verdict:
         value = sorted(int(v) for v in values)[(len(values) - 1) // 2]
     representative = next(sample for sample in samples if sample.value == value)
     costs = [sample.cost_usd for sample in samples if sample.cost_usd is not None]
-    return representative.model_copy(
-        update={
-            "value": value,
-            "votes": tuple(values),
-            "cached": all(sample.cached for sample in samples),
-            "usage": Usage(
-                prompt_tokens=sum(s.usage.prompt_tokens for s in samples),
-                completion_tokens=sum(s.usage.completion_tokens for s in samples),
-            ),
-            "cost_usd": sum(costs) if costs else None,
-            "judge_seconds": sum(sample.judge_seconds for sample in samples),
-        }
+    return representative.replace(
+        value=value,
+        votes=tuple(values),
+        cached=all(sample.cached for sample in samples),
+        usage=Usage(
+            prompt_tokens=sum(s.usage.prompt_tokens for s in samples),
+            completion_tokens=sum(s.usage.completion_tokens for s in samples),
+        ),
+        cost_usd=sum(costs) if costs else None,
+        judge_seconds=sum(sample.judge_seconds for sample in samples),
     )

@@ -53,7 +53,13 @@ def record(**overrides: Any) -> dict[str, Any]:
         "recorded_at": "2025-03-01T12:00:00+00:00",
         "claim": "Oscar mentions his travel preferences.",
         "kind": "bool",
-        "verdict": {"value": True, "justification": "He says so in turn 2.", "confidence": 0.9},
+        "verdict": {
+            "kind": "check",
+            "claim": "Oscar mentions his travel preferences.",
+            "value": True,
+            "justification": "He says so in turn 2.",
+            "confidence": 0.9,
+        },
         "plugin_version": "0.1.0",
         "usage": {"prompt_tokens": 120, "completion_tokens": 40, "total_tokens": 160},
         "cost_usd": 0.0001,
@@ -629,7 +635,9 @@ def test_importing_the_module_does_not_import_diskcache(tmp_path: Path) -> None:
         "cache = c.VerdictCache(sys.argv[1])\n"
         "cache.get(c.cache_key({'a': 1}))\n"
         "assert 'diskcache' not in sys.modules, 'imported too early'\n"
-        "cache.put(c.cache_key({'a': 1}), {'model': 'm', 'recorded_at': '2025-01-01T00:00:00Z'})\n"
+        "verdict = {'kind': 'check', 'claim': 'x', 'value': True}\n"
+        "cache.put(c.cache_key({'a': 1}), {'model': 'm', 'recorded_at': '2025-01-01T00:00:00Z',"
+        " 'verdict': verdict})\n"
         "assert 'diskcache' in sys.modules\n"
     )
     result = subprocess.run(

@@ -20,7 +20,12 @@ def record(**overrides: Any) -> dict[str, Any]:
         "recorded_at": "2025-03-01T12:00:00+00:00",
         "claim": "Oscar mentions his travel preferences.",
         "kind": "bool",
-        "verdict": {"value": True, "justification": "Turn 2."},
+        "verdict": {
+            "kind": "check",
+            "claim": "Oscar mentions his travel preferences.",
+            "value": True,
+            "justification": "Turn 2.",
+        },
         "plugin_version": "0.1.0",
         "usage": {"prompt_tokens": 10, "completion_tokens": 5},
         "cost_usd": None,

@@ -27,7 +27,8 @@ pytest_plugins = ["pytester"]
 MODEL = "openai/judge-model"
 
 # The inner project's conftest: a world fixture, and a probe that records, per process, whether
-# litellm was imported by the end of the session (a fully cached or replay run must not import it).
+# litellm and pydantic were imported by the end of the session (a fully cached or replay run must
+# import neither).
 INNER_CONFTEST = """
 import os
 import sys
@@ -48,7 +49,7 @@ def world():
 def pytest_sessionfinish(session):
     who = os.environ.get("PYTEST_XDIST_WORKER", "main")
     probe = session.config.rootpath / f"litellm-imported-{who}.txt"
-    probe.write_text(str("litellm" in sys.modules))
+    probe.write_text(" ".join(m for m in ("litellm", "pydantic") if m in sys.modules) or "-")
 """
 
 # Five tests, six claims (checks and scores); one claim is false.
@@ -104,15 +105,19 @@ class Suite:
             probe.unlink()
         return self.pytester.runpytest_subprocess(*self.args(*extra, cache=cache))
 
-    def litellm_probes(self) -> dict[str, bool]:
-        """Per process of the last subprocess run: was litellm imported at session finish?"""
+    def heavy_imports(self) -> dict[str, set[str]]:
+        """Per process of the last subprocess run: which of litellm and pydantic it had imported."""
         probes = {
-            path.stem.removeprefix("litellm-imported-"): path.read_text()
+            path.stem.removeprefix("litellm-imported-"): set(path.read_text().split()) - {"-"}
             for path in self.pytester.path.glob("litellm-imported-*.txt")
         }
         assert probes, "the inner conftest's probe did not run"
-        assert set(probes.values()) <= {"True", "False"}, probes
-        return {who: value == "True" for who, value in probes.items()}
+        assert set().union(*probes.values()) <= {"litellm", "pydantic"}, probes
+        return probes
+
+    def litellm_probes(self) -> dict[str, bool]:
+        """Per process of the last subprocess run: was litellm imported at session finish?"""
+        return {who: "litellm" in modules for who, modules in self.heavy_imports().items()}
 
     def cache(self) -> VerdictCache:
         return VerdictCache(self.cache_dir)
@@ -299,7 +304,8 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     result.assert_outcomes(passed=4, failed=1)
     assert suite.judge.requests == []
     result.stdout.fnmatch_lines(["*from the cache, recorded *", "*6 from cache, 0 judge calls*"])
-    assert suite.litellm_probes() == {"main": False}
+    # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
+    assert suite.heavy_imports() == {"main": set()}
 
     # The probe can see litellm: a run with a cache miss does import it.
     suite.pytester.makepyfile(
@@ -308,7 +314,7 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     )
     suite.run_subprocess().assert_outcomes(passed=5, failed=1)
     assert len(suite.judge.requests) == 1
-    assert suite.litellm_probes() == {"main": True}
+    assert suite.heavy_imports() == {"main": {"litellm", "pydantic"}}
 
 
 # -- refresh and off ------------------------------------------------------------------------------

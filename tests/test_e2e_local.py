@@ -50,7 +50,7 @@ VERDICTS = []
 def judged():
     def record(proposition, kind, **kwargs):
         verdict = proposition.evaluate(kind, **kwargs)
-        VERDICTS.append(verdict.model_dump(mode="json"))
+        VERDICTS.append(verdict.as_dict())
         return verdict
     return record
 

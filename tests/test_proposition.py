@@ -251,6 +251,9 @@ def test_recommendations_are_a_real_follow_up_on_the_chat(
     assert advice == "1. Give Oscar a persona line asking for brevity."
     follow = judge.requests[-1]
     assert [m["role"] for m in follow.messages] == ["system", "user", "assistant", "user"]
+    # The judge sees its own earlier answer, as the verdict it gave.
+    earlier = json.loads(follow.messages[2]["content"])
+    assert (earlier["value"], earlier["justification"]) == (5, proposition.justification)
     assert follow.response_format is None
 
 

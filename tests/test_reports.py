@@ -206,8 +206,8 @@ def test_json_report_lists_every_verdict_with_its_test(
     assert bravo["test_id"] == "test_json_report_lists_every_verdict_with_its_test.py::test_bravo"
     assert (bravo["threshold"], bravo["passed"]) == (7, False)
     assert records[0]["threshold"] is None
-    # Each verdict is the Verdict model's JSON, so it loads back unchanged.
-    loaded = Verdict.model_validate(bravo["verdict"])
+    # Each verdict is the Verdict's as_dict(), so it loads back unchanged.
+    loaded = Verdict.from_dict(bravo["verdict"])
     assert (loaded.kind, loaded.value, loaded.model) == ("score", 4, "openai/judge-model")
     assert loaded.justification == "Oscar sounds a little tense."
 
