@@ -234,6 +234,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # -- fixtures ------------------------------------------------------------------------------------
+# Fixtures that need only the session's runtime take no arguments and ask runtime.current(), the
+# runtime pytest_configure activated: requesting `request` (pytestconfig does too) makes pytest
+# build a FixtureDef on every use, a cost a fully cached suite pays per test.
 
 
 @pytest.fixture
