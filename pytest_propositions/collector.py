@@ -1,8 +1,10 @@
-"""Keeping litellm's heap out of the garbage collector's way.
+"""Keeping long-lived heaps out of the garbage collector's way.
 
 A live run imports litellm: ~2,600 modules whose objects live until the process ends. Left
 alone, the collector traverses them while they are imported, in every later full collection
-(~0.2 s each) and once more at exit, in every process, so in every xdist worker.
+(~0.2 s each) and once more at exit, in every process, so in every xdist worker. A cached run
+is cheap per claim, and there the full collections over pytest's own heap (its collected items
+and reports) are a large share of what claims add; so a session's first claim freezes the heap.
 """
 
 from __future__ import annotations

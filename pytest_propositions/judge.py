@@ -29,13 +29,14 @@ from .errors import (
     VerdictMissing,
     VerdictUnparsable,
 )
-from .parsing import MAX_SCORE, MIN_SCORE, ParsedReply, parse_reply
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     import asyncio
 
     from .cache import VerdictCache
+    from .parsing import ParsedReply
     from .progress import ProgressLine
     from .settings import Settings
     from .verdict import Kind, Verdict
@@ -378,6 +379,8 @@ class Judge:
         cache: VerdictCache | None = None,
         connect: Callable[[str], Connection] | None = None,
         sleep: Callable[[float], object] | None = None,
+        *,
+        freeze_heap: bool = False,
     ) -> None:
         self.settings = settings
         self.cache = cache
@@ -391,8 +394,11 @@ class Judge:
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
         self.progress: ProgressLine | None = None
-        # In a pytest session, freeze litellm's heap on import; close() thaws it.
-        self.freeze_litellm_heap = False
+        # In a pytest session (whose end calls close(), which thaws): set aside from the
+        # collector the heap as it is at the first claim, and litellm's when it is imported.
+        self.freeze_heap = freeze_heap
+        if freeze_heap:
+            collector.freeze()
 
     # -- public -----------------------------------------------------------------------------
 
@@ -446,7 +452,7 @@ class Judge:
         token = self.progress.started() if self.progress is not None else None
         try:
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            load_litellm(connection.litellm_model, freeze=self.freeze_litellm_heap)
+            load_litellm(connection.litellm_model, freeze=self.freeze_heap)
             with _first_request_warm_up():
                 verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
@@ -470,7 +476,7 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
-        load_litellm(connection.litellm_model, freeze=self.freeze_litellm_heap)
+        load_litellm(connection.litellm_model, freeze=self.freeze_heap)
         response = run_on_judge_loop(
             self._complete(connection, messages, temperature=0.7, mode="text")
         )
@@ -488,7 +494,7 @@ class Judge:
         for connection in self._connections.values():
             if connection.close is not None:
                 connection.close()
-        if self.freeze_litellm_heap:
+        if self.freeze_heap:
             collector.thaw()
 
     # -- connection and key --------------------------------------------------------------------
@@ -626,6 +632,8 @@ class Judge:
         self, connection: Connection, messages: list[Message], request: JudgeRequest
     ) -> _Answer:
         """One parsed answer; an unparsable reply is asked again once before giving up."""
+        from .parsing import parse_reply  # only a live reply needs the parser
+
         last_error: VerdictUnparsable | None = None
         for _ in range(2):
             mode = RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]

@@ -149,15 +149,15 @@ def pytest_runtest_makereport(
     if report.when != "setup" and runtime.outcomes:
         # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
         # report, which copies item.user_properties; claims judged in teardown are added there.
-        from .report import junit_properties
-
-        outcomes = runtime.outcomes_of(item.nodeid)
         done = item.stash.get(JUNIT_DONE_KEY, 0)
-        if len(outcomes) > done:
-            properties = junit_properties(outcomes[done:], start=done + 1)
+        new = runtime.outcomes_of(item.nodeid, start=done)
+        if new:
+            from .report import junit_properties
+
+            properties = junit_properties(new, start=done + 1)
             item.user_properties.extend(properties)
             report.user_properties.extend(properties)
-            item.stash[JUNIT_DONE_KEY] = len(outcomes)
+            item.stash[JUNIT_DONE_KEY] = done + len(new)
     if report.when != "call" or not report.failed or call.excinfo is None:
         return report
     from .report import SECTION_TITLE, failure_section

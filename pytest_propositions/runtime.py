@@ -43,7 +43,7 @@ class Runtime:
     settings: Settings
     cache_dir: Path | None = None
     # A pytest session ends with unconfigure, which closes the runtime: the judge may then
-    # freeze litellm's heap on import, since close() thaws it (see collector.py).
+    # freeze the heap from the first claim on, since close() thaws it (see collector.py).
     in_pytest_session: bool = False
     current_test: str | None = None
     progress: ProgressLine | None = None
@@ -69,9 +69,10 @@ class Runtime:
             if self._judge is None:
                 from .judge import Judge
 
-                self._judge = Judge(self.settings, self._open_cache())
+                self._judge = Judge(
+                    self.settings, self._open_cache(), freeze_heap=self.in_pytest_session
+                )
                 self._judge.progress = self.progress
-                self._judge.freeze_litellm_heap = self.in_pytest_session
             return self._judge
 
     @property
@@ -104,10 +105,10 @@ class Runtime:
             or bool(self.outcomes or self.judge_errors)
         )
 
-    def outcomes_of(self, test_id: str) -> list[Outcome]:
-        """The outcomes filed under a test, in the order they were noted."""
+    def outcomes_of(self, test_id: str, start: int = 0) -> list[Outcome]:
+        """The outcomes filed under a test, in the order they were noted, from ``start`` on."""
         with self._lock:
-            return list(self._by_test.get(test_id, ()))
+            return self._by_test.get(test_id, [])[start:]
 
     def used_keys(self) -> set[str]:
         """Cache keys this process (and, on an xdist controller, its workers) read or stored."""

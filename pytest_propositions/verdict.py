@@ -20,7 +20,7 @@ Kind = Literal["check", "score"]
 _PER_RUN_FIELDS = ("cached", "recorded_at", "key", "judge_seconds")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -30,7 +30,7 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Verdict:
     """One evaluated claim: the judge's answer plus where it came from."""
 

@@ -162,3 +162,23 @@ def test_a_pytest_session_thaws_the_heap_before_its_own_end_of_run_collections(
     assert frozen["test_before"] == 0  # no claim judged live yet: nothing imported, nothing frozen
     assert frozen["test_claim"] > 100_000
     assert frozen["unconfigure"] == 0
+
+
+def test_a_cached_claim_freezes_the_heap_too_and_the_session_thaws_it(
+    pytester: pytest.Pytester, inner_run: list[str]
+) -> None:
+    # A cached run never imports litellm; what the collector would traverse in every full
+    # collection is pytest's own heap (items, reports), which the first claim sets aside.
+    pytester.makeconftest(SESSION_CONFTEST)
+    pytester.makepyfile(test_session=SESSION_TESTS)
+    cached = [arg for arg in inner_run if not arg.startswith("--prop-cache=")]
+    cached.append(f"--prop-cache-dir={pytester.path / 'verdicts'}")
+    pytester.runpytest_subprocess(*cached).assert_outcomes(passed=2)  # records the verdict
+
+    result = pytester.runpytest_subprocess(*cached)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*1 from cache, 0 judge calls*"])
+    frozen = json.loads((pytester.path / "frozen.json").read_text())
+    assert frozen["test_before"] == 0  # no claim yet: the collector is untouched
+    assert frozen["test_claim"] > 10_000
+    assert frozen["unconfigure"] == 0
