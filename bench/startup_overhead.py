@@ -7,8 +7,8 @@ In one run this script:
 2. times ``python -m pytest -q`` on it with the plugin installed but unused, and with
    ``-p no:propositions``, alternating them for several rounds, and reports the medians and
    their ratio (target <= 1.05). It does so with the pytest plugins installed in the venv, and
-   "bare" (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, with ``-p propositions`` or nothing), where
-   pytest's own start-up is smallest and the plugin's share weighs most;
+   "bare" (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, with ``-p pytest_propositions.plugin`` or
+   nothing), where pytest's own start-up is smallest and the plugin's share weighs most;
 3. checks from the conftest's dumps that no heavy module (litellm, diskcache, pydantic, chevron)
    was imported by the runs with the plugin (and, to tell the plugin from the others, by those
    without it);
@@ -94,7 +94,10 @@ def pytest_command(
 ) -> list[str]:
     """``python -m pytest -q`` on the suite, with or without this plugin."""
     if bare:
-        plugin_flags = ["-p", "propositions"] if plugin else []
+        # By module, not by the entry point's name: "-p propositions" makes pytest scan every
+        # installed distribution's entry points to find the name (several ms), a cost of that
+        # way of loading a plugin, not of this plugin (autoloading scans them in both variants).
+        plugin_flags = ["-p", "pytest_propositions.plugin"] if plugin else []
     else:
         plugin_flags = [] if plugin else ["-p", "no:propositions"]
     return [

@@ -84,6 +84,56 @@ def test_proposition_markers_stack_and_use_the_named_fixture(
     assert all("Quiet cities with great architecture." in body for body in texts)
 
 
+def test_proposition_markers_count_wherever_pytest_puts_them(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    # The plugin finds marked tests through node keywords first: every way of marking must
+    # still reach the judge (one request per marked test, none for the unmarked one).
+    judge_server.default = verdict(False, justification="Not in the recording.")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        pytestmark = pytest.mark.proposition("Module-level claim.", target="world")
+
+        def test_module_mark():
+            pass
+        """
+    )
+    pytester.makepyfile(
+        test_other="""
+        import pytest
+
+        @pytest.mark.proposition("Class-level claim.", target="world")
+        class TestMarked:
+            def test_in_class(self):
+                pass
+
+        @pytest.mark.parametrize(
+            "n", [1, pytest.param(2, marks=pytest.mark.proposition("Param claim.", target="world"))]
+        )
+        def test_param(n):
+            pass
+
+        @pytest.fixture
+        def mark_me(request):
+            request.applymarker(pytest.mark.proposition("Applied claim.", target="world"))
+
+        def test_applied(world, mark_me):
+            pass
+        """
+    )
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(passed=1, failed=4)
+    claims = sorted(
+        claim
+        for claim in ("Module-level", "Class-level", "Param", "Applied")
+        for request in judge_server.requests
+        if f"{claim} claim." in request.text
+    )
+    assert claims == ["Applied", "Class-level", "Module-level", "Param"]
+
+
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
