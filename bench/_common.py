@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -62,17 +63,36 @@ def run(
     ok_codes: Sequence[int] = (0,),
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
     """Wall seconds of one subprocess, and what it printed; exits the script if it failed."""
+    elapsed, _, done = run_measured(command, cwd, env, ok_codes=ok_codes)
+    return elapsed, done
+
+
+def run_measured(
+    command: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    ok_codes: Sequence[int] = (0,),
+) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall and CPU (user + system) seconds of one subprocess, and what it printed.
+
+    CPU time is what the process itself spent: on a shared machine, time spent waiting for a
+    core that another job holds shows in the wall time only.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         list(command), cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode not in ok_codes:
         sys.exit(
             f"command failed ({done.returncode}): {' '.join(command)}\n"
             f"--- stdout ---\n{done.stdout[-4000:]}\n--- stderr ---\n{done.stderr[-4000:]}"
         )
-    return elapsed, done
+    return elapsed, cpu, done
 
 
 def alternate(

@@ -47,6 +47,7 @@ from bench._common import (  # noqa: E402
     median,
     revision,
     run,
+    run_measured,
     verdict_line,
 )
 
@@ -124,11 +125,14 @@ def compare(suite: Path, work: Path, *, tests: int, rounds: int, bare: bool) -> 
     env = environment(bare, {"BENCH_MODULES_FILE": str(modules_file)})
     heavy: dict[str, set[str]] = {"with plugin": set(), "no:propositions": set()}
     ours_loaded: dict[str, bool] = {"with plugin": False, "no:propositions": False}
+    cpu: dict[str, list[float]] = {"with plugin": [], "no:propositions": []}
 
     def variant(name: str, plugin: bool) -> Callable[[], float]:
         def once() -> float:
             modules_file.unlink(missing_ok=True)
-            seconds, done = run(pytest_command(suite, plugin=plugin, bare=bare), suite, env)
+            command = pytest_command(suite, plugin=plugin, bare=bare)
+            seconds, cpu_seconds, done = run_measured(command, suite, env)
+            cpu[name].append(cpu_seconds)
             if f"{tests} passed" not in done.stdout:
                 sys.exit(f"expected {tests} passed tests:\n{done.stdout[-2000:]}")
             modules = json.loads(modules_file.read_text())
@@ -155,6 +159,13 @@ def compare(suite: Path, work: Path, *, tests: int, rounds: int, bare: bool) -> 
         f"difference: {(used - unused) * 1000:+.0f} ms per run, "
         f"{(used - unused) / tests * 1000:+.3f} ms per test"
     )
+    # CPU time is steadier on a shared machine: waiting for a busy core is not counted.
+    cpu_used, cpu_unused = median(cpu["with plugin"]), median(cpu["no:propositions"])
+    print(
+        f"CPU time (user + system), medians: with {cpu_used:.3f}s, without {cpu_unused:.3f}s, "
+        f"{(cpu_used - cpu_unused) * 1000:+.0f} ms"
+    )
+    print(verdict_line("CPU ratio with/without", cpu_used / cpu_unused, RATIO_TARGET))
     if ours_loaded["no:propositions"]:
         print("WARNING: -p no:propositions still imported pytest_propositions")
     print(

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 RUNTIME_KEY = pytest.StashKey[runtime_module.Runtime]()
 # How many of a test's outcomes are already JUnit properties (claims may come in any phase).
 JUNIT_DONE_KEY = pytest.StashKey[int]()
+CLAIM_REPORTS = "propositions-reports"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -78,6 +79,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return result
 
     runtime.render_hook = hook_renderer
+
+    def report_claims() -> None:
+        if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
+            config.pluginmanager.register(ClaimReports(), CLAIM_REPORTS)
+
+    runtime.on_first_claim = report_claims
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
 
@@ -146,41 +153,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    runtime = item.config.stash[RUNTIME_KEY]
-    if report.when != "setup" and runtime.outcomes:
-        # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
-        # report, which copies item.user_properties; claims judged in teardown are added there.
-        done = item.stash.get(JUNIT_DONE_KEY, 0)
-        new = runtime.outcomes_of(item.nodeid, start=done)
-        if new:
-            from .report import junit_properties
-
-            properties = junit_properties(new, start=done + 1)
-            item.user_properties.extend(properties)
-            report.user_properties.extend(properties)
-            item.stash[JUNIT_DONE_KEY] = done + len(new)
-    if report.when != "call" or not report.failed or call.excinfo is None:
-        return report
-    from .report import SECTION_TITLE, failure_section
-
-    outcomes = runtime.outcomes_of(item.nodeid)
-    if outcomes:
-        report.sections.append((SECTION_TITLE, failure_section(outcomes)))
-    if isinstance(call.excinfo.value, JudgeError):
-        report.sections.append(
-            (
-                f"{SECTION_TITLE} judge error",
-                f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
-            )
-        )
-    return report
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # A skipped test used none of its verdicts; prune must not drop them.
     if report.skipped:
@@ -220,6 +192,48 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"ERROR: pytest-propositions: {problem}", red=True, bold=True)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+class ClaimReports:
+    """Per-test reporting of claims: JUnit properties and the failure report's sections.
+
+    Registered at the session's first claim (``Runtime.on_first_claim``), so a suite that makes
+    none pays nothing for it on each test.
+    """
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        runtime = item.config.stash[RUNTIME_KEY]
+        if report.when != "setup" and runtime.outcomes:
+            # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
+            # report, which copies item.user_properties; claims judged in teardown are added there.
+            done = item.stash.get(JUNIT_DONE_KEY, 0)
+            new = runtime.outcomes_of(item.nodeid, start=done)
+            if new:
+                from .report import junit_properties
+
+                properties = junit_properties(new, start=done + 1)
+                item.user_properties.extend(properties)
+                report.user_properties.extend(properties)
+                item.stash[JUNIT_DONE_KEY] = done + len(new)
+        if report.when != "call" or not report.failed or call.excinfo is None:
+            return report
+        from .report import SECTION_TITLE, failure_section
+
+        outcomes = runtime.outcomes_of(item.nodeid)
+        if outcomes:
+            report.sections.append((SECTION_TITLE, failure_section(outcomes)))
+        if isinstance(call.excinfo.value, JudgeError):
+            report.sections.append(
+                (
+                    f"{SECTION_TITLE} judge error",
+                    f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
+                )
+            )
+        return report
 
 
 class XdistHooks:

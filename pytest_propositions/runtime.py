@@ -49,6 +49,9 @@ class Runtime:
     progress: ProgressLine | None = None
     # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
     render_hook: Callable[[Any, Any], str | None] | None = None
+    # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
+    # start then, so a suite without claims does not pay for them on every test.
+    on_first_claim: Callable[[], None] | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
     # Why this run may not have used every verdict it needs; prune trusts complete runs only.
@@ -60,11 +63,14 @@ class Runtime:
     # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
     _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
     _judge: Judge | None = field(default=None, repr=False)
+    _claimed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def judge(self) -> Judge:
         """The judge, built on first use so that an unused plugin imports nothing heavy."""
+        if not self._claimed:
+            self._first_claim()
         with self._lock:
             if self._judge is None:
                 from .judge import Judge
@@ -86,13 +92,23 @@ class Runtime:
 
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
 
+    def _first_claim(self) -> None:
+        with self._lock:
+            first, self._claimed = not self._claimed, True
+        if first and self.on_first_claim is not None:
+            self.on_first_claim()
+
     def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
+        if not self._claimed:
+            self._first_claim()
         outcome = Outcome(self.current_test, verdict, threshold, passed)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
 
     def note_error(self, error: BaseException) -> None:
+        if not self._claimed:
+            self._first_claim()
         with self._lock:
             self.judge_errors.append((self.current_test, f"{type(error).__name__}: {error}"))
 

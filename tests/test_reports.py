@@ -475,3 +475,63 @@ def _same_modulo_soft_order(a: dict[str, dict[str, str]], b: dict[str, dict[str,
         return {tuple(sorted(fields)) for fields in grouped.values()}
 
     return a.keys() == b.keys() and all(claims(a[name]) == claims(b[name]) for name in a)
+
+
+# The per-test reporting hooks start at a session's first claim, however it comes.
+REPORTS_PROBE = """
+import pathlib
+
+def pytest_sessionfinish(session):
+    registered = session.config.pluginmanager.get_plugin("propositions-reports") is not None
+    pathlib.Path("reports-registered.txt").write_text(str(registered))
+"""
+
+
+def test_a_suite_without_claims_never_starts_the_per_test_reporting(
+    pytester: pytest.Pytester, args: list[str]
+) -> None:
+    pytester.makeconftest(pytester.path.joinpath("conftest.py").read_text() + REPORTS_PROBE)
+    pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
+    pytester.runpytest(*args).assert_outcomes(passed=1)
+    assert (pytester.path / "reports-registered.txt").read_text() == "False"
+
+
+def test_a_first_claim_without_a_judge_call_still_gets_its_junit_properties(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    pytester.makeconftest(pytester.path.joinpath("conftest.py").read_text() + REPORTS_PROBE)
+    pytester.makepyfile(
+        """
+        def test_plain():
+            pass
+
+        def test_skipped_by_precondition(world, assert_proposition):
+            assert_proposition(world, "Oscar flies.", precondition=lambda **_: False)
+        """
+    )
+    pytester.runpytest(*args, "--junitxml=junit.xml").assert_outcomes(passed=2)
+    assert judge_server.requests == []
+    assert (pytester.path / "reports-registered.txt").read_text() == "True"
+    cases = junit_cases(pytester.path / "junit.xml")
+    assert cases["test_plain"] == {}
+    assert cases["test_skipped_by_precondition"]["proposition[1].value"] == "true"
+
+
+def test_a_first_claim_through_the_library_api_still_gets_the_judge_error_section(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    judge_server.default = status(401, "Scripted: invalid API key", "authentication_error")
+    pytester.makepyfile(
+        """
+        from pytest_propositions import Proposition
+
+        def test_plain():
+            pass
+
+        def test_direct(world):
+            Proposition("Oscar is calm.", world).check()
+        """
+    )
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*proposition judge error*", "JudgeUnavailable: *HTTP 401*"])
