@@ -254,12 +254,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # -- fixtures ------------------------------------------------------------------------------------
-# Fixtures that need only the session's runtime take no arguments and ask runtime.current(), the
-# runtime pytest_configure activated: requesting `request` (pytestconfig does too) makes pytest
-# build a FixtureDef on every use, a cost a fully cached suite pays per test.
+# Fixtures that need only the session's runtime are session-scoped, take no arguments and ask
+# runtime.current(), the runtime pytest_configure activated: a function-scoped fixture, or one
+# requesting `request` (pytestconfig does too), costs pytest work on every test, which a fully
+# cached suite pays per claim. Claims are filed under the test running when they are judged.
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def assert_proposition() -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
     from .assertions import assert_claim, resolve_threshold, validate_options
@@ -319,7 +320,7 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     return expect_proposition
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
     from .assertions import PendingClaim, judge_pending, validate_options, validate_threshold
@@ -345,7 +346,7 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
     return assert_propositions
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def proposition_judge() -> Callable[..., Verdict]:
     """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
     from .assertions import judge_claim, validate_options

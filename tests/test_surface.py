@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support.judge_server import ScriptedJudge, status, text, verdict
@@ -82,6 +84,47 @@ def test_proposition_markers_stack_and_use_the_named_fixture(
     result.stdout.fnmatch_lines(["*1 of 2 claims checked after the test failed: 'Oscar is calm.'*"])
     texts = [request.text for request in judge_server.requests]
     assert all("Quiet cities with great architecture." in body for body in texts)
+
+
+def test_a_module_scoped_fixture_can_assert_claims_filed_under_the_test_using_it(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def checked_world(world_once, assert_proposition):
+            assert_proposition(world_once, "Oscar talks about cities.")
+            return world_once
+
+        @pytest.fixture(scope="module")
+        def world_once():
+            from pytest_propositions.trace import Agent, World
+            oscar = Agent("Oscar")
+            room = World("Room", agents=[oscar])
+            oscar.says("Quiet cities with great architecture.")
+            return room
+
+        def test_first(checked_world, assert_proposition):
+            assert_proposition(checked_world, "Oscar is an agent.")
+
+        def test_second(checked_world):
+            pass
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-report=report.json")
+    result.assert_outcomes(passed=2)
+    report = json.loads((pytester.path / "report.json").read_text())
+    tests = sorted(
+        (r["test_id"].split("::")[-1], r["verdict"]["claim"]) for r in report["verdicts"]
+    )
+    # The fixture's claim ran during test_first's setup, so it is filed under test_first.
+    assert tests == [
+        ("test_first", "Oscar is an agent."),
+        ("test_first", "Oscar talks about cities."),
+    ]
 
 
 def test_proposition_markers_count_wherever_pytest_puts_them(
