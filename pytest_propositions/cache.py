@@ -175,9 +175,17 @@ def _looks_like_credential(name: str) -> bool:
     return norm in _CREDENTIAL_NAMES or norm.endswith(_CREDENTIAL_SUFFIXES)
 
 
+# Scalars cannot hold names; testing their exact type first spares them the slow ABC check
+# (a key is computed for every claim, and most of its values are strings).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _check_names(value: Any, path: str, what: str) -> None:
     """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _SCALARS:
+        return
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
         for name, item in value.items():
             if not isinstance(name, str):
                 raise ValueError(f"{what}: expected string keys, got {name!r} at {path or '.'}")
@@ -187,13 +195,11 @@ def _check_names(value: Any, path: str, what: str) -> None:
                     f"{what}: {where!r} looks like a credential; credentials and the API base "
                     "never enter the verdict cache"
                 )
-            # Only containers can hold names. Most values are strings: the type test spares
-            # them the slower Mapping check (a key is computed for every claim).
-            if type(item) is not str and isinstance(item, Mapping | list | tuple):
+            if type(item) not in _SCALARS:
                 _check_names(item, f"{path}.{name}" if path else name, what)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            if type(item) is not str and isinstance(item, Mapping | list | tuple):
+            if type(item) not in _SCALARS:
                 _check_names(item, f"{path}[{index}]", what)
 
 
