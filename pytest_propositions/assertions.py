@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .proposition import Proposition
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -82,8 +83,6 @@ def judge_claim(
     sample_index: int = 0,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says."""
-    from .proposition import Proposition
-
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
     proposition = Proposition(

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__, collector
+from .cache import CacheWarning, cache_key
 from .errors import (
     BudgetExceeded,
     DryRunSkip,
@@ -31,6 +32,7 @@ from .errors import (
 )
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 from .scale import MAX_SCORE, MIN_SCORE
+from .verdict import Usage, Verdict
 
 if TYPE_CHECKING:
     import asyncio
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from .parsing import ParsedReply
     from .progress import ProgressLine
     from .settings import Settings
-    from .verdict import Kind, Verdict
+    from .verdict import Kind
 
 logger = logging.getLogger("pytest_propositions")
 
@@ -404,8 +406,6 @@ class Judge:
 
     def evaluate(self, request: JudgeRequest) -> Verdict:
         """A verdict for the request: cached if recorded, else judged live and then stored."""
-        from .cache import cache_key
-
         connection = self._connection(request.model)
         key = cache_key(self._key_material(request, connection))
         if self.cache is not None:
@@ -534,16 +534,12 @@ class Judge:
 
     def _from_record(self, record: dict[str, Any], key: str) -> Verdict | None:
         """The stored verdict; None (a miss, with a warning) if the record cannot be read."""
-        from .verdict import Verdict
-
         try:
             return Verdict.from_dict(
                 record["verdict"], cached=True, recorded_at=record.get("recorded_at"), key=key
             )
         except (KeyError, TypeError, ValueError) as error:
             import warnings
-
-            from .cache import CacheWarning
 
             warnings.warn(
                 f"the cached record {key[:16]} is not a verdict this version can read ({error}); "
@@ -560,8 +556,6 @@ class Judge:
     ) -> tuple[Verdict, dict[str, Any]]:
         # A managed local server starts on the first call; its start-up is not judging time.
         import asyncio
-
-        from .verdict import Usage, Verdict
 
         await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()

@@ -11,12 +11,22 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .prompts import NO_ADDITIONAL_CONTEXT, RECOMMENDATIONS_PROMPT, Message, assistant_turn
+from . import runtime as runtime_module
+from .judge import JudgeRequest
+from .prompts import (
+    NO_ADDITIONAL_CONTEXT,
+    RECOMMENDATIONS_PROMPT,
+    Message,
+    assistant_turn,
+    build_messages,
+)
 from .scale import MAX_SCORE, MIN_SCORE
+from .targets import RenderOptions, as_target_list, render_context
+from .verdict import Verdict, combine_samples
 
 if TYPE_CHECKING:
     from .runtime import Runtime
-    from .verdict import Kind, Verdict
+    from .verdict import Kind
 
 __all__ = ["MAX_SCORE", "MIN_SCORE", "Proposition", "check_proposition", "compute_score"]
 
@@ -202,8 +212,6 @@ class Proposition:
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
         stands.
         """
-        from . import runtime as runtime_module
-
         if claim_variables is not None and not isinstance(claim_variables, Mapping):
             raise TypeError(
                 f"claim_variables must be a mapping (dict), got {type(claim_variables).__name__}"
@@ -221,8 +229,6 @@ class Proposition:
         if not self._precondition_holds(targets, additional_context, claim_variables):
             verdict = self._trivially_true(kind, rendered_claim)
         else:
-            from .verdict import combine_samples
-
             answers = [
                 self._judge(kind, targets, rendered_claim, additional_context, index, run)
                 for index in range(sample_index, sample_index + samples)
@@ -245,10 +251,6 @@ class Proposition:
         sample_index: int,
         run: Runtime,
     ) -> Verdict:
-        from .judge import JudgeRequest
-        from .prompts import build_messages
-        from .targets import RenderOptions, render_context
-
         context = render_context(
             targets,
             RenderOptions(
@@ -275,8 +277,6 @@ class Proposition:
         return verdict
 
     def _trivially_true(self, kind: Kind, claim: str) -> Verdict:
-        from .verdict import Verdict
-
         return Verdict(
             kind=kind,
             claim=claim,
@@ -328,8 +328,6 @@ class Proposition:
 
     @staticmethod
     def _as_targets(target: Any) -> list[Any]:
-        from .targets import as_target_list
-
         return as_target_list(target)
 
     def _determine_targets(self, target: Any) -> list[Any]:
