@@ -7,8 +7,10 @@ In one run this script:
 2. times ``python -m pytest -q`` on it with the plugin installed but unused, and with
    ``-p no:propositions``, alternating them for several rounds, and reports the medians and
    their ratio (target <= 1.05). It does so with the pytest plugins installed in the venv, and
-   "bare" (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, with ``-p pytest_propositions.plugin`` or
-   nothing), where pytest's own start-up is smallest and the plugin's share weighs most;
+   "bare" (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, with ``-p propositions`` or nothing), where
+   pytest's own start-up is smallest and the plugin's share weighs most. Bare, it also times
+   ``-p`` of a plugin with no hooks: pytest scans every distribution's entry points for any
+   ``-p`` plugin, a cost of that way of loading rather than of this plugin;
 3. checks from the conftest's dumps that no heavy module (litellm, diskcache, pydantic, chevron)
    was imported by the runs with the plugin (and, to tell the plugin from the others, by those
    without it);
@@ -54,6 +56,8 @@ from bench._common import (  # noqa: E402
 RATIO_TARGET = 1.05
 TESTS_PER_FILE = 50
 OURS = "pytest_propositions"
+# A plugin module with no hooks, written into the suite (python -m puts the cwd on sys.path).
+EMPTY = "bench_empty_plugin"
 TARGET = "Oscar acts: [TALK] Quiet cities with great architecture, and trains between them."
 
 MODULES_CONFTEST = """
@@ -75,6 +79,7 @@ def write_suite(root: Path, tests: int) -> Path:
     suite.mkdir()
     (suite / "pytest.ini").write_text("[pytest]\n")
     (suite / "conftest.py").write_text(MODULES_CONFTEST)
+    (suite / f"{EMPTY}.py").write_text('"""A pytest plugin with no hooks."""\n')
     for start in range(0, tests, TESTS_PER_FILE):
         lines = [f"TARGET = {TARGET!r}\n"]
         for n in range(start, min(start + TESTS_PER_FILE, tests)):
@@ -88,19 +93,21 @@ def write_suite(root: Path, tests: int) -> Path:
 def pytest_command(
     suite: Path,
     *,
-    plugin: bool,
+    plugin: str,
     bare: bool,
     python_flags: Sequence[str] = (),
     pytest_flags: Sequence[str] = (),
 ) -> list[str]:
-    """``python -m pytest -q`` on the suite, with or without this plugin."""
+    """``python -m pytest -q`` on the suite; ``plugin`` is "ours", "none" or "empty" (bare only).
+
+    Bare, any plugin given with ``-p`` makes pytest scan every installed distribution's entry
+    points first (several ms), whatever the plugin: the "empty" variant loads a plugin with no
+    hooks that way, so the plugin's own cost can be told from that of being loaded with ``-p``.
+    """
     if bare:
-        # By module, not by the entry point's name: "-p propositions" makes pytest scan every
-        # installed distribution's entry points to find the name (several ms), a cost of that
-        # way of loading a plugin, not of this plugin (autoloading scans them in both variants).
-        plugin_flags = ["-p", "pytest_propositions.plugin"] if plugin else []
+        plugin_flags = {"ours": ["-p", "propositions"], "none": [], "empty": ["-p", EMPTY]}[plugin]
     else:
-        plugin_flags = [] if plugin else ["-p", "no:propositions"]
+        plugin_flags = {"ours": [], "none": ["-p", "no:propositions"]}[plugin]
     return [
         sys.executable,
         *python_flags,
@@ -118,19 +125,22 @@ def heavy_in(modules: Sequence[str]) -> set[str]:
 
 
 def compare(suite: Path, work: Path, *, tests: int, rounds: int, bare: bool) -> bool:
-    """Time both variants, alternating; print medians and the ratio; True if no heavy import."""
+    """Time the variants, alternating; print medians and ratios; True if no heavy import."""
     label = "bare: PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" if bare else "plugins as installed"
     print(f"\ntiming {rounds} rounds ({label}), alternating ...", flush=True)
     modules_file = work / "modules.json"
     env = environment(bare, {"BENCH_MODULES_FILE": str(modules_file)})
-    heavy: dict[str, set[str]] = {"with plugin": set(), "no:propositions": set()}
-    ours_loaded: dict[str, bool] = {"with plugin": False, "no:propositions": False}
-    cpu: dict[str, list[float]] = {"with plugin": [], "no:propositions": []}
+    plugins = {"with plugin": "ours", "without plugin": "none"}
+    if bare:
+        plugins["empty -p plugin"] = "empty"
+    heavy: dict[str, set[str]] = {name: set() for name in plugins}
+    ours_loaded: dict[str, bool] = dict.fromkeys(plugins, False)
+    cpu: dict[str, list[float]] = {name: [] for name in plugins}
 
-    def variant(name: str, plugin: bool) -> Callable[[], float]:
+    def variant(name: str) -> Callable[[], float]:
         def once() -> float:
             modules_file.unlink(missing_ok=True)
-            command = pytest_command(suite, plugin=plugin, bare=bare)
+            command = pytest_command(suite, plugin=plugins[name], bare=bare)
             seconds, cpu_seconds, done = run_measured(command, suite, env)
             cpu[name].append(cpu_seconds)
             if f"{tests} passed" not in done.stdout:
@@ -142,38 +152,44 @@ def compare(suite: Path, work: Path, *, tests: int, rounds: int, bare: bool) -> 
 
         return once
 
-    times = alternate(
-        {
-            "with plugin": variant("with plugin", True),
-            "no:propositions": variant("no:propositions", False),
-        },
-        rounds,
-    )
-    used, unused = median(times["with plugin"]), median(times["no:propositions"])
-    ratio = used / unused
+    times = alternate({name: variant(name) for name in plugins}, rounds)
     print(f"== {tests} plain tests, {label}, medians of {rounds}")
-    print(f"plugin installed, unused: {used:.3f}s  (runs: {fmt(times['with plugin'])})")
-    print(f"-p no:propositions:       {unused:.3f}s  (runs: {fmt(times['no:propositions'])})")
-    print(verdict_line("ratio with/without", ratio, RATIO_TARGET))
+    medians = {name: median(values) for name, values in times.items()}
+    for name, values in times.items():
+        print(f"{name + ':':<26}{medians[name]:.3f}s  (runs: {fmt(values)})")
+    used, unused = medians["with plugin"], medians["without plugin"]
+    print(verdict_line("ratio with/without", used / unused, RATIO_TARGET))
     print(
         f"difference: {(used - unused) * 1000:+.0f} ms per run, "
         f"{(used - unused) / tests * 1000:+.3f} ms per test"
     )
-    # CPU time is steadier on a shared machine: waiting for a busy core is not counted.
-    cpu_used, cpu_unused = median(cpu["with plugin"]), median(cpu["no:propositions"])
+    # CPU time leaves out waiting for a core that another job holds.
+    cpu_medians = {name: median(values) for name, values in cpu.items()}
     print(
-        f"CPU time (user + system), medians: with {cpu_used:.3f}s, without {cpu_unused:.3f}s, "
-        f"{(cpu_used - cpu_unused) * 1000:+.0f} ms"
+        "CPU time (user + system), medians: "
+        + ", ".join(f"{name} {value:.3f}s" for name, value in cpu_medians.items())
     )
-    print(verdict_line("CPU ratio with/without", cpu_used / cpu_unused, RATIO_TARGET))
-    if ours_loaded["no:propositions"]:
-        print("WARNING: -p no:propositions still imported pytest_propositions")
+    print(
+        verdict_line(
+            "CPU ratio with/without",
+            cpu_medians["with plugin"] / cpu_medians["without plugin"],
+            RATIO_TARGET,
+        )
+    )
+    if bare:
+        empty = medians["empty -p plugin"]
+        print(
+            f"loading an empty plugin with -p costs {(empty - unused) * 1000:+.0f} ms; "
+            f"the plugin over that: {(used - empty) * 1000:+.0f} ms"
+        )
+        print(verdict_line("ratio with / empty -p plugin", used / empty, RATIO_TARGET))
+    if any(ours_loaded[name] for name in plugins if name != "with plugin"):
+        print("WARNING: a run without the plugin still imported pytest_propositions")
     print(
         "heavy modules imported (litellm, diskcache, pydantic, chevron): "
-        f"with the plugin: {sorted(heavy['with plugin']) or 'none'}; "
-        f"without it: {sorted(heavy['no:propositions']) or 'none'}"
+        + "; ".join(f"{name}: {sorted(found) or 'none'}" for name, found in heavy.items())
     )
-    blamed = heavy["with plugin"] - heavy["no:propositions"]
+    blamed = heavy["with plugin"] - heavy["without plugin"]
     if blamed:
         print(f"FAILED: the unused plugin imported {sorted(blamed)}")
     return not blamed
@@ -241,7 +257,7 @@ def run_import_time(suite: Path, repeats: int) -> None:
     for _ in range(repeats):
         # -s: an import made while a test runs writes its line to a captured stderr otherwise.
         command = pytest_command(
-            suite, plugin=True, bare=False, python_flags=["-X", "importtime"], pytest_flags=["-s"]
+            suite, plugin="ours", bare=False, python_flags=["-X", "importtime"], pytest_flags=["-s"]
         )
         _, done = run(command, suite, environment())
         own = ours(import_times(done.stderr))
