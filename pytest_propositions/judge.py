@@ -835,12 +835,19 @@ class Judge:
 
     @staticmethod
     def _cost(response: Any) -> float | None:
-        litellm = load_litellm()
+        hidden = getattr(response, "_hidden_params", None)
+        if isinstance(hidden, dict) and "response_cost" in hidden:
+            cost = hidden["response_cost"]  # litellm priced the call already (None: unknown)
+        else:
+            litellm = load_litellm()
+            try:
+                cost = litellm.completion_cost(completion_response=response)
+            except Exception:
+                return None
         try:
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:
+            return float(cost) if cost else None
+        except (TypeError, ValueError):
             return None
-        return float(cost) if cost else None
 
 
 def _as_reply(parsed: ParsedReply) -> dict[str, Any]:

@@ -319,6 +319,37 @@ def test_cost_ceiling_stops_further_live_judging(
     assert len(judge_server.requests) == 1
 
 
+def test_a_live_verdict_carries_litellms_price_or_none_for_an_unpriced_model(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    import litellm
+
+    pytester.makepyfile(
+        """
+        def test_claim(world, assert_proposition):
+            assert_proposition(world, "Oscar likes cities.")
+        """
+    )
+    costs = {}
+    for model in ("openai/gpt-4o-mini", "openai/judge-model"):
+        args = [a for a in judged if not a.startswith(("--prop-model", "--prop-cache"))]
+        result = pytester.runpytest(
+            *args, f"--prop-model={model}", "--prop-cache=off", "--prop-report=report.json"
+        )
+        result.assert_outcomes(passed=1)
+        [record] = json.loads((pytester.path / "report.json").read_text())["verdicts"]
+        costs[model] = record["verdict"]
+    priced = costs["openai/gpt-4o-mini"]
+    prompt_cost, completion_cost = litellm.cost_per_token(
+        model="gpt-4o-mini",
+        prompt_tokens=priced["usage"]["prompt_tokens"],
+        completion_tokens=priced["usage"]["completion_tokens"],
+    )
+    assert priced["cost_usd"] == pytest.approx(prompt_cost + completion_cost)
+    assert priced["cost_usd"] > 0
+    assert costs["openai/judge-model"]["cost_usd"] is None
+
+
 def test_unparsable_soft_claim_is_a_judge_error(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
 ) -> None:
