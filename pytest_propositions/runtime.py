@@ -69,8 +69,7 @@ class Runtime:
     @property
     def judge(self) -> Judge:
         """The judge, built on first use so that an unused plugin imports nothing heavy."""
-        if not self._claimed:
-            self._first_claim()
+        self._first_claim()
         with self._lock:
             if self._judge is None:
                 from .judge import Judge
@@ -93,22 +92,23 @@ class Runtime:
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
 
     def _first_claim(self) -> None:
+        """Tell the plugin, once, that claims are being made (``on_first_claim``)."""
+        if self._claimed:
+            return
         with self._lock:
             first, self._claimed = not self._claimed, True
         if first and self.on_first_claim is not None:
             self.on_first_claim()
 
     def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
-        if not self._claimed:
-            self._first_claim()
+        self._first_claim()
         outcome = Outcome(self.current_test, verdict, threshold, passed)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
 
     def note_error(self, error: BaseException) -> None:
-        if not self._claimed:
-            self._first_claim()
+        self._first_claim()
         with self._lock:
             self.judge_errors.append((self.current_test, f"{type(error).__name__}: {error}"))
 
