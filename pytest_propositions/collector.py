@@ -46,8 +46,8 @@ def freeze() -> None:
 
 
 def thaw() -> None:
-    """Give what `freeze` set aside back to the collector, so pytest's end-of-run collections
-    (which report exceptions raised in finalizers) see everything."""
+    """Give what `freeze` set aside back to the collector, so pytest's last end-of-run collection
+    (at cleanup, which reports exceptions raised in finalizers) sees everything."""
     global _frozen
     with _lock:
         if _frozen:

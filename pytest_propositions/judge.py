@@ -210,7 +210,7 @@ def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> M
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with collector.paused():
+            with collector.paused(), _outside_assertion_rewriting():
                 import litellm
 
                 if freeze:
@@ -224,12 +224,39 @@ def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> M
             and "openai.resources" not in sys.modules
             and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
         ):
-            with collector.paused():
+            with collector.paused(), _outside_assertion_rewriting():
                 import openai.resources  # noqa: F401
 
                 if freeze:
                     collector.freeze()
     return litellm
+
+
+@contextmanager
+def _outside_assertion_rewriting() -> Iterator[None]:
+    """Import without pytest's assertion-rewriting hook at the head of ``sys.meta_path``.
+
+    The hook looks up every module imported while it is installed, a second file-system search
+    each, to rewrite only test modules, conftests and plugins. litellm's ~2,600 modules are none
+    of those, and the lookups cost ~0.17 s a process. The hook is put back where it was; a test
+    module imported by another thread meanwhile (none is, in practice: pytest imports them while
+    collecting) would run with plain asserts.
+    """
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    hook_type = getattr(rewrite, "AssertionRewritingHook", None)
+    if hook_type is None:  # not a pytest process
+        yield
+        return
+    removed = [
+        (i, finder) for i, finder in enumerate(sys.meta_path) if isinstance(finder, hook_type)
+    ]
+    for _, finder in removed:
+        sys.meta_path.remove(finder)
+    try:
+        yield
+    finally:
+        for index, finder in removed:
+            sys.meta_path.insert(index, finder)
 
 
 def _provider(litellm: ModuleType, litellm_model: str) -> str | None:

@@ -129,29 +129,58 @@ def test_the_collector_comes_back_when_the_first_request_fails() -> None:
 
 
 # The inner project: a conftest that records how many objects are frozen while a test runs
-# after a live claim, and once the plugin's unconfigure (which runs first) is done.
+# after a claim, and at the start of every full collection once the session has finished;
+# written at exit, after pytest's cleanups. test_claim drops a reference cycle with a finalizer
+# that existed when its claim froze the heap: only a thawed collection can finalize it.
 SESSION_CONFTEST = """
-import gc, json, pathlib
+import atexit, gc, json, pathlib
 
-FROZEN = {}
+FACTS = {"collections_after_session": []}
+FINISHED = []
+
+def watch(phase, info):
+    if phase == "start" and info["generation"] == 2 and FINISHED:
+        FACTS["collections_after_session"].append(gc.get_freeze_count())
+
+gc.callbacks.append(watch)
+atexit.register(lambda: pathlib.Path("frozen.json").write_text(json.dumps(FACTS)))
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+    def __del__(self):
+        pathlib.Path("finalized").write_text("yes")
 
 def pytest_runtest_teardown(item):
-    FROZEN[item.name] = gc.get_freeze_count()
+    FACTS[item.name] = gc.get_freeze_count()
 
-def pytest_unconfigure(config):
-    FROZEN["unconfigure"] = gc.get_freeze_count()
-    pathlib.Path("frozen.json").write_text(json.dumps(FROZEN))
+def pytest_sessionfinish(session):
+    FINISHED.append(True)
 """
 
 SESSION_TESTS = """
+from conftest import Cycle
+
 def test_before(): pass
 
 def test_claim(assert_proposition):
+    cycle = Cycle()
     assert_proposition("Oscar talks about trains.", "Oscar mentions trains.")
 """
 
 
-def test_a_pytest_session_thaws_the_heap_before_its_own_end_of_run_collections(
+def assert_thawed_for_the_last_collection_only(frozen: dict[str, Any], path: Any) -> None:
+    """pytest collects at unconfigure and again at cleanup: the first skips the frozen heap, the
+    second (after the plugin's unconfigure thawed it) traverses it once, finalizers included."""
+    collections = frozen["collections_after_session"]
+    assert len(collections) >= 2, collections
+    assert collections[0] > 0  # pytest's unconfigure-time collection: the heap still frozen
+    assert collections[-1] == 0  # its cleanup-time collection: thawed
+    assert collections.count(0) == 1  # the thawed heap is traversed once, not at every pass
+    assert (path / "finalized").read_text() == "yes"
+
+
+def test_a_pytest_session_thaws_the_heap_for_its_last_end_of_run_collection(
     pytester: pytest.Pytester, inner_run: list[str]
 ) -> None:
     pytester.makeconftest(SESSION_CONFTEST)  # in place of inner_run's world, not needed here
@@ -161,7 +190,7 @@ def test_a_pytest_session_thaws_the_heap_before_its_own_end_of_run_collections(
     frozen = json.loads((pytester.path / "frozen.json").read_text())
     assert frozen["test_before"] == 0  # no claim judged live yet: nothing imported, nothing frozen
     assert frozen["test_claim"] > 100_000
-    assert frozen["unconfigure"] == 0
+    assert_thawed_for_the_last_collection_only(frozen, pytester.path)
 
 
 def test_a_cached_claim_freezes_the_heap_too_and_the_session_thaws_it(
@@ -174,6 +203,7 @@ def test_a_cached_claim_freezes_the_heap_too_and_the_session_thaws_it(
     cached = [arg for arg in inner_run if not arg.startswith("--prop-cache=")]
     cached.append(f"--prop-cache-dir={pytester.path / 'verdicts'}")
     pytester.runpytest_subprocess(*cached).assert_outcomes(passed=2)  # records the verdict
+    (pytester.path / "finalized").unlink()  # the recording run's; the cached run writes its own
 
     result = pytester.runpytest_subprocess(*cached)
     result.assert_outcomes(passed=2)
@@ -181,4 +211,57 @@ def test_a_cached_claim_freezes_the_heap_too_and_the_session_thaws_it(
     frozen = json.loads((pytester.path / "frozen.json").read_text())
     assert frozen["test_before"] == 0  # no claim yet: the collector is untouched
     assert frozen["test_claim"] > 10_000
-    assert frozen["unconfigure"] == 0
+    assert_thawed_for_the_last_collection_only(frozen, pytester.path)
+
+
+# Records every module name pytest's assertion-rewriting hook is asked about, and where the hook
+# sits in sys.meta_path after the claim.
+REWRITE_CONFTEST = """
+import json, pathlib, sys
+import pytest
+from _pytest.assertion.rewrite import AssertionRewritingHook
+
+pytest.register_assert_rewrite("helper_after_claim")
+ASKED = []
+_find_spec = AssertionRewritingHook.find_spec
+
+def find_spec(self, name, path=None, target=None):
+    ASKED.append(name)
+    return _find_spec(self, name, path, target)
+
+AssertionRewritingHook.find_spec = find_spec
+
+def pytest_sessionfinish(session):
+    hooks = [i for i, f in enumerate(sys.meta_path) if isinstance(f, AssertionRewritingHook)]
+    pathlib.Path("asked.json").write_text(json.dumps({
+        "litellm_asked": [n for n in ASKED if n.split(".")[0] in ("litellm", "openai")],
+        "litellm_imported": "litellm" in sys.modules,
+        "helper_asked": "helper_after_claim" in ASKED,
+        "hook_positions": hooks,
+    }))
+"""
+
+REWRITE_TESTS = """
+def test_claim(assert_proposition):
+    assert_proposition("Oscar talks about trains.", "Oscar mentions trains.")
+
+def test_after():
+    import helper_after_claim
+    assert helper_after_claim.VALUE == 1
+"""
+
+
+def test_litellm_is_imported_past_pytests_assertion_rewriting_hook_which_then_returns(
+    pytester: pytest.Pytester, inner_run: list[str]
+) -> None:
+    pytester.makeconftest(REWRITE_CONFTEST)
+    pytester.makepyfile(test_rewrite=REWRITE_TESTS, helper_after_claim="VALUE = 1\n")
+    pytester.runpytest_subprocess(*inner_run).assert_outcomes(passed=2)
+    facts = json.loads((pytester.path / "asked.json").read_text())
+    assert facts["litellm_imported"] is True
+    asked = facts["litellm_asked"]
+    # load_litellm's ~2,600 modules skip the hook; the first request's few dozen lazy ones don't.
+    assert "litellm" not in asked and "openai.resources" not in asked
+    assert len(asked) < 100, asked
+    assert facts["hook_positions"] == [0]  # back at the head of sys.meta_path
+    assert facts["helper_asked"] is True  # and still asked about imports after the claim
