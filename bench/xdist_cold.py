@@ -16,7 +16,12 @@ In one run this script:
 
 Run it from the repository root with the project's virtualenv:
 
-    python bench/xdist_cold.py [--rounds 3] [--tests 100] [--latency 0.2]
+    python bench/xdist_cold.py [--rounds 3] [--tests 100] [--latency 0.2] [--plugins bare]
+
+``--plugins bare`` turns pytest's plugin autoloading off and loads only xdist and this plugin:
+what is left of the fixed part is then this plugin's and litellm's, not the other installed
+plugins' (the hypothesis plugin, for one, imports hypothesis in every process's terminal
+summary, so twice on the critical path of a ``-n 2`` run and once in ``-n 0``).
 
 It is not a test and CI does not run it: timings on a shared machine are noise, not verdicts.
 """
@@ -86,13 +91,15 @@ def write_suite(root: Path, name: str, tests: int) -> Path:
     return suite
 
 
-def pytest_command(suite: Path, api_base: str, workers: int) -> list[str]:
+def pytest_command(suite: Path, api_base: str, workers: int, *, bare: bool = False) -> list[str]:
+    """``bare`` runs (with autoloading off, see environment()) load only xdist and this plugin."""
     return [
         sys.executable,
         "-m",
         "pytest",
         "-p",
         "xdist",
+        *(["-p", "propositions"] if bare else []),
         "-n",
         str(workers),
         "-p",
@@ -126,6 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--latency", type=float, default=0.2, help="seconds the judge takes per reply (0.2)"
     )
+    parser.add_argument(
+        "--plugins",
+        choices=("installed", "bare"),
+        default="installed",
+        help="load the installed pytest plugins (the target applies), or only xdist and this "
+        "one (installed)",
+    )
     args = parser.parse_args(argv)
     small = WORKERS  # one claim per worker: every worker imports litellm, as in the big run
     print(f"machine: {machine()}")
@@ -136,14 +150,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         big = write_suite(work, "big", args.tests)
         little = write_suite(work, "small", small)
         judge.default = delay(args.latency, verdict(True, justification="He names the city."))
-        env = environment()
+        bare = args.plugins == "bare"
+        env = environment(bare)
         judged: dict[str, list[float]] = {}
         lines: dict[str, str] = {}
 
         def variant(name: str, suite: Path, tests: int, workers: int) -> Callable[[], float]:
             def once() -> float:
                 judge.clear_requests()
-                seconds, done = run(pytest_command(suite, judge.base_url, workers), suite, env)
+                seconds, done = run(
+                    pytest_command(suite, judge.base_url, workers, bare=bare), suite, env
+                )
                 counts = summary_counts(done.stdout)
                 if (
                     f"{tests} passed" not in done.stdout
@@ -168,9 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("small", WORKERS): f"{small} claims -n {WORKERS}",
         }
         suites = {"big": (big, args.tests), "small": (little, small)}
+        plugins = "only xdist and this plugin" if bare else "plugins as installed"
         print(
             f"timing {args.rounds} rounds, judge latency {args.latency:.1f}s, cache off, "
-            "alternating ...",
+            f"{plugins}, alternating ...",
             flush=True,
         )
         times = alternate(
