@@ -202,10 +202,10 @@ def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> M
     """Import litellm on demand, without letting it fetch its price map from the network.
 
     The import takes seconds, paid by every process (every xdist worker) that judges live, so
-    it runs with the collector paused (see ``collector``); with ``freeze`` (a pytest session,
-    which thaws at its end) what it built is set aside from later collections. With
-    ``litellm_model``, the client code that model's provider needs is imported too, here and
-    under the same pause, rather than by the first request.
+    it runs with the collector paused (see ``collector``) and past pytest's assertion-rewriting
+    hook; with ``freeze`` (a pytest session, which thaws at its end) what it built is set aside
+    from later collections. With ``litellm_model``, the client code that model's provider needs
+    is imported too, here and in the same way, rather than by the first request.
     """
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
