@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,7 +170,7 @@ def test_claim(assert_proposition):
 """
 
 
-def assert_thawed_for_the_last_collection_only(frozen: dict[str, Any], path: Any) -> None:
+def assert_thawed_for_the_last_collection_only(frozen: dict[str, Any], path: Path) -> None:
     """pytest collects at unconfigure and again at cleanup: the first skips the frozen heap, the
     second (after the plugin's unconfigure thawed it) traverses it once, finalizers included."""
     collections = frozen["collections_after_session"]
