@@ -13,15 +13,14 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__, collector
+from . import __version__
 from .cache import CacheWarning, cache_key
 from .errors import (
     BudgetExceeded,
@@ -198,24 +197,16 @@ _OPENAI_SDK_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", 
 _IMPORT_LOCK = threading.Lock()
 
 
-def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> ModuleType:
+def load_litellm(litellm_model: str | None = None) -> ModuleType:
     """Import litellm on demand, without letting it fetch its price map from the network.
 
-    The import takes seconds, paid by every process (every xdist worker) that judges live, so
-    it runs with the collector paused (see ``collector``) and past pytest's assertion-rewriting
-    hook; with ``freeze`` (a pytest session, which thaws at its end) what it built is set aside
-    from later collections. With ``litellm_model``, the client code that model's provider needs
-    is imported too, here and in the same way, rather than by the first request.
+    With ``litellm_model``, the client code that model's provider needs is imported too, here
+    (before the clock of the first call starts, and off the shared event loop) rather than by
+    the first request.
     """
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with collector.paused(), _outside_assertion_rewriting():
-                import litellm
-
-                if freeze:
-                    collector.freeze()
-            collector.skip_final_collection_at_exit()
         import litellm  # waits, if another thread is still importing it
 
         litellm.suppress_debug_info = True
@@ -224,39 +215,8 @@ def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> M
             and "openai.resources" not in sys.modules
             and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
         ):
-            with collector.paused(), _outside_assertion_rewriting():
-                import openai.resources  # noqa: F401
-
-                if freeze:
-                    collector.freeze()
+            import openai.resources  # noqa: F401
     return litellm
-
-
-@contextmanager
-def _outside_assertion_rewriting() -> Iterator[None]:
-    """Import without pytest's assertion-rewriting hook at the head of ``sys.meta_path``.
-
-    The hook looks up every module imported while it is installed, a second file-system search
-    each, to rewrite only test modules, conftests and plugins. litellm's ~2,600 modules are none
-    of those, and the lookups cost ~0.17 s a process. The hook is put back where it was; a test
-    module imported by another thread meanwhile (none is, in practice: pytest imports them while
-    collecting) would run with plain asserts.
-    """
-    rewrite = sys.modules.get("_pytest.assertion.rewrite")
-    hook_type = getattr(rewrite, "AssertionRewritingHook", None)
-    if hook_type is None:  # not a pytest process
-        yield
-        return
-    removed = [
-        (i, finder) for i, finder in enumerate(sys.meta_path) if isinstance(finder, hook_type)
-    ]
-    for _, finder in removed:
-        sys.meta_path.remove(finder)
-    try:
-        yield
-    finally:
-        for index, finder in removed:
-            sys.meta_path.insert(index, finder)
 
 
 def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
@@ -264,21 +224,6 @@ def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
         return str(litellm.get_llm_provider(litellm_model)[1])
     except Exception:  # an unknown model fails later, on the call, with the real message
         return None
-
-
-_first_request = threading.Event()
-
-
-@contextmanager
-def _first_request_warm_up() -> Iterator[None]:
-    """The process's first request still imports a few dozen of litellm's modules (on its worker
-    thread): pause the collector for that one too. Later requests run untouched."""
-    if _first_request.is_set():
-        yield
-        return
-    _first_request.set()
-    with collector.paused():
-        yield
 
 
 def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
@@ -408,8 +353,6 @@ class Judge:
         cache: VerdictCache | None = None,
         connect: Callable[[str], Connection] | None = None,
         sleep: Callable[[float], object] | None = None,
-        *,
-        freeze_heap: bool = False,
     ) -> None:
         self.settings = settings
         self.cache = cache
@@ -423,11 +366,6 @@ class Judge:
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
         self.progress: ProgressLine | None = None
-        # In a pytest session (whose end calls close(), which thaws): set aside from the
-        # collector the heap as it is at the first claim, and litellm's when it is imported.
-        self.freeze_heap = freeze_heap
-        if freeze_heap:
-            collector.freeze()
 
     # -- public -----------------------------------------------------------------------------
 
@@ -479,9 +417,8 @@ class Judge:
         token = self.progress.started() if self.progress is not None else None
         try:
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            load_litellm(connection.litellm_model, freeze=self.freeze_heap)
-            with _first_request_warm_up():
-                verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
+            load_litellm(connection.litellm_model)
+            verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
                 self.cache.put(key, record)
         except BaseException as error:
@@ -503,7 +440,7 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
-        load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+        load_litellm(connection.litellm_model)
         response = run_on_judge_loop(
             self._complete(connection, messages, temperature=0.7, mode="text")
         )
@@ -515,14 +452,12 @@ class Judge:
         return content.strip()
 
     def close(self) -> None:
-        """Release the cache, stop a local judge server if this run started one, thaw the heap."""
+        """Release the cache, and stop a local judge server if this run started one."""
         if self.cache is not None:
             self.cache.close()
         for connection in self._connections.values():
             if connection.close is not None:
                 connection.close()
-        if self.freeze_heap:
-            collector.thaw()
 
     # -- connection and key --------------------------------------------------------------------
 

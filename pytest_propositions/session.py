@@ -32,7 +32,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
             report_path(settings.report, config.invocation_params.dir)
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    runtime = Runtime(settings, cache_dir(config, settings.cache_dir), in_pytest_session=True)
+    runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
     if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
         from .progress import ProgressLine
 
