@@ -12,8 +12,8 @@ import pytest
 from .checks import check_claim, check_flag, quote_claim
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .proposition import Proposition, check_additional_context, render_claim
-from .targets import as_target_list
 from .scale import MAX_SCORE, MIN_SCORE
+from .targets import as_target_list
 
 if TYPE_CHECKING:
     from .runtime import Runtime

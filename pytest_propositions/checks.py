@@ -57,7 +57,9 @@ def check_text(text: str, what: str) -> str:
 def check_claim(claim: Any, where: str = "claim") -> str:
     """A claim is a str with something to judge in it, and valid Unicode."""
     if not isinstance(claim, str):
-        raise TypeError(f"{where} must be a non-empty string, got {type(claim).__name__}: {claim!r}")
+        raise TypeError(
+            f"{where} must be a non-empty string, got {type(claim).__name__}: {claim!r}"
+        )
     if not claim.strip():
         raise ValueError(f"{where} must be a non-empty string, got {claim!r}")
     return check_text(claim, where)

@@ -22,9 +22,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__, collector
-from .cache import CacheWarning, cache_key
+from .cache import CacheDirectoryError, CacheWarning, cache_key
 from .errors import (
     BudgetExceeded,
+    CacheUnusable,
     DryRunSkip,
     JudgeUnavailable,
     VerdictMissing,
@@ -399,6 +400,17 @@ def _key_hint(model: str) -> str:
     return f"{provider}_API_KEY (or PROP_API_KEY)"
 
 
+def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
+    """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
+    try:
+        return step(*args)
+    except CacheDirectoryError as error:
+        raise CacheUnusable(
+            f"{error}; nothing was judged. Fix the folder, or choose another with "
+            "--prop-cache-dir (or --prop-cache=off)"
+        ) from None
+
+
 class Judge:
     """Turns judge requests into verdicts, from the cache when it can, from the model when not."""
 
@@ -436,7 +448,7 @@ class Judge:
         connection = self._connection(request.model)
         key = cache_key(self._key_material(request, connection))
         if self.cache is not None:
-            record = self.cache.get(key)
+            record = _cache_step(self.cache.get, key)
             verdict = self._from_record(record, key) if record is not None else None
             if verdict is not None:
                 with self.stats.lock:
@@ -478,6 +490,9 @@ class Judge:
             return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
+            if self.cache is not None:
+                # Before paying for a verdict: a cache that cannot store it is an error now.
+                _cache_step(self.cache.prepare_write)
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
             load_litellm(connection.litellm_model, freeze=self.freeze_heap)
             with _first_request_warm_up():
