@@ -37,6 +37,7 @@ OPTION_NAMES = frozenset(
 
 def validate_threshold(value: Any, where: str) -> int:
     """A score bar must be a whole number in range; the error says where it came from."""
+    __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_SCORE <= value <= MAX_SCORE:
         raise ValueError(
             f"{where}: expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {value!r}"
@@ -63,6 +64,7 @@ def validate_options(options: Mapping[str, Any], where: str) -> None:
 
 
 def _check_option_values(options: Mapping[str, Any]) -> None:
+    __tracebackhide__ = True
     for name in FLAG_OPTIONS:
         if name in options:
             check_flag(options[name], name)
@@ -122,6 +124,7 @@ def soft_claim(
 def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
     """``assert_propositions``' claims: each a claim, or a (claim, min_score) pair."""
     __tracebackhide__ = True
+    __tracebackhide__ = True
     expected = (
         "assert_propositions: claims must be a non-empty list of claims (strings) or "
         "(claim, min_score) pairs"
@@ -160,6 +163,7 @@ def _short(value: Any) -> str:
 
 def resolve_threshold(argument: int | None, marker_value: int | None, session_default: int) -> int:
     """The argument, then the test's min_score mark, then --prop-min-score/ini/env, then 7."""
+    __tracebackhide__ = True
     if argument is not None:
         return validate_threshold(argument, "min_score")
     if marker_value is not None:
@@ -185,6 +189,7 @@ def judge_claim(
     sample_index: int = 0,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says."""
+    __tracebackhide__ = True
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
     proposition = Proposition(
@@ -228,6 +233,7 @@ def failure_message(verdict: Verdict, threshold: int | None) -> str:
 def _judge_and_note(
     runtime: Runtime, target: Any, claim: str, threshold: int | None, options: Mapping[str, Any]
 ) -> tuple[Verdict, bool]:
+    __tracebackhide__ = True
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)

@@ -40,6 +40,7 @@ def quote_claim(claim: str, limit: int = CLAIM_QUOTE_LIMIT) -> str:
 
 def check_text(text: str, what: str) -> str:
     """Refuse text that cannot be sent or stored: an unpaired surrogate has no UTF-8 form."""
+    __tracebackhide__ = True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -56,6 +57,7 @@ def check_text(text: str, what: str) -> str:
 
 def check_claim(claim: Any, where: str = "claim") -> str:
     """A claim is a str with something to judge in it, and valid Unicode."""
+    __tracebackhide__ = True
     if not isinstance(claim, str):
         raise TypeError(
             f"{where} must be a non-empty string, got {type(claim).__name__}: {claim!r}"
@@ -67,6 +69,7 @@ def check_claim(claim: Any, where: str = "claim") -> str:
 
 def check_flag(value: Any, name: str) -> bool:
     """An on/off option must be True or False: "false" or "no" is truthy, so it is refused."""
+    __tracebackhide__ = True
     if isinstance(value, bool):
         return value
     raise TypeError(
@@ -76,6 +79,7 @@ def check_flag(value: Any, name: str) -> bool:
 
 def check_precondition_result(function: Callable[..., Any], result: Any) -> bool:
     """A precondition must answer True or False: a forgotten ``return`` must not pass a claim."""
+    __tracebackhide__ = True
     if isinstance(result, bool):
         return result
     kind = type(result)
@@ -96,6 +100,7 @@ def check_variable_value(value: Any, path: str, seen: frozenset[int] = frozenset
     Plain data (str, numbers, None, bools, and dicts with str keys or lists of it) always is;
     sets are not (their order follows the hash seed), nor is a repr with a memory address.
     """
+    __tracebackhide__ = True
     if value is None or isinstance(value, bool | int):
         return
     if isinstance(value, float):

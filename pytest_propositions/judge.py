@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__, collector
 from .cache import CacheDirectoryError, CacheWarning, cache_key
+from .checks import quote_claim
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
@@ -457,7 +458,7 @@ class Judge:
                 return verdict
             if self.cache.mode == "replay":
                 raise VerdictMissing(
-                    f"no recorded verdict for claim {request.claim!r}"
+                    f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")
                     + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
                     "with --prop-cache=use, or import an export with "
@@ -469,11 +470,11 @@ class Judge:
         if self.settings.dry_run:
             with self.stats.lock:
                 self.stats.dry_run_misses += 1
-            raise DryRunSkip(f"dry run: claim {request.claim!r} has no cached verdict")
+            raise DryRunSkip(f"dry run: claim {quote_claim(request.claim)} has no cached verdict")
         if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
             raise BudgetExceeded(
                 f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
-                f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
+                f"${self.settings.max_cost:.4f}; claim {quote_claim(request.claim)} was not judged "
                 "(cached verdicts are still served)"
             )
         # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
@@ -693,7 +694,7 @@ class Judge:
                 parsed = parse_reply(content, request.kind)
             except VerdictUnparsable as error:
                 last_error = VerdictUnparsable(
-                    f"{error} (model {connection.identity}, claim {request.claim!r})",
+                    f"{error} (model {connection.identity}, claim {quote_claim(request.claim)})",
                     raw_reply=error.raw_reply,
                 )
                 continue

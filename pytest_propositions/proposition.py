@@ -54,6 +54,7 @@ def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
     Partials are refused (they would read files), and so are values whose text is not the same
     in every run (see ``check_variable_value``): the rendered claim is part of the cache key.
     """
+    __tracebackhide__ = True
     variables = _claim_variables(claim_variables)
     if "{{" not in claim:
         return claim  # no tag (even a delimiter change starts with "{{"): nothing to render
@@ -79,6 +80,7 @@ def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
 
 
 def _claim_variables(claim_variables: Mapping[str, Any] | None) -> dict[str, Any]:
+    __tracebackhide__ = True
     if claim_variables is None:
         return {}
     if not isinstance(claim_variables, Mapping):
@@ -101,6 +103,7 @@ def _template_tree(
     tokens: list[tuple[str, str]], start: int, section: str | None
 ) -> tuple[list[_Node], int]:
     """Nest chevron's token stream into sections; partials are refused."""
+    __tracebackhide__ = True
     nodes: list[_Node] = []
     index = start
     while index < len(tokens):
@@ -125,6 +128,7 @@ def _template_tree(
 
 
 def _lookup(key: str, scopes: list[Any], claim: str, variables: Mapping[str, Any]) -> Any:
+    __tracebackhide__ = True
     if key == ".":
         return scopes[0]
     for scope in scopes:
@@ -152,6 +156,7 @@ def _render_tree(
     claim: str,
     variables: Mapping[str, Any],
 ) -> None:
+    __tracebackhide__ = True
     for node in nodes:
         if isinstance(node, str):
             parts.append(node)
@@ -182,6 +187,7 @@ def _value_text(value: Any) -> str:
 
 
 def _check_precondition_function(function: Any) -> None:
+    __tracebackhide__ = True
     if function is not None and not callable(function):
         raise TypeError(
             "precondition_function must be callable with keyword arguments target, "
@@ -191,6 +197,7 @@ def _check_precondition_function(function: Any) -> None:
 
 def check_additional_context(additional_context: Any) -> str | None:
     """Extra context is text (or None), and valid Unicode."""
+    __tracebackhide__ = True
     if additional_context is None:
         return None
     if not isinstance(additional_context, str):
@@ -201,6 +208,7 @@ def check_additional_context(additional_context: Any) -> str | None:
 
 
 def _check_window(name: str, value: int | None) -> int | None:
+    __tracebackhide__ = True
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -225,6 +233,7 @@ class Proposition:
         use_reasoning_model: bool = False,
         precondition_function: Precondition | None = None,
     ) -> None:
+        __tracebackhide__ = True
         self.claim = check_claim(claim)
         _check_precondition_function(precondition_function)
         self.targets = None if target is None else self._as_targets(target)
@@ -277,6 +286,7 @@ class Proposition:
         claim_variables: Mapping[str, Any] | None = None,
         return_full_response: bool = False,
     ) -> Any:
+        __tracebackhide__ = True
         return self.check(target, additional_context, claim_variables, return_full_response)
 
     def check(
@@ -287,6 +297,7 @@ class Proposition:
         return_full_response: bool = False,
     ) -> Any:
         """True or False: does the claim hold for the target(s)?"""
+        __tracebackhide__ = True
         verdict = self.evaluate("check", target, additional_context, claim_variables)
         return verdict.as_response() if return_full_response else verdict.value
 
@@ -298,6 +309,7 @@ class Proposition:
         return_full_response: bool = False,
     ) -> Any:
         """How true the claim is, from MIN_SCORE to MAX_SCORE."""
+        __tracebackhide__ = True
         verdict = self.evaluate("score", target, additional_context, claim_variables)
         return verdict.as_response() if return_full_response else verdict.value
 
@@ -318,6 +330,7 @@ class Proposition:
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
         stands.
         """
+        __tracebackhide__ = True
         check_additional_context(additional_context)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be a whole number of at least 1, got {samples!r}")
@@ -397,6 +410,7 @@ class Proposition:
         additional_context: str | None,
         claim_variables: Mapping[str, Any] | None,
     ) -> bool:
+        __tracebackhide__ = True
         if self.precondition_function is None:
             return True
         result = self.precondition_function(
@@ -432,10 +446,12 @@ class Proposition:
 
     @staticmethod
     def _as_targets(target: Any) -> list[Any]:
+        __tracebackhide__ = True
         return as_target_list(target)
 
     def _determine_targets(self, target: Any) -> list[Any]:
         """A target given at construction is fixed; otherwise the call must give one."""
+        __tracebackhide__ = True
         if self.targets is not None:
             if target is not None:
                 raise ValueError(
@@ -459,6 +475,7 @@ def check_proposition(
     **options: Any,
 ) -> Any:
     """Check a claim in one call; every Proposition option (include_personas, ...) passes through."""
+    __tracebackhide__ = True
     return Proposition(claim, target, **options).check(
         additional_context=additional_context,
         claim_variables=claim_variables,
@@ -475,6 +492,7 @@ def compute_score(
     **options: Any,
 ) -> Any:
     """Score a claim in one call; every Proposition option passes through."""
+    __tracebackhide__ = True
     return Proposition(claim, target, **options).score(
         additional_context=additional_context,
         claim_variables=claim_variables,
