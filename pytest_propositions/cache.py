@@ -435,6 +435,9 @@ class VerdictCache:
             self._call(lambda c: c.set(_META_COMPLETE_RUN, text, retry=True), create=True)
         except CacheReadOnlyError:
             return
+        except CacheDirectoryError as exc:
+            # The end of a run is too late to fail it: say that prune will not know this run.
+            self._warn_once("complete-run", f"{exc}; this run is not recorded for 'cache prune'")
 
     def last_complete_run(self) -> CompleteRun | None:
         """The last recorded complete run, or None if there never was one."""
@@ -471,7 +474,11 @@ class VerdictCache:
             for key in _verdict_keys(cache):
                 if key in run.keys:
                     continue
-                value, stored = cache.get(key, tag=True)
+                try:
+                    value, stored = cache.get(key, tag=True)
+                except (UnicodeDecodeError, OSError):
+                    doomed.append(key)  # a damaged record the last run did not use
+                    continue
                 if value is None:
                     continue
                 if isinstance(stored, int | float) and stored > cutoff:
@@ -723,11 +730,16 @@ class VerdictCache:
         """A read-only view of the database, or None if even reading fails."""
         try:
             store = _ReadOnlyStore(self.directory)
-        except Exception:
+        except Exception as exc:
+            if _is_corruption(exc):
+                raise CacheDamagedError(
+                    f"the verdict cache at {self.directory} is damaged ({exc}) and cannot be "
+                    f"moved aside ({cause})"
+                ) from exc
             return None
         if not store.has_table:
             self._warn_once(
-                "no-table",
+                "empty",
                 f"the verdict cache at {self.directory} holds no verdict table (an empty or "
                 "foreign database); every verdict is a miss",
             )

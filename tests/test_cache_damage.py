@@ -379,3 +379,56 @@ def test_a_read_only_store_refuses_writes_by_name(tmp_path: Path) -> None:
             store.set(key(2), "x")
     finally:
         store.close()
+
+
+READ_ONLY_PROBE = """
+import sys
+from pytest_propositions.cache import VerdictCache, cache_key
+cache = VerdictCache(sys.argv[1], sys.argv[2], warn=lambda m: print("WARN", m))
+print("GOT", cache.get(cache_key({"n": 1})))
+cache.prepare_write()
+print("READY")
+"""
+
+
+@pytest.mark.parametrize(
+    ("content", "warning"),
+    [
+        pytest.param(b"", "is an empty file", id="zero-bytes"),
+        pytest.param(b"SQLite format 3\x00" + b"\x13" * 4000, "is damaged", id="garbage"),
+        pytest.param("foreign", "not a database of verdicts", id="foreign"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["replay", "use"])
+def test_a_damaged_read_only_cache_is_a_warning_and_a_miss(
+    tmp_path: Path, content: Any, warning: str, mode: str
+) -> None:
+    mount = tmp_path / "mount"
+    directory = mount / "c"
+    directory.mkdir(parents=True)
+    db = directory / "cache.db"
+    if content == "foreign":
+        with sqlite3.connect(db) as connection:
+            connection.execute("CREATE TABLE notes (text TEXT)")
+        connection.close()
+    else:
+        db.write_bytes(content)
+    before = db.read_bytes()
+    freeze(mount)
+    try:
+        result = subprocess.run(
+            as_unprivileged([sys.executable, "-c", READ_ONLY_PROBE, str(directory), mode]),
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+    finally:
+        thaw(mount)
+    assert result.returncode == 0, result.stderr
+    assert "GOT None" in result.stdout and "READY" in result.stdout
+    assert warning in result.stdout
+    assert "Traceback" not in result.stderr
+    assert db.read_bytes() == before  # the user's file is left as it was
+    if mode == "use":
+        assert "is read-only" in result.stdout
