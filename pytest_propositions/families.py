@@ -32,7 +32,7 @@ TEMPERATURE: dict[str, float] = {"check": 0.5, "score": 1.0}
 FOLLOW_UP_TEMPERATURE = 0.7
 
 _O_SERIES = re.compile(r"^o[1-9](?:-|$)")
-_GPT_VERSION = re.compile(r"^gpt-(\d+)(?:\.(\d+))?(?=[.-]|$)")
+_GPT_VERSION = re.compile(r"^gpt-(\d)(?:\.(\d+))?(?=[.-]|$)")  # not gpt-35-turbo
 _O_EFFORTS = frozenset({"low", "medium", "high"})
 
 
@@ -63,6 +63,8 @@ def family_of(model: str) -> Family:
         return Family("openai-reasoning", temperature=False, efforts=_O_EFFORTS)
     version = _GPT_VERSION.match(name)
     if version is not None and int(version.group(1)) >= 5 and not name.startswith("gpt-5-chat"):
+        if "search" in name:  # the search variants take neither
+            return Family("openai-reasoning", temperature=False)
         if (int(version.group(1)), int(version.group(2) or 0)) == (5, 0):
             return Family(
                 "openai-reasoning", temperature=False, efforts=frozenset(REASONING_EFFORTS)
