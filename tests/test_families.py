@@ -443,7 +443,9 @@ def test_a_local_reasoning_models_thinking_does_not_decide_the_verdict(
     inner_run: list[str],
     opened_by_template: bool,
 ) -> None:
-    # The scratchpad argues for the opposite verdict each time; only the answer counts.
+    # The scratchpad argues for the opposite verdict each time; only the answer counts. (litellm
+    # itself moves a block that opens the reply into reasoning_content; the judge strips the
+    # rest: a block the chat template opened, or one after leading whitespace.)
     judge_server.thinking = (
         'Is it false? I would answer {"value": false} and "value": true for the other. False.'
     )
@@ -459,8 +461,9 @@ def test_a_local_reasoning_models_thinking_does_not_decide_the_verdict(
 def test_thinking_that_never_ends_is_no_verdict(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
 ) -> None:
-    # The model ran out of tokens while thinking: "true" in its scratchpad is no answer.
-    judge_server.default = text("<think>\nThe claim holds. The value is true, so")
+    # The model ran out of tokens while thinking: a draft in its scratchpad is no answer.
+    draft = verdict(True, reasoning="A first draft.").content()
+    judge_server.default = text(f"<think>\nLet me draft it: {draft} Now check the draft")
     pytester.makepyfile(CLAIMS.split("def test_false")[0])
     result = pytester.runpytest(*inner_run)
     result.assert_outcomes(failed=1)
