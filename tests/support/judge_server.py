@@ -441,8 +441,8 @@ class _Handler(BaseHTTPRequestHandler):
             and fmt is not None
             and fmt.get("type") == "json_schema"
         ):
-            error = {"error": {"code": "BadRequest", "message": AZURE_JSON_SCHEMA_REJECTION}}
-            self._send_raw(400, json.dumps(error).encode(), "application/json")
+            old = {"error": {"code": "BadRequest", "message": AZURE_JSON_SCHEMA_REJECTION}}
+            self._send_raw(400, json.dumps(old).encode(), "application/json")
             return
         if (
             azure
@@ -450,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
             and fmt is not None
             and fmt.get("type") == "json_schema"
         ):
-            error = {
+            unstructured: dict[str, dict[str, str | None]] = {
                 "error": {
                     "message": AZURE_MODEL_JSON_SCHEMA_REJECTION,
                     "type": "invalid_request_error",
@@ -458,7 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "code": None,
                 }
             }
-            self._send_raw(400, json.dumps(error).encode(), "application/json")
+            self._send_raw(400, json.dumps(unstructured).encode(), "application/json")
             return
         refused = judge._refuse_parameters(body)
         if refused is not None:
@@ -766,7 +766,9 @@ class ScriptedJudge:
                 "unsupported_value",
             )
         if effort is not None and effort not in efforts:
-            levels = [level for level in ("minimal", "low", "medium", "high") if level in efforts]
+            levels: list[str] = [
+                level for level in ("minimal", "low", "medium", "high") if level in efforts
+            ]
             return _openai_error(
                 f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this "
                 f"model. Supported values are: {_quoted_list(levels)}.",
