@@ -468,3 +468,36 @@ def test_thinking_that_never_ends_is_no_verdict(
     result = pytester.runpytest(*inner_run)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*VerdictUnparsable*"])
+
+
+@pytest.mark.parametrize("in_process", ["openai/o3-mini"], indirect=True)
+def test_a_reasoning_models_follow_up_carries_no_temperature(
+    judge_server: ScriptedJudge, in_process: None
+) -> None:
+    judge_server.reasoning_efforts = frozenset({"low", "medium", "high"})
+    judge_server.on("step out of the judging role", text("Let Oscar name a city."))
+    proposition = Proposition("Oscar names a city.", world())
+    assert proposition.check() is True
+    assert proposition.recommendations_for_improvement() == "Let Oscar name a city."
+    assert [("temperature" in r.body) for r in judge_server.requests] == [False, False]
+
+
+def test_an_effort_a_model_does_not_take_is_logged_once_and_not_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="pytest_propositions"):
+        material = key_material("openai/gpt-4.1-mini", "high")
+        judge = Judge(Settings(reasoning_effort="high"), cache=None)
+        connection = Connection("openai/gpt-4.1-mini", "openai/gpt-4.1-mini")
+        for _ in range(2):
+            judge._key_material(REQUEST, connection)
+    assert material["sampling"] == {"temperature": 0.5}
+    warnings = [r.getMessage() for r in caplog.records if "not sent" in r.getMessage()]
+    assert (
+        warnings
+        == [
+            "--prop-reasoning-effort=high is not sent to openai/gpt-4.1-mini: its model family takes "
+            "no reasoning effort"
+        ]
+        * 2
+    )  # once for each judge
