@@ -860,7 +860,8 @@ class Judge:
         if client_side:
             raise JudgeUnavailable(
                 f"litellm refused the request before sending it ({where}): {detail}; no request "
-                "reached the server. Check --prop-model and --prop-reasoning-effort.",
+                "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
+                "litellm.drop_params would send other parameters than the cache key records).",
                 status=None,
             ) from None
         if _is_connection_refused(error):

@@ -366,6 +366,7 @@ def test_a_refusal_by_litellm_is_reported_as_one(
     assert "litellm refused the request before sending it" in message
     assert "no request reached the server" in message
     assert "temperature=0.5" in message
+    assert "drop_params would send other parameters" in message
     assert "HTTP" not in message
     assert caught.value.status is None
     assert judge_server.requests == []
