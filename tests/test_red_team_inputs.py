@@ -244,6 +244,12 @@ LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = 
         TypeError,
         "claim_variables must be a mapping",
     ),
+    (
+        "long-claim-missing-variable",
+        check("{{who}} " + "talks about cities and travel, " * 100),
+        ValueError,
+        "talks about cities…'",
+    ),
     # options are typed: no truthiness
     (
         "include-personas-str",
@@ -341,7 +347,7 @@ def test_a_bad_call_is_a_clear_error_and_never_reaches_the_judge(
     assert type(info.value) is error
     message = str(info.value)
     assert fragment in message
-    assert "\n" not in message.strip() or len(message.splitlines()[0]) <= 400
+    assert len(message.splitlines()[0]) <= 400  # long claims are quoted shortened
     assert judge.requests == []
     assert cached_entries(verdicts) == 0
 
