@@ -254,7 +254,10 @@ class Proposition:
         context = render_context(
             targets,
             RenderOptions(
-                first_n=self.first_n, last_n=self.last_n, include_personas=self.include_personas
+                first_n=self.first_n,
+                last_n=self.last_n,
+                include_personas=self.include_personas,
+                timestamps=run.settings.timestamps,
             ),
         )
         messages = build_messages(kind, claim, context, additional_context)

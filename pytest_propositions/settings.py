@@ -16,6 +16,8 @@ from typing import Any
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
+# How a simulation library's clock lines reach the judge (library_text.py owns the rewriting).
+TIMESTAMP_MODES = ("relative", "absolute", "none")
 DEFAULT_MODEL = "local"
 
 
@@ -65,6 +67,12 @@ def _parse_positive_float(text: str) -> float:
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_timestamps(text: str) -> str:
+    if text not in TIMESTAMP_MODES:
+        raise ValueError(f"expected one of {', '.join(TIMESTAMP_MODES)}, got {text!r}")
     return text
 
 
@@ -153,6 +161,17 @@ OPTIONS: tuple[Option, ...] = (
         "Folder of the verdict cache; by default inside pytest's cache directory.",
         "DIR",
         _parse_text,
+    ),
+    Option(
+        "timestamps",
+        "--prop-timestamps",
+        "PROP_TIMESTAMPS",
+        "relative",
+        "How the 'Date and time of events' lines of a simulation object's trajectory reach the "
+        "judge (and the cache key): relative (offsets from the target's first time, stable "
+        "across runs whose clocks differ), absolute (as written), none (left out).",
+        "MODE",
+        _parse_timestamps,
     ),
     Option(
         "min_score",
@@ -265,6 +284,7 @@ class Settings:
     api_base: str | None = None
     cache: str = "use"
     cache_dir: str | None = None
+    timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0
     retries: int = 3
