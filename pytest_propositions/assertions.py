@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .proposition import Proposition
+from .proposition import Proposition, choose_target, claim_and_options
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -54,6 +54,18 @@ def validate_options(options: Mapping[str, Any], where: str) -> None:
     precondition = options.get("precondition")
     if precondition is not None and not callable(precondition):
         raise TypeError(f"{where}: precondition must be callable")
+
+
+def normalise_claim(
+    target: Any, claim: Any, options: Mapping[str, Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """A Proposition-shaped claim becomes its text, its options under the call's, and its target.
+
+    The fixtures and markers call this once, where the user passed the claim; a plain claim
+    comes back as given (its checks are the caller's).
+    """
+    text, merged, own = claim_and_options(claim, options)
+    return choose_target(target, own), text, merged
 
 
 def resolve_threshold(argument: int | None, marker_value: int | None, session_default: int) -> int:

@@ -266,15 +266,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def assert_proposition() -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
-    from .assertions import assert_claim, resolve_threshold, validate_options
+    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
 
     runtime = runtime_module.current()
 
     def assert_proposition(
-        target: Any, claim: str, *, min_score: int | None = None, **options: Any
+        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
         validate_options(options, "assert_proposition")
+        target, claim, options = normalise_claim(target, claim, options)
         threshold = None
         if min_score is not None:
             threshold = resolve_threshold(min_score, None, runtime.settings.min_score)
@@ -286,15 +287,16 @@ def assert_proposition() -> Callable[..., Verdict]:
 @pytest.fixture
 def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Assert that a claim about a target scores at least a threshold (argument, mark, option, 7)."""
-    from .assertions import assert_claim, resolve_threshold, validate_options
+    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
     from .markers import min_score_marker
 
     runtime = request.config.stash[RUNTIME_KEY]
     marker_value = min_score_marker(request.node)
 
-    def min_score(target: Any, claim: str, threshold: int | None = None, **options: Any) -> Verdict:
+    def min_score(target: Any, claim: Any, threshold: int | None = None, **options: Any) -> Verdict:
         __tracebackhide__ = True
         validate_options(options, "min_score")
+        target, claim, options = normalise_claim(target, claim, options)
         bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
         return assert_claim(runtime, target, claim, threshold=bar, **options)
 
@@ -304,16 +306,17 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 @pytest.fixture
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
-    from .assertions import PendingClaim, validate_options, validate_threshold
+    from .assertions import PendingClaim, normalise_claim, validate_options, validate_threshold
 
     pending: list[PendingClaim] = []
     request.node.stash[SOFT_CLAIMS_KEY] = pending
 
     def expect_proposition(
-        target: Any, claim: str, *, min_score: int | None = None, **options: Any
+        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
     ) -> None:
         __tracebackhide__ = True
         validate_options(options, "expect_proposition")
+        target, claim, options = normalise_claim(target, claim, options)
         if min_score is not None:
             validate_threshold(min_score, "expect_proposition min_score")
         if not isinstance(claim, str) or not claim.strip():
@@ -326,24 +329,33 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
-    from .assertions import PendingClaim, judge_pending, validate_options, validate_threshold
+    from .assertions import (
+        PendingClaim,
+        judge_pending,
+        normalise_claim,
+        validate_options,
+        validate_threshold,
+    )
+    from .proposition import is_proposition_like
 
     runtime = runtime_module.current()
 
     def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
         __tracebackhide__ = True
         validate_options(options, "assert_propositions")
-        if isinstance(claims, str) or not claims:
+        if isinstance(claims, str) or is_proposition_like(claims) or not claims:
             raise TypeError(
-                "assert_propositions: claims must be a non-empty list of claims (strings) or "
-                "(claim, min_score) pairs"
+                "assert_propositions: claims must be a non-empty list of claims (strings or "
+                "Proposition objects) or (claim, min_score) pairs"
             )
         pending = []
         for item in claims:
-            claim, threshold = (item, None) if isinstance(item, str) else tuple(item)
+            single = isinstance(item, str) or is_proposition_like(item)
+            claim, threshold = (item, None) if single else tuple(item)
             if threshold is not None:
                 validate_threshold(threshold, f"assert_propositions min_score for {claim!r}")
-            pending.append(PendingClaim(target, claim, threshold, dict(options), "batch"))
+            own_target, claim, own_options = normalise_claim(target, claim, options)
+            pending.append(PendingClaim(own_target, claim, threshold, own_options, "batch"))
         return judge_pending(runtime, pending)
 
     return assert_propositions
@@ -352,15 +364,16 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
 @pytest.fixture(scope="session")
 def proposition_judge() -> Callable[..., Verdict]:
     """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
-    from .assertions import judge_claim, validate_options
+    from .assertions import judge_claim, normalise_claim, validate_options
 
     runtime = runtime_module.current()
 
     def proposition_judge(
-        target: Any, claim: str, *, kind: str = "check", **options: Any
+        target: Any, claim: Any, *, kind: str = "check", **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
         validate_options(options, "proposition_judge")
+        target, claim, options = normalise_claim(target, claim, options)
         try:
             verdict = judge_claim(runtime, target, claim, kind=kind, **options)
         except JudgeError as error:
