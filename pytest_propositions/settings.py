@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from .scale import MAX_SCORE, MIN_SCORE
@@ -158,7 +160,8 @@ OPTIONS: tuple[Option, ...] = (
         "--prop-cache-dir",
         "PROP_CACHE_DIR",
         None,
-        "Folder of the verdict cache; by default inside pytest's cache directory.",
+        "Folder of the verdict cache; by default inside pytest's cache directory (outside "
+        "pytest: the user's cache folder, e.g. ~/.cache/pytest-propositions/verdicts).",
         "DIR",
         _parse_text,
     ),
@@ -332,6 +335,29 @@ def resolve(
                 values[option.name] = option.parse(option.default)
     assert set(values) <= _field_names()
     return Settings(**values)
+
+
+API_CACHE_FOLDER = os.path.join("pytest-propositions", "verdicts")
+
+
+def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the Python API keeps verdicts when no folder is configured: the user's cache folder.
+
+    Outside pytest there is no project root to anchor a folder to (a notebook or a script may
+    start anywhere, even in a read-only folder), and keys are hashes of whole requests, so one
+    folder per user serves every project safely. ``$XDG_CACHE_HOME`` wins where it is set.
+    """
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg)
+    elif sys.platform == "win32" and env.get("LOCALAPPDATA"):
+        base = Path(env["LOCALAPPDATA"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path.home() / ".cache"
+    return base / API_CACHE_FOLDER
 
 
 def from_environment(env: Mapping[str, str] | None = None) -> Settings:
