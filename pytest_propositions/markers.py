@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .assertions import PendingClaim, validate_options, validate_threshold
+from .assertions import PendingClaim, validate_claim, validate_options, validate_threshold
 from .proposition import claim_and_options, is_proposition_like
 from .session import SOFT_CLAIMS_KEY
 
@@ -60,10 +60,6 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
                 f"{where}: the proposition has its own target(s); a marker judges the fixture "
                 "named by target=, so pass a proposition created without a target"
             )
-        if not isinstance(claim, str) or not claim.strip():
-            raise pytest.UsageError(
-                f"{where}: the claim must be a non-empty string or a Proposition, got {claim!r}"
-            )
         target = kwargs.pop("target", None)
         if not isinstance(target, str) or not target.isidentifier():
             raise pytest.UsageError(
@@ -74,6 +70,8 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
             if threshold is not None:
                 validate_threshold(threshold, f"{where} min_score")
             validate_options(kwargs, where)
+            # The claim renders now (variables, partials, blank text), not after the body.
+            validate_claim(claim, kwargs, where)
         except (TypeError, ValueError) as error:
             raise pytest.UsageError(str(error)) from None
         claims.append(MarkerClaim(claim, target, threshold, kwargs))

@@ -274,8 +274,9 @@ def assert_proposition() -> Callable[..., Verdict]:
         target: Any, claim: Any, *, min_score: int | None = None, **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
-        validate_options(options, "assert_proposition")
+        # A proposition object's own options are checked like the call's, which win over them.
         target, claim, options = normalise_claim(target, claim, options)
+        validate_options(options, "assert_proposition")
         threshold = None
         if min_score is not None:
             threshold = resolve_threshold(min_score, None, runtime.settings.min_score)
@@ -295,8 +296,9 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 
     def min_score(target: Any, claim: Any, threshold: int | None = None, **options: Any) -> Verdict:
         __tracebackhide__ = True
-        validate_options(options, "min_score")
+        # A proposition object's own options are checked like the call's, which win over them.
         target, claim, options = normalise_claim(target, claim, options)
+        validate_options(options, "min_score")
         bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
         return assert_claim(runtime, target, claim, threshold=bar, **options)
 
@@ -306,7 +308,7 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 @pytest.fixture
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
-    from .assertions import PendingClaim, normalise_claim, validate_options, validate_threshold
+    from .assertions import PendingClaim, normalise_claim, soft_claim
 
     pending: list[PendingClaim] = []
     request.node.stash[SOFT_CLAIMS_KEY] = pending
@@ -315,13 +317,9 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
         target: Any, claim: Any, *, min_score: int | None = None, **options: Any
     ) -> None:
         __tracebackhide__ = True
-        validate_options(options, "expect_proposition")
         target, claim, options = normalise_claim(target, claim, options)
-        if min_score is not None:
-            validate_threshold(min_score, "expect_proposition min_score")
-        if not isinstance(claim, str) or not claim.strip():
-            raise ValueError(f"expect_proposition: claim must be a non-empty string, got {claim!r}")
-        pending.append(PendingClaim(target, claim, min_score, dict(options)))
+        # Checked now: a bad soft claim raises at its own line, not after the body.
+        pending.append(soft_claim(target, claim, min_score, options, "expect_proposition"))
 
     return expect_proposition
 
@@ -330,32 +328,25 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
     from .assertions import (
-        PendingClaim,
+        batch_items,
         judge_pending,
         normalise_claim,
+        soft_claim,
         validate_options,
-        validate_threshold,
     )
-    from .proposition import is_proposition_like
 
     runtime = runtime_module.current()
 
     def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
         __tracebackhide__ = True
         validate_options(options, "assert_propositions")
-        if isinstance(claims, str) or is_proposition_like(claims) or not claims:
-            raise TypeError(
-                "assert_propositions: claims must be a non-empty list of claims (strings or "
-                "Proposition objects) or (claim, min_score) pairs"
-            )
+        # Every item is checked before any is judged: one bad item judges none.
         pending = []
-        for item in claims:
-            single = isinstance(item, str) or is_proposition_like(item)
-            claim, threshold = (item, None) if single else tuple(item)
-            if threshold is not None:
-                validate_threshold(threshold, f"assert_propositions min_score for {claim!r}")
-            own_target, claim, own_options = normalise_claim(target, claim, options)
-            pending.append(PendingClaim(own_target, claim, threshold, own_options, "batch"))
+        for item, threshold in batch_items(claims):
+            own_target, claim, own_options = normalise_claim(target, item, options)
+            pending.append(
+                soft_claim(own_target, claim, threshold, own_options, "assert_propositions")
+            )
         return judge_pending(runtime, pending)
 
     return assert_propositions
@@ -372,8 +363,9 @@ def proposition_judge() -> Callable[..., Verdict]:
         target: Any, claim: Any, *, kind: str = "check", **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
-        validate_options(options, "proposition_judge")
+        # A proposition object's own options are checked like the call's, which win over them.
         target, claim, options = normalise_claim(target, claim, options)
+        validate_options(options, "proposition_judge")
         try:
             verdict = judge_claim(runtime, target, claim, kind=kind, **options)
         except JudgeError as error:
