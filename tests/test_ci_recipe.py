@@ -85,7 +85,10 @@ def test_ci_yml_runs_in_a_fresh_environment_without_the_local_extra(tmp_path: Pa
             ["bash", "-c", step], cwd=project, env=env, capture_output=True, text=True, check=False
         )
         assert done.returncode == 0, (
-            f"step {step!r} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+            f"step {step!r} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}\n"
+            "If a verdict is missing, conftest_examples/verdicts.jsonl is stale (a claim, a "
+            "target, the prompt or the local judge's sampling changed): record it again with "
+            "the commands in conftest_examples/README.md"
         )
         outputs.append(done.stdout)
     probe = "import importlib.util as u, sys; print(sys.prefix); print([m for m in %r if u.find_spec(m)])"
