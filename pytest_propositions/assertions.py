@@ -167,8 +167,9 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
             items.append((claim, threshold))
         else:
             raise TypeError(
-                f"assert_propositions: item #{index} must be a claim (str or Proposition) or a "
-                f"(claim, min_score) pair, got {type(item).__name__} {_short(item)}"
+                f"assert_propositions: item #{index} must be a claim (str) or a "
+                f"(claim, min_score) pair, got {type(item).__name__} {_short(item)} (a "
+                "Proposition object also counts as a claim)"
             )
     return items
 
