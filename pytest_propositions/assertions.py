@@ -181,8 +181,9 @@ def assert_claim(
     except JudgeError as error:
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None
-    if not ok:
+    if not ok and runtime.settings.outcome != "report":
         raise PropositionFailed(failure_message(verdict, threshold), verdict, threshold)
+    # --prop-outcome=report: the outcome is noted, and the summary lists it with its reasons.
     return verdict
 
 
@@ -235,7 +236,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     failed = [r for r in results if r.verdict is not None and not r.passed]
     errors = [r for r in results if r.error is not None]
     skipped = [r for r in results if r.skipped is not None]
-    if failed:
+    if failed and runtime.settings.outcome != "report":
         first = failed[0]
         assert first.verdict is not None
         summary = "; ".join(repr(r.claim.claim) for r in failed)

@@ -6,6 +6,7 @@ double-check turn, and turning cached records back into verdicts.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 import os
@@ -57,6 +58,11 @@ TEMPERATURE = {"check": 0.5, "score": 1.0}
 REASONING_MAX_CHARS = 800
 JUSTIFICATION_MAX_CHARS = 500
 
+# The seconds a live verdict's calls waited for a free slot (the semaphore below): queueing for
+# a managed local server, which answers one call at a time, is not judging.
+_queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "prop_queue_waits", default=None
+)
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 _SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
@@ -586,6 +592,8 @@ class Judge:
 
         await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()
+        waits: list[float] = []
+        _queue_waits.set(waits)
         messages = list(request.messages)
         first = await self._answer(connection, messages, request)
         final, revised_from = first, None
@@ -606,7 +614,7 @@ class Judge:
                     first.parsed.value,
                     final.parsed.value,
                 )
-        elapsed = time.perf_counter() - started
+        elapsed = max(time.perf_counter() - started - sum(waits), 0.0)
         usage = Usage(
             prompt_tokens=sum(a.prompt_tokens for a in answers),
             completion_tokens=sum(a.completion_tokens for a in answers),
@@ -749,7 +757,11 @@ class Judge:
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
+                queued = time.perf_counter()
                 async with self._semaphore(connection):
+                    waits = _queue_waits.get()
+                    if waits is not None:
+                        waits.append(time.perf_counter() - queued)
                     return await litellm.acompletion(**arguments)
             except Exception as error:
                 self._raise_if_final(error, connection, attempt, attempts, api_key)

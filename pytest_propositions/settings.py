@@ -16,6 +16,7 @@ from typing import Any
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
+OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 
 
@@ -65,6 +66,12 @@ def _parse_positive_float(text: str) -> float:
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_outcome(text: str) -> str:
+    if text not in OUTCOMES:
+        raise ValueError(f"expected one of {', '.join(OUTCOMES)}, got {text!r}")
     return text
 
 
@@ -222,6 +229,18 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_float,
     ),
     Option(
+        "outcome",
+        "--prop-outcome",
+        "PROP_OUTCOME",
+        "fail",
+        "What a claim the judge does not uphold does to its test: fail, or report (the test "
+        "passes as 'not upheld' and the summary lists every claim with the judge's "
+        "justification; for trying the plugin on a stand-in judge, never for a gate). A judge "
+        "error fails either way.",
+        "MODE",
+        _parse_outcome,
+    ),
+    Option(
         "report",
         "--prop-report",
         "PROP_REPORT",
@@ -272,6 +291,7 @@ class Settings:
     confirm: int = 0
     concurrency: int = 8
     max_cost: float | None = None
+    outcome: str = "fail"
     report: str | None = None
     dry_run: bool = False
     local_model: str | None = None
