@@ -180,7 +180,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for line in verdict_listing(runtime.outcomes):
             terminalreporter.write_line(line)
     failed = sum(1 for outcome in runtime.outcomes if not outcome.passed)
-    terminalreporter.write_line(summary_line(stats, failed, len(runtime.judge_errors)))
+    terminalreporter.write_line(
+        summary_line(stats, failed, len(runtime.judge_errors), runtime.settings.outcome)
+    )
     cached = all_cached_line(stats)
     if cached is not None:
         terminalreporter.write_line(cached)

@@ -69,11 +69,12 @@ def failure_section(outcomes: Iterable[Outcome]) -> str:
     return "\n\n".join(outcome_text(outcome) for outcome in ordered)
 
 
-def summary_line(stats: JudgeStats, failed: int, errors: int) -> str:
+def summary_line(stats: JudgeStats, failed: int, errors: int, outcome: str = "fail") -> str:
+    """The run's counts; under --prop-outcome=report a claim the judge rejected is "not upheld"."""
     tokens = stats.prompt_tokens + stats.completion_tokens
     parts = [
         f"{stats.verdicts} verdicts",
-        f"{failed} failed",
+        f"{failed} not upheld" if outcome == "report" else f"{failed} failed",
         f"{errors} judge errors",
         f"{stats.cache_hits} from cache",
         f"{stats.judge_calls} judge calls",
@@ -137,12 +138,13 @@ def verdict_listing(outcomes: Iterable[Outcome]) -> list[str]:
         lines.append(f"    claim:   {verdict.claim}")
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
-        elif verdict.kind == "check":
-            value = str(verdict.value)
         else:
-            value = f"{verdict.value}/{MAX_SCORE} (minimum {outcome.threshold})"
-        source = "cached" if verdict.cached else "live"
-        lines.append(f"    verdict: {value} ({source})")
+            if verdict.kind == "check":
+                value = str(verdict.value)
+            else:
+                value = f"{verdict.value}/{MAX_SCORE} (minimum {outcome.threshold})"
+            value += " (cached)" if verdict.cached else " (live)"
+        lines.append(f"    verdict: {value}")
         why = " ".join(verdict.justification.split()) or "(none given)"
         lines.extend(
             textwrap.wrap(why, width=96, initial_indent="    why:     ", subsequent_indent=" " * 13)

@@ -131,6 +131,7 @@ def test_report_mode_lists_every_claim_and_fails_only_on_judge_errors(
         ]
     )
     assert "PropositionFailed" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["propositions: 3 verdicts, 2 not upheld, 1 judge errors, *"])
 
     # Without the judge error the run passes; without the option the same claims fail.
     passing = pytester.runpytest(*inner_run, "--prop-outcome=report", "-k", "not broken")
