@@ -59,13 +59,14 @@ def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
     judge into one folder, and show it here."""
     from .progress import worker_flights
 
+    if runtime.progress is None:  # -qq: nothing to show
+        return
     if runtime.progress_dir is None:
         import tempfile
 
         runtime.progress_dir = Path(tempfile.mkdtemp(prefix="propositions-progress-"))
         folder = runtime.progress_dir
-        if runtime.progress is not None:
-            runtime.progress.watch_others(lambda: worker_flights(folder))
+        runtime.progress.watch_others(lambda: worker_flights(folder))
     workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
 
 
