@@ -23,9 +23,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__, collector, families
-from .cache import CacheWarning, cache_key
+from .cache import CacheDirectoryError, CacheWarning, cache_key
+from .checks import quote_claim
 from .errors import (
     BudgetExceeded,
+    CacheUnusable,
     DryRunSkip,
     JudgeUnavailable,
     VerdictMissing,
@@ -412,6 +414,17 @@ def _key_hint(model: str) -> str:
     return f"{provider}_API_KEY (or PROP_API_KEY)"
 
 
+def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
+    """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
+    try:
+        return step(*args)
+    except CacheDirectoryError as error:
+        raise CacheUnusable(
+            f"{error}; nothing was judged. Fix the folder, or choose another with "
+            "--prop-cache-dir (or --prop-cache=off)"
+        ) from None
+
+
 class Judge:
     """Turns judge requests into verdicts, from the cache when it can, from the model when not."""
 
@@ -450,7 +463,7 @@ class Judge:
         connection = self._connection(request.model)
         key = cache_key(self._key_material(request, connection))
         if self.cache is not None:
-            record = self.cache.get(key)
+            record = _cache_step(self.cache.get, key)
             verdict = self._from_record(record, key) if record is not None else None
             if verdict is not None:
                 with self.stats.lock:
@@ -459,7 +472,7 @@ class Judge:
                 return verdict
             if self.cache.mode == "replay":
                 raise VerdictMissing(
-                    f"no recorded verdict for claim {request.claim!r}"
+                    f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")
                     + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
                     "with --prop-cache=use, or import an export with "
@@ -471,11 +484,11 @@ class Judge:
         if self.settings.dry_run:
             with self.stats.lock:
                 self.stats.dry_run_misses += 1
-            raise DryRunSkip(f"dry run: claim {request.claim!r} has no cached verdict")
+            raise DryRunSkip(f"dry run: claim {quote_claim(request.claim)} has no cached verdict")
         if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
             raise BudgetExceeded(
                 f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
-                f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
+                f"${self.settings.max_cost:.4f}; claim {quote_claim(request.claim)} was not judged "
                 "(cached verdicts are still served)"
             )
         # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
@@ -492,6 +505,9 @@ class Judge:
             return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
+            if self.cache is not None:
+                # Before paying for a verdict: a cache that cannot store it is an error now.
+                _cache_step(self.cache.prepare_write)
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
             litellm = load_litellm(connection.litellm_model, freeze=self.freeze_heap)
             self._first_mode(litellm, connection)
@@ -730,7 +746,7 @@ class Judge:
                 parsed = parse_reply(families.strip_thinking(content), request.kind)
             except VerdictUnparsable as error:
                 last_error = VerdictUnparsable(
-                    f"{error} (model {connection.identity}, claim {request.claim!r})",
+                    f"{error} (model {connection.identity}, claim {quote_claim(request.claim)})",
                     raw_reply=error.raw_reply,
                 )
                 continue
