@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     BudgetExceeded,
     JudgeError,
+    JudgeReplyInvalid,
     JudgeUnavailable,
     PropositionFailed,
     VerdictMissing,
@@ -43,6 +44,7 @@ __all__ = [
     "Agent",
     "BudgetExceeded",
     "JudgeError",
+    "JudgeReplyInvalid",
     "JudgeUnavailable",
     "Proposition",
     "PropositionFailed",

@@ -62,7 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from .errors import VerdictUnparsable
+from .errors import JudgeReplyInvalid, VerdictUnparsable
 
 if TYPE_CHECKING:
     from .verdict import Kind
@@ -87,6 +87,8 @@ _QUOTE_LIMIT = 200
 # Bounds the work on pathological replies (thousands of stray braces) while staying deterministic.
 _MAX_OBJECT_ATTEMPTS = 64
 _MAX_WRAPPER_DEPTH = 3
+# A verdict object is two or three levels deep; hundreds is a broken (or hostile) judge.
+_MAX_NESTING = 32
 
 _CONFIDENCE_TEXT = re.compile(r"\s*(\d*\.?\d+)\s*(%?)\s*\Z")
 _WORD = re.compile(r"[a-z]+")
@@ -107,7 +109,11 @@ class ParsedReply:
 
 
 def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
-    """Extract the verdict from a judge reply, or raise VerdictUnparsable saying what was wrong."""
+    """Extract the verdict from a judge reply, or raise VerdictUnparsable saying what was wrong.
+
+    A reply that breaks the plumbing rather than the grammar (text with an unpaired surrogate,
+    nesting too deep to walk) raises its subclass ``JudgeReplyInvalid``.
+    """
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', not {kind!r}")
     raw = text or ""
@@ -115,6 +121,25 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
         _fail("the judge returned no reply (None)", kind, raw)
     if not text.strip():
         _fail("the reply is empty", kind, raw)
+    if _has_lone_surrogate(text):
+        _fail_invalid(
+            "the reply holds an unpaired surrogate, which no text encoding can store", raw
+        )
+    try:
+        parsed = _parse(text, kind, raw)
+    except RecursionError:
+        _fail_invalid("the reply is nested too deeply to read", raw)
+    texts = (parsed.justification, parsed.reasoning)
+    if any(_has_lone_surrogate(part) for part in texts):
+        _fail_invalid(
+            "the reply's text holds an unpaired surrogate escape (such as \\ud800), which no "
+            "text encoding can store",
+            raw,
+        )
+    return parsed
+
+
+def _parse(text: str, kind: Kind, raw: str) -> ParsedReply:
     body = _unwrap_json_string(_THINK_BLOCK.sub("", text))
 
     found: list[tuple[bool | int, list[dict[str, object]]]] = []
@@ -123,6 +148,9 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
     for start, end, obj in _json_objects(body):
         saw_object = True
         spans.append((start, end))
+        depth = _nesting(obj)
+        if depth > _MAX_NESTING:
+            _fail_invalid(f"the reply's JSON is nested {depth} levels deep", raw)
         path = _verdict_path(obj, 0)
         if path is None:
             continue
@@ -146,11 +174,64 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
             confidence=_coerce_confidence(_first_present(path, _CONFIDENCE_KEYS)),
         )
 
+    if "{" in body and _too_deep_to_load(body):
+        _fail_invalid(f"the reply's JSON is nested more than {_MAX_NESTING} levels deep", raw)
     try:
         return _parse_plain(body, kind)
     except ValueError as exc:
         reason = "the JSON object has no 'value'" if saw_object else f"no JSON object, and {exc}"
         _fail(reason, kind, raw)
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _nesting(value: object) -> int:
+    """How deeply containers nest in a loaded value; iterative, so any depth is safe."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Sequence[object] = list(item.values())
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > _MAX_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _too_deep_to_load(text: str) -> bool:
+    """Whether brackets outside strings nest past the limit (json gives up with RecursionError)."""
+    depth = 0
+    quote = ""
+    escaped = False
+    for char in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char == '"':
+            quote = char
+        elif char in "{[":
+            depth += 1
+            if depth > _MAX_NESTING:
+                return True
+        elif char in "}]":
+            depth = max(0, depth - 1)
+    return False
 
 
 def _check_prose_agrees(
@@ -743,6 +824,17 @@ def _quote(text: str) -> str:
     if len(text) <= _QUOTE_LIMIT:
         return repr(text)
     return f"{text[:_QUOTE_LIMIT]!r}... ({len(text)} characters in all)"
+
+
+def _fail_invalid(reason: str, raw: str) -> NoReturn:
+    raise JudgeReplyInvalid(
+        f"Invalid judge reply: {reason}; received {_quote(raw)}.", raw_reply=_printable(raw)
+    )
+
+
+def _printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so the error itself can be shown and stored."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _fail(reason: str, kind: Kind, raw: str) -> NoReturn:
