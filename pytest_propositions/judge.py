@@ -92,6 +92,31 @@ def redact_url(url: str | None) -> str | None:
     return _URL_QUERY_SECRET.sub(r"\1[redacted]", _URL_USERINFO.sub("[redacted]@", url))
 
 
+class RedactingFilter(logging.Filter):
+    """Rewrites log records so that URL credentials and key-shaped strings never show.
+
+    Other libraries log the request URL at DEBUG (the openai SDK does, user and password
+    included); pytest shows captured logs in reports and writes them to --log-file.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "@" in message or "sk-" in message or "key=" in message.lower():
+            shown = redact(message)
+            if shown != message:
+                record.msg, record.args = shown, None
+        return True
+
+
+def hide_credentials_in_logs(handlers: list[logging.Handler], api_base: str | None) -> None:
+    """Put a RedactingFilter on pytest's log handlers when the api_base carries credentials."""
+    if api_base is None or redact_url(api_base) == api_base:
+        return  # nothing to hide: no filter, no cost per log record
+    for handler in handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+
+
 class Secret:
     """A credential that never shows itself: its repr and str are redacted, so a traceback
     with locals (``pytest -l``), a log line or a report cannot print it by accident.
@@ -883,6 +908,13 @@ class Judge:
                 status=status,
                 format_rejected=True,
             )
+        if fault.url_credentials:
+            raise JudgeUnavailable(
+                f"the judge ({where}) cannot be called with a user and password inside "
+                "--prop-api-base: the HTTP client refuses to send them along with the API key. "
+                "Remove them from the URL and give the key with PROP_API_KEY.",
+                status=status,
+            )
         if fault.refused:
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "
@@ -1032,6 +1064,7 @@ class _Fault:
     not_found: bool
     transient: bool
     invalid_response: bool
+    url_credentials: bool
 
     @classmethod
     def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
@@ -1050,6 +1083,9 @@ class _Fault:
             auth=status in (401, 403) or "authentication" in name.lower(),
             not_found=status == 404 or "notfound" in name.lower(),
             transient=_is_transient(error),
+            url_credentials=any(
+                "credentials encoded in url" in str(link).lower() for link in _chain(error)
+            ),
             invalid_response=any(
                 marker in link_text
                 for link in _chain(error)
