@@ -778,7 +778,7 @@ class Judge:
                 continue
             if refusal:
                 last_error = VerdictUnparsable(
-                    f"the judge ({connection.identity}) refused to answer: {refusal[:200]}",
+                    f"the judge refused to answer: {refusal[:200]} ({where})",
                     raw_reply=refusal,
                 )
                 continue

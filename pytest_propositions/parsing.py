@@ -629,7 +629,7 @@ def _read_prose(text: str, kind: Kind, *, plain: bool) -> tuple[bool | int, str]
     values = {statement.value for statement in statements} | cues
     if not statements:
         if cues:
-            raise ValueError(f"{_short(text)} has no verdict statement (a leading word is not one)")
+            raise ValueError(f"{_short(text)} states no verdict, only verdict words in passing")
         raise ValueError(f"{_short(text)} states no verdict")
     if len(values) > 1:
         shown = " and ".join(repr(value) for value in sorted(values, key=_order))
