@@ -778,7 +778,7 @@ class Judge:
                 continue
             if refusal:
                 last_error = VerdictUnparsable(
-                    f"the judge refused to answer: {refusal[:200]} ({where})",
+                    f"the judge refused to answer: {_printable(refusal[:200])} ({where})",
                     raw_reply=refusal,
                 )
                 continue
@@ -1093,3 +1093,8 @@ class _Fault:
                 for marker in _INVALID_RESPONSE_MARKERS
             ),
         )
+
+
+def _printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so a message quoting it can be printed."""
+    return text.encode("utf-8", "replace").decode("utf-8")
