@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__, collector
+from . import __version__, collector, families
 from .cache import CacheWarning, cache_key
 from .errors import (
     BudgetExceeded,
@@ -31,6 +31,7 @@ from .errors import (
     VerdictMissing,
     VerdictUnparsable,
 )
+from .families import TEMPERATURE
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 from .scale import MAX_SCORE, MIN_SCORE
 from .verdict import Usage, Verdict
@@ -51,8 +52,6 @@ _T = TypeVar("_T")
 # Structured-output strategies, best first. A provider that rejects one moves the model to the
 # next for the rest of the run; the prompt always describes the schema, so every mode works.
 RESPONSE_MODES = ("json_schema", "json_object", "text")
-
-TEMPERATURE = {"check": 0.5, "score": 1.0}
 
 # Caps on the reply's text in JSON mode (see reply_schema).
 REASONING_MAX_CHARS = 800
@@ -151,9 +150,12 @@ class Secret:
 def _received_status(error: BaseException) -> int | None:
     """The HTTP status the server really sent, if any.
 
-    litellm makes up a 500 for a refused or dropped connection and a 408 for its own client-side
-    timeout; a user searching their server's logs for those would find nothing.
+    litellm makes up a 500 for a refused or dropped connection, a 408 for its own client-side
+    timeout and a 400 for a parameter it refuses to send; a user searching their server's logs
+    for those would find nothing.
     """
+    if families.is_client_side_refusal(error):
+        return None
     for link in _chain(error):
         if type(link).__module__.split(".")[0] == "openai":
             status = getattr(link, "status_code", None)
@@ -179,7 +181,12 @@ class JudgeRequest:
 
     @property
     def temperature(self) -> float:
+        """The temperature of a model that takes one; what is sent is ``sampling``'s choice."""
         return TEMPERATURE[self.kind]
+
+    def sampling(self, model: str, reasoning_effort: str | None) -> dict[str, Any]:
+        """The sampling parameters sent to ``model`` (the litellm name) for this request."""
+        return families.sampling(model, self.kind, reasoning_effort)
 
 
 @dataclass
@@ -513,6 +520,7 @@ class Judge:
         self._connect = connect or self._default_connection
         self._connections: dict[str, Connection] = {}
         self._modes: dict[str, int] = {}
+        self._effort_ignored: set[str] = set()
         self._in_flight: dict[str, Future[Verdict]] = {}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._sleep = sleep
@@ -575,7 +583,8 @@ class Judge:
         token = self.progress.started() if self.progress is not None else None
         try:
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+            litellm = load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+            self._first_mode(litellm, connection)
             with _first_request_warm_up():
                 verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
@@ -600,8 +609,14 @@ class Judge:
             )
         connection = self._connection(model)
         load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+        try:
+            sampling = families.follow_up_sampling(
+                connection.litellm_model, self.settings.reasoning_effort
+            )
+        except families.UnsupportedEffort as error:
+            raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
         response = run_on_judge_loop(
-            self._complete(connection, messages, temperature=0.7, mode="text")
+            self._complete(connection, messages, sampling=sampling, mode="text")
         )
         content, _ = self._content(response)
         if not content.strip():
@@ -647,11 +662,40 @@ class Judge:
             "prompt_version": PROMPT_VERSION,
             "model": connection.identity,
             "messages": list(request.messages),
-            "sampling": {"temperature": request.temperature},
+            "sampling": self._sampling(request, connection),
             "kind": request.kind,
             "double_check": request.double_check,
             "sample_index": request.sample_index,
         }
+
+    def _sampling(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+        """What is sent and what the key records: one decision, from the model's name alone."""
+        effort = self.settings.reasoning_effort
+        model = connection.litellm_model
+        if families.effort_ignored(model, effort):
+            with self._lock:
+                first = model not in self._effort_ignored
+                self._effort_ignored.add(model)
+            if first:
+                logger.warning(
+                    "--prop-reasoning-effort=%s is not sent to %s: its model family takes no "
+                    "reasoning effort",
+                    effort,
+                    connection.identity,
+                )
+        try:
+            return request.sampling(model, effort)
+        except families.UnsupportedEffort as error:
+            raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
+
+    def _first_mode(self, litellm: ModuleType, connection: Connection) -> None:
+        """Start a model litellm knows at the structured-output mode litellm says it takes."""
+        with self._lock:
+            if connection.litellm_model in self._modes:
+                return
+        mode = families.first_response_mode(litellm, connection.litellm_model, RESPONSE_MODES)
+        with self._lock:
+            self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
     # -- cached records ------------------------------------------------------------------------
 
@@ -783,7 +827,7 @@ class Judge:
                 )
                 continue
             try:
-                parsed = parse_reply(content, request.kind)
+                parsed = parse_reply(families.strip_thinking(content), request.kind)
             except VerdictUnparsable as error:
                 # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
                 last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)
@@ -800,7 +844,7 @@ class Judge:
                 return await self._complete(
                     connection,
                     messages,
-                    temperature=request.temperature,
+                    sampling=self._sampling(request, connection),
                     mode=mode,
                     kind=request.kind,
                 )
@@ -825,7 +869,7 @@ class Judge:
         connection: Connection,
         messages: list[Message],
         *,
-        temperature: float,
+        sampling: dict[str, Any],
         mode: str,
         kind: Kind = "check",
     ) -> Any:
@@ -834,10 +878,16 @@ class Judge:
         Calls go through litellm's async API; the semaphore bounds how many are in flight.
         """
         litellm = load_litellm()
+        refusal = families.refusal_by_litellm(litellm, connection.litellm_model, sampling)
+        if refusal is not None:
+            raise JudgeUnavailable(
+                f"litellm refused the request before sending it: {refusal}; no request reached "
+                f"the server (model {connection.identity}). Please report this model."
+            )
         arguments: dict[str, Any] = {
             "model": connection.litellm_model,
             "messages": messages,
-            "temperature": temperature,
+            **sampling,
             "timeout": self.settings.timeout,
             "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
         }
@@ -902,11 +952,24 @@ class Judge:
         where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
         status = fault.status
         detail = fault.detail
+        client_side = fault.client_side
         if fault.format_rejected:
             raise JudgeUnavailable(
-                f"{where} rejected the structured-output request: {detail}",
+                (
+                    f"litellm refused the structured-output request before sending it ({where}): "
+                    f"{detail}; no request reached the server"
+                    if client_side
+                    else f"{where} rejected the structured-output request: {detail}"
+                ),
                 status=status,
                 format_rejected=True,
+            )
+        if client_side:
+            raise JudgeUnavailable(
+                f"litellm refused the request before sending it ({where}): {detail}; no request "
+                "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
+                "litellm.drop_params would send other parameters than the cache key records).",
+                status=None,
             )
         if fault.url_credentials:
             raise JudgeUnavailable(
@@ -1065,6 +1128,7 @@ class _Fault:
     transient: bool
     invalid_response: bool
     url_credentials: bool
+    client_side: bool
 
     @classmethod
     def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
@@ -1083,6 +1147,7 @@ class _Fault:
             auth=status in (401, 403) or "authentication" in name.lower(),
             not_found=status == 404 or "notfound" in name.lower(),
             transient=_is_transient(error),
+            client_side=families.is_client_side_refusal(error),
             url_credentials=any(
                 "credentials encoded in url" in str(link).lower() for link in _chain(error)
             ),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .families import REASONING_EFFORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
@@ -74,6 +75,13 @@ def _parse_text(text: str) -> str:
     return text.strip()
 
 
+def _parse_reasoning_effort(text: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in REASONING_EFFORTS:
+        raise ValueError(f"expected one of {', '.join(REASONING_EFFORTS)}, got {text!r}")
+    return lowered
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -125,6 +133,17 @@ OPTIONS: tuple[Option, ...] = (
         "Model for claims made with use_reasoning_model=True; the judge model when not set.",
         "MODEL",
         _parse_text,
+    ),
+    Option(
+        "reasoning_effort",
+        "--prop-reasoning-effort",
+        "PROP_REASONING_EFFORT",
+        None,
+        "Reasoning effort (minimal, low, medium, high) sent to judge models that take one "
+        "(OpenAI's o-series and gpt-5 models); other models are asked as before. Part of the "
+        "cache key when sent.",
+        "LEVEL",
+        _parse_reasoning_effort,
     ),
     Option(
         "api_base",
@@ -262,6 +281,7 @@ class Settings:
 
     model: str = DEFAULT_MODEL
     reasoning_model: str | None = None
+    reasoning_effort: str | None = None
     # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
     api_base: str | None = field(default=None, repr=False)
     cache: str = "use"
