@@ -910,7 +910,7 @@ class Judge:
             except Exception as error:
                 # Read the provider's error here and let it go: its text (and its traceback's
                 # frames) may quote the key, so no frame shown later may hold it.
-                fault = _Fault.read(error, (api_key, api_base))
+                fault = _Fault.read(error, (api_key, *_url_credentials(api_base)))
             self._raise_if_final(fault, connection, attempt, attempts)
             delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
             logger.info(
@@ -1083,6 +1083,17 @@ def _usage(response: Any) -> tuple[int, int]:
     prompt = getattr(usage, "prompt_tokens", 0) or 0
     completion = getattr(usage, "completion_tokens", 0) or 0
     return int(prompt), int(completion)
+
+
+def _url_credentials(api_base: Secret | None) -> tuple[Secret, ...]:
+    """The user-and-password part of the URL and the password alone, to redact wherever seen."""
+    if api_base is None:
+        return ()
+    found = re.search(r"://([^/?#@\s]+)@", api_base.reveal())
+    if found is None:
+        return ()
+    userinfo = found.group(1)
+    return (Secret(userinfo), Secret(userinfo.partition(":")[2]))
 
 
 def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, str]:

@@ -257,3 +257,14 @@ def test_a_retried_call_logs_no_secret(
     assert "retry 1 of 2" in logged
     assert "chat/completions" in logged  # the client's DEBUG lines were captured
     assert PLAIN_KEY not in logged
+
+
+def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
+    from pytest_propositions.judge import _Fault, _url_credentials
+
+    base = Secret(f"http://h13user:{PASSWORD}@127.0.0.1:9/v1")
+    error = RuntimeError(f"proxy auth failed for password {PASSWORD} (user h13user:{PASSWORD})")
+    fault = _Fault.read(error, (Secret(PLAIN_KEY), *_url_credentials(base)))
+    assert PASSWORD not in fault.detail
+    assert "proxy auth failed" in fault.detail
+    assert _url_credentials(Secret("http://127.0.0.1:9/v1")) == ()
