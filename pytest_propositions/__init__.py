@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BudgetExceeded,
+    CacheUnusable,
     JudgeError,
     JudgeReplyInvalid,
     JudgeUnavailable,
@@ -43,6 +44,7 @@ __all__ = [
     "MIN_SCORE",
     "Agent",
     "BudgetExceeded",
+    "CacheUnusable",
     "JudgeError",
     "JudgeReplyInvalid",
     "JudgeUnavailable",

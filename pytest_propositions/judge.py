@@ -22,9 +22,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__, collector, families
-from .cache import CacheWarning, cache_key
+from .cache import CacheDirectoryError, CacheWarning, cache_key
+from .checks import quote_claim
 from .errors import (
     BudgetExceeded,
+    CacheUnusable,
     DryRunSkip,
     JudgeReplyInvalid,
     JudgeUnavailable,
@@ -502,6 +504,17 @@ def _key_hint(model: str) -> str:
     return f"{provider}_API_KEY (or PROP_API_KEY)"
 
 
+def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
+    """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
+    try:
+        return step(*args)
+    except CacheDirectoryError as error:
+        raise CacheUnusable(
+            f"{error}; nothing was judged. Fix the folder, or choose another with "
+            "--prop-cache-dir (or --prop-cache=off)"
+        ) from None
+
+
 class Judge:
     """Turns judge requests into verdicts, from the cache when it can, from the model when not."""
 
@@ -540,7 +553,7 @@ class Judge:
         connection = self._connection(request.model)
         key = cache_key(self._key_material(request, connection))
         if self.cache is not None:
-            record = self.cache.get(key)
+            record = _cache_step(self.cache.get, key)
             verdict = self._from_record(record, key) if record is not None else None
             if verdict is not None:
                 with self.stats.lock:
@@ -549,7 +562,7 @@ class Judge:
                 return verdict
             if self.cache.mode == "replay":
                 raise VerdictMissing(
-                    f"no recorded verdict for claim {request.claim!r}"
+                    f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")
                     + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
                     "with --prop-cache=use, or import an export with "
@@ -561,11 +574,11 @@ class Judge:
         if self.settings.dry_run:
             with self.stats.lock:
                 self.stats.dry_run_misses += 1
-            raise DryRunSkip(f"dry run: claim {request.claim!r} has no cached verdict")
+            raise DryRunSkip(f"dry run: claim {quote_claim(request.claim)} has no cached verdict")
         if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
             raise BudgetExceeded(
                 f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
-                f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
+                f"${self.settings.max_cost:.4f}; claim {quote_claim(request.claim)} was not judged "
                 "(cached verdicts are still served)"
             )
         # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
@@ -582,6 +595,9 @@ class Judge:
             return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
+            if self.cache is not None:
+                # Before paying for a verdict: a cache that cannot store it is an error now.
+                _cache_step(self.cache.prepare_write)
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
             litellm = load_litellm(connection.litellm_model, freeze=self.freeze_heap)
             self._first_mode(litellm, connection)
@@ -802,7 +818,7 @@ class Judge:
                 response = await self._complete_with_fallback(connection, messages, request, mode)
             except JudgeUnavailable as error:
                 raise JudgeUnavailable(
-                    f"{error} (claim {_shown_claim(request.claim)})",
+                    f"{error} (claim {quote_claim(request.claim)})",
                     status=error.status,
                     format_rejected=error.format_rejected,
                 ) from None
@@ -814,7 +830,7 @@ class Judge:
                 self.stats.prompt_tokens += prompt_tokens
                 self.stats.completion_tokens += completion_tokens
                 self.stats.cost_usd += cost or 0.0
-            where = f"model {connection.identity}, claim {_shown_claim(request.claim)}"
+            where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
             try:
                 content, refusal = self._content(response)
             except JudgeReplyInvalid as error:
@@ -1104,16 +1120,6 @@ def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, s
     if api_key is not None and api_key.reveal():
         revealed["api_key"] = api_key.reveal()
     return revealed
-
-
-_CLAIM_SHOWN_CHARS = 160
-
-
-def _shown_claim(claim: str) -> str:
-    """The claim quoted for a one-line message: shortened when long."""
-    if len(claim) <= _CLAIM_SHOWN_CHARS:
-        return repr(claim)
-    return f"{claim[: _CLAIM_SHOWN_CHARS - 3]!r}... ({len(claim)} characters)"
 
 
 # litellm's words for an HTTP 200 whose body is JSON but not a chat completion.

@@ -8,6 +8,7 @@ copy them to workers unchanged.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -58,8 +59,8 @@ def _parse_positive_float(text: str) -> float:
         number = float(text)
     except ValueError:
         raise ValueError(f"expected a positive number, got {text!r}") from None
-    if not number > 0:
-        raise ValueError(f"expected a positive number, got {text!r}")
+    if not math.isfinite(number) or not number > 0:
+        raise ValueError(f"expected a finite positive number, got {text!r}")
     return number
 
 
