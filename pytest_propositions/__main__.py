@@ -1,7 +1,7 @@
-"""``python -m pytest_propositions cache ...``: inspect and maintain the verdict cache.
+"""``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
 
-Only the cache module is loaded (never litellm or pydantic), so these commands are quick and
-work on machines without a judge configured.
+The cache commands load only the cache module (never litellm or pydantic), so they are quick
+and work on machines without a judge configured; ``calibrate`` judges, so it loads the judge.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .cache import (
     ImportLineError,
     VerdictCache,
 )
+from .calibration import CalibrationError
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"
@@ -109,6 +110,22 @@ def _build_parser() -> argparse.ArgumentParser:
         help="remove every verdict",
         description="Remove every verdict and the record of the last complete run.",
     )
+    calibrate = commands.add_parser(
+        "calibrate",
+        parents=[common],
+        help="measure a judge on labeled claims: is it fit to gate CI?",
+        description="Judge labeled claims (the shipped set, or your own with --set) through the "
+        "same path as tests, verdict cache included, and report balanced accuracy, the "
+        "false-pass rate and more. The result is recorded beside the verdict cache, where the "
+        "pytest header and --prop-min-calibration find it. Exit 1 when a bar given is missed.",
+        epilog="examples:\n"
+        f"  {PROG} calibrate --model openai/gpt-4.1-mini --max-false-pass 0.05\n"
+        f"  {PROG} calibrate --set builtin --set my_items.jsonl --json calibration.json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from .calibration import add_arguments
+
+    add_arguments(calibrate)
     return parser
 
 
@@ -256,8 +273,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "calibrate":
+            from .calibration import run as calibrate
+
+            return calibrate(args)
         return _run(args)
-    except (UsageError, CacheError) as exc:  # NoCompleteRunError included
+    except (UsageError, CacheError, CalibrationError) as exc:  # NoCompleteRunError included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

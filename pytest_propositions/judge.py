@@ -514,6 +514,10 @@ class Judge:
             )
         return content.strip()
 
+    def identity(self, model: str) -> str:
+        """What this judge's cache keys name for ``model`` (for 'local', the model file's hash)."""
+        return self._connection(model).identity
+
     def close(self) -> None:
         """Release the cache, stop a local judge server if this run started one, thaw the heap."""
         if self.cache is not None:

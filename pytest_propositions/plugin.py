@@ -120,11 +120,16 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         items[0].config.stash[RUNTIME_KEY].partial_reasons.add("tests were deselected")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from .calibration import header_line as calibration_line
     from .report import header_line
 
     runtime = config.stash[RUNTIME_KEY]
-    return header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)
+    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
+    calibration = calibration_line(runtime.settings, runtime.cache_dir)
+    if calibration is not None:
+        lines.append(f"propositions: {calibration}")
+    return lines
 
 
 @pytest.hookimpl(wrapper=True)

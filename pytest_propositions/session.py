@@ -33,6 +33,15 @@ def build_runtime(config: pytest.Config) -> Runtime:
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = Runtime(settings, cache_dir(config, settings.cache_dir), in_pytest_session=True)
+    if settings.min_calibration is not None and not hasattr(config, "workerinput"):
+        from .calibration import CalibrationError, gate_problem
+
+        try:
+            problem = gate_problem(settings, runtime.cache_dir)
+        except CalibrationError as error:
+            problem = str(error)
+        if problem is not None:
+            raise pytest.UsageError(f"pytest-propositions: {problem}")
     if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
         from .progress import ProgressLine
 

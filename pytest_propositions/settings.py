@@ -62,6 +62,16 @@ def _parse_positive_float(text: str) -> float:
     return number
 
 
+def _parse_fraction(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}")
+    return number
+
+
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
@@ -222,6 +232,16 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_float,
     ),
     Option(
+        "min_calibration",
+        "--prop-min-calibration",
+        "PROP_MIN_CALIBRATION",
+        None,
+        "Refuse to start unless the judge was calibrated (python -m pytest_propositions "
+        "calibrate) for this prompt version with at least this balanced accuracy, 0..1.",
+        "X",
+        _parse_fraction,
+    ),
+    Option(
         "report",
         "--prop-report",
         "PROP_REPORT",
@@ -275,6 +295,7 @@ class Settings:
     report: str | None = None
     dry_run: bool = False
     local_model: str | None = None
+    min_calibration: float | None = None
 
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:
