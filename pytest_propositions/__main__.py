@@ -23,6 +23,7 @@ from .cache import (
     VerdictCache,
 )
 from .calibration import CalibrationError
+from .diff import ReportError
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"
@@ -123,6 +124,15 @@ def _build_parser() -> argparse.ArgumentParser:
         f"  {PROG} calibrate --set builtin --set my_items.jsonl --json calibration.json\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    diff = commands.add_parser(
+        "diff",
+        help="compare two --prop-report files: flipped verdicts, score changes, added, removed",
+        description="Compare two --prop-report files (say, the same suite judged by two models). "
+        "Claims are matched by test id, claim and kind. The last line reads 'N flipped, M score "
+        "changes, A added, R removed'. Exit 1 when a verdict flipped.",
+    )
+    diff.add_argument("old", metavar="OLD.json")
+    diff.add_argument("new", metavar="NEW.json")
     from .calibration import add_arguments
 
     add_arguments(calibrate)
@@ -277,8 +287,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .calibration import run as calibrate
 
             return calibrate(args)
+        if args.command == "diff":
+            from .diff import run as diff
+
+            return diff(args.old, args.new)
         return _run(args)
-    except (UsageError, CacheError, CalibrationError) as exc:  # NoCompleteRunError included
+    except (
+        UsageError,
+        CacheError,
+        CalibrationError,
+        ReportError,
+    ) as exc:  # NoCompleteRunError included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
