@@ -87,6 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
     runtime.on_first_claim = report_claims
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
+    if config.pluginmanager.hasplugin("html"):
+        config.pluginmanager.register(PytestHtmlExtras(), "propositions-pytest-html")
 
 
 def _has_proposition_marker(item: pytest.Item) -> bool:
@@ -238,6 +240,25 @@ class ClaimReports:
                     f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
                 )
             )
+        return report
+
+
+class PytestHtmlExtras:
+    """Registered only when pytest-html is active: each test's claims go into its report."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.when == "call":
+            runtime = item.config.stash[RUNTIME_KEY]
+            outcomes = runtime.outcomes_of(item.nodeid)
+            if outcomes:
+                from .html_report import pytest_html_extra
+
+                extra = pytest_html_extra(outcomes, runtime.contexts)
+                report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report
 
 

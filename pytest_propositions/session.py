@@ -93,11 +93,16 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
         runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
     runtime.partial_reasons.update(partial_selection(config))
     runtime.record_complete_run()
-    if not runtime.settings.report:
-        return None
-    from .report import save_json_report
+    problems = []
+    if runtime.settings.report:
+        from .report import save_json_report
 
-    return save_json_report(runtime, config.invocation_params.dir)
+        problems.append(save_json_report(runtime, config.invocation_params.dir))
+    if runtime.settings.html:
+        from .html_report import save_html_report
+
+        problems.append(save_html_report(runtime, config.invocation_params.dir))
+    return "; ".join(problem for problem in problems if problem) or None
 
 
 def worker_output(runtime: Runtime) -> dict[str, Any]:
@@ -113,6 +118,8 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
         output["prop_stats"] = stats_record(runtime.stats())
         output["prop_used"] = True
+        if runtime.contexts:
+            output["prop_contexts"] = runtime.contexts
     return output
 
 
@@ -129,5 +136,6 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
             output.get("prop_stats", {}),
             used=True,
         )
+        runtime.contexts.update(output.get("prop_contexts", {}))
     if crashed:
         runtime.partial_reasons.add("a worker crashed")

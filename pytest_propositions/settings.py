@@ -251,6 +251,16 @@ OPTIONS: tuple[Option, ...] = (
         _parse_text,
     ),
     Option(
+        "html",
+        "--prop-html",
+        "PROP_HTML",
+        None,
+        "Write a self-contained HTML report of every claim (verdict, justification, the "
+        "context the judge saw) to this file.",
+        "FILE",
+        _parse_text,
+    ),
+    Option(
         "dry_run",
         "--prop-dry-run",
         "PROP_DRY_RUN",
@@ -293,6 +303,7 @@ class Settings:
     concurrency: int = 8
     max_cost: float | None = None
     report: str | None = None
+    html: str | None = None
     dry_run: bool = False
     local_model: str | None = None
     min_calibration: float | None = None
