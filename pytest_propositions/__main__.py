@@ -105,6 +105,22 @@ def _build_parser() -> argparse.ArgumentParser:
         "selection, no failures, not interrupted) did not use. Verdicts stored after that "
         "run are kept. Refuses if no complete run was ever recorded.",
     )
+    rejudge = actions.add_parser(
+        "rejudge",
+        parents=[common],
+        help="ask every stored request again with another judge; list the flips",
+        description="Ask every stored judge request again, of another model, without running "
+        "any test, and store the answers under that model's keys: afterwards "
+        "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
+        "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
+    )
+    rejudge.add_argument("--model", metavar="NEW", required=True, help="the other judge")
+    rejudge.add_argument(
+        "--api-base", metavar="URL", help="its OpenAI-compatible server (default: $PROP_API_BASE)"
+    )
+    rejudge.add_argument(
+        "--concurrency", metavar="N", help="requests at once (default: $PROP_CONCURRENCY, else 8)"
+    )
     actions.add_parser(
         "clear",
         parents=[common],
@@ -254,6 +270,10 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"{name}:{exc.lineno}: {exc.expected}") from None
         print(f"imported {count} verdicts into {cache.directory}")
         return 0
+    if action == "rejudge":
+        from .rejudge import run as rejudge
+
+        return rejudge(directory, args.model, args.api_base, args.concurrency)
     cache = _existing(directory)
     try:
         if action == "stats":
