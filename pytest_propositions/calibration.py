@@ -413,8 +413,7 @@ def record_key(identity: str, prompt_version: str, reasoning_effort: str | None 
 
 
 def _reasoning_effort(settings: Settings) -> str | None:
-    value = getattr(settings, "reasoning_effort", None)
-    return value if isinstance(value, str) else None
+    return settings.reasoning_effort
 
 
 def read_records(cache_dir: Path) -> dict[str, Any]:
@@ -560,7 +559,7 @@ def _fraction(text: str) -> float:
 
 def settings_from(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     """Command-line values first, then ``PROP_*`` variables, then defaults, as in pytest."""
-    from .settings import OPTIONS_BY_NAME, SettingsError, resolve
+    from .settings import SettingsError, resolve
 
     cli: dict[str, str | None] = {
         "model": args.model,
@@ -570,13 +569,8 @@ def settings_from(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
         "cache": args.cache,
         "min_score": args.min_score,
         "cache_dir": getattr(args, "cache_dir", None),
+        "reasoning_effort": args.reasoning_effort,
     }
-    if args.reasoning_effort is not None:
-        if "reasoning_effort" not in OPTIONS_BY_NAME:
-            raise CalibrationError(
-                "--reasoning-effort: this version has no reasoning-effort setting"
-            )
-        cli["reasoning_effort"] = args.reasoning_effort
     try:
         return resolve(cli, env, {})
     except SettingsError as error:

@@ -366,3 +366,48 @@ def test_the_header_names_the_calibration_and_the_gate_refuses_a_worse_judge(
             "propositions: judge openai/judge-model: balanced accuracy 0.50, false-pass 1.00 on 176 items, 20*"
         ]
     )
+
+
+def test_the_reasoning_effort_reaches_the_judge_and_names_the_record(
+    env: Path, judge_server: ScriptedJudge, capsys: pytest.CaptureFixture[str]
+) -> None:
+    item = {
+        "id": "a",
+        "kind": "check",
+        "target": {"text": "Ana: yes."},
+        "claim": "Ana says yes.",
+        "label": True,
+    }
+    (env / "one.jsonl").write_text(json.dumps(item) + "\n")
+    judge_server.reasoning_efforts = frozenset({"minimal", "low", "medium", "high"})
+    code = main(
+        [
+            "calibrate",
+            "--model",
+            "openai/gpt-5-mini",
+            "--reasoning-effort",
+            "low",
+            "--set",
+            "one.jsonl",
+        ]
+    )
+    assert code == 0, capsys.readouterr()
+    [request] = judge_server.requests
+    assert request.body.get("reasoning_effort") == "low"
+    record = json.loads((env / ".pytest_cache/d/propositions/calibrations.json").read_text())
+    assert list(record) == ["openai/gpt-5-mini (prompt 1) (reasoning effort low)"]
+    assert (
+        main(
+            [
+                "calibrate",
+                "--model",
+                "openai/gpt-5-mini",
+                "--reasoning-effort",
+                "extreme",
+                "--set",
+                "one.jsonl",
+            ]
+        )
+        == 2
+    )
+    assert "--reasoning-effort" in capsys.readouterr().err
