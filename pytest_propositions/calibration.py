@@ -353,7 +353,7 @@ def judge_items(
     a replay miss) stops the run, since the numbers would describe the setup, not the judge.
     """
     from .assertions import judge_claim
-    from .errors import JudgeError, VerdictUnparsable
+    from .errors import DryRunSkip, JudgeError, VerdictUnparsable
     from .runtime import Runtime
 
     runtime = Runtime(settings, cache_dir)
@@ -370,6 +370,10 @@ def judge_items(
             )
         except VerdictUnparsable as error:
             return Outcome(item, error=str(error))
+        except DryRunSkip:
+            raise CalibrationError(
+                f"item {item.id} has no cached verdict, and PROP_DRY_RUN forbids judging it"
+            ) from None
         return Outcome(item, verdict.value, verdict.votes, verdict.justification)
 
     try:
@@ -380,7 +384,7 @@ def judge_items(
             try:
                 for future in futures:
                     outcomes.append(future.result())
-            except JudgeError:
+            except (JudgeError, CalibrationError):
                 for pending in futures:
                     pending.cancel()
                 raise

@@ -411,3 +411,15 @@ def test_the_reasoning_effort_reaches_the_judge_and_names_the_record(
         == 2
     )
     assert "--reasoning-effort" in capsys.readouterr().err
+
+
+def test_a_dry_run_environment_refuses_to_judge(
+    env: Path,
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("PROP_DRY_RUN", "1")
+    assert calibrate("--set", str(shipped_set()), "--concurrency", "1") == 2
+    assert "has no cached verdict, and PROP_DRY_RUN forbids judging it" in capsys.readouterr().err
+    assert judge_server.requests == []
