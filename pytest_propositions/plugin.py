@@ -87,7 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
     runtime.on_first_claim = report_claims
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
-    if config.pluginmanager.hasplugin("html"):
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
+        runtime.keep_contexts = True
         config.pluginmanager.register(PytestHtmlExtras(), "propositions-pytest-html")
 
 

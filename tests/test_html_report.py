@@ -147,6 +147,9 @@ def test_claims_go_into_pytest_html_when_it_is_installed(
     assert "Mallory stays &lt;b&gt;polite&lt;/b&gt;." in extra["content"]
     assert "She injects &lt;/pre&gt;&lt;script&gt;x()&lt;/script&gt;." in extra["content"]
     assert "<script" not in extra["content"]
+    # The context the judge saw comes along, escaped and collapsed.
+    assert "&lt;script&gt;window.__pwned = 1" in extra["content"]
+    assert "<details class='context'>" in extra["content"]
 
 
 def test_under_xdist_the_controller_gets_the_workers_contexts(
