@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +91,25 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
         runtime.keep_contexts = True
         config.pluginmanager.register(PytestHtmlExtras(), "propositions-pytest-html")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Credentials inside --prop-api-base reach other libraries' DEBUG logs (the request URL);
+    # pytest's logging plugin, registered by now, is where they would be shown or written.
+    runtime = session.config.stash.get(RUNTIME_KEY, None)
+    logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
+    if runtime is None or logging_plugin is None:
+        return
+    from .judge import hide_credentials_in_logs
+
+    handlers = [
+        getattr(logging_plugin, name, None)
+        for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler")
+    ]
+    hide_credentials_in_logs(
+        [h for h in handlers if isinstance(h, logging.Handler)], runtime.settings.api_base
+    )
 
 
 def _has_proposition_marker(item: pytest.Item) -> bool:

@@ -11,7 +11,7 @@ import argparse
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .families import REASONING_EFFORTS
@@ -313,7 +313,8 @@ class Settings:
     model: str = DEFAULT_MODEL
     reasoning_model: str | None = None
     reasoning_effort: str | None = None
-    api_base: str | None = None
+    # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
+    api_base: str | None = field(default=None, repr=False)
     cache: str = "use"
     cache_dir: str | None = None
     min_score: int = 7
