@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import textwrap
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -57,22 +59,45 @@ class LibraryAgent:
     """Stands in for an agent object of a simulation library (no import of that library needed).
 
     Anything with `pretty_current_interactions(...)`, a `name` and a `_persona` dict is judged
-    as a simulated agent.
+    as a simulated agent. This one writes the text the way TinyTroupe does: rich style tags
+    around the names, and a clock that starts when the process starts, so every run prints
+    other times. The judge sees neither the tags nor the wall clock (times become offsets from
+    the first event, `--prop-timestamps`), so the verdicts replay in any later process.
     """
 
-    def __init__(self, name: str, lines: list[str], persona: dict[str, Any]) -> None:
+    def __init__(self, name: str, events: list[tuple[str, str, str]], persona: dict[str, Any]):
         self.name = name
         self._persona = persona
-        self._lines = lines
+        self._events = events  # (actor or "", kind, content); "" marks the user speaking
+        self._start = datetime.now()
+
+    def _event(self, index: int, actor: str, kind: str, content: str) -> list[str]:
+        when = (self._start + timedelta(minutes=5 * index)).isoformat()
+        if actor:
+            head = f"[bold green3][underline]{actor}[/] acts: [{kind}] "
+        else:
+            style = "bold italic cyan1"
+            head = f"[{style}][underline]USER[/] --> [{style}][underline]{self.name}[/]: [{kind}] "
+        body = textwrap.fill(content, 100, initial_indent="      > ", subsequent_indent="      > ")
+        return [
+            f"Agent simulation trajectory event #{index}:",
+            f">>>>>>>>> Date and time of events: {when}",
+            head,
+            f"{body}[/]",
+        ]
 
     def pretty_current_interactions(
         self, first_n: int | None = None, last_n: int | None = None, **_: Any
     ) -> str:
-        lines = self._lines
+        events = list(enumerate(self._events))
         if first_n is not None:
-            lines = lines[:first_n]
+            events = events[:first_n]
         if last_n is not None:
-            lines = lines[-last_n:]
+            events = events[-last_n:]
+        lines = [f"**** BEGIN SIMULATION TRAJECTORY FOR {self.name} ****"]
+        for index, (actor, kind, content) in events:
+            lines.extend(self._event(index, actor, kind, content))
+        lines.append(f"**** END SIMULATION TRAJECTORY FOR {self.name} ****")
         return "\n".join(lines)
 
 
@@ -81,10 +106,10 @@ def library_agent() -> LibraryAgent:
     return LibraryAgent(
         "Ana",
         [
-            "USER --> Ana: [CONVERSATION] Which dessert would you recommend?",
-            "Ana acts: [THINK] I should suggest something traditional.",
-            "Ana acts: [TALK] Try a pastel de nata, it is the classic Portuguese custard tart.",
-            "Ana acts: [DONE]",
+            ("", "CONVERSATION", "Which dessert would you recommend? [Asked at the counter.]"),
+            ("Ana", "THINK", "I should suggest something traditional."),
+            ("Ana", "TALK", "Try a pastel de nata, it is the classic Portuguese custard tart."),
+            ("Ana", "DONE", ""),
         ],
         {"occupation": "pastry chef", "nationality": "Portuguese"},
     )
@@ -110,27 +135,24 @@ def order_log() -> OrderLog:
     return OrderLog([("Oscar", "espresso", 1), ("Lisa", "croissant", 2), ("Oscar", "espresso", 1)])
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the bundled 135M-parameter judge, a wrong verdict is expected now and then.
+def _chosen(config: pytest.Config, name: str) -> str | None:
+    """A pytest-propositions setting as the user gave it: flag, then environment, then ini."""
+    value = config.getoption(f"prop_{name}") or os.environ.get(f"PROP_{name.upper()}")
+    return value or config.getini(f"prop_{name}") or None
 
-    With that judge these examples show the whole path working (real model, real tokens, the
-    cache), so a claim it gets wrong is reported as xfail instead of failing the run. A judge
-    that cannot answer still fails. Remove this hook when you copy the examples and use a real
-    model (--prop-model=...).
+
+@pytest.hookimpl(tryfirst=True)  # before the plugin reads its settings
+def pytest_configure(config: pytest.Config) -> None:
+    """On the bundled tiny judge, report the claims it does not uphold instead of failing.
+
+    SmolLM2-135M (the default, --prop-model=local) shows the whole path working: a real model,
+    real tokens, the cache. It is too small to judge well, so here its verdicts are listed in
+    the summary with its reasons, and only a judge that cannot answer fails the run. With a
+    real model (--prop-model=...) these examples are an ordinary pass/fail suite. Drop this
+    hook when you copy the examples; an explicit --prop-outcome always wins.
     """
-    from pytest_propositions import PropositionFailed
-
-    model = (
-        config.getoption("prop_model")
-        or os.environ.get("PROP_MODEL")
-        or config.getini("prop_model")
+    stand_in = (_chosen(config, "model") or "local") == "local" and not _chosen(
+        config, "local_model"
     )
-    if model not in (None, "", "local"):
-        return
-    tiny_judge = pytest.mark.xfail(
-        raises=PropositionFailed,
-        strict=False,
-        reason="the bundled 135M local judge is too small to judge reliably",
-    )
-    for item in items:
-        item.add_marker(tiny_judge)
+    if stand_in and not _chosen(config, "outcome"):
+        config.option.prop_outcome = "report"

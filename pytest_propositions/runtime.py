@@ -1,7 +1,8 @@
 """The state of one run: settings, the judge and cache built on first need, and what was judged.
 
 Inside pytest the plugin activates a runtime built from the session's options; outside pytest
-the first claim builds one from environment variables.
+the first claim builds one from environment variables, caching verdicts in the user's cache
+folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` say otherwise.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .settings import Settings, from_environment
+from .settings import Settings, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
     from .cache import VerdictCache
@@ -44,6 +45,8 @@ class Runtime:
     cache_dir: Path | None = None
     current_test: str | None = None
     progress: ProgressLine | None = None
+    # On an xdist controller: the folder where workers say what they are judging.
+    progress_dir: Path | None = None
     # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
     render_hook: Callable[[Any, Any], str | None] | None = None
     # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
@@ -59,6 +62,10 @@ class Runtime:
     _workers_used: bool = field(default=False, repr=False)
     # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
     _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
+    # With --prop-html: each judge request's messages by cache key (the context the judge saw).
+    contexts: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
+    # Keep contexts without --prop-html too (pytest-html writing a report sets it).
+    keep_contexts: bool = False
     _judge: Judge | None = field(default=None, repr=False)
     _claimed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -101,6 +108,12 @@ class Runtime:
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
+
+    def remember_context(self, key: str, messages: Iterable[Mapping[str, str]]) -> None:
+        """Keep what the judge was shown, for an HTML report; nothing when none is written."""
+        if key and (self.settings.html or self.keep_contexts):
+            with self._lock:
+                self.contexts[key] = [dict(message) for message in messages]
 
     def note_error(self, error: BaseException) -> None:
         self._first_claim()
@@ -194,6 +207,11 @@ class Runtime:
             judge.close()
         if self.progress is not None:
             self.progress.close()
+        if self.progress_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.progress_dir, ignore_errors=True)
+            self.progress_dir = None
 
 
 # A stack, so that a pytest run nested inside another (pytester) restores the outer one's runtime.
@@ -221,5 +239,8 @@ def current() -> Runtime:
             return _active[-1]
         if _fallback is None:
             settings = from_environment()
-            _fallback = Runtime(settings, Path(settings.cache_dir) if settings.cache_dir else None)
+            # Scripts and notebooks cache like test runs do: PROP_CACHE_DIR, else the user's
+            # cache folder (PROP_CACHE=off turns it off).
+            folder = Path(settings.cache_dir).expanduser() if settings.cache_dir else None
+            _fallback = Runtime(settings, folder or user_cache_dir())
         return _fallback

@@ -10,14 +10,19 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from .families import REASONING_EFFORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
+# How a simulation library's clock lines reach the judge (library_text.py owns the rewriting).
+TIMESTAMP_MODES = ("relative", "absolute", "none")
+OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 
 
@@ -64,9 +69,31 @@ def _parse_positive_float(text: str) -> float:
     return number
 
 
+def _parse_fraction(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}")
+    return number
+
+
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_timestamps(text: str) -> str:
+    if text not in TIMESTAMP_MODES:
+        raise ValueError(f"expected one of {', '.join(TIMESTAMP_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_outcome(text: str) -> str:
+    if text not in OUTCOMES:
+        raise ValueError(f"expected one of {', '.join(OUTCOMES)}, got {text!r}")
     return text
 
 
@@ -170,9 +197,21 @@ OPTIONS: tuple[Option, ...] = (
         "--prop-cache-dir",
         "PROP_CACHE_DIR",
         None,
-        "Folder of the verdict cache; by default inside pytest's cache directory.",
+        "Folder of the verdict cache; by default inside pytest's cache directory (outside "
+        "pytest: the user's cache folder, e.g. ~/.cache/pytest-propositions/verdicts).",
         "DIR",
         _parse_text,
+    ),
+    Option(
+        "timestamps",
+        "--prop-timestamps",
+        "PROP_TIMESTAMPS",
+        "relative",
+        "How the 'Date and time of events' lines of a simulation object's trajectory reach the "
+        "judge (and the cache key): relative (offsets from the target's first time, stable "
+        "across runs whose clocks differ), absolute (as written), none (left out).",
+        "MODE",
+        _parse_timestamps,
     ),
     Option(
         "min_score",
@@ -242,11 +281,43 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_float,
     ),
     Option(
+        "outcome",
+        "--prop-outcome",
+        "PROP_OUTCOME",
+        "fail",
+        "What a claim the judge does not uphold does to its test: fail, or report (the test "
+        "passes as 'not upheld' and the summary lists every claim with the judge's "
+        "justification; for trying the plugin on a stand-in judge, never for a gate). A judge "
+        "error fails either way.",
+        "MODE",
+        _parse_outcome,
+    ),
+    Option(
+        "min_calibration",
+        "--prop-min-calibration",
+        "PROP_MIN_CALIBRATION",
+        None,
+        "Refuse to start unless the judge was calibrated (python -m pytest_propositions "
+        "calibrate) for this prompt version with at least this balanced accuracy, 0..1.",
+        "X",
+        _parse_fraction,
+    ),
+    Option(
         "report",
         "--prop-report",
         "PROP_REPORT",
         None,
         "Write every verdict of the run, with its test id, to this JSON file.",
+        "FILE",
+        _parse_text,
+    ),
+    Option(
+        "html",
+        "--prop-html",
+        "PROP_HTML",
+        None,
+        "Write a self-contained HTML report of every claim (verdict, justification, the "
+        "context the judge saw) to this file.",
         "FILE",
         _parse_text,
     ),
@@ -283,9 +354,11 @@ class Settings:
     model: str = DEFAULT_MODEL
     reasoning_model: str | None = None
     reasoning_effort: str | None = None
-    api_base: str | None = None
+    # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
+    api_base: str | None = field(default=None, repr=False)
     cache: str = "use"
     cache_dir: str | None = None
+    timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0
     retries: int = 3
@@ -293,9 +366,12 @@ class Settings:
     confirm: int = 0
     concurrency: int = 8
     max_cost: float | None = None
+    outcome: str = "fail"
     report: str | None = None
+    html: str | None = None
     dry_run: bool = False
     local_model: str | None = None
+    min_calibration: float | None = None
 
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:
@@ -333,6 +409,29 @@ def resolve(
                 values[option.name] = option.parse(option.default)
     assert set(values) <= _field_names()
     return Settings(**values)
+
+
+API_CACHE_FOLDER = os.path.join("pytest-propositions", "verdicts")
+
+
+def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the Python API keeps verdicts when no folder is configured: the user's cache folder.
+
+    Outside pytest there is no project root to anchor a folder to (a notebook or a script may
+    start anywhere, even in a read-only folder), and keys are hashes of whole requests, so one
+    folder per user serves every project safely. ``$XDG_CACHE_HOME`` wins where it is set.
+    """
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg)
+    elif sys.platform == "win32" and env.get("LOCALAPPDATA"):
+        base = Path(env["LOCALAPPDATA"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path.home() / ".cache"
+    return base / API_CACHE_FOLDER
 
 
 def from_environment(env: Mapping[str, str] | None = None) -> Settings:
