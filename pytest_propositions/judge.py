@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__, collector
 from .cache import CacheWarning, cache_key
+from .endpoint import Connection
 from .errors import (
     BudgetExceeded,
     DryRunSkip,
@@ -121,24 +122,6 @@ class JudgeStats:
     dry_run_misses: int = 0
     coalesced: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Connection:
-    """How litellm reaches a model. Credentials live here only, never in keys, records or logs."""
-
-    identity: str  # what the cache key names: the model, or the local model file's checksum
-    litellm_model: str
-    api_base: str | None = None
-    api_key: str | None = None
-    # For a managed server: start it on the first real call; returns (api_base, api_key).
-    start: Callable[[], tuple[str, str | None]] | None = None
-    close: Callable[[], None] | None = None
-
-    def endpoint(self) -> tuple[str | None, str | None]:
-        if self.start is not None:
-            return self.start()
-        return self.api_base, self.api_key
 
 
 @dataclass(frozen=True)
@@ -551,7 +534,7 @@ class Judge:
             "prompt_version": PROMPT_VERSION,
             "model": connection.identity,
             "messages": list(request.messages),
-            "sampling": {"temperature": request.temperature},
+            "sampling": _sampling(connection, request.temperature),
             "kind": request.kind,
             "double_check": request.double_check,
             "sample_index": request.sample_index,
@@ -731,7 +714,7 @@ class Judge:
         arguments: dict[str, Any] = {
             "model": connection.litellm_model,
             "messages": messages,
-            "temperature": temperature,
+            **_sampling(connection, temperature),
             "timeout": self.settings.timeout,
             "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
         }
@@ -875,6 +858,13 @@ class Judge:
             return float(cost) if cost else None
         except (TypeError, ValueError):
             return None
+
+
+# [h15engine] An engine's own sampling (the local judge: greedy, fixed seed) replaces the judge's
+# defaults; the key records exactly what is sent. The model-family layer may fold this in.
+def _sampling(connection: Connection, temperature: float) -> dict[str, Any]:
+    """The sampling parameters sent with a request, which are also what its cache key records."""
+    return {"temperature": temperature, **(connection.sampling or {})}
 
 
 def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
