@@ -27,6 +27,9 @@ class Connection:
     # Sampling parameters the endpoint requires (the local judge: greedy with a fixed seed); they
     # replace the judge's defaults in the request and in its cache key.
     sampling: Mapping[str, Any] | None = None
+    # The endpoint decodes under a grammar made from the response schema (llama.cpp): it gets the
+    # bounded schema, whose length caps stop a small model from writing until its context ends.
+    grammar: bool = False
 
     def endpoint(self) -> tuple[str | None, str | None]:
         if self.start is not None:

@@ -644,4 +644,5 @@ def local_connection(settings: Settings, *, startup_timeout: float | None = None
         start=start,
         close=close,
         sampling=LOCAL_SAMPLING,
+        grammar=True,
     )

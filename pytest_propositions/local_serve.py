@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     # Loading is a memory map; a warm-up pass would only move its cost from the first request
     # to the start-up.
     params.warmup = False
+    # Every prompt is read whole. Reusing the previous request's cached prefix reads the rest in
+    # batches of another size, and llama.cpp's logits then differ in the last bits (its server
+    # documents this): the same request could get another verdict. Determinism first.
+    params.cache_prompt = False
     try:
         server = xllamacpp.Server(params)
     except RuntimeError as error:

@@ -36,6 +36,7 @@ def test_local_requests_are_greedy_with_a_seed_and_keyed_as_sent(
             litellm_model=f"openai/{SERVED_MODEL}",
             start=lambda: (judge_server.base_url, "local-no-key"),
             sampling=LOCAL_SAMPLING,
+            grammar=True,
         )
 
     judge_server.default = verdict(7)
@@ -57,6 +58,11 @@ def test_local_requests_are_greedy_with_a_seed_and_keyed_as_sent(
     assert material["sampling"] == {"temperature": 0.0, "seed": LOCAL_SAMPLING["seed"]}
     assert judged.key == cache_key(material)
     assert judged.model == bundled_model_identity()
+    # The grammar-constrained engine gets the schema with length caps, in json_schema mode.
+    assert sent.response_format is not None and sent.response_format["type"] == "json_schema"
+    schema = sent.response_format["json_schema"]["schema"]
+    assert schema["properties"]["reasoning"]["maxLength"] > 0
+    assert schema["properties"]["value"]["enum"] == list(range(10))
 
 
 def test_other_models_keep_the_judges_own_sampling(judge_server: ScriptedJudge) -> None:
@@ -69,10 +75,16 @@ def test_other_models_keep_the_judges_own_sampling(judge_server: ScriptedJudge) 
         messages=tuple(build_messages("check", CLAIM, RECORDING, None)),
     )
     try:
+        judge.evaluate(request)
         material = judge._key_material(request, judge._connection("openai/judge-model"))
     finally:
         judge.close()
     assert "seed" not in material["sampling"]
+    [sent] = judge_server.requests
+    assert "seed" not in sent.body
+    # Providers with strict structured outputs refuse maxLength: they get the plain schema.
+    assert sent.response_format is not None
+    assert "maxLength" not in json.dumps(sent.response_format)
 
 
 # -- replay without the engine ------------------------------------------------------------------
