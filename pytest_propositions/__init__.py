@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BudgetExceeded,
+    CacheUnusable,
     JudgeError,
     JudgeUnavailable,
     PropositionFailed,
@@ -42,6 +43,7 @@ __all__ = [
     "MIN_SCORE",
     "Agent",
     "BudgetExceeded",
+    "CacheUnusable",
     "JudgeError",
     "JudgeUnavailable",
     "Proposition",

@@ -248,6 +248,15 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown action {action!r}")
     finally:
         cache.close()
+    if cache.damaged:
+        # Each was named in a warning; the exit code tells a script the output is incomplete.
+        print(
+            f"error: {len(cache.damaged)} damaged record(s) in {cache.directory} could not be "
+            f"read and were left out (see the warnings above); 'cache clear' removes them, "
+            "or let the next run judge those claims again",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -275,6 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # Whatever else a damaged cache can raise: a message, never a traceback.
+        print(
+            f"error: cannot use the verdict cache at {_cache_dir(args)}: "
+            f"{type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .checks import check_claim, check_flag, quote_claim
 from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .proposition import Proposition
+from .proposition import Proposition, check_additional_context, render_claim
 from .scale import MAX_SCORE, MIN_SCORE
+from .targets import as_target_list
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -35,6 +37,7 @@ OPTION_NAMES = frozenset(
 
 def validate_threshold(value: Any, where: str) -> int:
     """A score bar must be a whole number in range; the error says where it came from."""
+    __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_SCORE <= value <= MAX_SCORE:
         raise ValueError(
             f"{where}: expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {value!r}"
@@ -42,22 +45,125 @@ def validate_threshold(value: Any, where: str) -> int:
     return value
 
 
+FLAG_OPTIONS = ("include_personas", "double_check", "use_reasoning_model")
+
+
 def validate_options(options: Mapping[str, Any], where: str) -> None:
+    """Names and types of the keyword options; "false" is not False, so no truthiness."""
+    __tracebackhide__ = True
     unknown = sorted(set(options) - OPTION_NAMES)
     if unknown:
         raise TypeError(
             f"{where}: unknown option(s) {', '.join(unknown)}; expected some of "
             f"{', '.join(sorted(OPTION_NAMES))}"
         )
-    if not isinstance(options.get("claim_variables") or {}, Mapping):
-        raise TypeError(f"{where}: claim_variables must be a dict")
+    try:
+        _check_option_values(options)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where}: {error}") from None
+
+
+def _check_option_values(options: Mapping[str, Any]) -> None:
+    __tracebackhide__ = True
+    for name in FLAG_OPTIONS:
+        if name in options:
+            check_flag(options[name], name)
+    variables = options.get("claim_variables")
+    if variables is not None and not isinstance(variables, Mapping):
+        raise TypeError(f"claim_variables must be a dict, got {type(variables).__name__}")
+    check_additional_context(options.get("additional_context"))
     precondition = options.get("precondition")
     if precondition is not None and not callable(precondition):
-        raise TypeError(f"{where}: precondition must be callable")
+        raise TypeError(f"precondition must be callable, got {type(precondition).__name__}")
+    for name in ("first_n", "last_n"):
+        value = options.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name} must be a whole number or None, got {value!r}")
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be a positive whole number or None, got {value!r}")
+    samples = options.get("samples")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)):
+        raise TypeError(f"samples must be a whole number, got {samples!r}")
+    if samples is not None and samples < 1:
+        raise ValueError(f"samples must be a whole number of at least 1, got {samples!r}")
+
+
+def validate_claim(claim: Any, options: Mapping[str, Any], where: str) -> str:
+    """The claim is text and renders, with its claim_variables, to a claim: checked up front."""
+    __tracebackhide__ = True
+    try:
+        check_claim(claim)
+        render_claim(claim, options.get("claim_variables"))
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where}: {error}") from None
+    return str(claim)
+
+
+def validate_target(target: Any, where: str) -> None:
+    """The target can be rendered (its kind, its list structure): checked where it is given."""
+    __tracebackhide__ = True
+    try:
+        as_target_list(target)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where}: {error}") from None
+
+
+def soft_claim(
+    target: Any, claim: Any, min_score: Any, options: Mapping[str, Any], origin: str
+) -> PendingClaim:
+    """A claim to judge later, checked now, so a mistake raises at the line that made it."""
+    __tracebackhide__ = True
+    validate_options(options, origin)
+    if min_score is not None:
+        validate_threshold(min_score, f"{origin} min_score")
+    validate_claim(claim, options, origin)
+    validate_target(target, origin)
+    return PendingClaim(target, claim, min_score, dict(options), origin)
+
+
+def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
+    """``assert_propositions``' claims: each a claim, or a (claim, min_score) pair."""
+    __tracebackhide__ = True
+    __tracebackhide__ = True
+    expected = (
+        "assert_propositions: claims must be a non-empty list of claims (strings) or "
+        "(claim, min_score) pairs"
+    )
+    if isinstance(claims, Mapping):
+        raise TypeError(
+            f"{expected}, got a {type(claims).__name__}; its values would be ignored, so it is "
+            "refused: write [(claim, min_score), ...], e.g. list(claims.items())"
+        )
+    if isinstance(claims, str | bytes) or not isinstance(claims, list | tuple) or not claims:
+        shown = type(claims).__name__ if claims else repr(claims)
+        raise TypeError(f"{expected}, got {shown}")
+    items: list[tuple[Any, int | None]] = []
+    for index, item in enumerate(claims):
+        if isinstance(item, str):
+            items.append((item, None))
+        elif isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
+            claim, threshold = item
+            if threshold is not None:
+                validate_threshold(
+                    threshold, f"assert_propositions min_score for {quote_claim(claim)}"
+                )
+            items.append((claim, threshold))
+        else:
+            raise TypeError(
+                f"assert_propositions: item #{index} must be a claim (str) or a "
+                f"(claim, min_score) pair, got {type(item).__name__} {_short(item)}"
+            )
+    return items
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def resolve_threshold(argument: int | None, marker_value: int | None, session_default: int) -> int:
     """The argument, then the test's min_score mark, then --prop-min-score/ini/env, then 7."""
+    __tracebackhide__ = True
     if argument is not None:
         return validate_threshold(argument, "min_score")
     if marker_value is not None:
@@ -83,6 +189,7 @@ def judge_claim(
     sample_index: int = 0,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says."""
+    __tracebackhide__ = True
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
     proposition = Proposition(
@@ -119,12 +226,14 @@ def failure_message(verdict: Verdict, threshold: int | None) -> str:
     else:
         outcome = f"scored {verdict.value}/{MAX_SCORE}, below the minimum of {threshold}"
     votes = f", votes {list(verdict.votes)}" if verdict.votes else ""
-    return f"claim {verdict.claim!r} {outcome} (model {verdict.model or 'unknown'}{votes})"
+    claim = quote_claim(verdict.claim)
+    return f"claim {claim} {outcome} (model {verdict.model or 'unknown'}{votes})"
 
 
 def _judge_and_note(
     runtime: Runtime, target: Any, claim: str, threshold: int | None, options: Mapping[str, Any]
 ) -> tuple[Verdict, bool]:
+    __tracebackhide__ = True
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
@@ -204,6 +313,8 @@ class _Result:
     passed: bool = False
     error: JudgeError | None = None
     skipped: str | None = None
+    # A mistake of the call site found while judging (a precondition returning None...).
+    invalid: Exception | None = None
 
 
 def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict]:
@@ -224,6 +335,8 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
             result.skipped = str(skip)
         except JudgeError as error:
             result.error = error
+        except Exception as error:  # a bad claim must not cancel its siblings' verdicts
+            result.invalid = error
         return result
 
     workers = min(runtime.settings.concurrency, len(pending))
@@ -235,10 +348,13 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     failed = [r for r in results if r.verdict is not None and not r.passed]
     errors = [r for r in results if r.error is not None]
     skipped = [r for r in results if r.skipped is not None]
+    invalid = [r for r in results if r.invalid is not None]
+    if invalid:
+        _raise_invalid(invalid, len(results), len(failed), len(errors))
     if failed:
         first = failed[0]
         assert first.verdict is not None
-        summary = "; ".join(repr(r.claim.claim) for r in failed)
+        summary = "; ".join(quote_claim(r.claim.claim) for r in failed)
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
         raise PropositionFailed(
             f"{len(failed)} of {len(results)} claims checked after the test failed: {summary}{extra}",
@@ -256,3 +372,25 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if skipped:
         pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
     return [r.verdict for r in results if r.verdict is not None]
+
+
+def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int) -> None:
+    """The first call-site mistake among judged-later claims, with what became of the others."""
+    __tracebackhide__ = True
+    first = invalid[0]
+    error = first.invalid
+    assert error is not None
+    others = []
+    if len(invalid) > 1:
+        others.append(f"{len(invalid) - 1} more invalid")
+    if failed:
+        others.append(f"{failed} failed")
+    if errors:
+        others.append(f"{errors} could not be judged")
+    rest = f"; of the other claims: {', '.join(others)}" if others else ""
+    message = f"{first.claim.origin} claim {quote_claim(first.claim.claim)}: {error}{rest}"
+    try:
+        replacement = type(error)(message)
+    except Exception:
+        raise error.with_traceback(None) from None
+    raise replacement.with_traceback(None) from None

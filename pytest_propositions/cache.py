@@ -26,9 +26,11 @@ from typing import Any, Literal, TypeVar
 __all__ = [
     "CACHE_FORMAT",
     "CACHE_MODES",
+    "CacheDamagedError",
     "CacheDirectoryError",
     "CacheError",
     "CacheMode",
+    "CacheReadOnlyError",
     "CacheStats",
     "CacheWarning",
     "CompleteRun",
@@ -113,6 +115,14 @@ class CacheError(Exception):
 
 class CacheDirectoryError(CacheError, OSError):
     """The cache directory cannot be created, opened or moved; the message names the path."""
+
+
+class CacheDamagedError(CacheDirectoryError):
+    """The cache is damaged and could not be moved aside (say, a read-only directory)."""
+
+
+class CacheReadOnlyError(CacheDirectoryError):
+    """The cache can be read but not written: a read-only directory or database file."""
 
 
 class InvalidRecordError(CacheError, ValueError):
@@ -307,6 +317,11 @@ class VerdictCache:
         self.used_keys: set[str] = set()
         self._warn = warn
         self._warned = False
+        self._warned_about: set[str] = set()
+        #: Records found damaged (key -> what is wrong); each was warned about once and missed.
+        self.damaged: dict[str, str] = {}
+        #: True once the cache turned out readable but not writable; writes are then skipped.
+        self.read_only = False
         self._lock = threading.RLock()
         self._cache: Any = None  # a diskcache.Cache once opened; diskcache is untyped
         self._db_identity: tuple[int, int] | None = None
@@ -331,23 +346,20 @@ class VerdictCache:
         if self.mode in _READ_MODES:
             cache = self._cache
             if cache is None:
-                cache = self._open(create=False)
+                cache = self._open_for_reading()
             if cache is not None:
+                record = None
                 try:
-                    text = cache.get(key)
+                    record = _read_record(cache, key)
+                except _RecordDamage as damage:
+                    self._record_damaged(key, damage)
                 except Exception as exc:
                     self._recover(cache, exc)
-                    text = None
-                if type(text) is str:
-                    try:
-                        record = json.loads(text)
-                    except ValueError:
-                        record = None
-                    if type(record) is dict:
-                        with self._lock:
-                            self.hits += 1
-                        self.used_keys.add(key)
-                        return record
+                if record is not None:
+                    with self._lock:
+                        self.hits += 1
+                    self.used_keys.add(key)
+                    return record
         with self._lock:
             self.misses += 1
         return None
@@ -359,8 +371,44 @@ class VerdictCache:
         text = _record_text(record)
         self.used_keys.add(key)
         if self.mode in _WRITE_MODES:
+            if self.read_only:
+                self._skip_write(None)
+                return
             stamp = time.time()
-            self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
+            try:
+                self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
+            except CacheReadOnlyError as exc:
+                self._skip_write(exc)
+
+    def prepare_write(self) -> None:
+        """Before a live (paid) judge call: make sure its verdict can be stored.
+
+        Raises CacheDirectoryError when the cache cannot be created or written, so nothing is
+        judged only to be thrown away. A cache that can be read but not written (a read-only
+        mount) is allowed in "use" mode: its verdicts are served, new ones are not stored, and
+        one warning says so.
+        """
+        if self.mode not in _WRITE_MODES:
+            return
+        if not self.read_only:
+            with contextlib.suppress(CacheReadOnlyError):
+                self._open(create=True)
+        if self.read_only:
+            if self.mode == "refresh":
+                raise CacheReadOnlyError(
+                    f"the verdict cache at {self.directory} cannot be written, and "
+                    "--prop-cache=refresh exists to rewrite it; use --prop-cache=use or replay, "
+                    "or give a writable --prop-cache-dir"
+                )
+            self._skip_write(None)
+
+    def _skip_write(self, exc: BaseException | None) -> None:
+        reason = f" ({exc})" if exc is not None else ""
+        self._warn_once(
+            "read-only",
+            f"the verdict cache at {self.directory} is read-only{reason}: its verdicts are "
+            "read, but new verdicts are not stored and will be judged again next run",
+        )
 
     def mark_used(self, key: str) -> None:
         """Count ``key`` as still needed, so prune keeps it."""
@@ -377,11 +425,19 @@ class VerdictCache:
         keys = sorted({key for key in used if isinstance(key, str)})
         if self.mode == "off" or (self.mode == "replay" and not self.exists):
             return
+        if self.read_only:
+            return  # bookkeeping for prune, which cannot run on a read-only cache anyway
         now = datetime.now(UTC)
         text = canonical_json(
             {"recorded_at": now.isoformat(), "timestamp": now.timestamp(), "keys": keys}
         )
-        self._call(lambda c: c.set(_META_COMPLETE_RUN, text, retry=True), create=True)
+        try:
+            self._call(lambda c: c.set(_META_COMPLETE_RUN, text, retry=True), create=True)
+        except CacheReadOnlyError:
+            return
+        except CacheDirectoryError as exc:
+            # The end of a run is too late to fail it: say that prune will not know this run.
+            self._warn_once("complete-run", f"{exc}; this run is not recorded for 'cache prune'")
 
     def last_complete_run(self) -> CompleteRun | None:
         """The last recorded complete run, or None if there never was one."""
@@ -418,7 +474,11 @@ class VerdictCache:
             for key in _verdict_keys(cache):
                 if key in run.keys:
                     continue
-                value, stored = cache.get(key, tag=True)
+                try:
+                    value, stored = cache.get(key, tag=True)
+                except (UnicodeDecodeError, OSError):
+                    doomed.append(key)  # a damaged record the last run did not use
+                    continue
                 if value is None:
                     continue
                 if isinstance(stored, int | float) and stored > cutoff:
@@ -441,7 +501,7 @@ class VerdictCache:
             oldest: datetime | None = None
             newest: datetime | None = None
             entries = 0
-            for _key, record in _iter_records(cache):
+            for _key, record in self._records(cache):
                 entries += 1
                 model = str(record.get("model", "?"))
                 models[model] = models.get(model, 0) + 1
@@ -478,14 +538,24 @@ class VerdictCache:
         """
         keys = self._call(_verdict_keys, create=False) or []
         for key in keys:
-            text = self._call(_getter(key), create=False)
-            if not isinstance(text, str):
-                continue  # removed meanwhile
             try:
-                record = json.loads(text)
-            except ValueError:
+                record = self._call(_reader(key), create=False)
+            except _RecordDamage as damage:
+                self._record_damaged(key, damage)
                 continue
+            if record is None:
+                continue  # removed meanwhile
             yield canonical_json({"key": key, "record": record}) + "\n"
+
+    def _records(self, cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        for key in _verdict_keys(cache):
+            try:
+                record = _read_record(cache, key)
+            except _RecordDamage as damage:
+                self._record_damaged(key, damage)
+                continue
+            if record is not None:
+                yield key, record
 
     def import_lines(self, lines: Iterable[str]) -> int:
         """Merge exported lines (the file wins on a shared key); return how many were written.
@@ -584,6 +654,18 @@ class VerdictCache:
                 ) from exc
             raise
 
+    def _open_for_reading(self) -> Any:
+        """Open to read: a cache that cannot be written is read without writing; a damaged one
+        that cannot be moved aside is a warning and an empty cache, never an error."""
+        try:
+            return self._open(create=False)
+        except CacheDamagedError as exc:
+            self._warn_once("damaged", f"{exc}; every verdict is a miss")
+            with self._lock:
+                self._cache = _EmptyStore()
+                self.read_only = True
+            return self._cache
+
     def _open(self, *, create: bool) -> Any:
         """The open diskcache, opening it on first use; None if absent and not ``create``."""
         with self._lock:
@@ -603,8 +685,23 @@ class VerdictCache:
                 )
             if not found and not create:
                 return None
+            if found and not create:
+                self._note_empty_file(directory / DB_NAME)
             try:
                 self._cache = self._connect()
+            except CacheDirectoryError as exc:
+                if not found:
+                    raise
+                # Readable but not writable (a CI artifact mounted read-only): read it as is.
+                self._cache = self._open_read_only(exc)
+                if self._cache is None:
+                    raise
+                self.read_only = True
+                if create:
+                    raise CacheReadOnlyError(
+                        f"cannot write the verdict cache at {directory}: {exc}"
+                    ) from exc
+                return self._cache
             except Exception as exc:
                 if not _is_corruption(exc):
                     raise
@@ -614,11 +711,39 @@ class VerdictCache:
                 except Exception as again:
                     if not _is_corruption(again):
                         raise
-                    raise CacheDirectoryError(
+                    raise CacheDamagedError(
                         f"the verdict cache at {directory} is damaged and could not be "
                         f"rebuilt: {again}"
                     ) from again
             return self._cache
+
+    def _note_empty_file(self, db: Path) -> None:
+        # sqlite reads an empty file as an empty database, so nothing is lost, but a cache
+        # that was expected to hold verdicts deserves a word before every claim misses.
+        with contextlib.suppress(OSError):
+            if db.stat().st_size == 0:
+                self._warn_once(
+                    "empty", f"the verdict cache at {self.directory} is an empty file: no verdicts"
+                )
+
+    def _open_read_only(self, cause: Exception) -> Any:
+        """A read-only view of the database, or None if even reading fails."""
+        try:
+            store = _ReadOnlyStore(self.directory)
+        except Exception as exc:
+            if _is_corruption(exc):
+                raise CacheDamagedError(
+                    f"the verdict cache at {self.directory} is damaged ({exc}) and cannot be "
+                    f"moved aside ({cause})"
+                ) from exc
+            return None
+        if not store.has_table:
+            self._warn_once(
+                "empty",
+                f"the verdict cache at {self.directory} holds no verdict table (an empty or "
+                "foreign database); every verdict is a miss",
+            )
+        return store
 
     def _connect(self) -> Any:
         import sqlite3
@@ -629,6 +754,7 @@ class VerdictCache:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._db_identity = _file_identity(directory / DB_NAME)
+            _refuse_foreign_database(directory / DB_NAME)
             cache = diskcache.Cache(str(directory), **_SETTINGS)
             self._db_identity = _file_identity(directory / DB_NAME)
         except sqlite3.Error as exc:
@@ -674,7 +800,7 @@ class VerdictCache:
                     return  # another process moved it first
                 except OSError as error:
                     if not target.exists():
-                        raise CacheDirectoryError(
+                        raise CacheDamagedError(
                             f"the verdict cache at {directory} is damaged ({exc}) and could "
                             f"not be moved aside to {target}: {error.strerror or error}"
                         ) from error
@@ -687,10 +813,29 @@ class VerdictCache:
         if self._warned:
             return
         self._warned = True
+        self._emit(message)
+
+    def _emit(self, message: str) -> None:
         if self._warn is not None:
             self._warn(message)
         else:
-            warnings.warn(message, CacheWarning, stacklevel=2)
+            warnings.warn(message, CacheWarning, stacklevel=3)
+
+    def _warn_once(self, topic: str, message: str) -> None:
+        with self._lock:
+            if topic in self._warned_about:
+                return
+            self._warned_about.add(topic)
+        self._emit(message)
+
+    def _record_damaged(self, key: str, damage: _RecordDamage) -> None:
+        """A damaged record is a miss, with one warning naming it (and the next store fixes it)."""
+        self.damaged[key] = str(damage)
+        self._warn_once(
+            f"record:{key}",
+            f"the verdict cache at {self.directory} holds a damaged record {key[:16]} "
+            f"({damage}); treating it as a miss",
+        )
 
 
 # --- helpers over an open diskcache ---------------------------------------------------------
@@ -701,21 +846,157 @@ def _verdict_keys(cache: Any) -> list[str]:
     return sorted(key for key in cache.iterkeys() if type(key) is str and _KEY_RE.fullmatch(key))
 
 
-def _getter(key: str) -> Callable[[Any], Any]:
-    return lambda cache: cache.get(key)
+class _RecordDamage(Exception):
+    """One stored record cannot be read back as a verdict record; the message says why."""
 
 
-def _iter_records(cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    for key in _verdict_keys(cache):
+def _read_record(cache: Any, key: str) -> dict[str, Any] | None:
+    """The record stored under ``key``, None if there is none; _RecordDamage if unreadable.
+
+    diskcache keeps a large record in a side file: a garbled one fails to decode, a deleted
+    one reads as absent although its row is still there. Both are damage, not a quiet miss.
+    """
+    try:
         text = cache.get(key)
-        if not isinstance(text, str):
-            continue
+    except (UnicodeDecodeError, OSError) as exc:
+        raise _RecordDamage(f"its side file cannot be read: {exc}") from None
+    if text is None:
+        if key in cache:
+            raise _RecordDamage("its side file is missing")
+        return None
+    if type(text) is not str:
+        raise _RecordDamage(f"expected JSON text, found {type(text).__name__}")
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        raise _RecordDamage(f"not JSON: {exc}") from None
+    if type(record) is not dict:
+        raise _RecordDamage(f"expected a JSON object, found {type(record).__name__}")
+    return record
+
+
+def _reader(key: str) -> Callable[[Any], dict[str, Any] | None]:
+    return lambda cache: _read_record(cache, key)
+
+
+def _refuse_foreign_database(db: Path) -> None:
+    """A database with tables but none of diskcache's is not a verdict cache: it is damage
+    (moved aside, never altered). An empty file or one with no table yet is a new cache."""
+    import sqlite3
+
+    try:
+        if db.stat().st_size == 0:
+            return
+        connection = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    except (OSError, sqlite3.Error):
+        return
+    try:
+        names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error:
+        return  # damage of another kind: diskcache's open finds it
+    finally:
+        connection.close()
+    if names and not names & {"Cache", "Settings"}:
+        raise sqlite3.DatabaseError(
+            f"file is not a database of verdicts (its tables: {', '.join(sorted(names))})"
+        )
+
+
+class _ReadOnlyStore:
+    """The part of ``diskcache.Cache`` that reading needs, over a database this process may not
+    write (diskcache itself writes its settings on open). Absent tables read as empty."""
+
+    def __init__(self, directory: Path) -> None:
+        import sqlite3
+
+        uri = (directory / DB_NAME).as_uri()
+        connection = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
         try:
-            record = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            yield key, record
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except sqlite3.OperationalError:
+            # A WAL database in a directory that cannot hold its -shm file: nobody writes
+            # there, so it can be read as an immutable file.
+            connection.close()
+            connection = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        self.has_table = "Cache" in {row[0] for row in tables}
+        self._db = connection
+        self._directory = directory
+        self._lock = threading.Lock()
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        import sqlite3
+
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []
+                raise
+
+    def get(self, key: str, default: Any = None, tag: bool = False) -> Any:
+        rows = self._rows(
+            "SELECT mode, filename, value, tag FROM Cache WHERE key = ? AND raw = 1", (key,)
+        )
+        if not rows:
+            return (default, None) if tag else default
+        mode, filename, value, stored_tag = rows[0]
+        if mode == 1:  # diskcache's MODE_RAW: the text is in the row
+            result = value
+        elif mode == 3 and isinstance(filename, str):  # MODE_TEXT: a side file
+            try:
+                with open(self._directory / filename, encoding="utf-8") as handle:
+                    result = handle.read()
+            except FileNotFoundError:
+                result = default
+        else:
+            result = default
+        return (result, stored_tag) if tag else result
+
+    def __contains__(self, key: object) -> bool:
+        return bool(self._rows("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)))
+
+    def __len__(self) -> int:
+        rows = self._rows("SELECT count(*) FROM Cache")
+        return int(rows[0][0]) if rows else 0
+
+    def iterkeys(self) -> list[Any]:
+        return [row[0] for row in self._rows("SELECT key FROM Cache WHERE raw = 1 ORDER BY key")]
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise CacheReadOnlyError(f"the verdict cache at {self._directory} is read-only")
+
+    set = delete = clear = transact = _refuse
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class _EmptyStore:
+    """Stands in for a damaged cache that could not be moved aside: nothing to read."""
+
+    def get(self, key: str, default: Any = None, tag: bool = False) -> Any:
+        return (default, None) if tag else default
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+    def iterkeys(self) -> list[Any]:
+        return []
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise CacheReadOnlyError("the verdict cache is damaged and cannot be written")
+
+    set = delete = clear = transact = _refuse
+
+    def close(self) -> None:
+        return None
 
 
 def _tree_size(directory: Path) -> int:

@@ -57,5 +57,10 @@ class BudgetExceeded(JudgeError):
     """The run's judged cost passed ``--prop-max-cost``; further uncached claims are refused."""
 
 
+class CacheUnusable(JudgeError):
+    """The verdict cache cannot be created, read or written: found before any judge call, so no
+    paid verdict is thrown away. Counted as a judge error: the claim was not judged."""
+
+
 class DryRunSkip(Exception):
     """``--prop-dry-run``: this claim has no cached verdict, so its test is skipped, not judged."""

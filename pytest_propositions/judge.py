@@ -21,16 +21,19 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__, collector
-from .cache import CacheWarning, cache_key
+from . import __version__, collector, families
+from .cache import CacheDirectoryError, CacheWarning, cache_key
+from .checks import quote_claim
 from .endpoint import Connection
 from .errors import (
     BudgetExceeded,
+    CacheUnusable,
     DryRunSkip,
     JudgeUnavailable,
     VerdictMissing,
     VerdictUnparsable,
 )
+from .families import TEMPERATURE
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 from .scale import MAX_SCORE, MIN_SCORE
 from .verdict import Usage, Verdict
@@ -51,8 +54,6 @@ _T = TypeVar("_T")
 # Structured-output strategies, best first. A provider that rejects one moves the model to the
 # next for the rest of the run; the prompt always describes the schema, so every mode works.
 RESPONSE_MODES = ("json_schema", "json_object", "text")
-
-TEMPERATURE = {"check": 0.5, "score": 1.0}
 
 # Caps on the reply's text in JSON mode (see reply_schema).
 REASONING_MAX_CHARS = 800
@@ -77,9 +78,12 @@ def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
 def _received_status(error: BaseException) -> int | None:
     """The HTTP status the server really sent, if any.
 
-    litellm makes up a 500 for a refused or dropped connection and a 408 for its own client-side
-    timeout; a user searching their server's logs for those would find nothing.
+    litellm makes up a 500 for a refused or dropped connection, a 408 for its own client-side
+    timeout and a 400 for a parameter it refuses to send; a user searching their server's logs
+    for those would find nothing.
     """
+    if families.is_client_side_refusal(error):
+        return None
     for link in _chain(error):
         if type(link).__module__.split(".")[0] == "openai":
             status = getattr(link, "status_code", None)
@@ -105,7 +109,12 @@ class JudgeRequest:
 
     @property
     def temperature(self) -> float:
+        """The temperature of a model that takes one; what is sent is ``sampling``'s choice."""
         return TEMPERATURE[self.kind]
+
+    def sampling(self, model: str, reasoning_effort: str | None) -> dict[str, Any]:
+        """The sampling parameters sent to ``model`` (the litellm name) for this request."""
+        return families.sampling(model, self.kind, reasoning_effort)
 
 
 @dataclass
@@ -384,6 +393,17 @@ def _key_hint(model: str) -> str:
     return f"{provider}_API_KEY (or PROP_API_KEY)"
 
 
+def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
+    """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
+    try:
+        return step(*args)
+    except CacheDirectoryError as error:
+        raise CacheUnusable(
+            f"{error}; nothing was judged. Fix the folder, or choose another with "
+            "--prop-cache-dir (or --prop-cache=off)"
+        ) from None
+
+
 class Judge:
     """Turns judge requests into verdicts, from the cache when it can, from the model when not."""
 
@@ -402,6 +422,7 @@ class Judge:
         self._connect = connect or self._default_connection
         self._connections: dict[str, Connection] = {}
         self._modes: dict[str, int] = {}
+        self._effort_ignored: set[str] = set()
         self._in_flight: dict[str, Future[Verdict]] = {}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._sleep = sleep
@@ -421,7 +442,7 @@ class Judge:
         connection = self._connection(request.model)
         key = cache_key(self._key_material(request, connection))
         if self.cache is not None:
-            record = self.cache.get(key)
+            record = _cache_step(self.cache.get, key)
             verdict = self._from_record(record, key) if record is not None else None
             if verdict is not None:
                 with self.stats.lock:
@@ -430,7 +451,7 @@ class Judge:
                 return verdict
             if self.cache.mode == "replay":
                 raise VerdictMissing(
-                    f"no recorded verdict for claim {request.claim!r}"
+                    f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")
                     + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
                     "with --prop-cache=use, or import an export with "
@@ -442,11 +463,11 @@ class Judge:
         if self.settings.dry_run:
             with self.stats.lock:
                 self.stats.dry_run_misses += 1
-            raise DryRunSkip(f"dry run: claim {request.claim!r} has no cached verdict")
+            raise DryRunSkip(f"dry run: claim {quote_claim(request.claim)} has no cached verdict")
         if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
             raise BudgetExceeded(
                 f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
-                f"${self.settings.max_cost:.4f}; claim {request.claim!r} was not judged "
+                f"${self.settings.max_cost:.4f}; claim {quote_claim(request.claim)} was not judged "
                 "(cached verdicts are still served)"
             )
         # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
@@ -463,8 +484,12 @@ class Judge:
             return verdict
         token = self.progress.started() if self.progress is not None else None
         try:
+            if self.cache is not None:
+                # Before paying for a verdict: a cache that cannot store it is an error now.
+                _cache_step(self.cache.prepare_write)
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+            litellm = load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+            self._first_mode(litellm, connection)
             with _first_request_warm_up():
                 verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
@@ -489,8 +514,17 @@ class Judge:
             )
         connection = self._connection(model)
         load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+        try:
+            sampling = _with_engine_sampling(
+                families.follow_up_sampling(
+                    connection.litellm_model, self.settings.reasoning_effort
+                ),
+                connection,
+            )
+        except families.UnsupportedEffort as error:
+            raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
         response = run_on_judge_loop(
-            self._complete(connection, messages, temperature=0.7, mode="text")
+            self._complete(connection, messages, sampling=sampling, mode="text")
         )
         content, _ = self._content(response)
         if not content.strip():
@@ -536,11 +570,40 @@ class Judge:
             "prompt_version": PROMPT_VERSION,
             "model": connection.identity,
             "messages": list(request.messages),
-            "sampling": _sampling(connection, request.temperature),
+            "sampling": self._sampling(request, connection),
             "kind": request.kind,
             "double_check": request.double_check,
             "sample_index": request.sample_index,
         }
+
+    def _sampling(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+        """What is sent and what the key records: one decision, from the model's name alone."""
+        effort = self.settings.reasoning_effort
+        model = connection.litellm_model
+        if families.effort_ignored(model, effort):
+            with self._lock:
+                first = model not in self._effort_ignored
+                self._effort_ignored.add(model)
+            if first:
+                logger.warning(
+                    "--prop-reasoning-effort=%s is not sent to %s: its model family takes no "
+                    "reasoning effort",
+                    effort,
+                    connection.identity,
+                )
+        try:
+            return _with_engine_sampling(request.sampling(model, effort), connection)
+        except families.UnsupportedEffort as error:
+            raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
+
+    def _first_mode(self, litellm: ModuleType, connection: Connection) -> None:
+        """Start a model litellm knows at the structured-output mode litellm says it takes."""
+        with self._lock:
+            if connection.litellm_model in self._modes:
+                return
+        mode = families.first_response_mode(litellm, connection.litellm_model, RESPONSE_MODES)
+        with self._lock:
+            self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
     # -- cached records ------------------------------------------------------------------------
 
@@ -660,10 +723,10 @@ class Judge:
                 )
                 continue
             try:
-                parsed = parse_reply(content, request.kind)
+                parsed = parse_reply(families.strip_thinking(content), request.kind)
             except VerdictUnparsable as error:
                 last_error = VerdictUnparsable(
-                    f"{error} (model {connection.identity}, claim {request.claim!r})",
+                    f"{error} (model {connection.identity}, claim {quote_claim(request.claim)})",
                     raw_reply=error.raw_reply,
                 )
                 continue
@@ -679,7 +742,7 @@ class Judge:
                 return await self._complete(
                     connection,
                     messages,
-                    temperature=request.temperature,
+                    sampling=self._sampling(request, connection),
                     mode=mode,
                     kind=request.kind,
                 )
@@ -704,7 +767,7 @@ class Judge:
         connection: Connection,
         messages: list[Message],
         *,
-        temperature: float,
+        sampling: dict[str, Any],
         mode: str,
         kind: Kind = "check",
     ) -> Any:
@@ -713,10 +776,16 @@ class Judge:
         Calls go through litellm's async API; the semaphore bounds how many are in flight.
         """
         litellm = load_litellm()
+        refusal = families.refusal_by_litellm(litellm, connection.litellm_model, sampling)
+        if refusal is not None:
+            raise JudgeUnavailable(
+                f"litellm refused the request before sending it: {refusal}; no request reached "
+                f"the server (model {connection.identity}). Please report this model."
+            )
         arguments: dict[str, Any] = {
             "model": connection.litellm_model,
             "messages": messages,
-            **_sampling(connection, temperature),
+            **sampling,
             "timeout": self.settings.timeout,
             "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
         }
@@ -780,11 +849,24 @@ class Judge:
         )
         status = _received_status(error)
         detail = redact(str(error), (api_key,))[:500]
+        client_side = families.is_client_side_refusal(error)
         if _is_format_rejection(error):
             raise JudgeUnavailable(
-                f"{where} rejected the structured-output request: {detail}",
+                (
+                    f"litellm refused the structured-output request before sending it ({where}): "
+                    f"{detail}; no request reached the server"
+                    if client_side
+                    else f"{where} rejected the structured-output request: {detail}"
+                ),
                 status=status,
                 format_rejected=True,
+            ) from None
+        if client_side:
+            raise JudgeUnavailable(
+                f"litellm refused the request before sending it ({where}): {detail}; no request "
+                "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
+                "litellm.drop_params would send other parameters than the cache key records).",
+                status=None,
             ) from None
         if _is_connection_refused(error):
             raise JudgeUnavailable(
@@ -862,11 +944,10 @@ class Judge:
             return None
 
 
-# [h15engine] An engine's own sampling (the local judge: greedy, fixed seed) replaces the judge's
-# defaults; the key records exactly what is sent. The model-family layer may fold this in.
-def _sampling(connection: Connection, temperature: float) -> dict[str, Any]:
-    """The sampling parameters sent with a request, which are also what its cache key records."""
-    return {"temperature": temperature, **(connection.sampling or {})}
+def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> dict[str, Any]:
+    """The family's sampling, overridden by what the endpoint's engine requires (the local judge:
+    temperature 0 and a fixed seed, for deterministic verdicts); sent and keyed as one."""
+    return {**sampling, **(connection.sampling or {})}
 
 
 def _as_reply(parsed: ParsedReply) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .assertions import PendingClaim, validate_options, validate_threshold
+from .assertions import PendingClaim, validate_claim, validate_options, validate_threshold
 from .session import SOFT_CLAIMS_KEY
 
 
@@ -48,8 +48,6 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
                 f"{where} takes one positional argument, the claim; pass target= and options by name"
             )
         claim = args[0] if args else kwargs.pop("claim", None)
-        if not isinstance(claim, str) or not claim.strip():
-            raise pytest.UsageError(f"{where}: the claim must be a non-empty string, got {claim!r}")
         target = kwargs.pop("target", None)
         if not isinstance(target, str) or not target.isidentifier():
             raise pytest.UsageError(
@@ -60,6 +58,8 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
             if threshold is not None:
                 validate_threshold(threshold, f"{where} min_score")
             validate_options(kwargs, where)
+            # The claim renders now (variables, partials, blank text), not after the body.
+            validate_claim(claim, kwargs, where)
         except (TypeError, ValueError) as error:
             raise pytest.UsageError(str(error)) from None
         claims.append(MarkerClaim(claim, target, threshold, kwargs))

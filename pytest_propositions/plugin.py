@@ -304,7 +304,7 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 @pytest.fixture
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
-    from .assertions import PendingClaim, validate_options, validate_threshold
+    from .assertions import PendingClaim, soft_claim
 
     pending: list[PendingClaim] = []
     request.node.stash[SOFT_CLAIMS_KEY] = pending
@@ -313,12 +313,8 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
         target: Any, claim: str, *, min_score: int | None = None, **options: Any
     ) -> None:
         __tracebackhide__ = True
-        validate_options(options, "expect_proposition")
-        if min_score is not None:
-            validate_threshold(min_score, "expect_proposition min_score")
-        if not isinstance(claim, str) or not claim.strip():
-            raise ValueError(f"expect_proposition: claim must be a non-empty string, got {claim!r}")
-        pending.append(PendingClaim(target, claim, min_score, dict(options)))
+        # Checked now: a bad soft claim raises at its own line, not after the body.
+        pending.append(soft_claim(target, claim, min_score, options, "expect_proposition"))
 
     return expect_proposition
 
@@ -326,24 +322,18 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
-    from .assertions import PendingClaim, judge_pending, validate_options, validate_threshold
+    from .assertions import batch_items, judge_pending, soft_claim, validate_options
 
     runtime = runtime_module.current()
 
     def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
         __tracebackhide__ = True
         validate_options(options, "assert_propositions")
-        if isinstance(claims, str) or not claims:
-            raise TypeError(
-                "assert_propositions: claims must be a non-empty list of claims (strings) or "
-                "(claim, min_score) pairs"
-            )
-        pending = []
-        for item in claims:
-            claim, threshold = (item, None) if isinstance(item, str) else tuple(item)
-            if threshold is not None:
-                validate_threshold(threshold, f"assert_propositions min_score for {claim!r}")
-            pending.append(PendingClaim(target, claim, threshold, dict(options), "batch"))
+        # Every item is checked before any is judged: one bad item judges none.
+        pending = [
+            soft_claim(target, claim, threshold, options, "assert_propositions")
+            for claim, threshold in batch_items(claims)
+        ]
         return judge_pending(runtime, pending)
 
     return assert_propositions

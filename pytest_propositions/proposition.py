@@ -12,6 +12,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import runtime as runtime_module
+from .checks import (
+    check_claim,
+    check_flag,
+    check_precondition_result,
+    check_text,
+    check_variable_value,
+    quote_claim,
+)
 from .judge import JudgeRequest
 from .prompts import (
     NO_ADDITIONAL_CONTEXT,
@@ -40,55 +48,167 @@ PRECONDITION_FALSE_JUSTIFICATION = (
 
 
 def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
-    """Fill mustache variables; a variable the claim uses but the dict lacks is an error.
+    """Fill mustache variables; every variable the claim uses must be given, in or out of sections.
 
-    Values are never HTML-escaped, and mappings or lists become sorted JSON rather than reprs.
+    Values are never HTML-escaped; mappings and lists become sorted JSON rather than reprs.
+    Partials are refused (they would read files), and so are values whose text is not the same
+    in every run (see ``check_variable_value``): the rendered claim is part of the cache key.
     """
+    __tracebackhide__ = True
+    variables = _claim_variables(claim_variables)
     if "{{" not in claim:
         return claim  # no tag (even a delimiter change starts with "{{"): nothing to render
     import chevron
     from chevron.tokenizer import tokenize
 
-    variables = dict(claim_variables or {})
     try:
         tokens = list(tokenize(claim))
+        tree, _ = _template_tree(tokens, 0, None)
     except chevron.ChevronError as error:
-        raise ValueError(f"the claim is not a valid mustache template: {error}") from None
-    rendered: list[tuple[str, str]] = []
-    depth = 0
-    for tag, key in tokens:
-        if tag in ("section", "inverted section"):
-            depth += 1
-        elif tag == "end":
-            depth -= 1
-        if tag in ("variable", "no escape"):
-            if depth == 0 and key != ".":
-                rendered.append(("literal", _variable_text(key, variables, claim)))
-                continue
-            tag = "no escape"
-        rendered.append((tag, key))
-    text: str = chevron.render(rendered, variables)
-    return text
+        raise ValueError(
+            f"the claim is not a valid mustache template: {error}; claim: {quote_claim(claim)}"
+        ) from None
+    parts: list[str] = []
+    _render_tree(tree, [variables], parts, claim, variables)
+    text = "".join(parts)
+    if not text.strip():
+        raise ValueError(
+            f"the claim renders to blank text; claim: {quote_claim(claim)}, claim_variables: "
+            f"{', '.join(sorted(variables)) or 'none'}"
+        )
+    return check_text(text, "the rendered claim")
 
 
-def _variable_text(key: str, variables: Mapping[str, Any], claim: str) -> str:
-    value: Any = variables
-    for part in key.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            available = ", ".join(sorted(variables)) or "none"
-            raise ValueError(
-                f"the claim uses the variable {{{{{key}}}}} but claim_variables has no value for "
-                f"it (given: {available}); claim: {claim!r}"
+def _claim_variables(claim_variables: Mapping[str, Any] | None) -> dict[str, Any]:
+    __tracebackhide__ = True
+    if claim_variables is None:
+        return {}
+    if not isinstance(claim_variables, Mapping):
+        raise TypeError(
+            f"claim_variables must be a mapping (dict), got {type(claim_variables).__name__}"
+        )
+    for name in claim_variables:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"claim_variables names must be str, got {type(name).__name__} {name!r}"
             )
-        value = value[part]
+    return dict(claim_variables)
+
+
+# A parsed template: literal text, ("var", key), or (section kind, key, children).
+_Node = str | tuple[str, str] | tuple[str, str, list[Any]]
+
+
+def _template_tree(
+    tokens: list[tuple[str, str]], start: int, section: str | None
+) -> tuple[list[_Node], int]:
+    """Nest chevron's token stream into sections; partials are refused."""
+    __tracebackhide__ = True
+    nodes: list[_Node] = []
+    index = start
+    while index < len(tokens):
+        tag, key = tokens[index]
+        index += 1
+        if tag == "literal":
+            nodes.append(key)
+        elif tag in ("variable", "no escape"):
+            nodes.append(("var", key))
+        elif tag in ("section", "inverted section"):
+            children, index = _template_tree(tokens, index, key)
+            nodes.append((tag, key, children))
+        elif tag == "end":
+            return nodes, index
+        elif tag == "partial":
+            raise ValueError(
+                f"the claim uses the partial {{{{> {key}}}}}; partials are not supported (they "
+                "would read template files from disk): put the text in claim_variables instead"
+            )
+        # comments and delimiter changes render nothing
+    return nodes, index
+
+
+def _lookup(key: str, scopes: list[Any], claim: str, variables: Mapping[str, Any]) -> Any:
+    __tracebackhide__ = True
+    if key == ".":
+        return scopes[0]
+    for scope in scopes:
+        value: Any = scope
+        for part in key.split("."):
+            if isinstance(value, Mapping) and part in value:
+                value = value[part]
+            elif isinstance(value, list | tuple) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                break
+        else:
+            return value
+    available = ", ".join(sorted(variables)) or "none"
+    raise ValueError(
+        f"the claim uses the variable {{{{{key}}}}} but claim_variables has no value for it "
+        f"(given: {available}); claim: {quote_claim(claim)}"
+    )
+
+
+def _render_tree(
+    nodes: list[_Node],
+    scopes: list[Any],
+    parts: list[str],
+    claim: str,
+    variables: Mapping[str, Any],
+) -> None:
+    __tracebackhide__ = True
+    for node in nodes:
+        if isinstance(node, str):
+            parts.append(node)
+            continue
+        key = node[1]
+        value = _lookup(key, scopes, claim, variables)
+        check_variable_value(value, "{{" + key + "}}")
+        if node[0] == "var":
+            parts.append(_value_text(value))
+            continue
+        children: list[_Node] = node[2]  # type: ignore[misc]
+        if node[0] == "inverted section":
+            if not value:
+                _render_tree(children, scopes, parts, claim, variables)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                _render_tree(children, [item, *scopes], parts, claim, variables)
+        elif value:
+            _render_tree(children, [value, *scopes], parts, claim, variables)
+
+
+def _value_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
     return str(value)
 
 
+def _check_precondition_function(function: Any) -> None:
+    __tracebackhide__ = True
+    if function is not None and not callable(function):
+        raise TypeError(
+            "precondition_function must be callable with keyword arguments target, "
+            f"additional_context and claim_variables, got {type(function).__name__}"
+        )
+
+
+def check_additional_context(additional_context: Any) -> str | None:
+    """Extra context is text (or None), and valid Unicode."""
+    __tracebackhide__ = True
+    if additional_context is None:
+        return None
+    if not isinstance(additional_context, str):
+        raise TypeError(
+            f"additional_context must be a string or None, got {type(additional_context).__name__}"
+        )
+    return check_text(additional_context, "additional_context")
+
+
 def _check_window(name: str, value: int | None) -> int | None:
+    __tracebackhide__ = True
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -113,20 +233,15 @@ class Proposition:
         use_reasoning_model: bool = False,
         precondition_function: Precondition | None = None,
     ) -> None:
-        if not isinstance(claim, str) or not claim.strip():
-            raise ValueError(f"claim must be a non-empty string, got {claim!r}")
-        if precondition_function is not None and not callable(precondition_function):
-            raise TypeError(
-                "precondition_function must be callable with keyword arguments target, "
-                f"additional_context and claim_variables, got {type(precondition_function).__name__}"
-            )
-        self.claim = claim
+        __tracebackhide__ = True
+        self.claim = check_claim(claim)
+        _check_precondition_function(precondition_function)
         self.targets = None if target is None else self._as_targets(target)
-        self.include_personas = bool(include_personas)
+        self.include_personas = check_flag(include_personas, "include_personas")
         self.first_n = _check_window("first_n", first_n)
         self.last_n = _check_window("last_n", last_n)
-        self.double_check = bool(double_check)
-        self.use_reasoning_model = bool(use_reasoning_model)
+        self.double_check = check_flag(double_check, "double_check")
+        self.use_reasoning_model = check_flag(use_reasoning_model, "use_reasoning_model")
         self.precondition_function = precondition_function
         self._reset()
 
@@ -160,7 +275,7 @@ class Proposition:
     __copy__ = copy
 
     def __repr__(self) -> str:
-        return f"Proposition({self.claim!r}, value={self.value!r})"
+        return f"Proposition({quote_claim(self.claim)}, value={self.value!r})"
 
     # -- evaluation ----------------------------------------------------------------------------
 
@@ -171,6 +286,7 @@ class Proposition:
         claim_variables: Mapping[str, Any] | None = None,
         return_full_response: bool = False,
     ) -> Any:
+        __tracebackhide__ = True
         return self.check(target, additional_context, claim_variables, return_full_response)
 
     def check(
@@ -181,6 +297,7 @@ class Proposition:
         return_full_response: bool = False,
     ) -> Any:
         """True or False: does the claim hold for the target(s)?"""
+        __tracebackhide__ = True
         verdict = self.evaluate("check", target, additional_context, claim_variables)
         return verdict.as_response() if return_full_response else verdict.value
 
@@ -192,6 +309,7 @@ class Proposition:
         return_full_response: bool = False,
     ) -> Any:
         """How true the claim is, from MIN_SCORE to MAX_SCORE."""
+        __tracebackhide__ = True
         verdict = self.evaluate("score", target, additional_context, claim_variables)
         return verdict.as_response() if return_full_response else verdict.value
 
@@ -212,14 +330,8 @@ class Proposition:
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
         stands.
         """
-        if claim_variables is not None and not isinstance(claim_variables, Mapping):
-            raise TypeError(
-                f"claim_variables must be a mapping (dict), got {type(claim_variables).__name__}"
-            )
-        if additional_context is not None and not isinstance(additional_context, str):
-            raise TypeError(
-                f"additional_context must be a string or None, got {type(additional_context).__name__}"
-            )
+        __tracebackhide__ = True
+        check_additional_context(additional_context)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be a whole number of at least 1, got {samples!r}")
         targets = self._determine_targets(target)
@@ -251,11 +363,16 @@ class Proposition:
         sample_index: int,
         run: Runtime,
     ) -> Verdict:
-        context = render_context(
-            targets,
-            RenderOptions(
-                first_n=self.first_n, last_n=self.last_n, include_personas=self.include_personas
+        context = check_text(
+            render_context(
+                targets,
+                RenderOptions(
+                    first_n=self.first_n,
+                    last_n=self.last_n,
+                    include_personas=self.include_personas,
+                ),
             ),
+            "the target's text",
         )
         messages = build_messages(kind, claim, context, additional_context)
         model = run.settings.judge_model(self.use_reasoning_model)
@@ -293,6 +410,7 @@ class Proposition:
         additional_context: str | None,
         claim_variables: Mapping[str, Any] | None,
     ) -> bool:
+        __tracebackhide__ = True
         if self.precondition_function is None:
             return True
         result = self.precondition_function(
@@ -302,7 +420,7 @@ class Proposition:
             else NO_ADDITIONAL_CONTEXT,
             claim_variables=dict(claim_variables or {}),
         )
-        return bool(result)
+        return check_precondition_result(self.precondition_function, result)
 
     # -- follow-up -----------------------------------------------------------------------------
 
@@ -328,10 +446,12 @@ class Proposition:
 
     @staticmethod
     def _as_targets(target: Any) -> list[Any]:
+        __tracebackhide__ = True
         return as_target_list(target)
 
     def _determine_targets(self, target: Any) -> list[Any]:
         """A target given at construction is fixed; otherwise the call must give one."""
+        __tracebackhide__ = True
         if self.targets is not None:
             if target is not None:
                 raise ValueError(
@@ -355,6 +475,7 @@ def check_proposition(
     **options: Any,
 ) -> Any:
     """Check a claim in one call; every Proposition option (include_personas, ...) passes through."""
+    __tracebackhide__ = True
     return Proposition(claim, target, **options).check(
         additional_context=additional_context,
         claim_variables=claim_variables,
@@ -371,6 +492,7 @@ def compute_score(
     **options: Any,
 ) -> Any:
     """Score a claim in one call; every Proposition option passes through."""
+    __tracebackhide__ = True
     return Proposition(claim, target, **options).score(
         additional_context=additional_context,
         claim_variables=claim_variables,

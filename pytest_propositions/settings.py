@@ -8,11 +8,13 @@ copy them to workers unchanged.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .families import REASONING_EFFORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
@@ -57,8 +59,8 @@ def _parse_positive_float(text: str) -> float:
         number = float(text)
     except ValueError:
         raise ValueError(f"expected a positive number, got {text!r}") from None
-    if not number > 0:
-        raise ValueError(f"expected a positive number, got {text!r}")
+    if not math.isfinite(number) or not number > 0:
+        raise ValueError(f"expected a finite positive number, got {text!r}")
     return number
 
 
@@ -72,6 +74,13 @@ def _parse_text(text: str) -> str:
     if not text.strip():
         raise ValueError("expected a non-empty value")
     return text.strip()
+
+
+def _parse_reasoning_effort(text: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in REASONING_EFFORTS:
+        raise ValueError(f"expected one of {', '.join(REASONING_EFFORTS)}, got {text!r}")
+    return lowered
 
 
 def _parse_bool(text: str) -> bool:
@@ -125,6 +134,17 @@ OPTIONS: tuple[Option, ...] = (
         "Model for claims made with use_reasoning_model=True; the judge model when not set.",
         "MODEL",
         _parse_text,
+    ),
+    Option(
+        "reasoning_effort",
+        "--prop-reasoning-effort",
+        "PROP_REASONING_EFFORT",
+        None,
+        "Reasoning effort (minimal, low, medium, high) sent to judge models that take one "
+        "(OpenAI's o-series and gpt-5 models); other models are asked as before. Part of the "
+        "cache key when sent.",
+        "LEVEL",
+        _parse_reasoning_effort,
     ),
     Option(
         "api_base",
@@ -262,6 +282,7 @@ class Settings:
 
     model: str = DEFAULT_MODEL
     reasoning_model: str | None = None
+    reasoning_effort: str | None = None
     api_base: str | None = None
     cache: str = "use"
     cache_dir: str | None = None

@@ -207,13 +207,23 @@ def _is_message_list(value: Any) -> bool:
     return isinstance(value, list | tuple) and all(isinstance(m, Mapping) for m in value)
 
 
+#: How deeply lists of targets may nest; deeper is surely a mistake (or a list holding itself).
+MAX_TARGET_NESTING = 32
+
+
 def as_target_list(target: Any) -> list[Any]:
     """The targets in ``target``, validated: one target, or a list/tuple of several.
 
     A list whose items are all dicts is one chat transcript; nested lists are flattened.
-    Raises TypeError for a kind that cannot be rendered, ValueError for an empty list or a
-    malformed chat message.
+    Raises TypeError for a kind that cannot be rendered, ValueError for an empty list, a
+    malformed chat message, a list that contains itself or lists nested absurdly deep.
     """
+    __tracebackhide__ = True
+    return _target_list(target, (), ())
+
+
+def _target_list(target: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> list[Any]:
+    __tracebackhide__ = True
     if _registered(target) is not None:
         return [target]
     if isinstance(target, list | tuple):
@@ -234,8 +244,11 @@ def as_target_list(target: Any) -> list[Any]:
                 "own list: [agent, [message, message, ...]]."
             )
         out: list[Any] = []
-        for item in target:
-            out.extend(as_target_list(item))
+        for index, item in enumerate(target):
+            inner = (*outer, id(target))
+            if isinstance(item, list | tuple):
+                _check_nesting(item, (*path, index), inner)
+            out.extend(_target_list(item, (*path, index), inner))
         return out
     if isinstance(target, Mapping):
         raise TypeError(
@@ -249,6 +262,20 @@ def as_target_list(target: Any) -> list[Any]:
         # Only the hook can tell whether it renders this type, so it is asked once here.
         return [target]
     raise _unsupported(target)
+
+
+def _check_nesting(item: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> None:
+    """Refuse a list that holds itself, or lists nested past MAX_TARGET_NESTING, by name."""
+    where = "target" + "".join(f"[{i}]" for i in path)
+    if id(item) in outer:
+        raise ValueError(
+            f"the target list contains itself (at {where}); give each target once, in a flat list"
+        )
+    if len(path) > MAX_TARGET_NESTING:
+        raise ValueError(
+            f"the target lists nest more than {MAX_TARGET_NESTING} levels deep (at "
+            f"{where[:80]}...); give the targets in a flat list"
+        )
 
 
 # --------------------------------------------------------------------------------------------

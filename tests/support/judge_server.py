@@ -6,12 +6,20 @@ is decided by the test. Nothing here contacts anything but 127.0.0.1.
 
 Streaming is deliberately unsupported: a request with ``"stream": true`` gets HTTP 400, so a
 plugin that starts streaming by accident fails loudly instead of parsing a non-stream reply.
+
+Model families, as strict as the real ones (see :class:`ScriptedJudge`): an ordinary model
+refuses ``reasoning_effort``; with :attr:`ScriptedJudge.reasoning_efforts` set the server is an
+OpenAI reasoning model, which refuses any temperature but 1 and any effort level it lacks, with
+OpenAI's 400 bodies; Azure's deployment route refuses ``json_schema`` on API versions before
+2024-08-01-preview with Azure's body; :attr:`ScriptedJudge.thinking` makes it a local reasoning
+model that writes a ``<think>`` block before every answer.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +28,9 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 __all__ = [
+    "AZURE_JSON_SCHEMA_REJECTION",
+    "AZURE_JSON_SCHEMA_SINCE",
+    "AZURE_MODEL_JSON_SCHEMA_REJECTION",
     "CREATED",
     "JSON_SCHEMA_REJECTION",
     "Delay",
@@ -57,6 +68,51 @@ JSON_SCHEMA_REJECTION = (
     "Unsupported response_format type: json_schema; "
     'response_format must be "text" or "json_object" (use json_object with a schema)'
 )
+
+# Azure's chat route answers a json_schema response_format on older API versions with this.
+AZURE_JSON_SCHEMA_SINCE = "2024-08-01-preview"
+AZURE_JSON_SCHEMA_REJECTION = (
+    "response_format value as json_schema is enabled only for api versions "
+    f"{AZURE_JSON_SCHEMA_SINCE} and later"
+)
+# Azure's (and OpenAI's) answer to json_schema for a deployed model without structured outputs.
+AZURE_MODEL_JSON_SCHEMA_REJECTION = (
+    "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this "
+    "model. Learn more about supported models at the Structured Outputs guide: "
+    "https://platform.openai.com/docs/guides/structured-outputs"
+)
+
+
+def _openai_error(message: str, param: str, code: str) -> dict[str, Any]:
+    """OpenAI's 400 body for a parameter the model does not take."""
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": param,
+            "code": code,
+        }
+    }
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _quoted_list(values: list[str]) -> str:
+    quoted = [f"'{value}'" for value in values]
+    if len(quoted) < 2:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + ", and " + quoted[-1]
+
+
+def _forced_tool(body: dict[str, Any]) -> str | None:
+    """The function a request forces the model to call (``tool_choice``), if any."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        name = choice["function"].get("name")
+        return name if isinstance(name, str) else None
+    return None
 
 
 # --------------------------------------------------------------------------- recorded requests
@@ -345,9 +401,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, f"No route for GET {path}", "invalid_request_error")
 
     def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path not in ("/v1/chat/completions", "/chat/completions"):
+        path, _, query = self.path.partition("?")
+        path = path.rstrip("/")
+        azure = path.startswith("/openai/deployments/") and path.endswith("/chat/completions")
+        if path not in ("/v1/chat/completions", "/chat/completions") and not azure:
             self._send_error(404, f"No route for POST {path}", "invalid_request_error")
+            return
+        api_version = urllib.parse.parse_qs(query).get("api-version", [None])[0]
+        if azure and api_version is None:
+            # Azure's answer to a call without an API version.
+            self._send_raw(
+                404,
+                json.dumps({"error": {"code": "404", "message": "Resource not found"}}).encode(),
+                "application/json",
+            )
             return
         try:
             length = int(self.headers.get("Content-Length") or 0)
@@ -367,6 +434,36 @@ class _Handler(BaseHTTPRequestHandler):
         judge._record(request)
 
         fmt = request.response_format
+        if (
+            azure
+            and api_version is not None
+            and api_version < AZURE_JSON_SCHEMA_SINCE
+            and fmt is not None
+            and fmt.get("type") == "json_schema"
+        ):
+            old = {"error": {"code": "BadRequest", "message": AZURE_JSON_SCHEMA_REJECTION}}
+            self._send_raw(400, json.dumps(old).encode(), "application/json")
+            return
+        if (
+            azure
+            and not judge.azure_structured_outputs
+            and fmt is not None
+            and fmt.get("type") == "json_schema"
+        ):
+            unstructured: dict[str, dict[str, str | None]] = {
+                "error": {
+                    "message": AZURE_MODEL_JSON_SCHEMA_REJECTION,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
+            self._send_raw(400, json.dumps(unstructured).encode(), "application/json")
+            return
+        refused = judge._refuse_parameters(body)
+        if refused is not None:
+            self._send_raw(400, json.dumps(refused).encode(), "application/json")
+            return
         reject = judge.reject_json_schema
         if reject is not None and fmt is not None and fmt.get("type") == "json_schema":
             # llama.cpp answers 500 as a server_error; a 4xx says the request itself was bad.
@@ -400,9 +497,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         if isinstance(reply, VerdictReply):
-            self._send_completion(request, {"role": "assistant", "content": reply.content()})
+            content = judge._think_first(reply.content())
+            forced = _forced_tool(request.body)
+            if forced is not None:
+                # A forced function call is answered with one, the arguments holding the JSON
+                # (litellm asks older Azure API versions for structured output this way).
+                call = {
+                    "id": f"call_scripted_{judge._next_id()}",
+                    "type": "function",
+                    "function": {"name": forced, "arguments": content},
+                }
+                message = {"role": "assistant", "content": None, "tool_calls": [call]}
+                self._send_completion(request, message, "tool_calls", produced=content)
+                return
+            self._send_completion(request, {"role": "assistant", "content": content})
         elif isinstance(reply, Text):
-            message = {"role": "assistant", "content": reply.content}
+            message = {"role": "assistant", "content": judge._think_first(reply.content)}
             self._send_completion(request, message, reply.finish_reason)
         elif isinstance(reply, Refusal):
             message = {"role": "assistant", "content": None, "refusal": reply.message}
@@ -419,10 +529,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(500, f"ScriptedJudge: not a reply spec: {reply!r}", "server_error")
 
     def _send_completion(
-        self, request: RecordedRequest, message: dict[str, Any], finish_reason: str = "stop"
+        self,
+        request: RecordedRequest,
+        message: dict[str, Any],
+        finish_reason: str = "stop",
+        produced: str | None = None,
     ) -> None:
         judge = self.server.judge
-        produced = message.get("content") or message.get("refusal") or ""
+        if produced is None:
+            produced = message.get("content") or message.get("refusal") or ""
         prompt_tokens = max(1, _words(request.text))
         completion_tokens = max(1, _words(produced))
         body = {
@@ -473,13 +588,30 @@ class ScriptedJudge:
     Rules added with :meth:`on` are tried in order; the first match answers, otherwise
     :attr:`default` does. When :attr:`reject_json_schema` is a status code, any request asking
     for ``response_format={"type": "json_schema", ...}`` gets that status regardless of rules,
-    the way llama.cpp's server (500) and some Azure API versions (400) refuse it.
+    the way llama.cpp's server (500) refuses it. Requests on Azure's deployment route
+    (``/openai/deployments/NAME/chat/completions?api-version=...``) get Azure's own refusal
+    of ``json_schema`` on versions before 2024-08-01-preview, and with
+    :attr:`azure_structured_outputs` off, its refusal for a model without structured outputs.
+    A request forcing a function call (``tool_choice``) is answered with that call.
+
+    Parameters are checked the way OpenAI checks them: an ordinary model refuses
+    ``reasoning_effort``; with :attr:`reasoning_efforts` set, a temperature other than 1 and an
+    effort level outside the set are refused. Refusals come before the rules.
     """
 
     def __init__(self, models: list[str] | None = None) -> None:
         self.models: list[str] = list(models) if models is not None else ["judge-model"]
         self.default: Reply = verdict(True)
         self.reject_json_schema: int | None = None
+        # None: an ordinary model, which takes any temperature and no reasoning_effort. A set:
+        # an OpenAI reasoning model taking these effort levels and only the default temperature.
+        self.reasoning_efforts: frozenset[str] | None = None
+        # A local reasoning model's scratchpad, written before every answer; with
+        # thinking_opened_by_template the reply lacks the opening tag (the chat template wrote it).
+        self.thinking: str | None = None
+        self.thinking_opened_by_template = False
+        # False: the Azure deployment is a model without structured outputs.
+        self.azure_structured_outputs = True
         self._rules: list[Rule] = []
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -571,6 +703,10 @@ class ScriptedJudge:
             self._rules.clear()
         self.default = verdict(True)
         self.reject_json_schema = None
+        self.reasoning_efforts = None
+        self.thinking = None
+        self.thinking_opened_by_template = False
+        self.azure_structured_outputs = True
 
     def clear_requests(self) -> None:
         with self._lock:
@@ -608,6 +744,45 @@ class ScriptedJudge:
                     rule.hits += 1
                 return rule.reply
         return self.default
+
+    def _refuse_parameters(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """OpenAI's 400 body for a sampling parameter this model does not take, or None."""
+        efforts = self.reasoning_efforts
+        effort = body.get("reasoning_effort")
+        if "reasoning_effort" in body and not efforts:
+            return _openai_error(
+                "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+                "reasoning_effort",
+                "unsupported_parameter",
+            )
+        if efforts is None:
+            return None
+        temperature = body.get("temperature")
+        if temperature is not None and temperature != 1:
+            return _openai_error(
+                f"Unsupported value: 'temperature' does not support {_number(temperature)} with "
+                "this model. Only the default (1) value is supported.",
+                "temperature",
+                "unsupported_value",
+            )
+        if effort is not None and effort not in efforts:
+            levels: list[str] = [
+                level for level in ("minimal", "low", "medium", "high") if level in efforts
+            ]
+            return _openai_error(
+                f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this "
+                f"model. Supported values are: {_quoted_list(levels)}.",
+                "reasoning_effort",
+                "unsupported_value",
+            )
+        return None
+
+    def _think_first(self, content: str | None) -> str | None:
+        """The content as a local reasoning model writes it: its thinking first, when set."""
+        if self.thinking is None or content is None:
+            return content
+        opening = "" if self.thinking_opened_by_template else "<think>\n"
+        return f"{opening}{self.thinking}\n</think>\n\n{content}"
 
     def _next_id(self) -> int:
         with self._lock:

@@ -1,0 +1,156 @@
+"""Checks of what a call site gives (claims, options, claim variables, precondition results).
+
+Every mistake is a clear error where it is made: a value that would be read by truthiness, or
+whose text changes from run to run (and with it the cache key), is refused, never guessed at.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "CLAIM_QUOTE_LIMIT",
+    "check_claim",
+    "check_flag",
+    "check_precondition_result",
+    "check_text",
+    "check_variable_value",
+    "quote_claim",
+]
+
+#: How many characters of a claim a one-line message quotes; the report section has the rest.
+CLAIM_QUOTE_LIMIT = 120
+
+_WHITESPACE = re.compile(r"\s+")
+# The default repr of objects (and of functions, classes' instances...) carries a memory
+# address, which differs between runs: a claim holding it would miss the cache every time.
+_ADDRESS = re.compile(r"\bat 0x[0-9A-Fa-f]{4,}")
+
+
+def quote_claim(claim: str, limit: int = CLAIM_QUOTE_LIMIT) -> str:
+    """The claim as one readable quoted line: whitespace runs folded, long text cut with '…'."""
+    text = _WHITESPACE.sub(" ", claim).strip()
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return repr(text)
+
+
+def check_text(text: str, what: str) -> str:
+    """Refuse text that cannot be sent or stored: an unpaired surrogate has no UTF-8 form."""
+    __tracebackhide__ = True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        start = max(0, error.start - 20)
+        around = text[start : error.start + 20]
+        raise ValueError(
+            f"{what} holds an unpaired surrogate {text[error.start]!r} at position {error.start} "
+            f"(near {around!r}); such text has no UTF-8 form, so no judge can read it. It often "
+            "comes from bytes decoded with errors='surrogateescape': decode them as UTF-8 "
+            "with errors='replace'"
+        ) from None
+    return text
+
+
+def check_claim(claim: Any, where: str = "claim") -> str:
+    """A claim is a str with something to judge in it, and valid Unicode."""
+    __tracebackhide__ = True
+    if not isinstance(claim, str):
+        raise TypeError(
+            f"{where} must be a non-empty string, got {type(claim).__name__}: {claim!r}"
+        )
+    if not claim.strip():
+        raise ValueError(f"{where} must be a non-empty string, got {claim!r}")
+    return check_text(claim, where)
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """An on/off option must be True or False: "false" or "no" is truthy, so it is refused."""
+    __tracebackhide__ = True
+    if isinstance(value, bool):
+        return value
+    raise TypeError(
+        f"{name} must be True or False, got {type(value).__name__} {_short_repr(value)}"
+    )
+
+
+def check_precondition_result(function: Callable[..., Any], result: Any) -> bool:
+    """A precondition must answer True or False: a forgotten ``return`` must not pass a claim."""
+    __tracebackhide__ = True
+    if isinstance(result, bool):
+        return result
+    kind = type(result)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"):
+        return bool(result)
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
+    label = name if isinstance(name, str) else repr(function)
+    hint = " (did it forget to return?)" if result is None else ""
+    raise TypeError(
+        f"the precondition {label} returned {kind.__name__} {_short_repr(result)}{hint}; "
+        "a precondition must return True or False"
+    )
+
+
+def check_variable_value(value: Any, path: str, seen: frozenset[int] = frozenset()) -> None:
+    """A claim variable's text must be the same in every run: it is part of the cache key.
+
+    Plain data (str, numbers, None, bools, and dicts with str keys or lists of it) always is;
+    sets are not (their order follows the hash seed), nor is a repr with a memory address.
+    """
+    __tracebackhide__ = True
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"claim variable {path} is {value!r}; expected a finite number")
+        return
+    if isinstance(value, str):
+        check_text(value, f"claim variable {path}")
+        return
+    if id(value) in seen:
+        raise ValueError(f"claim variable {path} contains itself; expected plain data")
+    if len(seen) > 50:
+        raise ValueError(f"claim variable {path} nests deeper than 50 levels; expected plain data")
+    inner = seen | {id(value)}
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"claim variable {path} has a key of type {type(key).__name__} ({key!r}); "
+                    "expected str keys"
+                )
+            check_variable_value(item, f"{path}.{key}", inner)
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_variable_value(item, f"{path}[{index}]", inner)
+        return
+    if isinstance(value, set | frozenset):
+        raise TypeError(
+            f"claim variable {path} is a {type(value).__name__}, whose order changes between "
+            "runs (and with it the cache key); pass sorted(...) instead"
+        )
+    if callable(value):
+        raise TypeError(
+            f"claim variable {path} is a callable ({type(value).__name__}); expected a value "
+            "(str, number, or a dict/list of them)"
+        )
+    text = str(value)
+    if _ADDRESS.search(text):
+        raise TypeError(
+            f"claim variable {path} is a {type(value).__name__} whose text {_short_repr(text)} "
+            "holds a memory address, which changes every run (and with it the cache key); "
+            "pass a str (or give the class a __str__)"
+        )
+    check_text(text, f"claim variable {path}")
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
