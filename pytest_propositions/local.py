@@ -264,7 +264,7 @@ def server_command(
 
     The server process watches this process too (``--parent``): it exits when pytest is gone.
     """
-    threads = threads or _cpu_count()
+    threads = threads or server_threads()
     return [
         sys.executable,
         "-m",

@@ -84,7 +84,7 @@ def test_json_object_with_a_schema_gives_a_parsable_check(server: LocalServer) -
         temperature=0.0,
         max_retries=0,
         timeout=300,
-        response_format={"type": "json_object", "schema": reply_schema("check")},
+        response_format={"type": "json_object", "schema": reply_schema("check", bounded=True)},
     )
     text = response.choices[0].message.content
     data = json.loads(text, strict=False)  # the grammar forces the schema's shape

@@ -332,9 +332,9 @@ def test_server_command(gguf: Path) -> None:
     assert API_KEY not in argv
 
 
-def test_server_command_uses_every_core_by_default(gguf: Path) -> None:
+def test_server_command_takes_the_servers_share_of_threads_by_default(gguf: Path) -> None:
     argv = server_command(gguf, 8123)
-    assert int(argv[argv.index("--threads") + 1]) == local._cpu_count() >= 1
+    assert int(argv[argv.index("--threads") + 1]) == local.server_threads() >= 1
 
 
 def test_the_launcher_without_xllamacpp_says_what_to_install(gguf: Path, tmp_path: Path) -> None:
