@@ -89,7 +89,7 @@ if os.environ.get("BENCH_SPLIT_THREADS"):
 
     def split_threads(model, port, *, context_tokens=local.DEFAULT_CONTEXT_TOKENS, threads=None):
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-        threads = threads or max(1, local._cpu_count() // workers)
+        threads = threads or max(1, (os.cpu_count() or 1) // workers)
         return shipped(model, port, context_tokens=context_tokens, threads=threads)
 
     local.server_command = split_threads

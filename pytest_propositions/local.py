@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
     "ENGINE_INSTALL_HINT",
     "LOCAL_SAMPLING",
+    "LOCAL_THREADS",
     "MODEL_INSTALL_HINT",
     "SERVED_MODEL",
     "LocalServer",
@@ -90,6 +91,8 @@ BUNDLED_MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea37372
 # Sampling sent with every request to the local judge, and recorded in the cache key as sent:
 # greedy decoding with a fixed seed, so the same request gets the same verdict every time.
 LOCAL_SAMPLING: dict[str, float | int] = {"temperature": 0.0, "seed": 1234}
+# Threads of every local judge server: the answer depends on the count (see server_threads).
+LOCAL_THREADS = 1
 # SmolLM2 was trained with 8192 tokens of context; our prompts are ~1,500 plus the trajectory.
 DEFAULT_CONTEXT_TOKENS = 8192
 # Loading the model takes a second or two; the slack is for cold disks and busy CI machines.
@@ -102,7 +105,6 @@ _ENGINE_MODULE = "xllamacpp"
 _CHUNK = 1 << 20
 _POLL_SECONDS = 0.25
 _PORT_ATTEMPTS = 3
-_MAX_THREADS = 4
 _PR_SET_PDEATHSIG = 1
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -232,25 +234,17 @@ def bundled_model_identity() -> str:
 # -- the server process -------------------------------------------------------------------------
 
 
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def server_threads() -> int:
-    """Threads per server: one core fewer than this process's share, at most ``_MAX_THREADS``.
+    """Threads per server: always ``LOCAL_THREADS``, whatever the machine or the xdist workers.
 
-    Under pytest-xdist every worker runs its own server. llama.cpp's threads wait on each other,
-    so a server whose threads do not each get a core crawls: on 2 busy cores, 2 threads made
-    0.3-0.5 tokens/s and 1 thread 7-10 (bench/README). pytest itself needs the core left over,
-    and a 135M model gains little from more than a few threads.
+    llama.cpp's answer depends on its thread count (measured: the same greedy request gave
+    84 completion tokens on 2 threads, 88 on 1), so a count that followed the cores or the
+    workers would make ``pytest`` and ``pytest -n 2`` disagree. One thread is also the count
+    that never crawls: on 2 busy cores, 2 threads made 0.3-0.5 tokens/s and 1 thread 7-10,
+    because llama.cpp's threads wait on each other when they do not each get a core. On a quiet
+    2-core machine 2 threads would be about twice as fast (bench/README).
     """
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    count = int(workers) if workers.isdigit() and int(workers) > 0 else 1
-    share = _cpu_count() // count
-    return max(1, min(_MAX_THREADS, share - 1))
+    return LOCAL_THREADS
 
 
 def server_command(
