@@ -44,6 +44,12 @@ class VerdictUnparsable(JudgeError):
         self.raw_reply = raw_reply
 
 
+class JudgeReplyInvalid(VerdictUnparsable):
+    """The judge's reply breaks the plumbing: no message, text that cannot be encoded (an
+    unpaired surrogate), or nesting too deep to walk.  Asked once more, like any unparsable
+    reply, and never cached."""
+
+
 class VerdictMissing(JudgeError):
     """Replay mode: the verdict is not in the cache, and no judge may be called."""
 

@@ -6,6 +6,7 @@ double-check turn, and turning cached records back into verdicts.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 import os
@@ -24,17 +25,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import __version__, collector, families
 from .cache import CacheDirectoryError, CacheWarning, cache_key
 from .checks import quote_claim
-from .endpoint import Connection
+from .endpoint import _URL_QUERY_SECRET, _URL_USERINFO, Connection, Secret, redact_url
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
     DryRunSkip,
+    JudgeReplyInvalid,
     JudgeUnavailable,
     VerdictMissing,
     VerdictUnparsable,
 )
 from .families import TEMPERATURE
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .recorded import pack_request
 from .scale import MAX_SCORE, MIN_SCORE
 from .verdict import Usage, Verdict
 
@@ -59,20 +62,54 @@ RESPONSE_MODES = ("json_schema", "json_object", "text")
 REASONING_MAX_CHARS = 800
 JUSTIFICATION_MAX_CHARS = 500
 
+# The seconds a live verdict's calls waited for a free slot (the semaphore below): queueing for
+# a managed local server, which answers one call at a time, is not judging.
+_queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "prop_queue_waits", default=None
+)
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 _SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
 
 
-def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
     """Remove the given secrets, and anything that looks like a credential, from the text.
 
-    Providers often quote the key back ("Incorrect API key provided: ..."), whatever its shape.
+    Providers often quote the key back ("Incorrect API key provided: ..."), whatever its shape;
+    URLs lose the user and password they carry.
     """
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
+        value = secret.reveal() if isinstance(secret, Secret) else secret
+        if value and len(value) >= 4:
+            text = text.replace(value, "[redacted]")
+    text = _URL_USERINFO.sub("[redacted]@", text)
+    text = _URL_QUERY_SECRET.sub(r"\1[redacted]", text)
     return _SECRET_PATTERN.sub("[redacted]", text)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites log records so that URL credentials and key-shaped strings never show.
+
+    Other libraries log the request URL at DEBUG (the openai SDK does, user and password
+    included); pytest shows captured logs in reports and writes them to --log-file.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "@" in message or "sk-" in message or "key=" in message.lower():
+            shown = redact(message)
+            if shown != message:
+                record.msg, record.args = shown, None
+        return True
+
+
+def hide_credentials_in_logs(handlers: list[logging.Handler], api_base: str | None) -> None:
+    """Put a RedactingFilter on pytest's log handlers when the api_base carries credentials."""
+    if api_base is None or redact_url(api_base) == api_base:
+        return  # nothing to hide: no filter, no cost per log record
+    for handler in handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def _received_status(error: BaseException) -> int | None:
@@ -440,7 +477,8 @@ class Judge:
     def evaluate(self, request: JudgeRequest) -> Verdict:
         """A verdict for the request: cached if recorded, else judged live and then stored."""
         connection = self._connection(request.model)
-        key = cache_key(self._key_material(request, connection))
+        material = self._key_material(request, connection)
+        key = cache_key(material)
         if self.cache is not None:
             record = _cache_step(self.cache.get, key)
             verdict = self._from_record(record, key) if record is not None else None
@@ -450,12 +488,15 @@ class Judge:
                     self.stats.cache_hits += 1
                 return verdict
             if self.cache.mode == "replay":
+                from .recorded import explain_miss
+
+                nearest = explain_miss(self.cache, material, request.claim, request.test_id)
                 raise VerdictMissing(
                     f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")
                     + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
                     "with --prop-cache=use, or import an export with "
-                    "'python -m pytest_propositions cache import'",
+                    "'python -m pytest_propositions cache import'." + nearest,
                     key=key,
                     claim=request.claim,
                     test_id=request.test_id,
@@ -532,6 +573,10 @@ class Judge:
                 "the judge gave an empty answer to the follow-up", raw_reply=content
             )
         return content.strip()
+
+    def identity(self, model: str) -> str:
+        """What this judge's cache keys name for ``model`` (for 'local', the model file's hash)."""
+        return self._connection(model).identity
 
     def close(self) -> None:
         """Release the cache, stop a local judge server if this run started one, thaw the heap."""
@@ -634,6 +679,8 @@ class Judge:
 
         await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()
+        waits: list[float] = []
+        _queue_waits.set(waits)
         messages = list(request.messages)
         first = await self._answer(connection, messages, request)
         final, revised_from = first, None
@@ -654,7 +701,7 @@ class Judge:
                     first.parsed.value,
                     final.parsed.value,
                 )
-        elapsed = time.perf_counter() - started
+        elapsed = max(time.perf_counter() - started - sum(waits), 0.0)
         usage = Usage(
             prompt_tokens=sum(a.prompt_tokens for a in answers),
             completion_tokens=sum(a.completion_tokens for a in answers),
@@ -694,7 +741,11 @@ class Judge:
             "cost_usd": cost,
             "raw_reply": final.raw,
             "verdict": stored,
+            # The request itself, compressed: for cache rejudge and for explaining replay misses.
+            "request": pack_request(self._key_material(request, connection)),
         }
+        if request.test_id:
+            record["test_id"] = request.test_id
         return verdict, record
 
     async def _answer(
@@ -706,8 +757,14 @@ class Judge:
         last_error: VerdictUnparsable | None = None
         for _ in range(2):
             mode = RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]
-            response = await self._complete_with_fallback(connection, messages, request, mode)
-            content, refusal = self._content(response)
+            try:
+                response = await self._complete_with_fallback(connection, messages, request, mode)
+            except JudgeUnavailable as error:
+                raise JudgeUnavailable(
+                    f"{error} (claim {quote_claim(request.claim)})",
+                    status=error.status,
+                    format_rejected=error.format_rejected,
+                ) from None
             prompt_tokens, completion_tokens = _usage(response)
             cost = self._cost(response)
             with self.stats.lock:
@@ -716,19 +773,23 @@ class Judge:
                 self.stats.prompt_tokens += prompt_tokens
                 self.stats.completion_tokens += completion_tokens
                 self.stats.cost_usd += cost or 0.0
+            where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
+            try:
+                content, refusal = self._content(response)
+            except JudgeReplyInvalid as error:
+                last_error = JudgeReplyInvalid(f"{error} ({where})", raw_reply=error.raw_reply)
+                continue
             if refusal:
                 last_error = VerdictUnparsable(
-                    f"the judge ({connection.identity}) refused to answer: {refusal[:200]}",
+                    f"the judge refused to answer: {_printable(refusal[:200])} ({where})",
                     raw_reply=refusal,
                 )
                 continue
             try:
                 parsed = parse_reply(families.strip_thinking(content), request.kind)
             except VerdictUnparsable as error:
-                last_error = VerdictUnparsable(
-                    f"{error} (model {connection.identity}, claim {quote_claim(request.claim)})",
-                    raw_reply=error.raw_reply,
-                )
+                # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
+                last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)
                 continue
             return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
         assert last_error is not None
@@ -792,33 +853,40 @@ class Judge:
         # Starting a managed local server blocks; keep it off the event loop.
         import asyncio
 
-        api_base, api_key = await asyncio.to_thread(connection.endpoint)
-        if api_base:
-            arguments["api_base"] = api_base
-        if api_key:
-            arguments["api_key"] = api_key
+        # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
+        # shows; it is revealed only inside the call expression.
+        api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
         fmt = response_format(mode, kind, grammar=connection.grammar)
         if fmt is not None:
             arguments["response_format"] = fmt
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
+                queued = time.perf_counter()
                 async with self._semaphore(connection):
-                    return await litellm.acompletion(**arguments)
+                    waits = _queue_waits.get()
+                    if waits is not None:
+                        waits.append(time.perf_counter() - queued)
+                    return await litellm.acompletion(
+                        **arguments, **_revealed(api_base=api_base, api_key=api_key)
+                    )
             except Exception as error:
-                self._raise_if_final(error, connection, attempt, attempts, api_key)
-                delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
-                logger.info(
-                    "judge call to %s failed (%s); retry %d of %d in %.2fs",
-                    connection.identity,
-                    type(error).__name__,
-                    attempt + 1,
-                    attempts - 1,
-                    delay,
-                )
-                pause = (self._sleep or asyncio.sleep)(delay)
-                if inspect.isawaitable(pause):
-                    await pause
+                # Read the provider's error here and let it go: its text (and its traceback's
+                # frames) may quote the key, so no frame shown later may hold it.
+                fault = _Fault.read(error, (api_key, *_url_credentials(api_base)))
+            self._raise_if_final(fault, connection, attempt, attempts)
+            delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
+            logger.info(
+                "judge call to %s failed (%s); retry %d of %d in %.2fs",
+                connection.identity,
+                fault.type_name,
+                attempt + 1,
+                attempts - 1,
+                delay,
+            )
+            pause = (self._sleep or asyncio.sleep)(delay)
+            if inspect.isawaitable(pause):
+                await pause
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _semaphore(self, connection: Connection) -> asyncio.Semaphore:
@@ -837,20 +905,18 @@ class Judge:
             return semaphore
 
     def _raise_if_final(
-        self,
-        error: Exception,
-        connection: Connection,
-        attempt: int,
-        attempts: int,
-        api_key: str | None = None,
+        self, fault: _Fault, connection: Connection, attempt: int, attempts: int
     ) -> None:
-        where = f"model {connection.identity}" + (
-            f" at {connection.api_base}" if connection.api_base else ""
-        )
-        status = _received_status(error)
-        detail = redact(str(error), (api_key,))[:500]
-        client_side = families.is_client_side_refusal(error)
-        if _is_format_rejection(error):
+        """Raise the error the user sees, unless the fault is transient and tries remain.
+
+        The advice fits the cause: only a transient fault suggests more retries or time.
+        """
+        shown_base = connection.shown_base
+        where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
+        status = fault.status
+        detail = fault.detail
+        client_side = fault.client_side
+        if fault.format_rejected:
             raise JudgeUnavailable(
                 (
                     f"litellm refused the structured-output request before sending it ({where}): "
@@ -860,64 +926,86 @@ class Judge:
                 ),
                 status=status,
                 format_rejected=True,
-            ) from None
+            )
         if client_side:
             raise JudgeUnavailable(
                 f"litellm refused the request before sending it ({where}): {detail}; no request "
                 "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
                 "litellm.drop_params would send other parameters than the cache key records).",
                 status=None,
-            ) from None
-        if _is_connection_refused(error):
+            )
+        if fault.url_credentials:
+            raise JudgeUnavailable(
+                f"the judge ({where}) cannot be called with a user and password inside "
+                "--prop-api-base: the HTTP client refuses to send them along with the API key. "
+                "Remove them from the URL and give the key with PROP_API_KEY.",
+                status=status,
+            )
+        if fault.refused:
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "
                 f"Check --prop-api-base. Detail: {detail}",
                 status=status,
-            ) from None
-        if _is_missing_key(error):
+            )
+        if fault.missing_key:
             raise JudgeUnavailable(
                 f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
                 "or choose another model with --prop-model (--prop-model=local needs no key)",
                 status=status,
-            ) from None
-        if status in (401, 403) or "authentication" in type(error).__name__.lower():
+            )
+        if fault.auth:
             raise JudgeUnavailable(
                 f"the judge ({where}) rejected the credentials (HTTP {status}): set "
                 f"{_key_hint(connection.litellm_model)}. Detail: {detail}",
                 status=status,
-            ) from None
-        if status == 404 or "notfound" in type(error).__name__.lower():
+            )
+        if fault.not_found:
             raise JudgeUnavailable(
                 f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
                 f"and --prop-api-base. Detail: {detail}",
                 status=status,
-            ) from None
-        if not _is_transient(error):
+            )
+        if not fault.transient:
             raise JudgeUnavailable(
                 f"the judge ({where}) rejected the request"
                 + (f" (HTTP {status})" if status else "")
                 + f": {detail}. Check --prop-model and --prop-api-base.",
                 status=status,
-            ) from None
+            )
         if attempt + 1 >= attempts:
+            tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
+            if fault.invalid_response:
+                # The server answered, but not with a chat completion: more tries will not help.
+                raise JudgeUnavailable(
+                    f"the judge ({where}) answered with a response that is not a chat "
+                    f"completion, after {tries} ({fault.type_name}): {detail}. Check that "
+                    "--prop-api-base "
+                    "points at an OpenAI-compatible /v1 endpoint (not a proxy's error page).",
+                    status=status,
+                )
             raise JudgeUnavailable(
-                f"the judge ({where}) kept failing after {attempts} attempt"
-                + ("s" if attempts > 1 else "")
+                f"the judge ({where}) kept failing after {tries}"
                 + (f"; last HTTP {status}" if status else "")
-                + f" ({type(error).__name__}): {detail}. Raise --prop-retries or --prop-timeout "
+                + f" ({fault.type_name}): {detail}. Raise --prop-retries or --prop-timeout "
                 "if the provider is only slow.",
                 status=status,
-            ) from None
+            )
 
     @staticmethod
     def _content(response: Any) -> tuple[str, str | None]:
         """The reply text and, when the provider flagged one, its refusal."""
         try:
-            message = response.choices[0].message
+            choices = response.choices
+            message = choices[0].message if choices else None
         except (AttributeError, IndexError, TypeError):
-            raise VerdictUnparsable(
-                "the judge's response holds no message", raw_reply=redact(str(response))[:2000]
-            ) from None
+            message = None
+        if message is None:
+            shown = redact(str(response))[:2000]
+            raise JudgeReplyInvalid(
+                "the judge's response holds no message (an empty 'choices' list, or a null "
+                "message: a provider's content filter or a broken proxy)",
+                raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
+            )
         refusal = getattr(message, "refusal", None)
         if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields
             extra = getattr(message, "provider_specific_fields", None)
@@ -964,3 +1052,84 @@ def _usage(response: Any) -> tuple[int, int]:
     prompt = getattr(usage, "prompt_tokens", 0) or 0
     completion = getattr(usage, "completion_tokens", 0) or 0
     return int(prompt), int(completion)
+
+
+def _url_credentials(api_base: Secret | None) -> tuple[Secret, ...]:
+    """The user-and-password part of the URL and the password alone, to redact wherever seen."""
+    if api_base is None:
+        return ()
+    found = re.search(r"://([^/?#@\s]+)@", api_base.reveal())
+    if found is None:
+        return ()
+    userinfo = found.group(1)
+    return (Secret(userinfo), Secret(userinfo.partition(":")[2]))
+
+
+def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, str]:
+    """The endpoint's keyword arguments in the clear, built inside the call expression only."""
+    revealed: dict[str, str] = {}
+    if api_base is not None and api_base.reveal():
+        revealed["api_base"] = api_base.reveal()
+    if api_key is not None and api_key.reveal():
+        revealed["api_key"] = api_key.reveal()
+    return revealed
+
+
+# litellm's words for an HTTP 200 whose body is JSON but not a chat completion.
+_INVALID_RESPONSE_MARKERS = ("invalid response object", "returned 'choices' that is not")
+
+
+@dataclass(frozen=True)
+class _Fault:
+    """What a failed call told us, read while its exception is in hand and then let go.
+
+    The provider's exception can quote the key, and so can the frames of its traceback; the
+    judge keeps only this redacted reading, so ``pytest -l`` has nothing secret to show.
+    """
+
+    type_name: str
+    status: int | None
+    detail: str
+    format_rejected: bool
+    refused: bool
+    missing_key: bool
+    auth: bool
+    not_found: bool
+    transient: bool
+    invalid_response: bool
+    url_credentials: bool
+    client_side: bool
+
+    @classmethod
+    def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
+        text = str(error)
+        # litellm pastes a whole Python traceback into some messages: keep the first part.
+        text = text.split("Traceback (most recent call last)", 1)[0].rstrip()
+        name = type(error).__name__
+        status = _received_status(error)
+        return cls(
+            type_name=name,
+            status=status,
+            detail=redact(text, secrets)[:500],
+            format_rejected=_is_format_rejection(error),
+            refused=_is_connection_refused(error),
+            missing_key=_is_missing_key(error),
+            auth=status in (401, 403) or "authentication" in name.lower(),
+            not_found=status == 404 or "notfound" in name.lower(),
+            transient=_is_transient(error),
+            client_side=families.is_client_side_refusal(error),
+            url_credentials=any(
+                "credentials encoded in url" in str(link).lower() for link in _chain(error)
+            ),
+            invalid_response=any(
+                marker in link_text
+                for link in _chain(error)
+                for link_text in (str(link).lower(),)
+                for marker in _INVALID_RESPONSE_MARKERS
+            ),
+        )
+
+
+def _printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so a message quoting it can be printed."""
+    return text.encode("utf-8", "replace").decode("utf-8")

@@ -1,33 +1,55 @@
-"""Turn a judge's reply into a verdict: lenient about the format, strict about the value.
+"""Turn a judge's reply into a verdict: lenient about the format, strict about the meaning.
 
-Small local models and chat providers fence, wrap, single-quote and otherwise mangle the JSON
-they are asked for; refusing all of that would make runs flaky for no gain.  The value itself
-is never guessed, though: an ambiguous, non-whole or out-of-range verdict raises, because a
-retry is cheaper than a wrong pass.
+Judges fence, wrap, single-quote and otherwise mangle the JSON they are asked for; refusing all
+of that would make runs flaky for no gain.  The meaning is never guessed, though: a wrong pass
+is the worst outcome, so anything that could be read two ways raises ``VerdictUnparsable``
+(the judge is asked once more; nothing is cached).  The grammar, which the tests pin down:
 
-Decisions on the ambiguous cases (the tests pin each one down):
+Format (lenient)
+* A leading <think>...</think> block is dropped; a reply that is a JSON string, or one fenced
+  code block, is read from its inside.
+* JSON: every outermost object in the text, strict JSON first, then with raw newlines escaped
+  and trailing commas dropped, then as a Python literal.  The value is "value" (or "verdict",
+  "answer", "result", "score"), possibly in one wrapper object such as {"verdict": {...}}.
+  Several objects must agree.  Prose around the JSON is allowed, but an explicit verdict
+  statement in it (below) that differs from the JSON's value raises.
+* Justification/reasoning synonyms ("explanation", "reason", "rationale"; "analysis",
+  "thoughts", "thinking"); missing ones become "".  Confidence is advisory: a number or numeric
+  string in [0, 1] is kept, "85%" becomes 0.85, anything else becomes None.
 
-* A check is a JSON boolean, or a string whose first word is true/yes/positive or
-  false/no/negative ("True, because ...").  Numbers (even 1 and 0) are rejected, and so is a
-  leading clause that also holds the opposite word or a hedge ("true/false", "yes or no",
-  "mostly true", "not true").
-* A score is an int, a whole float (7.0), or a string that starts with one ("7", "7/9",
-  "7 out of 9", "Score: 7").  A stated scale must be /9 ("7/10" is rejected: the number means
-  something else there).  Ranges ("7-8"), non-whole numbers (7.5), booleans and anything
-  outside MIN_SCORE..MAX_SCORE raise; nothing is ever clamped.
-* Confidence is advisory, so a bad one costs no retry: a number or numeric string in [0, 1]
-  is kept, "85%" becomes 0.85, and anything else (1.5, 85, "high", a boolean) becomes None.
-* Several JSON objects carrying a value: the first one is used, but only if every one of them
-  agrees; a judge that contradicts itself gets a retry.
-* Missing justification/reasoning become "", after trying the usual synonyms
-  ("explanation", "reason", "rationale"; "analysis", "thoughts", "thinking").  The value may
-  also be spelt "verdict", "answer", "result" or "score" when "value" is absent, and it may sit
-  in one nested wrapper object such as {"verdict": {...}}.
-* A leading <think>...</think> block (reasoning models) is dropped before anything else.
-* Plain text is accepted only when it starts with the verdict ("False - the agent ...",
-  "7/9: ..."); the rest becomes the justification.  A plain-text score that looks like a
-  numbered list item ("1. First, ...") is rejected.  A reply that starts with "No," is read as
-  False: a refusal phrased that way cannot be told apart from a verdict.
+Meaning (strict): a check
+* JSON true/false.  Numbers (even 1 and 0) are rejected.
+* Free text (a whole reply with no JSON verdict, or a JSON value that is a string) is read by
+  one rule, never by its first cue.  It is a verdict when it is
+  - the whole answer: one of true/false/yes/no/positive/negative, decorated at most with
+    markdown, quotes and a final "." or "!" ("True", "no.", "**Yes.**"); or
+  - holds explicit verdict statements, all agreeing:
+    - an opening "True"/"False" closed by punctuation, a dash or "because" ("False - the agent
+      never asked."), unless the next word takes it back ("True, but ...", "True, or not");
+    - a label: "Verdict:", "Answer:", "Conclusion:", "Value:", "Result:" (or "the verdict is")
+      followed by true/false/yes/no standing alone ("Verdict: false.");
+    - "the claim (proposition, statement) is [not] true/false/correct/incorrect", led in at
+      most by a connective ("so", "overall", "I think"); one that is negated from outside
+      ("it is not the case that the claim is true"), conditional ("if ...") or "not false"
+      raises;
+  and no cue points the other way: the first word of the text if it is a verdict word ("True
+  to his persona, ... the claim is false" and "Positive thinking aside, ..." both raise), the
+  words true/false anywhere outside a statement, and any verdict word standing alone as a
+  clause ("True, No.").
+* So "Yes, I can help with that." and "No problem! ..." are not verdicts: yes/no/positive/
+  negative count only as the whole answer or after a label.
+
+Meaning (strict): a score
+* JSON int, or a whole float (7.0); booleans, 7.5, and anything outside MIN_SCORE..MAX_SCORE
+  raise; nothing is ever clamped or rounded.
+* Free text is a score when it is the whole answer ("7", "7/9", "7 out of 9", "**7**.") or holds
+  explicit score statements, all agreeing: an opening number closed by punctuation or a dash
+  ("7/9: clear"; in a whole reply "1. First, ..." is a numbered list, not a score), a label
+  ("Score: 6/9", "Rating: 6", "score of 6", "Verdict: 6"), or any "N/9" / "N out of 9".
+  A stated scale must be /9 ("7/10" raises), ranges ("7-8", "7 or 8") and non-whole numbers
+  raise, a statement under a condition ("if ...") raises, and no cue may disagree: a leading
+  number that is not a statement ("9 out of the 12 events ... 2/9" raises) or a whole number
+  standing alone as a clause ("9/9 is too generous. 2").
 """
 
 from __future__ import annotations
@@ -40,7 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from .errors import VerdictUnparsable
+from .errors import JudgeReplyInvalid, VerdictUnparsable
 
 if TYPE_CHECKING:
     from .verdict import Kind
@@ -56,13 +78,6 @@ __all__ = [
 
 from .scale import MAX_SCORE, MIN_SCORE
 
-_TRUE_WORDS = frozenset({"true", "yes", "positive"})
-_FALSE_WORDS = frozenset({"false", "no", "negative"})
-# Words that make a leading clause too vague to read as a verdict.
-_HEDGES = frozenset(
-    {"or", "not", "maybe", "partially", "partly", "mostly", "somewhat", "unclear", "unsure"}
-)
-
 _VALUE_KEYS = ("value", "verdict", "answer", "result", "score")
 _JUSTIFICATION_KEYS = ("justification", "explanation", "reason", "rationale")
 _REASONING_KEYS = ("reasoning", "analysis", "thoughts", "thinking", "chain_of_thought")
@@ -72,28 +87,13 @@ _QUOTE_LIMIT = 200
 # Bounds the work on pathological replies (thousands of stray braces) while staying deterministic.
 _MAX_OBJECT_ATTEMPTS = 64
 _MAX_WRAPPER_DEPTH = 3
+# A verdict object is two or three levels deep; hundreds is a broken (or hostile) judge.
+_MAX_NESTING = 32
 
-_LEADING_JUNK = r"""[\s*"'`_#>(\[]*"""
-_CHECK_LEAD = re.compile(
-    _LEADING_JUNK
-    + r"""(?:(?:answer|verdict|value|result)\s*[:=]\s*[*"'`]*\s*)?"""
-    + r"([A-Za-z]+)\b",
-    re.IGNORECASE,
-)
-_SCORE_LEAD = re.compile(
-    _LEADING_JUNK
-    + r"""(?P<prefix>(?:score|rating|value|verdict|answer)\s*(?:is\s*)?[:=]?\s*[*"'`]*\s*)?"""
-    + r"(?P<num>[+-]?\d+(?:\.\d+)?)"
-    + r"""(?:\s*[*"'`]*\s*(?:/|out\s+of)\s*(?P<scale>\d+(?:\.\d+)?))?"""
-    + r"(?![A-Za-z0-9%]|[.,]\d)",
-    re.IGNORECASE,
-)
-_SCORE_RANGE_AFTER = re.compile(r"\s*(?:-|\u2013|\u2014|to\b|or\b|and\b)\s*[+-]?\d", re.IGNORECASE)
-_LIST_ITEM_AFTER = re.compile(r"[.)][ \t]*\S")
-_CLAUSE_END = re.compile(r"[.,;:!?\n\u2013\u2014()]|\s-\s")
-_REST_JUNK = re.compile(r"""^[\s.,;:!?\-\u2013\u2014*_)\]"'`]+""")
 _CONFIDENCE_TEXT = re.compile(r"\s*(\d*\.?\d+)\s*(%?)\s*\Z")
 _WORD = re.compile(r"[a-z]+")
+# A whole reply fenced as a code block: ```\nTrue\n``` is read as its inside.
+_FENCE = re.compile(r"\A```[A-Za-z]*[ \t]*\n?(.*?)\n?```\Z", re.DOTALL)
 # Reasoning models (Qwen3, DeepSeek-R1) think aloud first; drafts in there are not the verdict.
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 
@@ -109,7 +109,11 @@ class ParsedReply:
 
 
 def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
-    """Extract the verdict from a judge reply, or raise VerdictUnparsable saying what was wrong."""
+    """Extract the verdict from a judge reply, or raise VerdictUnparsable saying what was wrong.
+
+    A reply that breaks the plumbing rather than the grammar (text with an unpaired surrogate,
+    nesting too deep to walk) raises its subclass ``JudgeReplyInvalid``.
+    """
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', not {kind!r}")
     raw = text or ""
@@ -117,12 +121,36 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
         _fail("the judge returned no reply (None)", kind, raw)
     if not text.strip():
         _fail("the reply is empty", kind, raw)
+    if _has_lone_surrogate(text):
+        _fail_invalid(
+            "the reply holds an unpaired surrogate, which no text encoding can store", raw
+        )
+    try:
+        parsed = _parse(text, kind, raw)
+    except RecursionError:
+        _fail_invalid("the reply is nested too deeply to read", raw)
+    texts = (parsed.justification, parsed.reasoning)
+    if any(_has_lone_surrogate(part) for part in texts):
+        _fail_invalid(
+            "the reply's text holds an unpaired surrogate escape (such as \\ud800), which no "
+            "text encoding can store",
+            raw,
+        )
+    return parsed
+
+
+def _parse(text: str, kind: Kind, raw: str) -> ParsedReply:
     body = _unwrap_json_string(_THINK_BLOCK.sub("", text))
 
     found: list[tuple[bool | int, list[dict[str, object]]]] = []
+    spans: list[tuple[int, int]] = []
     saw_object = False
-    for obj in _json_objects(body):
+    for start, end, obj in _json_objects(body):
         saw_object = True
+        spans.append((start, end))
+        depth = _nesting(obj)
+        if depth > _MAX_NESTING:
+            _fail_invalid(f"the reply's JSON is nested {depth} levels deep", raw)
         path = _verdict_path(obj, 0)
         if path is None:
             continue
@@ -138,6 +166,7 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
         if any(other != value for other, _ in found[1:]):
             shown = ", ".join(repr(v) for v, _ in found)
             _fail(f"the reply holds contradicting verdicts ({shown})", kind, raw)
+        _check_prose_agrees(body, spans, value, kind, raw)
         return ParsedReply(
             value=value,
             justification=_as_text(_first_present(path, _JUSTIFICATION_KEYS)),
@@ -145,6 +174,8 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
             confidence=_coerce_confidence(_first_present(path, _CONFIDENCE_KEYS)),
         )
 
+    if "{" in body and _too_deep_to_load(body):
+        _fail_invalid(f"the reply's JSON is nested more than {_MAX_NESTING} levels deep", raw)
     try:
         return _parse_plain(body, kind)
     except ValueError as exc:
@@ -152,12 +183,88 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
         _fail(reason, kind, raw)
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _nesting(value: object) -> int:
+    """How deeply containers nest in a loaded value; iterative, so any depth is safe."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Sequence[object] = list(item.values())
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > _MAX_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _too_deep_to_load(text: str) -> bool:
+    """Whether brackets outside strings nest past the limit (json gives up with RecursionError)."""
+    depth = 0
+    quote = ""
+    escaped = False
+    for char in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char == '"':
+            quote = char
+        elif char in "{[":
+            depth += 1
+            if depth > _MAX_NESTING:
+                return True
+        elif char in "}]":
+            depth = max(0, depth - 1)
+    return False
+
+
+def _check_prose_agrees(
+    body: str, spans: list[tuple[int, int]], value: bool | int, kind: Kind, raw: str
+) -> None:
+    """Prose around the JSON may be anything but a different verdict ("False. {...true...}")."""
+    pieces: list[str] = []
+    position = 0
+    for start, end in spans:
+        pieces.append(body[position:start])
+        position = end
+    pieces.append(body[position:])
+    prose = "\n".join(piece for piece in pieces if piece.strip())
+    if not prose.strip():
+        return
+    try:
+        stated = {s.value for s in _statements(prose, kind, plain=True, qualified="skip")}
+    except ValueError as exc:
+        _fail(f"the text around the JSON states an unusable verdict: {exc}", kind, raw)
+    others = stated - {value}
+    if others:
+        shown = ", ".join(repr(other) for other in sorted(others, key=_order))
+        _fail(f"the JSON says {value!r} but the text around it says {shown}", kind, raw)
+
+
 def coerce_check(value: object) -> bool:
     """A check's value as a bool; strict, since a misread True would pass a failing claim."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return _match_check(value)[0]
+        verdict = _read_prose(value, "check", plain=False)[0]
+        assert isinstance(verdict, bool)
+        return verdict
     raise ValueError(f"{_short(value)} is not true or false")
 
 
@@ -172,7 +279,9 @@ def coerce_score(value: object) -> int:
             raise ValueError(f"{value!r} is not a whole number")
         return _in_range(int(value))
     if isinstance(value, str):
-        return _match_score(value, plain=False)[0]
+        score = _read_prose(value, "score", plain=False)[0]
+        assert not isinstance(score, bool)
+        return score
     raise ValueError(f"{_short(value)} is not a score")
 
 
@@ -181,53 +290,6 @@ def coerce_score(value: object) -> int:
 
 def _coerce(value: object, kind: Kind) -> bool | int:
     return coerce_check(value) if kind == "check" else coerce_score(value)
-
-
-def _match_check(text: str) -> tuple[bool, int]:
-    """The verdict word leading ``text`` and where it ends; raises when absent or hedged."""
-    match = _CHECK_LEAD.match(text)
-    if match is None:
-        raise ValueError(f"{_short(text)} does not start with true or false")
-    word = match.group(1).lower()
-    if word in _TRUE_WORDS:
-        verdict = True
-    elif word in _FALSE_WORDS:
-        verdict = False
-    else:
-        raise ValueError(f"{_short(text)} does not start with true or false")
-    clause = _CLAUSE_END.split(text[match.start(1) :], maxsplit=1)[0]
-    opposite = _FALSE_WORDS if verdict else _TRUE_WORDS
-    if set(_WORD.findall(clause.lower())) & (opposite | _HEDGES):
-        raise ValueError(f"{_short(text)} is ambiguous")
-    return verdict, match.end()
-
-
-def _match_score(text: str, *, plain: bool) -> tuple[int, int]:
-    """The score leading ``text`` and where it ends; raises on ranges, other scales, list items."""
-    match = _SCORE_LEAD.match(text)
-    if match is None:
-        raise ValueError(f"{_short(text)} does not start with a whole number")
-    scale = match.group("scale")
-    if scale is not None and float(scale) != MAX_SCORE:
-        raise ValueError(f"{_short(text)} is on a scale other than /{MAX_SCORE}")
-    if _SCORE_RANGE_AFTER.match(text, match.end()):
-        raise ValueError(f"{_short(text)} looks like a range, not one score")
-    if (
-        plain
-        and scale is None
-        and match.group("prefix") is None
-        and _LIST_ITEM_AFTER.match(text, match.end())
-    ):
-        raise ValueError(f"{_short(text)} looks like a numbered list, not a score")
-    number = match.group("num")
-    if "." in number:
-        as_float = float(number)
-        if not as_float.is_integer():
-            raise ValueError(f"{number} is not a whole number")
-        score = int(as_float)
-    else:
-        score = int(number)
-    return _in_range(score), match.end()
 
 
 def _in_range(score: int) -> int:
@@ -269,9 +331,9 @@ def _unwrap_json_string(text: str) -> str:
     return decoded if isinstance(decoded, str) else text
 
 
-def _json_objects(text: str) -> list[Mapping[object, object]]:
-    """Every outermost parseable ``{...}`` in ``text``, left to right."""
-    objects: list[Mapping[object, object]] = []
+def _json_objects(text: str) -> list[tuple[int, int, Mapping[object, object]]]:
+    """Every outermost parseable ``{...}`` in ``text``, left to right, with where it lies."""
+    objects: list[tuple[int, int, Mapping[object, object]]] = []
     start = text.find("{")
     attempts = 0
     while start != -1 and attempts < _MAX_OBJECT_ATTEMPTS:
@@ -279,7 +341,7 @@ def _json_objects(text: str) -> list[Mapping[object, object]]:
         end = _matching_brace(text, start)
         loaded = _load_object(text[start : end + 1]) if end is not None else None
         if end is not None and loaded is not None:
-            objects.append(loaded)
+            objects.append((start, end + 1, loaded))
             start = text.find("{", end + 1)
         else:
             # Not an object here; one may still start inside (prose braces, a broken wrapper).
@@ -424,22 +486,318 @@ def _as_text(value: object) -> str:
     return str(value)
 
 
+# --- prose: the strict grammar --------------------------------------------------------------
+
+# Markdown, quotes and brackets that may decorate a verdict without changing it.
+_OPEN_DECOR = "[\\s*_`#>\"'\u201c\u201d\u2018\u2019(\\[]*"
+_CLOSE_DECOR = "[*_`\"'\u201c\u201d\u2018\u2019)\\]]*"
+_END_DECOR = "[\\s.!*_`\"'\u201c\u201d\u2018\u2019)\\]]*\\Z"
+# What may follow a verdict for it to stand alone: the end, punctuation, a dash, "because".
+_STANDS_ALONE = r"(?=\s*(?:\Z|[.,;:!\n(\u2013\u2014]|-(?:\s|\Z))|\s+(?:because|since|as|given)\b)"
+_CHECK_WORDS = {
+    "true": True,
+    "yes": True,
+    "positive": True,
+    "correct": True,
+    "accurate": True,
+    "false": False,
+    "no": False,
+    "negative": False,
+    "incorrect": False,
+    "inaccurate": False,
+}
+_WHOLE_CHECK = re.compile(
+    _OPEN_DECOR + r"(true|false|yes|no|positive|negative)" + _CLOSE_DECOR + _END_DECOR,
+    re.IGNORECASE,
+)
+_FIRST_WORD = re.compile(_OPEN_DECOR + r"([A-Za-z]+)\b")
+_OPENING_CHECK = re.compile(
+    _OPEN_DECOR + r"(true|false)\b" + _CLOSE_DECOR + _STANDS_ALONE, re.IGNORECASE
+)
+_LABELLED_CHECK = re.compile(
+    r"\b(?P<label>verdict|answer|conclusion|value|result)\b[*_`]*[ \t]*"
+    r"(?P<sep>[:=]|\n|is\b)[\s*_`\"'\u201c\u201d\u2018\u2019]*"
+    r"(?P<word>true|false|yes|no)\b" + _CLOSE_DECOR + _STANDS_ALONE,
+    re.IGNORECASE,
+)
+_CLAIM_CHECK = re.compile(
+    r"\b(?:the|this)\s+(?:claim|proposition|statement)\s+(?:is|was)\s+(?P<neg>not\s+)?"
+    r"[*_`\"'\u201c\u201d\u2018\u2019]*"
+    r"(?P<word>true|false|correct|incorrect|accurate|inaccurate)\b" + _CLOSE_DECOR + _STANDS_ALONE,
+    re.IGNORECASE,
+)
+# After an opening True/False, a clause that takes it back: "True, but only in part".
+_RETRACTING = frozenset(
+    {
+        "but",
+        "although",
+        "though",
+        "however",
+        "except",
+        "partially",
+        "partly",
+        "mostly",
+        "somewhat",
+        "not",
+        "or",
+        "nor",
+        "maybe",
+        "perhaps",
+        "probably",
+        "unless",
+        "if",
+    }
+)
+# Only these may lead into "the claim is X" within its clause; anything else may negate it
+# ("it is not the case that the claim is true") or report someone else's view.
+_CLAIM_LEAD_IN = re.compile(
+    r"(?:\s*(?:and|so|thus|hence|therefore|overall|consequently|accordingly|ultimately|finally"
+    r"|in\s+(?:conclusion|short|summary|sum)|all\s+in\s+all|as\s+a\s+result"
+    r"|(?:which|this|that)\s+means(?:\s+that)?"
+    r"|i\s+(?:think|believe|conclude|find)(?:\s+that)?|we\s+(?:can\s+)?conclude(?:\s+that)?"
+    r"|it\s+follows\s+that)\b)*[\s*_`\"'\u201c\u201d\u2018\u2019]*\Z",
+    re.IGNORECASE,
+)
+_CONDITIONAL = re.compile(
+    r"\b(?:if|unless|whether|suppose|supposing|assuming|otherwise)\b", re.IGNORECASE
+)
+_CLAUSE_START = re.compile(r"[,;:.!?\n(\u2013\u2014]")
+_SENTENCE_START = re.compile(r"[.!?\n]")
+_BARE_CHECK_WORD = re.compile(r"\b(true|false)\b", re.IGNORECASE)
+_AT_CLAUSE_START = r"(?:\A|(?<=[,;:.!?\n(\u2013\u2014])(?<!\d[.,]))"
+# A verdict word that is a clause of its own ("True, No."): a cue wherever it stands.
+_STANDALONE_CHECK = re.compile(
+    _AT_CLAUSE_START
+    + _OPEN_DECOR
+    + r"(true|false|yes|no|positive|negative)\b"
+    + _CLOSE_DECOR
+    + _STANDS_ALONE,
+    re.IGNORECASE,
+)
+
+_NUMBER = r"[+-]?\d+(?:\.\d+)?"
+_SCALE = r"(?:\s*(?:/|out\s+of)\s*(?P<scale>\d+(?:\.\d+)?))?"
+_SCORE_SEPARATOR = r"(?=\s*(?:\Z|[.,;:!)\n(\u2013\u2014]|-(?:\s|\Z)))"
+_WHOLE_SCORE = re.compile(
+    _OPEN_DECOR + r"(?P<num>" + _NUMBER + ")" + _CLOSE_DECOR + _SCALE + _CLOSE_DECOR + _END_DECOR,
+    re.IGNORECASE,
+)
+_OPENING_NUMBER = re.compile(
+    _OPEN_DECOR + r"(?P<num>" + _NUMBER + r")(?![\d])" + _CLOSE_DECOR + _SCALE, re.IGNORECASE
+)
+_LABELLED_SCORE = re.compile(
+    r"\b(?:(?P<soft>score|rating|grade)|(?:verdict|answer|value|result))\b[*_`]*[ \t]*"
+    r"(?P<sep>[:=]|\n|is\b|of\b)?[\s*_`\"'\u201c\u201d\u2018\u2019]*"
+    r"(?:(?:is|of)\s+)?(?:an?\s+)?"
+    r"(?P<num>" + _NUMBER + r")(?![\d])" + _CLOSE_DECOR + _SCALE,
+    re.IGNORECASE,
+)
+_SCALED_SCORE = re.compile(
+    r"(?<![\d./])(?P<num>\d+)[*_`]*\s*(?:/|out\s+of)\s*(?P<scale>9)(?!\d|\.\d|/\d)", re.IGNORECASE
+)
+_SCORE_RANGE_AFTER = re.compile(r"\s*(?:-|\u2013|\u2014|to\b|or\b|and\b)\s*[+-]?\d", re.IGNORECASE)
+# A whole number that is a clause of its own ("... too generous. 2"): a cue wherever it stands.
+_STANDALONE_NUMBER = re.compile(
+    _AT_CLAUSE_START + _OPEN_DECOR + r"(?P<num>[+-]?\d+)(?![\d]|\.\d)" + _CLOSE_DECOR
+)
+_CONFIDENCE_BEFORE = re.compile(r"confidence\W*\Z", re.IGNORECASE)
+_LIST_ITEM_AFTER = re.compile(r"[.)][ \t]*[^\s\d]")
+_NOT_WHOLE_AFTER = re.compile(r"[.,]\d|[A-Za-z%]")
+_REST_JUNK = re.compile(r"""^[\s.,;:!?\-\u2013\u2014*_)\]"'`]+""")
+
+
+@dataclass(frozen=True)
+class _Statement:
+    start: int
+    end: int
+    value: bool | int
+
+
+def _read_prose(text: str, kind: Kind, *, plain: bool) -> tuple[bool | int, str]:
+    """The verdict a piece of free text states, and its justification; raises ValueError.
+
+    ``plain`` is a whole reply; otherwise ``text`` is a JSON value, where a leading number
+    followed by "." is the score rather than a numbered list.
+    """
+    whole = (_WHOLE_CHECK if kind == "check" else _WHOLE_SCORE).match(text)
+    if whole is not None:
+        if kind == "check":
+            return _CHECK_WORDS[whole.group(1).lower()], ""
+        return _score_at(text, whole, plain=plain, opening=True), ""
+    statements = _statements(text, kind, plain=plain, qualified="raise")
+    cues = _cues(text, kind, statements, plain=plain)
+    values = {statement.value for statement in statements} | cues
+    if not statements:
+        if cues:
+            raise ValueError(f"{_short(text)} states no verdict, only verdict words in passing")
+        raise ValueError(f"{_short(text)} states no verdict")
+    if len(values) > 1:
+        shown = " and ".join(repr(value) for value in sorted(values, key=_order))
+        raise ValueError(f"{_short(text)} holds cues for more than one verdict ({shown})")
+    first = min(statements, key=lambda statement: statement.start)
+    decoration = re.match(_OPEN_DECOR, text)
+    opening = first.start <= (decoration.end() if decoration else 0)
+    rest = _REST_JUNK.sub("", text[first.end :]).strip() if opening else text.strip()
+    return first.value, rest
+
+
+def _order(value: bool | int) -> tuple[bool, int]:
+    return isinstance(value, bool), int(value)
+
+
+def _statements(text: str, kind: Kind, *, plain: bool, qualified: str) -> list[_Statement]:
+    """Every explicit verdict statement in ``text``.
+
+    A statement that is qualified (negated, conditional, taken back) raises when ``qualified``
+    is "raise", and is skipped otherwise (prose around a JSON verdict).
+    """
+    found: list[_Statement] = []
+
+    def reject(reason: str) -> None:
+        if qualified == "raise":
+            raise ValueError(f"{_short(text)} {reason}")
+
+    if kind == "check":
+        opening = _OPENING_CHECK.match(text)
+        if opening is not None:
+            after = _WORD.match(_REST_JUNK.sub("", text[opening.end() :]).lower())
+            if after is not None and after.group(0) in _RETRACTING:
+                reject(f"takes its verdict back ({after.group(0)!r})")
+            else:
+                found.append(
+                    _Statement(
+                        opening.start(1), opening.end(), _CHECK_WORDS[opening.group(1).lower()]
+                    )
+                )
+        for match in _LABELLED_CHECK.finditer(text):
+            if match.group("sep").lower() == "is" and match.group("label").lower() not in (
+                "verdict",
+                "answer",
+                "conclusion",
+            ):
+                continue
+            if _is_conditional(text, match.start()):
+                reject("states its verdict under a condition")
+                continue
+            found.append(
+                _Statement(match.start(), match.end(), _CHECK_WORDS[match.group("word").lower()])
+            )
+        for match in _CLAIM_CHECK.finditer(text):
+            value = _CHECK_WORDS[match.group("word").lower()]
+            if match.group("neg"):
+                if not value:
+                    reject("negates a negative verdict")
+                    continue
+                value = False
+            clause = _CLAUSE_START.split(text[: match.start()])[-1]
+            if _CLAIM_LEAD_IN.match(clause) is None or _is_conditional(text, match.start()):
+                reject("qualifies its verdict statement")
+                continue
+            found.append(_Statement(match.start(), match.end(), value))
+        return found
+
+    opening = _OPENING_NUMBER.match(text)
+    if opening is not None and re.match(_SCORE_SEPARATOR, text[opening.end() :]):
+        list_like = (
+            plain
+            and opening.group("scale") is None
+            and _LIST_ITEM_AFTER.match(text, opening.end()) is not None
+        )
+        if not list_like:
+            score = _score_at(text, opening, plain=plain, opening=True)
+            found.append(_Statement(opening.start("num"), opening.end(), score))
+    for pattern in (_LABELLED_SCORE, _SCALED_SCORE):
+        for match in pattern.finditer(text):
+            if pattern is _LABELLED_SCORE and not (match.group("soft") or match.group("sep")):
+                continue
+            if match.group("scale") is None and _NOT_WHOLE_AFTER.match(text, match.end()):
+                continue  # "score of 7th", "value: 12abc": not a number standing for a score
+            if _is_conditional(text, match.start()):
+                reject("states its score under a condition")
+                continue
+            found.append(
+                _Statement(
+                    match.start(), match.end(), _score_at(text, match, plain=plain, opening=False)
+                )
+            )
+    return found
+
+
+def _cues(text: str, kind: Kind, statements: list[_Statement], *, plain: bool) -> set[bool | int]:
+    """Verdicts the text hints at outside its statements: they must not disagree with them."""
+    cues: set[bool | int] = set()
+    covered = [(statement.start, statement.end) for statement in statements]
+
+    def outside(position: int) -> bool:
+        return not any(start <= position < end for start, end in covered)
+
+    if kind == "check":
+        first = _FIRST_WORD.match(text)
+        if first is not None and first.group(1).lower() in _CHECK_WORDS and outside(first.start(1)):
+            cues.add(_CHECK_WORDS[first.group(1).lower()])
+        for pattern in (_BARE_CHECK_WORD, _STANDALONE_CHECK):
+            for match in pattern.finditer(text):
+                if outside(match.start(1)):
+                    cues.add(_CHECK_WORDS[match.group(1).lower()])
+        return cues
+    for match in _STANDALONE_NUMBER.finditer(text):
+        if (
+            outside(match.start("num"))
+            and re.match(_SCORE_SEPARATOR, text[match.end() :])
+            and not (plain and _LIST_ITEM_AFTER.match(text, match.end()))
+            and not _CONFIDENCE_BEFORE.search(text[: match.start()])
+        ):
+            cues.add(int(match.group("num")))
+    opening = _OPENING_NUMBER.match(text)
+    if opening is not None and outside(opening.start("num")):
+        list_like = plain and _LIST_ITEM_AFTER.match(text, opening.end()) is not None
+        if not list_like:
+            # "9 out of the 12 events ...": a number that is not clearly the score.
+            number = opening.group("num")
+            cues.add(int(float(number)) if _is_whole(number) else -1)
+    return cues
+
+
+def _is_whole(number: str) -> bool:
+    try:
+        return float(number).is_integer()
+    except ValueError:
+        return False
+
+
+def _is_conditional(text: str, position: int) -> bool:
+    sentence = _SENTENCE_START.split(text[:position])[-1]
+    return _CONDITIONAL.search(sentence) is not None
+
+
+def _score_at(text: str, match: re.Match[str], *, plain: bool, opening: bool) -> int:
+    """The score a match names; raises on other scales, ranges and non-whole numbers."""
+    scale = match.group("scale")
+    number = match.group("num")
+    if scale is not None and float(scale) != MAX_SCORE:
+        raise ValueError(f"{_short(text)} is on a scale other than /{MAX_SCORE}")
+    if _SCORE_RANGE_AFTER.match(text, match.end()):
+        raise ValueError(f"{_short(text)} looks like a range, not one score")
+    if scale is None and re.match(r",\d", text[match.end("num") :]):
+        raise ValueError(
+            f"{number}{text[match.end('num') : match.end('num') + 2]} is not a whole number"
+        )
+    if not _is_whole(number):
+        raise ValueError(f"{number} is not a whole number")
+    return _in_range(int(float(number)))
+
+
 # --- plain text and errors ------------------------------------------------------------------
 
 
 def _parse_plain(text: str, kind: Kind) -> ParsedReply:
-    """A reply with no JSON that starts with its verdict; the rest is the justification."""
-    stripped = text.strip()
+    """A reply with no JSON verdict: the strict prose grammar decides (see the module doc)."""
+    stripped = _FENCE.sub(r"\1", text.strip()).strip()
     if stripped[:1] in ("{", "[") or stripped.startswith("```"):
         raise ValueError("the text starts like JSON but is malformed or cut short")
     if stripped.startswith("<"):
         raise ValueError("it is markup (an HTML page?), not a verdict")
-    value: bool | int
-    if kind == "check":
-        value, end = _match_check(stripped)
-    else:
-        value, end = _match_score(stripped, plain=True)
-    rest = _REST_JUNK.sub("", stripped[end:]).strip()
+    value, rest = _read_prose(stripped, kind, plain=True)
     return ParsedReply(value=value, justification=rest, reasoning="", confidence=None)
 
 
@@ -466,6 +824,17 @@ def _quote(text: str) -> str:
     if len(text) <= _QUOTE_LIMIT:
         return repr(text)
     return f"{text[:_QUOTE_LIMIT]!r}... ({len(text)} characters in all)"
+
+
+def _fail_invalid(reason: str, raw: str) -> NoReturn:
+    raise JudgeReplyInvalid(
+        f"Invalid judge reply: {reason}; received {_quote(raw)}.", raw_reply=_printable(raw)
+    )
+
+
+def _printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so the error itself can be shown and stored."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _fail(reason: str, kind: Kind, raw: str) -> NoReturn:

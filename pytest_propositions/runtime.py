@@ -47,6 +47,8 @@ class Runtime:
     in_pytest_session: bool = False
     current_test: str | None = None
     progress: ProgressLine | None = None
+    # On an xdist controller: the folder where workers say what they are judging.
+    progress_dir: Path | None = None
     # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
     render_hook: Callable[[Any, Any], str | None] | None = None
     # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
@@ -62,6 +64,10 @@ class Runtime:
     _workers_used: bool = field(default=False, repr=False)
     # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
     _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
+    # With --prop-html: each judge request's messages by cache key (the context the judge saw).
+    contexts: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
+    # Keep contexts without --prop-html too (pytest-html writing a report sets it).
+    keep_contexts: bool = False
     _judge: Judge | None = field(default=None, repr=False)
     _claimed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -106,6 +112,12 @@ class Runtime:
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
+
+    def remember_context(self, key: str, messages: Iterable[Mapping[str, str]]) -> None:
+        """Keep what the judge was shown, for an HTML report; nothing when none is written."""
+        if key and (self.settings.html or self.keep_contexts):
+            with self._lock:
+                self.contexts[key] = [dict(message) for message in messages]
 
     def note_error(self, error: BaseException) -> None:
         self._first_claim()
@@ -199,6 +211,11 @@ class Runtime:
             judge.close()
         if self.progress is not None:
             self.progress.close()
+        if self.progress_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.progress_dir, ignore_errors=True)
+            self.progress_dir = None
 
 
 # A stack, so that a pytest run nested inside another (pytester) restores the outer one's runtime.

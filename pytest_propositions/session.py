@@ -13,6 +13,8 @@ from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
+# The workerinput entry naming the folder where xdist workers publish what they are judging.
+PROGRESS_DIR_INPUT = "prop_progress_dir"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -33,16 +35,48 @@ def build_runtime(config: pytest.Config) -> Runtime:
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = Runtime(settings, cache_dir(config, settings.cache_dir), in_pytest_session=True)
-    if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
-        from .progress import ProgressLine
+    if settings.min_calibration is not None and not hasattr(config, "workerinput"):
+        from .calibration import CalibrationError, gate_problem
 
-        def write_line(line: str) -> None:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(line)
+        try:
+            problem = gate_problem(settings, runtime.cache_dir)
+        except CalibrationError as error:
+            problem = str(error)
+        if problem is not None:
+            raise pytest.UsageError(f"pytest-propositions: {problem}")
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        # An xdist worker has no terminal: it tells the controller, through a file, what it is
+        # judging (when the controller asked for that, see start_progress_relay).
+        folder = workerinput.get(PROGRESS_DIR_INPUT)
+        if folder:
+            from .progress import ProgressLine, file_publisher
 
-        runtime.progress = ProgressLine(write_line, settings.model)
+            path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
+            runtime.progress = ProgressLine(None, settings.model, publish=file_publisher(path))
+    elif config.get_verbosity() >= -1:
+        from .progress import ProgressLine, TerminalLine
+
+        runtime.progress = ProgressLine(
+            TerminalLine(config, lambda: runtime.current_test), settings.model
+        )
     return runtime
+
+
+def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
+    """On an xdist controller, as a worker is configured: have the workers publish what they
+    judge into one folder, and show it here."""
+    from .progress import worker_flights
+
+    if runtime.progress is None:  # -qq: nothing to show
+        return
+    if runtime.progress_dir is None:
+        import tempfile
+
+        runtime.progress_dir = Path(tempfile.mkdtemp(prefix="propositions-progress-"))
+        folder = runtime.progress_dir
+        runtime.progress.watch_others(lambda: worker_flights(folder))
+    workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
 
 
 def cache_dir(config: pytest.Config, configured: str | None) -> Path:
@@ -84,11 +118,16 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
         runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
     runtime.partial_reasons.update(partial_selection(config))
     runtime.record_complete_run()
-    if not runtime.settings.report:
-        return None
-    from .report import save_json_report
+    problems = []
+    if runtime.settings.report:
+        from .report import save_json_report
 
-    return save_json_report(runtime, config.invocation_params.dir)
+        problems.append(save_json_report(runtime, config.invocation_params.dir))
+    if runtime.settings.html:
+        from .html_report import save_html_report
+
+        problems.append(save_html_report(runtime, config.invocation_params.dir))
+    return "; ".join(problem for problem in problems if problem) or None
 
 
 def worker_output(runtime: Runtime) -> dict[str, Any]:
@@ -104,6 +143,8 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
         output["prop_stats"] = stats_record(runtime.stats())
         output["prop_used"] = True
+        if runtime.contexts:
+            output["prop_contexts"] = runtime.contexts
     return output
 
 
@@ -120,5 +161,6 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
             output.get("prop_stats", {}),
             used=True,
         )
+        runtime.contexts.update(output.get("prop_contexts", {}))
     if crashed:
         runtime.partial_reasons.add("a worker crashed")

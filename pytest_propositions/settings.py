@@ -11,13 +11,14 @@ import argparse
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .families import REASONING_EFFORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
+OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 
 
@@ -64,9 +65,25 @@ def _parse_positive_float(text: str) -> float:
     return number
 
 
+def _parse_fraction(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}")
+    return number
+
+
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_outcome(text: str) -> str:
+    if text not in OUTCOMES:
+        raise ValueError(f"expected one of {', '.join(OUTCOMES)}, got {text!r}")
     return text
 
 
@@ -242,11 +259,43 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_float,
     ),
     Option(
+        "outcome",
+        "--prop-outcome",
+        "PROP_OUTCOME",
+        "fail",
+        "What a claim the judge does not uphold does to its test: fail, or report (the test "
+        "passes as 'not upheld' and the summary lists every claim with the judge's "
+        "justification; for trying the plugin on a stand-in judge, never for a gate). A judge "
+        "error fails either way.",
+        "MODE",
+        _parse_outcome,
+    ),
+    Option(
+        "min_calibration",
+        "--prop-min-calibration",
+        "PROP_MIN_CALIBRATION",
+        None,
+        "Refuse to start unless the judge was calibrated (python -m pytest_propositions "
+        "calibrate) for this prompt version with at least this balanced accuracy, 0..1.",
+        "X",
+        _parse_fraction,
+    ),
+    Option(
         "report",
         "--prop-report",
         "PROP_REPORT",
         None,
         "Write every verdict of the run, with its test id, to this JSON file.",
+        "FILE",
+        _parse_text,
+    ),
+    Option(
+        "html",
+        "--prop-html",
+        "PROP_HTML",
+        None,
+        "Write a self-contained HTML report of every claim (verdict, justification, the "
+        "context the judge saw) to this file.",
         "FILE",
         _parse_text,
     ),
@@ -283,7 +332,8 @@ class Settings:
     model: str = DEFAULT_MODEL
     reasoning_model: str | None = None
     reasoning_effort: str | None = None
-    api_base: str | None = None
+    # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
+    api_base: str | None = field(default=None, repr=False)
     cache: str = "use"
     cache_dir: str | None = None
     min_score: int = 7
@@ -293,9 +343,12 @@ class Settings:
     confirm: int = 0
     concurrency: int = 8
     max_cost: float | None = None
+    outcome: str = "fail"
     report: str | None = None
+    html: str | None = None
     dry_run: bool = False
     local_model: str | None = None
+    min_calibration: float | None = None
 
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:

@@ -264,11 +264,12 @@ CORPUS = [
         {"value": False, "justification": "the agent never asked for the order number."},
         id="plain-false-em-dash",
     ),
+    pytest.param("**Yes.**", "check", {"value": True}, id="plain-markdown-yes"),
     pytest.param(
         "**Yes.** The user was greeted by name.",
         "check",
-        {"value": True, "justification": "The user was greeted by name."},
-        id="plain-markdown-yes",
+        UNPARSABLE,
+        id="plain-yes-then-prose-is-not-a-statement",
     ),
     pytest.param(
         "Verdict: False. It refused twice.",
@@ -315,6 +316,214 @@ CORPUS = [
         '```json\n{"value": true, "justification": "cut', "check", UNPARSABLE, id="truncated-fence"
     ),
 ]
+
+
+# Replies that a first-cue reader turns into a wrong verdict. Each is either the verdict it
+# really states or unparsable; never the other outcome, never a higher score than stated.
+ADVERSARIAL = [
+    # --- the issue's own examples --------------------------------------------------------
+    pytest.param(
+        "True to his persona, Oscar never mentions travel, so the claim is false.",
+        "check",
+        UNPARSABLE,
+        id="adv-true-to-persona-then-false",
+    ),
+    pytest.param(
+        "Positive thinking aside, the claim is false.",
+        "check",
+        UNPARSABLE,
+        id="adv-positive-thinking-aside",
+    ),
+    pytest.param(
+        "Yes, I can help with that. Let me analyze...", "check", UNPARSABLE, id="adv-yes-i-can-help"
+    ),
+    pytest.param(
+        '{"value": "The claim is false: Oscar never mentions travel.", "justification": "j"}',
+        "check",
+        {"value": False},
+        id="adv-json-value-sentence-false",
+    ),
+    pytest.param(
+        '{"value": "True to form, the claim is false."}',
+        "check",
+        UNPARSABLE,
+        id="adv-json-value-true-to-form",
+    ),
+    pytest.param(
+        "9 out of the 12 events are irrelevant; I'd rate this a 2/9.",
+        "score",
+        UNPARSABLE,
+        id="adv-9-out-of-12-then-2",
+    ),
+    # --- checks that state False ---------------------------------------------------------
+    pytest.param("no.", "check", {"value": False}, id="adv-whole-no-dot"),
+    pytest.param("`False`", "check", {"value": False}, id="adv-whole-false-backticks"),
+    pytest.param("Verdict: false", "check", {"value": False}, id="adv-verdict-label-false"),
+    pytest.param("The claim is false.", "check", {"value": False}, id="adv-claim-is-false"),
+    pytest.param("The claim is not true.", "check", {"value": False}, id="adv-claim-is-not-true"),
+    pytest.param(
+        "Oscar never mentions travel, so the claim is false.",
+        "check",
+        {"value": False},
+        id="adv-reasoning-then-claim-false",
+    ),
+    pytest.param(
+        "The agent greeted nobody.\n\n**Verdict:** False",
+        "check",
+        {"value": False},
+        id="adv-reasoning-then-bold-verdict",
+    ),
+    pytest.param(
+        "## Verdict\nFalse\n\nOscar never travels.",
+        "check",
+        {"value": False, "justification": "Oscar never travels."},
+        id="adv-markdown-heading-verdict",
+    ),
+    pytest.param("```\nFalse\n```", "check", {"value": False}, id="adv-fenced-plain-false"),
+    pytest.param(
+        "No problem! Here is my analysis of the trace.", "check", UNPARSABLE, id="adv-no-problem"
+    ),
+    pytest.param("Yes, the claim is false.", "check", UNPARSABLE, id="adv-yes-then-claim-false"),
+    pytest.param("True. Actually, false.", "check", UNPARSABLE, id="adv-true-then-false"),
+    pytest.param("True, No.", "check", UNPARSABLE, id="adv-true-then-standalone-no"),
+    pytest.param(
+        "True, but only for the first half of the trace.",
+        "check",
+        UNPARSABLE,
+        id="adv-true-but-retracted",
+    ),
+    pytest.param(
+        "It is not the case that the claim is true.",
+        "check",
+        UNPARSABLE,
+        id="adv-negated-from-outside",
+    ),
+    pytest.param(
+        "If Oscar had mentioned Rome, the claim is true. He did not.",
+        "check",
+        UNPARSABLE,
+        id="adv-conditional-claim-true",
+    ),
+    pytest.param("Some would say the claim is true.", "check", UNPARSABLE, id="adv-reported-view"),
+    pytest.param("The claim is not false.", "check", UNPARSABLE, id="adv-not-false"),
+    pytest.param(
+        "The claim is mostly true, but he never names a city.",
+        "check",
+        UNPARSABLE,
+        id="adv-claim-mostly-true",
+    ),
+    pytest.param("Verdict: true/false", "check", UNPARSABLE, id="adv-verdict-both-words"),
+    pytest.param(
+        "Answer: no greeting happened, yet Ana replied.",
+        "check",
+        UNPARSABLE,
+        id="adv-answer-no-as-determiner",
+    ),
+    pytest.param(
+        "Verdict: True\nOn reflection, the claim is false.",
+        "check",
+        UNPARSABLE,
+        id="adv-two-statements-disagree",
+    ),
+    pytest.param(
+        'False.\n{"value": true, "justification": "greeted"}',
+        "check",
+        UNPARSABLE,
+        id="adv-prose-contradicts-json",
+    ),
+    pytest.param(
+        'Yes, here is my evaluation:\n```json\n{"value": false, "justification": "none"}\n```',
+        "check",
+        {"value": False},
+        id="adv-yes-preamble-json-false",
+    ),
+    pytest.param(
+        '{"value": "Yes, I can help with that."}', "check", UNPARSABLE, id="adv-json-value-yes-help"
+    ),
+    pytest.param(
+        '{"value": "false", "justification": "True, he spoke, but never of travel."}',
+        "check",
+        {"value": False},
+        id="adv-json-false-true-in-justification",
+    ),
+    # --- checks that state True ----------------------------------------------------------
+    pytest.param("TRUE", "check", {"value": True}, id="adv-whole-true-caps"),
+    pytest.param("Overall, the claim is true.", "check", {"value": True}, id="adv-overall-true"),
+    pytest.param(
+        "Ana greets Bob at once. Verdict: True.",
+        "check",
+        {"value": True},
+        id="adv-reasoning-then-verdict-true",
+    ),
+    pytest.param("The answer is yes.", "check", {"value": True}, id="adv-the-answer-is-yes"),
+    pytest.param(
+        "No doubt about it: the claim is true.",
+        "check",
+        UNPARSABLE,
+        id="adv-no-doubt-then-true",
+    ),
+    pytest.param(
+        "False alarm aside, the claim is true.", "check", UNPARSABLE, id="adv-false-alarm-aside"
+    ),
+    # --- scores --------------------------------------------------------------------------
+    pytest.param("7/9", "score", {"value": 7}, id="adv-whole-7-of-9"),
+    pytest.param("Score: 6/9", "score", {"value": 6}, id="adv-score-label-6"),
+    pytest.param("I'd rate this a 2/9.", "score", {"value": 2}, id="adv-rate-2-of-9"),
+    pytest.param(
+        "Ana greeted Bob. Score: 7/9", "score", {"value": 7}, id="adv-reasoning-then-score"
+    ),
+    pytest.param(
+        "1. Greeted Bob.\n2. Left early.\nFinal score: 6/9",
+        "score",
+        {"value": 6},
+        id="adv-numbered-reasoning-then-score",
+    ),
+    pytest.param("3 agents spoke. Score: 7/9", "score", UNPARSABLE, id="adv-leading-count"),
+    pytest.param(
+        "9/9 would be too generous. 2", "score", UNPARSABLE, id="adv-nine-then-standalone-2"
+    ),
+    pytest.param("Score: 7. Score: 3.", "score", UNPARSABLE, id="adv-two-scores-disagree"),
+    pytest.param("Score: 8/10", "score", UNPARSABLE, id="adv-score-out-of-10"),
+    pytest.param("Rating: 6 or 7", "score", UNPARSABLE, id="adv-rating-either"),
+    pytest.param("If the agent had stayed, 8/9.", "score", UNPARSABLE, id="adv-conditional-score"),
+    pytest.param("I would give it a 7.", "score", UNPARSABLE, id="adv-bare-number-in-prose"),
+    pytest.param(
+        'Score: 8/9\n{"value": 2, "justification": "weak"}',
+        "score",
+        UNPARSABLE,
+        id="adv-prose-score-contradicts-json",
+    ),
+    pytest.param(
+        '{"value": "9 out of the 12 events are off; 2/9"}',
+        "score",
+        UNPARSABLE,
+        id="adv-json-value-9-out-of-12",
+    ),
+    pytest.param(
+        '{"value": "2/9, since 9 events are irrelevant"}',
+        "score",
+        {"value": 2},
+        id="adv-json-value-2-then-count",
+    ),
+    pytest.param(
+        '{"value": 3, "justification": "9/9 would be too generous"}',
+        "score",
+        {"value": 3},
+        id="adv-json-int-high-number-in-justification",
+    ),
+    pytest.param("Score: 7\nConfidence: 0.8", "score", {"value": 7}, id="adv-score-confidence"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), ADVERSARIAL)
+def test_adversarial(text: str, kind: str, expected: dict[str, Any]) -> None:
+    test_corpus(text, kind, expected)
+
+
+def test_adversarial_corpus_is_large_enough() -> None:
+    assert len(ADVERSARIAL) >= 40
+    outcomes = {(p.values[1], p.values[2] is UNPARSABLE) for p in ADVERSARIAL}
+    assert outcomes == {("check", True), ("check", False), ("score", True), ("score", False)}
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), CORPUS)
@@ -388,7 +597,7 @@ def test_parsed_reply_is_frozen() -> None:
         ("no", False),
         ("negative", False),
         ("  'False'  ", False),
-        ("No, the agent never said yes", False),
+        ("The claim is false because he never asked", False),
     ],
 )
 def test_coerce_check_accepts(raw: object, want: bool) -> None:
@@ -397,7 +606,24 @@ def test_coerce_check_accepts(raw: object, want: bool) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [1, 0, 1.0, None, [], {}, "", "1", "y", "not true", "yes or no", "True or False", "Trueish"],
+    [
+        1,
+        0,
+        1.0,
+        None,
+        [],
+        {},
+        "",
+        "1",
+        "y",
+        "not true",
+        "yes or no",
+        "True or False",
+        "Trueish",
+        "No, the agent never said yes",
+        "Yes, I can help with that",
+        "True to form, the claim is false",
+    ],
 )
 def test_coerce_check_rejects(raw: object) -> None:
     with pytest.raises(ValueError):
@@ -518,3 +744,121 @@ def test_many_stray_braces_stay_cheap() -> None:
     text = "{" * 20_000 + '{"value": 1}'
     with pytest.raises(VerdictUnparsable):
         parse_reply(text, "check")
+
+
+# --- no reply stating "false" (or a low score) ever passes -----------------------------------
+
+TRUEISH_PREFIXES = [
+    "",
+    "True to form, ",
+    "True to his persona, Oscar stays quiet, so ",
+    "Yes, ",
+    "Yes. ",
+    "Yes! I can help with that. ",
+    "Positive thinking aside, ",
+    "Positive: ",
+    "9 out of 10 times, ",
+    "True, ",
+    "True.\n",
+    "It is true that Oscar spoke, but ",
+    "The answer is yes, I can help. ",
+    "**True** to the persona, ",
+    "Well, ",
+]
+FALSE_STATEMENTS = [
+    "the claim is false.",
+    "the claim is not true.",
+    "the claim is incorrect.",
+    "Verdict: False",
+    "Verdict: **false**",
+    "The verdict is false.",
+    "Answer: no.",
+    "False",
+    "false.",
+    "No.",
+]
+TRUEISH_SUFFIXES = [
+    "",
+    " Yes, really.",
+    " True story.",
+    " Positive.",
+    " It is true that he spoke.",
+    " Yes",
+    " (true to his persona)",
+    "\n\nVerdict: true?",
+    " 9 out of 9 agents agree.",
+]
+
+
+def _wrapped(text: str, wrapper: int) -> str:
+    return [
+        text,
+        f"```\n{text}\n```",
+        json.dumps({"value": text, "justification": "j"}),
+        "Here it is: " + json.dumps({"value": text}),
+        f"**{text}**",
+        f"<think>The claim is true.</think>{text}",
+        text + "\n" + json.dumps({"value": False}),
+        text.upper(),
+        json.dumps(json.dumps({"value": text})),
+    ][wrapper]
+
+
+@given(
+    prefix=st.sampled_from(TRUEISH_PREFIXES),
+    statement=st.sampled_from(FALSE_STATEMENTS),
+    suffix=st.sampled_from(TRUEISH_SUFFIXES),
+    wrapper=st.integers(0, 8),
+)
+def test_a_reply_stating_false_never_parses_as_true(
+    prefix: str, statement: str, suffix: str, wrapper: int
+) -> None:
+    reply = _wrapped(prefix + statement + suffix, wrapper)
+    try:
+        parsed = parse_reply(reply, "check")
+    except VerdictUnparsable:
+        return
+    assert parsed.value is False, reply
+
+
+HIGH_NOISE_PREFIXES = [
+    "",
+    "9 out of the 12 events are irrelevant; ",
+    "9/9 would be too generous. ",
+    "Yes, ",
+    "8 agents spoke. ",
+    "9. ",
+    "9 - ",
+    "Rating: 9/9 for tone, but ",
+    "Top marks (9) aside, ",
+    "Out of 9 possible points, ",
+]
+LOW_SCORE_STATEMENTS = [
+    "Score: 2/9",
+    "2/9",
+    "I'd rate this a 2/9.",
+    "Rating: 2",
+    "Final score: 2",
+    "a score of 2 out of 9",
+    "Verdict: 2/9",
+    "**2**/9",
+]
+HIGH_NOISE_SUFFIXES = ["", " 9/9 for effort.", " Not a 9.", " (9 events)", " 9", "\n9", "."]
+
+
+@given(
+    prefix=st.sampled_from(HIGH_NOISE_PREFIXES),
+    statement=st.sampled_from(LOW_SCORE_STATEMENTS),
+    suffix=st.sampled_from(HIGH_NOISE_SUFFIXES),
+    wrapper=st.integers(0, 8),
+)
+def test_a_low_score_statement_never_parses_higher(
+    prefix: str, statement: str, suffix: str, wrapper: int
+) -> None:
+    text = prefix + statement + suffix
+    reply = text + "\n" + json.dumps({"value": 2}) if wrapper == 6 else _wrapped(text, wrapper)
+    try:
+        parsed = parse_reply(reply, "score")
+    except VerdictUnparsable:
+        return
+    assert parsed.value == 2, reply

@@ -38,6 +38,9 @@ __all__ = [
     "EchoFn",
     "MalformedBody",
     "Matcher",
+    "NoChoices",
+    "NullMessage",
+    "RawContent",
     "RecordedRequest",
     "Refusal",
     "Reply",
@@ -53,6 +56,9 @@ __all__ = [
     "echo_fn",
     "malformed_body",
     "message_text",
+    "no_choices",
+    "null_message",
+    "raw_content",
     "refusal",
     "sequence",
     "status",
@@ -226,6 +232,27 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class NoChoices:
+    """HTTP 200, a chat completion whose ``choices`` list is empty (content-filtered upstream)."""
+
+
+@dataclass(frozen=True)
+class NullMessage:
+    """HTTP 200, a chat completion whose only choice has ``"message": null``."""
+
+
+@dataclass(frozen=True)
+class RawContent:
+    """HTTP 200, a chat completion whose content is spliced in as raw JSON text.
+
+    ``json_text`` must be a JSON string literal, so a test can send what ``json.dumps`` never
+    writes on its own, such as an unpaired surrogate escape (``"\\ud800"``).
+    """
+
+    json_text: str
+
+
+@dataclass(frozen=True)
 class Disconnect:
     """Close the connection without sending any response (a dropped or crashed server)."""
 
@@ -281,6 +308,9 @@ Reply: TypeAlias = (
     | WrongShape
     | Refusal
     | Disconnect
+    | NoChoices
+    | NullMessage
+    | RawContent
     | Delay
     | Sequence
     | EchoFn
@@ -323,6 +353,21 @@ def refusal(message: str = "I can't help with that.") -> Refusal:
 
 def disconnect() -> Disconnect:
     return Disconnect()
+
+
+def no_choices() -> NoChoices:
+    return NoChoices()
+
+
+def null_message() -> NullMessage:
+    return NullMessage()
+
+
+def raw_content(json_text: str) -> RawContent:
+    """A content given as a JSON string literal, sent byte for byte (checked to be JSON)."""
+    if not isinstance(json.loads(json_text), str):
+        raise ValueError("raw_content() needs a JSON string literal")
+    return RawContent(json_text)
 
 
 def delay(seconds: float, then: Reply) -> Delay:
@@ -523,6 +568,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, reply.body.encode(), "text/html; charset=utf-8")
         elif isinstance(reply, WrongShape):
             self._send_raw(200, reply.payload.encode(), "application/json")
+        elif isinstance(reply, NoChoices):
+            self._send_json(200, self._completion_body(request, None, ""))
+        elif isinstance(reply, NullMessage):
+            body = self._completion_body(request, None, "")
+            body["choices"] = [{"index": 0, "message": None, "finish_reason": "stop"}]
+            self._send_json(200, body)
+        elif isinstance(reply, RawContent):
+            marker = "\u0000raw-content\u0000"
+            message = {"role": "assistant", "content": marker}
+            body = self._completion_body(request, message, json.loads(reply.json_text))
+            data = json.dumps(body).replace(json.dumps(marker), reply.json_text)
+            self._send_raw(200, data.encode(), "application/json")
         elif isinstance(reply, Disconnect):
             self.close_connection = True
         else:
@@ -535,24 +592,38 @@ class _Handler(BaseHTTPRequestHandler):
         finish_reason: str = "stop",
         produced: str | None = None,
     ) -> None:
-        judge = self.server.judge
         if produced is None:
             produced = message.get("content") or message.get("refusal") or ""
+        self._send_json(200, self._completion_body(request, message, produced, finish_reason))
+
+    def _completion_body(
+        self,
+        request: RecordedRequest,
+        message: dict[str, Any] | None,
+        produced: str,
+        finish_reason: str = "stop",
+    ) -> dict[str, Any]:
+        """A chat completion; ``message`` None gives an empty ``choices`` list."""
+        judge = self.server.judge
         prompt_tokens = max(1, _words(request.text))
         completion_tokens = max(1, _words(produced))
-        body = {
+        choices = (
+            []
+            if message is None
+            else [{"index": 0, "message": message, "finish_reason": finish_reason}]
+        )
+        return {
             "id": f"chatcmpl-scripted-{judge._next_id()}",
             "object": "chat.completion",
             "created": CREATED,
             "model": request.model or "scripted-judge",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "choices": choices,
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
-        self._send_json(200, body)
 
     def _send_error(self, code: int, message: str, error_type: str) -> None:
         headers = {"Retry-After": "0"} if code == 429 else {}

@@ -1,0 +1,397 @@
+"""Red team, replies: judges answering in every bad shape, over real HTTP with an on-disk cache.
+
+For each reply the outcome is pinned down: the exact JudgeError subclass, a fragment of its
+message (which also names the model and the claim), nothing cached, no pass. The bad inputs at
+the call site are in test_red_team_inputs.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_propositions import (
+    JudgeError,
+    JudgeReplyInvalid,
+    JudgeUnavailable,
+    Proposition,
+    VerdictUnparsable,
+)
+from pytest_propositions import runtime as runtime_module
+from pytest_propositions.cache import VerdictCache
+from pytest_propositions.runtime import Runtime
+from pytest_propositions.settings import Settings
+from tests.support.judge_server import (
+    Reply,
+    ScriptedJudge,
+    malformed_body,
+    no_choices,
+    null_message,
+    raw_content,
+    refusal,
+    text,
+    verdict,
+    wrong_shape,
+)
+from tests.support.outcomes import assert_counts
+
+pytest_plugins = ["pytester"]
+
+MODEL = "openai/judge-model"
+CLAIM = "Oscar mentions his travel preferences."
+TARGET = "Oscar acts: [TALK] I like quiet cities."
+
+HTML_PAGE = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
+DEEP_LIST = '{"value": true, "justification": ' + "[" * 400 + "]" * 400 + "}"
+DEEP_OBJECT = '{"value": true, "justification": ' + '{"a": ' * 300 + "1" + "}" * 300 + "}"
+TOO_DEEP_TO_LOAD = '{"value": true, "justification": ' + "[" * 5000 + "]" * 5000 + "}"
+
+UNPARSABLE = VerdictUnparsable
+INVALID = JudgeReplyInvalid
+UNAVAILABLE = JudgeUnavailable
+
+# (reply, kind, error type, message fragment, requests the judge receives with retries=1)
+CASES = [
+    # --- prose that a first-cue reader turns into a pass ---------------------------------
+    pytest.param(
+        text("True to his persona, Oscar never mentions travel, so the claim is false."),
+        "check",
+        UNPARSABLE,
+        "cues for more than one verdict",
+        2,
+        id="true-to-his-persona",
+    ),
+    pytest.param(
+        text("Positive thinking aside, the claim is false."),
+        "check",
+        UNPARSABLE,
+        "cues for more than one verdict",
+        2,
+        id="positive-thinking-aside",
+    ),
+    pytest.param(
+        text("Yes, I can help with that. Let me analyze..."),
+        "check",
+        UNPARSABLE,
+        "states no verdict",
+        2,
+        id="yes-i-can-help",
+    ),
+    pytest.param(
+        text("No problem! Here is my analysis of the trace."),
+        "check",
+        UNPARSABLE,
+        "states no verdict",
+        2,
+        id="no-problem",
+    ),
+    pytest.param(
+        text("**Yes.** Oscar talks about cities."),
+        "check",
+        UNPARSABLE,
+        "states no verdict",
+        2,
+        id="yes-then-prose",
+    ),
+    pytest.param(
+        text("True. Actually, false."),
+        "check",
+        UNPARSABLE,
+        "more than one verdict",
+        2,
+        id="true-then-false",
+    ),
+    pytest.param(
+        text("True, No."), "check", UNPARSABLE, "more than one verdict", 2, id="true-comma-no"
+    ),
+    pytest.param(
+        text("True, but only for the first half."),
+        "check",
+        UNPARSABLE,
+        "takes its verdict back",
+        2,
+        id="true-but",
+    ),
+    pytest.param(
+        text("It is not the case that the claim is true."),
+        "check",
+        UNPARSABLE,
+        "qualifies its verdict statement",
+        2,
+        id="negated-from-outside",
+    ),
+    pytest.param(
+        text("If Oscar had named a city, the claim is true."),
+        "check",
+        UNPARSABLE,
+        "qualifies its verdict statement",
+        2,
+        id="conditional",
+    ),
+    pytest.param(
+        text("The claim is not false."),
+        "check",
+        UNPARSABLE,
+        "negates a negative verdict",
+        2,
+        id="not-false",
+    ),
+    pytest.param(
+        text("Verdict: true/false"),
+        "check",
+        UNPARSABLE,
+        "states no verdict",
+        2,
+        id="verdict-both-words",
+    ),
+    pytest.param(
+        verdict("True to form, the claim is false."),
+        "check",
+        UNPARSABLE,
+        "more than one verdict",
+        2,
+        id="json-value-sentence-with-both-cues",
+    ),
+    pytest.param(
+        verdict("yes or no"),
+        "check",
+        UNPARSABLE,
+        "JSON value is unusable",
+        2,
+        id="json-value-yes-or-no",
+    ),
+    pytest.param(
+        text('False.\n{"value": true, "justification": "he mentions cities"}'),
+        "check",
+        UNPARSABLE,
+        "the text around it says False",
+        2,
+        id="prose-contradicts-json",
+    ),
+    pytest.param(
+        text('{"value": true, "justification": "a"} Wait: {"value": false}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="two-json-objects-disagree",
+    ),
+    pytest.param(verdict(1), "check", UNPARSABLE, "is not true or false", 2, id="check-int-1"),
+    pytest.param(verdict(None), "check", UNPARSABLE, "is not true or false", 2, id="null-value"),
+    # --- no verdict at all ---------------------------------------------------------------
+    pytest.param(
+        refusal("I can't help with that."), "check", UNPARSABLE, "refused", 2, id="refusal"
+    ),
+    pytest.param(text(""), "check", UNPARSABLE, "empty", 2, id="empty-content"),
+    pytest.param(text(None), "check", UNPARSABLE, "empty", 2, id="null-content"),
+    pytest.param(
+        text("<think>The claim is true.</think>"),
+        "check",
+        UNPARSABLE,
+        "empty",
+        2,
+        id="only-a-think-block",
+    ),
+    pytest.param(text(HTML_PAGE), "score", UNPARSABLE, "markup", 2, id="html-page-as-content"),
+    pytest.param(
+        text('{"value": tr'), "check", UNPARSABLE, "malformed or cut short", 2, id="truncated"
+    ),
+    # --- scores --------------------------------------------------------------------------
+    pytest.param(
+        text("9 out of the 12 events are irrelevant; I'd rate this a 2/9."),
+        "score",
+        UNPARSABLE,
+        "more than one verdict",
+        2,
+        id="nine-out-of-twelve",
+    ),
+    pytest.param(
+        text("3 agents spoke. Score: 7/9"),
+        "score",
+        UNPARSABLE,
+        "more than one verdict",
+        2,
+        id="leading-count",
+    ),
+    pytest.param(
+        text("9/9 would be too generous. 2"),
+        "score",
+        UNPARSABLE,
+        "more than one verdict",
+        2,
+        id="nine-then-standalone-two",
+    ),
+    pytest.param(
+        text("Score: 8/10"), "score", UNPARSABLE, "scale other than /9", 2, id="out-of-ten"
+    ),
+    pytest.param(text("Rating: 6 or 7"), "score", UNPARSABLE, "range", 2, id="either-score"),
+    pytest.param(
+        text("If the agent had stayed, 8/9."),
+        "score",
+        UNPARSABLE,
+        "under a condition",
+        2,
+        id="conditional-score",
+    ),
+    pytest.param(
+        text('Score: 8/9\n{"value": 2, "justification": "weak"}'),
+        "score",
+        UNPARSABLE,
+        "the text around it says 8",
+        2,
+        id="prose-score-contradicts-json",
+    ),
+    pytest.param(
+        text("1. First, the agent greeted the user."),
+        "score",
+        UNPARSABLE,
+        "states no verdict",
+        2,
+        id="numbered-list",
+    ),
+    pytest.param(verdict(10), "score", UNPARSABLE, "outside 0..9", 2, id="score-10"),
+    pytest.param(verdict(7.5), "score", UNPARSABLE, "not a whole number", 2, id="score-7.5"),
+    pytest.param(verdict(True), "score", UNPARSABLE, "boolean", 2, id="score-boolean"),
+    # --- replies that break the plumbing -------------------------------------------------
+    pytest.param(
+        raw_content(json.dumps('{"value": true, "justification": "\\ud800"}')),
+        "check",
+        INVALID,
+        "unpaired surrogate",
+        2,
+        id="surrogate-escape-in-justification",
+    ),
+    pytest.param(
+        raw_content('"{\\"value\\": true, \\"justification\\": \\"x \\ud83d y\\"}"'),
+        "check",
+        INVALID,
+        "unpaired surrogate",
+        2,
+        id="lone-surrogate-in-content",
+    ),
+    pytest.param(text(DEEP_LIST), "check", INVALID, "nested", 2, id="justification-400-deep"),
+    pytest.param(
+        text(DEEP_OBJECT), "check", INVALID, "nested", 2, id="justification-object-300-deep"
+    ),
+    pytest.param(text(TOO_DEEP_TO_LOAD), "score", INVALID, "nested", 2, id="json-5000-deep"),
+    pytest.param(no_choices(), "check", INVALID, "no message", 2, id="empty-choices"),
+    pytest.param(
+        null_message(), "check", UNAVAILABLE, "not a chat completion", 2, id="null-message"
+    ),
+    pytest.param(
+        wrong_shape({"id": "x", "object": "chat.completion", "choices": None}),
+        "check",
+        UNAVAILABLE,
+        "not a chat completion",
+        2,
+        id="choices-null",
+    ),
+    pytest.param(malformed_body(), "score", UNAVAILABLE, "after 2 attempts", 2, id="html-body"),
+]
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    return tmp_path / "verdicts"
+
+
+@pytest.fixture
+def runtime(
+    judge_server: ScriptedJudge, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Runtime]:
+    """The scripted judge, a real cache folder in "use" mode, one retry."""
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    settings = Settings(model=MODEL, api_base=judge_server.base_url, cache="use", retries=1)
+    runtime = Runtime(settings, cache_dir=cache_dir)
+    runtime_module.activate(runtime)
+    try:
+        yield runtime
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+
+
+def cached_entries(cache_dir: Path) -> int:
+    with VerdictCache(cache_dir) as cache:
+        return len(cache)
+
+
+def test_there_are_enough_cases() -> None:
+    assert len(CASES) >= 35
+
+
+@pytest.mark.parametrize(("reply", "kind", "expected", "fragment", "requests"), CASES)
+def test_a_bad_reply_is_a_judge_error_never_a_pass(
+    judge_server: ScriptedJudge,
+    runtime: Runtime,
+    cache_dir: Path,
+    reply: Reply,
+    kind: str,
+    expected: type[JudgeError],
+    fragment: str,
+    requests: int,
+) -> None:
+    judge_server.default = reply
+    proposition = Proposition(CLAIM, TARGET)
+    outcome: Any = None
+    with pytest.raises(JudgeError) as caught:
+        outcome = proposition.check() if kind == "check" else proposition.score()
+    assert outcome is None  # no verdict came back, let alone a pass
+    error = caught.value
+    assert type(error) is expected, repr(error)
+    assert not isinstance(error, AssertionError)
+    message = str(error)
+    assert fragment in message
+    assert MODEL in message and CLAIM in message
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
+    message.encode("utf-8")  # the message itself can always be printed and stored
+    if isinstance(error, VerdictUnparsable):
+        error.raw_reply.encode("utf-8")
+    assert len(judge_server.requests) == requests
+    assert cached_entries(cache_dir) == 0
+    assert proposition.verdict is None
+
+
+def test_bad_replies_are_counted_as_judge_errors_in_the_summary(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.on("Oscar mentions travel.", no_choices())
+    judge_server.on(
+        "Oscar likes cities.", raw_content(json.dumps('{"value": true, "reasoning": "\\udfff"}'))
+    )
+    judge_server.on("Oscar is calm.", text("9 out of the 12 events are calm; 2/9."))
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        def test_no_choices(world, assert_proposition):
+            assert_proposition(world, "Oscar mentions travel.")
+
+        def test_surrogate(world, assert_proposition):
+            assert_proposition(world, "Oscar likes cities.")
+
+        def test_nine_out_of_twelve(world, min_score):
+            min_score(world, "Oscar is calm.", 7)
+
+        def test_fine(world, assert_proposition):
+            assert_proposition(world, "Oscar is an architect.")
+        """
+    )
+    cache_dir = pytester.path / "verdicts"
+    result = pytester.runpytest(
+        *inner_run, "--prop-cache=use", f"--prop-cache-dir={cache_dir}", "-p", "no:randomly"
+    )
+    assert_counts(result, passed=1, judge_errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*JudgeReplyInvalid: the judge's response holds no message*",
+            "*JudgeReplyInvalid: Invalid judge reply: *unpaired surrogate*",
+            "*VerdictUnparsable: Unparsable judge reply: *more than one verdict*",
+            "propositions: *3 judge errors*",
+        ]
+    )
+    with VerdictCache(cache_dir) as cache:
+        assert len(cache) == 1  # only the good verdict

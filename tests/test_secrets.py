@@ -1,0 +1,274 @@
+"""Secrets stay secret under every flag: no API key, and no password inside --prop-api-base,
+in the terminal output (``-l``, ``--tb=long``, ``-rA``, ``--log-level=DEBUG``), the JUnit file
+or the cache folder, whatever way the judge fails."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_propositions.judge import Connection, Secret, redact, redact_url
+from pytest_propositions.settings import Settings
+from tests.support.judge_server import (
+    RecordedRequest,
+    Reply,
+    ScriptedJudge,
+    echo_fn,
+    null_message,
+    sequence,
+    status,
+    text,
+    verdict,
+)
+from tests.support.outcomes import assert_counts
+
+pytest_plugins = ["pytester"]
+
+KEY = "sk-test-h13-0123456789-secret"
+# A key of no known shape: only the plugin's own bookkeeping can keep it out of the output.
+PLAIN_KEY = "plainkey-h13-9876543210-secret"
+PASSWORD = "pw-h13-hunter2-secret"
+
+FLAGS = ["-l", "--tb=long", "--full-trace", "-rA", "--log-level=DEBUG", "-p", "no:randomly"]
+
+INNER_TEST = """
+from pytest_propositions import Proposition
+
+def test_claim(world, assert_proposition):
+    api_key_seen_by_the_test = None  # a local of the test's own frame, shown by -l
+    assert_proposition(world, "Oscar mentions travel.")
+
+def test_direct(world):
+    # The plain API keeps the plugin's frames in the traceback, so -l shows their locals.
+    assert Proposition("Oscar mentions his travels.", world).check()
+"""
+
+
+def _quote_the_key(request: RecordedRequest) -> Reply:
+    """OpenAI's 401 quotes the key it was sent; so does this one."""
+    sent = request.headers.get("authorization", "").removeprefix("Bearer ")
+    return status(
+        401,
+        f"Incorrect API key provided: {sent}. You can find your API key at your dashboard.",
+        "invalid_request_error",
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+SCENARIOS: dict[str, Reply | None] = {
+    "rejected-key-401": echo_fn(_quote_the_key),
+    "server-error-500-after-retries": status(500, "upstream trouble"),
+    "unparsable": text("Yes, I can help with that. Let me analyze..."),
+    "reply-invalid": null_message(),
+    "connection-refused": None,
+    "false-verdict": verdict(False, justification="Oscar never mentions travel."),
+}
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, inner_run: list[str]) -> Iterator[Path]:
+    pytester.makepyfile(test_inner=INNER_TEST)
+    yield pytester.path
+
+
+def _everything_written(
+    result: pytest.RunResult, junit: Path, cache_dir: Path
+) -> list[tuple[str, bytes]]:
+    written = [
+        ("stdout", result.stdout.str().encode()),
+        ("stderr", result.stderr.str().encode()),
+        ("junit", junit.read_bytes()),
+    ]
+    if cache_dir.exists():
+        written.extend(
+            (str(path), path.read_bytes())
+            for path in sorted(cache_dir.rglob("*"))
+            if path.is_file()
+        )
+    return written
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("key", [KEY, PLAIN_KEY], ids=["sk-key", "plain-key"])
+def test_no_flag_and_no_failure_shows_the_key_or_the_password(
+    pytester: pytest.Pytester,
+    project: Path,
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario: str,
+    key: str,
+) -> None:
+    monkeypatch.setenv("PROP_API_KEY", key)
+    reply = SCENARIOS[scenario]
+    port = judge_server.port if reply is not None else _free_port()
+    if reply is not None:
+        judge_server.default = reply
+    api_base = f"http://127.0.0.1:{port}/v1"
+    junit = project / "junit.xml"
+    cache_dir = project / "verdicts"
+    result = pytester.runpytest(
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={api_base}",
+        "--prop-cache=use",
+        f"--prop-cache-dir={cache_dir}",
+        "--prop-retries=1",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        *FLAGS,
+    )
+    if scenario == "false-verdict":
+        assert_counts(result, failed=2)
+    else:
+        assert_counts(result, judge_errors=2)
+    out = result.stdout.str()
+    # The flags took effect: -l printed the plugin's frames' locals, with the connection.
+    assert "api_key_seen_by_the_test = None" in out
+    if scenario != "false-verdict":
+        assert "connection = Connection(" in out
+    if reply is not None:
+        # The key was really sent, so there was something to leak.
+        assert any(key in r.headers.get("authorization", "") for r in judge_server.requests)
+    for where, data in _everything_written(result, junit, cache_dir):
+        assert key.encode() not in data, where
+        assert key.encode("utf-16-le") not in data, where
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["server-up", "connection-refused"])
+def test_credentials_in_the_api_base_are_redacted_and_explained(
+    pytester: pytest.Pytester,
+    project: Path,
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    refused: bool,
+) -> None:
+    monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
+    port = _free_port() if refused else judge_server.port
+    junit = project / "junit.xml"
+    cache_dir = project / "verdicts"
+    result = pytester.runpytest(
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base=http://h13user:{PASSWORD}@127.0.0.1:{port}/v1",
+        "--prop-cache=use",
+        f"--prop-cache-dir={cache_dir}",
+        "--prop-retries=2",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        "-v",
+        *FLAGS,
+    )
+    assert_counts(result, judge_errors=2)
+    out = result.stdout.str()
+    assert "connection = Connection(" in out  # -l and --full-trace showed the judge's frames
+    # Not a transient fault: said at once, with what to do, and the URL shown without them.
+    result.stdout.fnmatch_lines(
+        [
+            "*JudgeUnavailable: the judge (model openai/judge-model at "
+            f"http://[[]redacted]@127.0.0.1:{port}/v1) cannot be called with a user and password"
+            "*Remove them from the URL*"
+        ]
+    )
+    assert "--prop-retries" not in out
+    assert judge_server.requests == []
+    for where, data in _everything_written(result, junit, cache_dir):
+        for secret in (PASSWORD, PLAIN_KEY, "h13user"):
+            assert secret.encode() not in data, (where, secret)
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def test_a_secret_never_shows_itself() -> None:
+    secret = Secret(PLAIN_KEY)
+    for shown in (repr(secret), str(secret), f"{secret}", repr([secret]), repr({"k": secret})):
+        assert PLAIN_KEY not in shown
+    assert secret.reveal() == PLAIN_KEY
+    assert secret == Secret(PLAIN_KEY) and hash(secret) == hash(Secret(PLAIN_KEY))
+    with pytest.raises(TypeError, match="pickled"):
+        import pickle
+
+        pickle.dumps(secret)
+
+
+def test_the_connection_and_settings_reprs_hide_credentials() -> None:
+    base = f"https://h13user:{PASSWORD}@judge.invalid/v1?api_key={PLAIN_KEY}"
+    connection = Connection("m", "openai/m", base, PLAIN_KEY)
+    shown = repr(connection)
+    assert PLAIN_KEY not in shown and PASSWORD not in shown and "h13user" not in shown
+    assert "judge.invalid/v1" in shown
+    assert connection.api_key == PLAIN_KEY  # held, for the call
+    settings_shown = repr(Settings(api_base=base))
+    assert PASSWORD not in settings_shown and PLAIN_KEY not in settings_shown
+
+
+@pytest.mark.parametrize(
+    ("url", "want"),
+    [
+        ("http://u:p@127.0.0.1:8000/v1", "http://[redacted]@127.0.0.1:8000/v1"),
+        ("https://token@host/v1", "https://[redacted]@host/v1"),
+        ("https://host/v1?api-key=abc&x=1", "https://host/v1?api-key=[redacted]&x=1"),
+        ("https://host/v1", "https://host/v1"),
+    ],
+)
+def test_redact_url(url: str, want: str) -> None:
+    assert redact_url(url) == want
+    assert redact(f"cannot reach {url}: refused") == f"cannot reach {want}: refused"
+
+
+def test_redact_removes_given_secrets_of_any_shape() -> None:
+    message = f"Incorrect API key provided: {PLAIN_KEY}."
+    assert PLAIN_KEY not in redact(message, (Secret(PLAIN_KEY),))
+    assert PLAIN_KEY not in redact(message, (PLAIN_KEY,))
+
+
+def test_a_retried_call_logs_no_secret(
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from pytest_propositions import Proposition
+    from pytest_propositions import runtime as runtime_module
+    from pytest_propositions.runtime import Runtime
+
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
+    judge_server.default = sequence(status(503, "busy"), verdict(True))
+    runtime = Runtime(
+        Settings(model="openai/judge-model", api_base=judge_server.base_url, retries=2),
+        cache_dir=tmp_path,
+    )
+    runtime_module.activate(runtime)
+    try:
+        assert Proposition("Ana greets.", "Ana acts: [TALK] hi").check() is True
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+    assert len(judge_server.requests) == 2
+    logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert "retry 1 of 2" in logged
+    assert "chat/completions" in logged  # the client's DEBUG lines were captured
+    assert PLAIN_KEY not in logged
+
+
+def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
+    from pytest_propositions.judge import _Fault, _url_credentials
+
+    base = Secret(f"http://h13user:{PASSWORD}@127.0.0.1:9/v1")
+    error = RuntimeError(f"proxy auth failed for password {PASSWORD} (user h13user:{PASSWORD})")
+    fault = _Fault.read(error, (Secret(PLAIN_KEY), *_url_credentials(base)))
+    assert PASSWORD not in fault.detail
+    assert "proxy auth failed" in fault.detail
+    assert _url_credentials(Secret("http://127.0.0.1:9/v1")) == ()
