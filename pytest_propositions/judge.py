@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import __version__, families
 from .cache import CacheDirectoryError, CacheWarning, cache_key
 from .checks import quote_claim
+from .endpoint import _URL_QUERY_SECRET, _URL_USERINFO, Connection, Secret, redact_url
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
@@ -68,13 +69,6 @@ _queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVa
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 _SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
-# "https://user:pass@host/v1": the credentials between the scheme and the "@".
-_URL_USERINFO = re.compile(r"(?<=://)[^/?#@\s'\"]+@")
-# "...?api_key=...&token=...": credentials in a query string.
-_URL_QUERY_SECRET = re.compile(
-    r"(?<=[?&])((?:api[_-]?key|key|token|access_token|auth|sig|signature|password)=)[^&#\s'\"]+",
-    re.IGNORECASE,
-)
 
 
 def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
@@ -90,13 +84,6 @@ def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
     text = _URL_USERINFO.sub("[redacted]@", text)
     text = _URL_QUERY_SECRET.sub(r"\1[redacted]", text)
     return _SECRET_PATTERN.sub("[redacted]", text)
-
-
-def redact_url(url: str | None) -> str | None:
-    """The URL as it may be shown: no user, no password, no key in its query."""
-    if url is None:
-        return None
-    return _URL_QUERY_SECRET.sub(r"\1[redacted]", _URL_USERINFO.sub("[redacted]@", url))
 
 
 class RedactingFilter(logging.Filter):
@@ -122,37 +109,6 @@ def hide_credentials_in_logs(handlers: list[logging.Handler], api_base: str | No
     for handler in handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
-
-
-class Secret:
-    """A credential that never shows itself: its repr and str are redacted, so a traceback
-    with locals (``pytest -l``), a log line or a report cannot print it by accident.
-
-    ``reveal()`` is called only where the value leaves for the provider.
-    """
-
-    __slots__ = ("_shown", "_value")
-
-    def __init__(self, value: str, shown: str = "[redacted]") -> None:
-        self._value = value
-        self._shown = shown
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"Secret({self._shown!r})"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash((Secret, self._value))
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a Secret is not pickled: it would be written out in the clear")
 
 
 def _received_status(error: BaseException) -> int | None:
@@ -211,45 +167,6 @@ class JudgeStats:
     dry_run_misses: int = 0
     coalesced: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Connection:
-    """How litellm reaches a model. Credentials live here only, never in keys, records or logs;
-    its repr shows neither the key nor the user and password an api_base URL may carry."""
-
-    identity: str  # what the cache key names: the model, or the local model file's checksum
-    litellm_model: str
-    api_base: str | None = field(default=None, repr=False)
-    api_key: str | None = field(default=None, repr=False)
-    # For a managed server: start it on the first real call; returns (api_base, api_key).
-    start: Callable[[], tuple[str, str | None]] | None = field(default=None, repr=False)
-    close: Callable[[], None] | None = field(default=None, repr=False)
-
-    def __repr__(self) -> str:
-        return (
-            f"Connection(identity={self.identity!r}, litellm_model={self.litellm_model!r}, "
-            f"api_base={redact_url(self.api_base)!r}, "
-            f"api_key={'[redacted]' if self.api_key else None!r})"
-        )
-
-    @property
-    def shown_base(self) -> str | None:
-        """The api_base as messages may show it."""
-        return redact_url(self.api_base)
-
-    def endpoint(self) -> tuple[str | None, str | None]:
-        if self.start is not None:
-            return self.start()
-        return self.api_base, self.api_key
-
-    def secret_endpoint(self) -> tuple[Secret | None, Secret | None]:
-        """The endpoint with both parts wrapped, for code whose frames a traceback may show."""
-        api_base, api_key = self.endpoint()
-        return (
-            None if api_base is None else Secret(api_base, shown=redact_url(api_base) or ""),
-            None if api_key is None else Secret(api_key),
-        )
 
 
 @dataclass(frozen=True)
@@ -370,13 +287,15 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
     }
 
 
-def response_format(mode: str, kind: Kind) -> dict[str, Any] | None:
+def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str, Any] | None:
+    """The request's ``response_format``; ``grammar``: the endpoint enforces the schema while
+    decoding (llama.cpp), so the bounded schema is sent in ``json_schema`` mode too."""
     if mode == "json_schema":
         return {
             "type": "json_schema",
             "json_schema": {
                 "name": f"{kind}_verdict",
-                "schema": reply_schema(kind),
+                "schema": reply_schema(kind, bounded=grammar),
                 "strict": True,
             },
         }
@@ -574,8 +493,11 @@ class Judge:
         connection = self._connection(model)
         load_litellm(connection.litellm_model)
         try:
-            sampling = families.follow_up_sampling(
-                connection.litellm_model, self.settings.reasoning_effort
+            sampling = _with_engine_sampling(
+                families.follow_up_sampling(
+                    connection.litellm_model, self.settings.reasoning_effort
+                ),
+                connection,
             )
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
@@ -650,7 +572,7 @@ class Judge:
                     connection.identity,
                 )
         try:
-            return request.sampling(model, effort)
+            return _with_engine_sampling(request.sampling(model, effort), connection)
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
 
@@ -869,7 +791,7 @@ class Judge:
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; it is revealed only inside the call expression.
         api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
-        fmt = response_format(mode, kind)
+        fmt = response_format(mode, kind, grammar=connection.grammar)
         if fmt is not None:
             arguments["response_format"] = fmt
         attempts = self.settings.retries + 1
@@ -1043,6 +965,12 @@ class Judge:
             return float(cost) if cost else None
         except (TypeError, ValueError):
             return None
+
+
+def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> dict[str, Any]:
+    """The family's sampling, overridden by what the endpoint's engine requires (the local judge:
+    temperature 0 and a fixed seed, for deterministic verdicts); sent and keyed as one."""
+    return {**sampling, **(connection.sampling or {})}
 
 
 def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
