@@ -42,10 +42,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
+from .endpoint import Connection
 from .errors import JudgeUnavailable
 
 if TYPE_CHECKING:
-    from .judge import Connection
     from .settings import Settings
 
 __all__ = [
@@ -565,8 +565,6 @@ class LocalServer:
 
 def local_connection(settings: Settings, *, startup_timeout: float | None = None) -> Connection:
     """How the judge reaches the local model; the server starts on the first cache miss only."""
-    from .judge import Connection
-
     try:
         path = model_path(settings)
         identity = model_identity(path)

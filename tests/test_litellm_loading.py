@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions import judge
+from pytest_propositions import transport
 
 # Prints, as JSON, how many collections litellm's or the openai SDK's own import code set off
 # while load_litellm ran, and at exit whether the objects still alive were frozen (an atexit
@@ -38,7 +38,7 @@ if {disable!r}:
     gc.disable()
 atexit.register(lambda: print(json.dumps({{"frozen_at_exit": gc.get_freeze_count()}})))
 from pytest_propositions import collector
-from pytest_propositions.judge import load_litellm
+from pytest_propositions.transport import load_litellm
 gc.callbacks.append(watch)
 load_litellm({model!r}, freeze={freeze!r})
 gc.callbacks.remove(watch)
@@ -105,26 +105,26 @@ def test_a_collector_the_user_disabled_stays_disabled() -> None:
 @pytest.fixture
 def fresh_process_flag() -> Any:
     """Pretend no request has been made yet in this process; restore the flag afterwards."""
-    was_set = judge._first_request.is_set()
-    judge._first_request.clear()
+    was_set = transport._first_request.is_set()
+    transport._first_request.clear()
     yield
     if was_set:
-        judge._first_request.set()
+        transport._first_request.set()
 
 
 @pytest.mark.usefixtures("fresh_process_flag")
 def test_only_the_first_request_runs_with_the_collector_paused() -> None:
     assert gc.isenabled()
-    with judge._first_request_warm_up():
+    with transport._first_request_warm_up():
         assert not gc.isenabled()
     assert gc.isenabled()
-    with judge._first_request_warm_up():
+    with transport._first_request_warm_up():
         assert gc.isenabled()
 
 
 @pytest.mark.usefixtures("fresh_process_flag")
 def test_the_collector_comes_back_when_the_first_request_fails() -> None:
-    with pytest.raises(RuntimeError), judge._first_request_warm_up():
+    with pytest.raises(RuntimeError), transport._first_request_warm_up():
         raise RuntimeError("judge down")
     assert gc.isenabled()
 

@@ -1,0 +1,53 @@
+"""What a judge call needs to reach a model: its identity, litellm's name for it, and where it is.
+
+The engines that provide endpoints (the local judge) build a ``Connection``; the transport talks
+to it; neither needs the judge that orchestrates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .redaction import Secret, redact_url
+
+__all__ = ["Connection"]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How litellm reaches a model. Credentials live here only, never in keys, records or logs;
+    its repr shows neither the key nor the user and password an api_base URL may carry."""
+
+    identity: str  # what the cache key names: the model, or the local model file's checksum
+    litellm_model: str
+    api_base: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)
+    # For a managed server: start it on the first real call; returns (api_base, api_key).
+    start: Callable[[], tuple[str, str | None]] | None = field(default=None, repr=False)
+    close: Callable[[], None] | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"Connection(identity={self.identity!r}, litellm_model={self.litellm_model!r}, "
+            f"api_base={redact_url(self.api_base)!r}, "
+            f"api_key={'[redacted]' if self.api_key else None!r})"
+        )
+
+    @property
+    def shown_base(self) -> str | None:
+        """The api_base as messages may show it."""
+        return redact_url(self.api_base)
+
+    def endpoint(self) -> tuple[str | None, str | None]:
+        if self.start is not None:
+            return self.start()
+        return self.api_base, self.api_key
+
+    def secret_endpoint(self) -> tuple[Secret | None, Secret | None]:
+        """The endpoint with both parts wrapped, for code whose frames a traceback may show."""
+        api_base, api_key = self.endpoint()
+        return (
+            None if api_base is None else Secret(api_base, shown=redact_url(api_base) or ""),
+            None if api_key is None else Secret(api_key),
+        )
