@@ -6,12 +6,13 @@ to it; neither needs the judge that orchestrates them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .redaction import Secret, redact_url
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "hosted_connection"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +52,13 @@ class Connection:
             None if api_base is None else Secret(api_base, shown=redact_url(api_base) or ""),
             None if api_key is None else Secret(api_key),
         )
+
+
+def hosted_connection(model: str, api_base: str | None) -> Connection:
+    """A provider's model (or a self-hosted OpenAI-compatible server at ``api_base``), the key
+    read from PROP_API_KEY; without it litellm reads the provider's own variable."""
+    api_key = os.environ.get("PROP_API_KEY") or None
+    if api_key is None and api_base and model.startswith("openai/"):
+        # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
+        api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
+    return Connection(model, model, api_base, api_key)

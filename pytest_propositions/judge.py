@@ -9,7 +9,6 @@ requests in flight at once share one call; the counts for the summary are kept h
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,10 +17,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__, collector, families
+from . import collector, families
+from ._version import __version__
 from .cache import CacheDirectoryError, CacheWarning, cache_key
 from .checks import quote_claim
-from .endpoint import Connection
+from .endpoint import Connection, hosted_connection
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
@@ -261,15 +261,13 @@ class Judge:
         return connection
 
     def _default_connection(self, model: str) -> Connection:
+        """The endpoint a model name means: the managed local engine for 'local', else a
+        provider's (or the server at --prop-api-base)."""
         if model == "local":
             from .local import local_connection
 
             return local_connection(self.settings)
-        api_key = os.environ.get("PROP_API_KEY") or None
-        if api_key is None and self.settings.api_base and model.startswith("openai/"):
-            # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
-            api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
-        return Connection(model, model, self.settings.api_base, api_key)
+        return hosted_connection(model, self.settings.api_base)
 
     def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         return {
