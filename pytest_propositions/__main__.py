@@ -1,7 +1,7 @@
-"""``python -m pytest_propositions cache ...``: inspect and maintain the verdict cache.
+"""``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
 
-Only the cache module is loaded (never litellm or pydantic), so these commands are quick and
-work on machines without a judge configured.
+The cache commands load only the cache module (never litellm or pydantic), so they are quick
+and work on machines without a judge configured; ``calibrate`` judges, so it loads the judge.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from .cache import (
     ImportLineError,
     VerdictCache,
 )
+from .calibration import CalibrationError
+from .diff import ReportError
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"
@@ -103,12 +105,53 @@ def _build_parser() -> argparse.ArgumentParser:
         "selection, no failures, not interrupted) did not use. Verdicts stored after that "
         "run are kept. Refuses if no complete run was ever recorded.",
     )
+    rejudge = actions.add_parser(
+        "rejudge",
+        parents=[common],
+        help="ask every stored request again with another judge; list the flips",
+        description="Ask every stored judge request again, of another model, without running "
+        "any test, and store the answers under that model's keys: afterwards "
+        "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
+        "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
+    )
+    rejudge.add_argument("--model", metavar="NEW", required=True, help="the other judge")
+    rejudge.add_argument(
+        "--api-base", metavar="URL", help="its OpenAI-compatible server (default: $PROP_API_BASE)"
+    )
+    rejudge.add_argument(
+        "--concurrency", metavar="N", help="requests at once (default: $PROP_CONCURRENCY, else 8)"
+    )
     actions.add_parser(
         "clear",
         parents=[common],
         help="remove every verdict",
         description="Remove every verdict and the record of the last complete run.",
     )
+    calibrate = commands.add_parser(
+        "calibrate",
+        parents=[common],
+        help="measure a judge on labeled claims: is it fit to gate CI?",
+        description="Judge labeled claims (the shipped set, or your own with --set) through the "
+        "same path as tests, verdict cache included, and report balanced accuracy, the "
+        "false-pass rate and more. The result is recorded beside the verdict cache, where the "
+        "pytest header and --prop-min-calibration find it. Exit 1 when a bar given is missed.",
+        epilog="examples:\n"
+        f"  {PROG} calibrate --model openai/gpt-4.1-mini --max-false-pass 0.05\n"
+        f"  {PROG} calibrate --set builtin --set my_items.jsonl --json calibration.json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diff = commands.add_parser(
+        "diff",
+        help="compare two --prop-report files: flipped verdicts, score changes, added, removed",
+        description="Compare two --prop-report files (say, the same suite judged by two models). "
+        "Claims are matched by test id, claim and kind. The last line reads 'N flipped, M score "
+        "changes, A added, R removed'. Exit 1 when a verdict flipped.",
+    )
+    diff.add_argument("old", metavar="OLD.json")
+    diff.add_argument("new", metavar="NEW.json")
+    from .calibration import add_arguments
+
+    add_arguments(calibrate)
     return parser
 
 
@@ -227,6 +270,10 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"{name}:{exc.lineno}: {exc.expected}") from None
         print(f"imported {count} verdicts into {cache.directory}")
         return 0
+    if action == "rejudge":
+        from .rejudge import run as rejudge
+
+        return rejudge(directory, args.model, args.api_base, args.concurrency)
     cache = _existing(directory)
     try:
         if action == "stats":
@@ -265,8 +312,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "calibrate":
+            from .calibration import run as calibrate
+
+            return calibrate(args)
+        if args.command == "diff":
+            from .diff import run as diff
+
+            return diff(args.old, args.new)
         return _run(args)
-    except (UsageError, CacheError) as exc:  # NoCompleteRunError included
+    except (
+        UsageError,
+        CacheError,
+        CalibrationError,
+        ReportError,
+    ) as exc:  # NoCompleteRunError included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -34,6 +34,7 @@ from .errors import (
 from .families import TEMPERATURE
 from .judge_loop import run_on_judge_loop
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .recorded import pack_request
 from .transport import (
     Transport,
     _first_request_warm_up,
@@ -149,7 +150,8 @@ class Judge:
     def evaluate(self, request: JudgeRequest) -> Verdict:
         """A verdict for the request: cached if recorded, else judged live and then stored."""
         connection = self._connection(request.model)
-        key = cache_key(self._key_material(request, connection))
+        material = self._key_material(request, connection)
+        key = cache_key(material)
         if self.cache is not None:
             record = _cache_step(self.cache.get, key)
             verdict = self._from_record(record, key) if record is not None else None
@@ -159,12 +161,15 @@ class Judge:
                     self.stats.cache_hits += 1
                 return verdict
             if self.cache.mode == "replay":
+                from .recorded import explain_miss
+
+                nearest = explain_miss(self.cache, material, request.claim, request.test_id)
                 raise VerdictMissing(
                     f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")
                     + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
                     "with --prop-cache=use, or import an export with "
-                    "'python -m pytest_propositions cache import'",
+                    "'python -m pytest_propositions cache import'." + nearest,
                     key=key,
                     claim=request.claim,
                     test_id=request.test_id,
@@ -238,6 +243,10 @@ class Judge:
                 "the judge gave an empty answer to the follow-up", raw_reply=content
             )
         return content.strip()
+
+    def identity(self, model: str) -> str:
+        """What this judge's cache keys name for ``model`` (for 'local', the model file's hash)."""
+        return self._connection(model).identity
 
     def close(self) -> None:
         """Release the cache, stop a local judge server if this run started one, thaw the heap."""
@@ -389,7 +398,11 @@ class Judge:
             "cost_usd": cost,
             "raw_reply": final.raw,
             "verdict": stored,
+            # The request itself, compressed: for cache rejudge and for explaining replay misses.
+            "request": pack_request(self._key_material(request, connection)),
         }
+        if request.test_id:
+            record["test_id"] = request.test_id
         return verdict, record
 
     async def _answer(

@@ -88,6 +88,9 @@ def pytest_configure(config: pytest.Config) -> None:
     runtime.on_first_claim = report_claims
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
+        runtime.keep_contexts = True
+        config.pluginmanager.register(PytestHtmlExtras(), "propositions-pytest-html")
 
 
 @pytest.hookimpl(trylast=True)
@@ -140,11 +143,16 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         items[0].config.stash[RUNTIME_KEY].partial_reasons.add("tests were deselected")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from .calibration import header_line as calibration_line
     from .report import header_line
 
     runtime = config.stash[RUNTIME_KEY]
-    return header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)
+    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
+    calibration = calibration_line(runtime.settings, runtime.cache_dir)
+    if calibration is not None:
+        lines.append(f"propositions: {calibration}")
+    return lines
 
 
 @pytest.hookimpl(wrapper=True)
@@ -253,6 +261,25 @@ class ClaimReports:
                     f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
                 )
             )
+        return report
+
+
+class PytestHtmlExtras:
+    """Registered only when pytest-html is active: each test's claims go into its report."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.when == "call":
+            runtime = item.config.stash[RUNTIME_KEY]
+            outcomes = runtime.outcomes_of(item.nodeid)
+            if outcomes:
+                from .html_report import pytest_html_extra
+
+                extra = pytest_html_extra(outcomes, runtime.contexts)
+                report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report
 
 

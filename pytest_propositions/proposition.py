@@ -387,6 +387,7 @@ class Proposition:
                 test_id=run.current_test,
             )
         )
+        run.remember_context(verdict.key, messages)
         self._chat = messages
         self._chat_answer = verdict
         self._chat_model = model

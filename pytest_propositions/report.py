@@ -215,7 +215,7 @@ def stats_record(stats: JudgeStats) -> dict[str, float]:
     return {name: getattr(stats, name) for name in stat_names()}
 
 
-def _record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+def record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
     verdict = record["verdict"]
     # The whole record breaks ties, so identical claims in one test sort the same every run.
     return (
@@ -235,7 +235,7 @@ def json_report(
     """Every verdict of the run with its test id, sorted by test id then claim, and the counts."""
     from ._version import __version__
 
-    verdicts = sorted((outcome_record(outcome) for outcome in outcomes), key=_record_order)
+    verdicts = sorted((outcome_record(outcome) for outcome in outcomes), key=record_order)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     return {
         "plugin_version": __version__,
@@ -271,9 +271,13 @@ def report_path(configured: str, base: Path) -> Path:
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
     """Write the report whole or not at all: a temporary file beside it, then a rename."""
+    write_text_atomically(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """A report file appears whole or not at all: a temporary file beside it, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     try:
         # os.open with 0o666 lets the umask decide the mode, as for any file the user writes.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

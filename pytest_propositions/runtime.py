@@ -62,6 +62,10 @@ class Runtime:
     _workers_used: bool = field(default=False, repr=False)
     # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
     _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
+    # With --prop-html: each judge request's messages by cache key (the context the judge saw).
+    contexts: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
+    # Keep contexts without --prop-html too (pytest-html writing a report sets it).
+    keep_contexts: bool = False
     _judge: Judge | None = field(default=None, repr=False)
     _claimed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -106,6 +110,12 @@ class Runtime:
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
+
+    def remember_context(self, key: str, messages: Iterable[Mapping[str, str]]) -> None:
+        """Keep what the judge was shown, for an HTML report; nothing when none is written."""
+        if key and (self.settings.html or self.keep_contexts):
+            with self._lock:
+                self.contexts[key] = [dict(message) for message in messages]
 
     def note_error(self, error: BaseException) -> None:
         self._first_claim()

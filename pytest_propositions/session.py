@@ -33,6 +33,15 @@ def build_runtime(config: pytest.Config) -> Runtime:
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = Runtime(settings, cache_dir(config, settings.cache_dir), in_pytest_session=True)
+    if settings.min_calibration is not None and not hasattr(config, "workerinput"):
+        from .calibration import CalibrationError, gate_problem
+
+        try:
+            problem = gate_problem(settings, runtime.cache_dir)
+        except CalibrationError as error:
+            problem = str(error)
+        if problem is not None:
+            raise pytest.UsageError(f"pytest-propositions: {problem}")
     if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
         from .progress import ProgressLine
 
@@ -84,11 +93,16 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
         runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
     runtime.partial_reasons.update(partial_selection(config))
     runtime.record_complete_run()
-    if not runtime.settings.report:
-        return None
-    from .report import save_json_report
+    problems = []
+    if runtime.settings.report:
+        from .report import save_json_report
 
-    return save_json_report(runtime, config.invocation_params.dir)
+        problems.append(save_json_report(runtime, config.invocation_params.dir))
+    if runtime.settings.html:
+        from .html_report import save_html_report
+
+        problems.append(save_html_report(runtime, config.invocation_params.dir))
+    return "; ".join(problem for problem in problems if problem) or None
 
 
 def worker_output(runtime: Runtime) -> dict[str, Any]:
@@ -104,6 +118,8 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
         output["prop_stats"] = stats_record(runtime.stats())
         output["prop_used"] = True
+        if runtime.contexts:
+            output["prop_contexts"] = runtime.contexts
     return output
 
 
@@ -120,5 +136,6 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
             output.get("prop_stats", {}),
             used=True,
         )
+        runtime.contexts.update(output.get("prop_contexts", {}))
     if crashed:
         runtime.partial_reasons.add("a worker crashed")

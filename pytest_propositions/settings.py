@@ -64,6 +64,16 @@ def _parse_positive_float(text: str) -> float:
     return number
 
 
+def _parse_fraction(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"expected a number from 0 to 1, got {text!r}")
+    return number
+
+
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
@@ -242,11 +252,31 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_float,
     ),
     Option(
+        "min_calibration",
+        "--prop-min-calibration",
+        "PROP_MIN_CALIBRATION",
+        None,
+        "Refuse to start unless the judge was calibrated (python -m pytest_propositions "
+        "calibrate) for this prompt version with at least this balanced accuracy, 0..1.",
+        "X",
+        _parse_fraction,
+    ),
+    Option(
         "report",
         "--prop-report",
         "PROP_REPORT",
         None,
         "Write every verdict of the run, with its test id, to this JSON file.",
+        "FILE",
+        _parse_text,
+    ),
+    Option(
+        "html",
+        "--prop-html",
+        "PROP_HTML",
+        None,
+        "Write a self-contained HTML report of every claim (verdict, justification, the "
+        "context the judge saw) to this file.",
         "FILE",
         _parse_text,
     ),
@@ -295,8 +325,10 @@ class Settings:
     concurrency: int = 8
     max_cost: float | None = None
     report: str | None = None
+    html: str | None = None
     dry_run: bool = False
     local_model: str | None = None
+    min_calibration: float | None = None
 
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:
