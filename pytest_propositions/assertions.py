@@ -290,8 +290,9 @@ def assert_claim(
     except JudgeError as error:
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None
-    if not ok:
+    if not ok and runtime.settings.outcome != "report":
         raise PropositionFailed(failure_message(verdict, threshold), verdict, threshold)
+    # --prop-outcome=report: the outcome is noted, and the summary lists it with its reasons.
     return verdict
 
 
@@ -351,7 +352,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     invalid = [r for r in results if r.invalid is not None]
     if invalid:
         _raise_invalid(invalid, len(results), len(failed), len(errors))
-    if failed:
+    if failed and runtime.settings.outcome != "report":
         first = failed[0]
         assert first.verdict is not None
         summary = "; ".join(quote_claim(r.claim.claim) for r in failed)

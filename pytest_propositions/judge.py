@@ -39,6 +39,7 @@ from .transport import (
     Transport,
     _first_request_warm_up,
     load_litellm,
+    queue_waits,
     reply_content,
     reply_cost,
     reply_usage,
@@ -338,6 +339,8 @@ class Judge:
 
         await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()
+        waits: list[float] = []
+        queue_waits.set(waits)
         messages = list(request.messages)
         first = await self._answer(connection, messages, request)
         final, revised_from = first, None
@@ -358,7 +361,7 @@ class Judge:
                     first.parsed.value,
                     final.parsed.value,
                 )
-        elapsed = time.perf_counter() - started
+        elapsed = max(time.perf_counter() - started - sum(waits), 0.0)
         usage = Usage(
             prompt_tokens=sum(a.prompt_tokens for a in answers),
             completion_tokens=sum(a.completion_tokens for a in answers),

@@ -81,11 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     runtime.render_hook = hook_renderer
 
-    def report_claims() -> None:
-        if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
-            config.pluginmanager.register(ClaimReports(), CLAIM_REPORTS)
-
-    runtime.on_first_claim = report_claims
+    runtime.on_first_claim = lambda: _report_claims(config)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "propositions-xdist")
     if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
@@ -110,6 +106,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     hide_credentials_in_logs(
         [h for h in handlers if isinstance(h, logging.Handler)], runtime.settings.api_base
     )
+
+
+def _report_claims(config: pytest.Config) -> None:
+    if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
+        config.pluginmanager.register(ClaimReports(config), CLAIM_REPORTS)
 
 
 def _has_proposition_marker(item: pytest.Item) -> bool:
@@ -193,11 +194,26 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     runtime = config.stash.get(RUNTIME_KEY, None)
     if runtime is None or not runtime.used or hasattr(config, "workerinput"):
         return
-    from .report import dry_run_line, lowest_scores_table, summary_line
+    from .report import (
+        all_cached_line,
+        dry_run_line,
+        lowest_scores_table,
+        summary_line,
+        verdict_listing,
+    )
 
     stats = runtime.stats()
+    if runtime.outcomes and (runtime.settings.outcome == "report" or config.option.verbose > 1):
+        terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
+        for line in verdict_listing(runtime.outcomes):
+            terminalreporter.write_line(line)
     failed = sum(1 for outcome in runtime.outcomes if not outcome.passed)
-    terminalreporter.write_line(summary_line(stats, failed, len(runtime.judge_errors)))
+    terminalreporter.write_line(
+        summary_line(stats, failed, len(runtime.judge_errors), runtime.settings.outcome)
+    )
+    cached = all_cached_line(stats)
+    if cached is not None:
+        terminalreporter.write_line(cached)
     if runtime.settings.dry_run:
         terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
     if config.option.verbose > 0:
@@ -222,12 +238,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
+# Set on a test's report (xdist carries them to the controller): the JudgeError's class name,
+# and how many of the test's claims were not upheld under --prop-outcome=report.
+JUDGE_ERROR_ATTR = "propositions_judge_error"
+NOT_UPHELD_ATTR = "propositions_not_upheld"
+
+
 class ClaimReports:
-    """Per-test reporting of claims: JUnit properties and the failure report's sections.
+    """Per-test reporting of claims: JUnit properties, the failure report's sections, and the
+    outcomes of their own (a judge error, a claim not upheld in report mode).
 
     Registered at the session's first claim (``Runtime.on_first_claim``), so a suite that makes
-    none pays nothing for it on each test.
+    none pays nothing for it on each test; on an xdist controller, as workers are configured.
     """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -247,14 +273,23 @@ class ClaimReports:
                 item.user_properties.extend(properties)
                 report.user_properties.extend(properties)
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
-        if report.when != "call" or not report.failed or call.excinfo is None:
+        if report.passed and report.when == "call" and runtime.settings.outcome == "report":
+            not_upheld = sum(1 for o in runtime.outcomes_of(item.nodeid) if not o.passed)
+            if not_upheld:
+                setattr(report, NOT_UPHELD_ATTR, not_upheld)
+        if not report.failed or call.excinfo is None:
+            return report
+        judge_error = isinstance(call.excinfo.value, JudgeError)
+        if judge_error:
+            setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
+        if report.when != "call":
             return report
         from .report import SECTION_TITLE, failure_section
 
         outcomes = runtime.outcomes_of(item.nodeid)
         if outcomes:
             report.sections.append((SECTION_TITLE, failure_section(outcomes)))
-        if isinstance(call.excinfo.value, JudgeError):
+        if judge_error:
             report.sections.append(
                 (
                     f"{SECTION_TITLE} judge error",
@@ -262,6 +297,42 @@ class ClaimReports:
                 )
             )
         return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        # A judge error stays in pytest's "failed" category while the run goes on, so pytest
+        # shows its traceback and lists it in the short summary (with this word); the terminal
+        # summary then counts it apart (pytest_terminal_summary below).
+        if report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
+            return "failed", "J", ("JUDGE ERROR", {"red": True})
+        if report.passed and getattr(report, NOT_UPHELD_ATTR, None):
+            return "not upheld", "n", ("NOT UPHELD", {"yellow": True})
+        return None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        # Outermost, so this runs after pytest's failure sections and short summary, and just
+        # before its last line counts the categories: judge errors get a count of their own.
+        try:
+            return (yield)
+        finally:
+            failed = terminalreporter.stats.get("failed", [])
+            errors = [report for report in failed if getattr(report, JUDGE_ERROR_ATTR, None)]
+            if errors:
+                # The "failed" key stays, even empty: it keeps pytest's last line red.
+                failed[:] = [report for report in failed if report not in errors]
+                word = "judge error" if len(errors) == 1 else "judge errors"
+                terminalreporter.stats.setdefault(word, []).extend(errors)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # junitxml writes a failing call as <failure>; a judge that could not answer is an
+        # <error> (like a broken fixture), so CI tells it apart from a false claim.
+        if report.when == "call" and report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
+            from .report import junit_failure_to_error
+
+            junit_failure_to_error(self.config, report)
 
 
 class PytestHtmlExtras:
@@ -285,6 +356,14 @@ class PytestHtmlExtras:
 
 class XdistHooks:
     """Registered only when pytest-xdist is installed: gather workers' results on the controller."""
+
+    def pytest_configure_node(self, node: Any) -> None:
+        # The controller shows the workers' judge errors and progress: its reporting starts now.
+        from .session import start_progress_relay
+
+        config = node.config
+        _report_claims(config)
+        start_progress_relay(config.stash[RUNTIME_KEY], node.workerinput)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", None) or {}

@@ -47,6 +47,8 @@ class Runtime:
     in_pytest_session: bool = False
     current_test: str | None = None
     progress: ProgressLine | None = None
+    # On an xdist controller: the folder where workers say what they are judging.
+    progress_dir: Path | None = None
     # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
     render_hook: Callable[[Any, Any], str | None] | None = None
     # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
@@ -209,6 +211,11 @@ class Runtime:
             judge.close()
         if self.progress is not None:
             self.progress.close()
+        if self.progress_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.progress_dir, ignore_errors=True)
+            self.progress_dir = None
 
 
 # A stack, so that a pytest run nested inside another (pytester) restores the outer one's runtime.

@@ -13,6 +13,8 @@ from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
+# The workerinput entry naming the folder where xdist workers publish what they are judging.
+PROGRESS_DIR_INPUT = "prop_progress_dir"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -42,16 +44,39 @@ def build_runtime(config: pytest.Config) -> Runtime:
             problem = str(error)
         if problem is not None:
             raise pytest.UsageError(f"pytest-propositions: {problem}")
-    if not hasattr(config, "workerinput") and config.get_verbosity() >= 0:
-        from .progress import ProgressLine
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        # An xdist worker has no terminal: it tells the controller, through a file, what it is
+        # judging (when the controller asked for that, see start_progress_relay).
+        folder = workerinput.get(PROGRESS_DIR_INPUT)
+        if folder:
+            from .progress import ProgressLine, file_publisher
 
-        def write_line(line: str) -> None:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(line)
+            path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
+            runtime.progress = ProgressLine(None, settings.model, publish=file_publisher(path))
+    elif config.get_verbosity() >= -1:
+        from .progress import ProgressLine, TerminalLine
 
-        runtime.progress = ProgressLine(write_line, settings.model)
+        runtime.progress = ProgressLine(
+            TerminalLine(config, lambda: runtime.current_test), settings.model
+        )
     return runtime
+
+
+def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
+    """On an xdist controller, as a worker is configured: have the workers publish what they
+    judge into one folder, and show it here."""
+    from .progress import worker_flights
+
+    if runtime.progress is None:  # -qq: nothing to show
+        return
+    if runtime.progress_dir is None:
+        import tempfile
+
+        runtime.progress_dir = Path(tempfile.mkdtemp(prefix="propositions-progress-"))
+        folder = runtime.progress_dir
+        runtime.progress.watch_others(lambda: worker_flights(folder))
+    workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
 
 
 def cache_dir(config: pytest.Config, configured: str | None) -> Path:

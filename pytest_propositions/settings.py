@@ -18,6 +18,7 @@ from .families import REASONING_EFFORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
+OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 
 
@@ -77,6 +78,12 @@ def _parse_fraction(text: str) -> float:
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_outcome(text: str) -> str:
+    if text not in OUTCOMES:
+        raise ValueError(f"expected one of {', '.join(OUTCOMES)}, got {text!r}")
     return text
 
 
@@ -252,6 +259,18 @@ OPTIONS: tuple[Option, ...] = (
         _parse_positive_float,
     ),
     Option(
+        "outcome",
+        "--prop-outcome",
+        "PROP_OUTCOME",
+        "fail",
+        "What a claim the judge does not uphold does to its test: fail, or report (the test "
+        "passes as 'not upheld' and the summary lists every claim with the judge's "
+        "justification; for trying the plugin on a stand-in judge, never for a gate). A judge "
+        "error fails either way.",
+        "MODE",
+        _parse_outcome,
+    ),
+    Option(
         "min_calibration",
         "--prop-min-calibration",
         "PROP_MIN_CALIBRATION",
@@ -324,6 +343,7 @@ class Settings:
     confirm: int = 0
     concurrency: int = 8
     max_cost: float | None = None
+    outcome: str = "fail"
     report: str | None = None
     html: str | None = None
     dry_run: bool = False

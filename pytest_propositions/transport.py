@@ -8,11 +8,13 @@ what a response holds: the reply text or refusal, the tokens used, the cost.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +44,12 @@ RESPONSE_MODES = ("json_schema", "json_object", "text")
 REASONING_MAX_CHARS = 800
 JUSTIFICATION_MAX_CHARS = 500
 
+# The seconds a live verdict's calls waited for a free slot (the semaphore below): queueing for
+# a managed local server, which answers one call at a time, is not judging. The judge sets a list
+# here for each verdict and subtracts what the calls add to it.
+queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "prop_queue_waits", default=None
+)
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 
@@ -366,7 +374,11 @@ class Transport:
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
+                queued = time.perf_counter()
                 async with self._semaphore(connection):
+                    waits = queue_waits.get()
+                    if waits is not None:
+                        waits.append(time.perf_counter() - queued)
                     return await litellm.acompletion(
                         **arguments, **_revealed(api_base=api_base, api_key=api_key)
                     )

@@ -22,6 +22,7 @@ import pytest
 
 from pytest_propositions.cache import CacheReadOnlyError, VerdictCache
 from tests.support.judge_server import ScriptedJudge, verdict
+from tests.support.outcomes import assert_counts
 from tests.test_cache import key, record
 
 pytest_plugins = ["pytester"]
@@ -198,7 +199,7 @@ def test_a_folder_that_cannot_be_created_fails_before_the_judge_is_called(
     result = pytester.runpytest(
         *inner_run, "--prop-cache=use", f"--prop-cache-dir={pytester.path / 'a-file' / 'sub'}"
     )
-    result.assert_outcomes(failed=2)
+    assert_counts(result, judge_errors=2)
     result.stdout.fnmatch_lines(
         [
             "*CacheUnusable: cannot create or open the verdict cache directory*a-file*nothing "

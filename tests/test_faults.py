@@ -40,6 +40,7 @@ from tests.support.judge_server import (
     verdict,
     wrong_shape,
 )
+from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
 
@@ -573,9 +574,10 @@ def test_a_judge_error_in_a_pytest_run_is_a_failure_with_its_own_section(
         plugins=[recorder],
     )
 
-    result.assert_outcomes(failed=1)
+    assert_counts(result, judge_errors=1)
     [failed] = [report for report in recorder.reports if report.failed]
     assert failed.when == "call"
+    assert failed.propositions_judge_error == "JudgeUnavailable"
     sections = dict(failed.sections)
     assert "proposition judge error" in sections
     assert sections["proposition judge error"].startswith("JudgeUnavailable: ")

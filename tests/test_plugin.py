@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.judge_server import ScriptedJudge, status, verdict
+from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
 
@@ -125,7 +126,8 @@ def test_judge_failure_is_an_error_of_its_own_kind(
         """
     )
     result = pytester.runpytest(*judged)
-    result.assert_outcomes(failed=1)
+    assert_counts(result, judge_errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*JudgeUnavailable: the judge (model openai/judge-model*HTTP 500*"]
     )

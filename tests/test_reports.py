@@ -24,6 +24,7 @@ from pytest_propositions.runtime import Outcome, Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
 from tests.support.judge_server import ScriptedJudge, status, verdict
+from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
 
@@ -109,7 +110,7 @@ def test_junit_xml_carries_every_verdict_as_properties(
     script_suite(judge_server)
     pytester.makepyfile(SUITE)
     result = pytester.runpytest(*args, "--junitxml=junit.xml")
-    result.assert_outcomes(passed=4, failed=3)
+    assert_counts(result, passed=4, failed=2, judge_errors=1)
     cases = junit_cases(pytester.path / "junit.xml")
 
     assert cases["test_alpha"] == {
@@ -156,7 +157,7 @@ def test_json_report_lists_every_verdict_with_its_test(
     script_suite(judge_server)
     pytester.makepyfile(SUITE)
     result = pytester.runpytest(*args, "--prop-report=out/nested/report.json")
-    result.assert_outcomes(passed=4, failed=3)
+    assert_counts(result, passed=4, failed=2, judge_errors=1)
     path = pytester.path / "out" / "nested" / "report.json"
     report = json.loads(path.read_text(encoding="utf-8"))
 
@@ -425,11 +426,11 @@ def test_xdist_run_reports_the_same_as_a_single_process(
     single = pytester.runpytest_subprocess(
         *args, "-v", "--prop-report=single.json", "--junitxml=single.xml"
     )
-    single.assert_outcomes(passed=4, failed=3)
+    assert_counts(single, passed=4, failed=2, judge_errors=1)
     spread = pytester.runpytest_subprocess(
         *args, "-p", "xdist", "-n", "2", "-v", "--prop-report=xdist.json", "--junitxml=xdist.xml"
     )
-    spread.assert_outcomes(passed=4, failed=3)
+    assert_counts(spread, passed=4, failed=2, judge_errors=1)
     spread.stdout.fnmatch_lines(["*2 workers*"])
 
     assert summary_of(single.stdout.str()) == summary_of(spread.stdout.str())
@@ -533,5 +534,5 @@ def test_a_first_claim_through_the_library_api_still_gets_the_judge_error_sectio
         """
     )
     result = pytester.runpytest(*args)
-    result.assert_outcomes(passed=1, failed=1)
+    assert_counts(result, passed=1, judge_errors=1)
     result.stdout.fnmatch_lines(["*proposition judge error*", "JudgeUnavailable: *HTTP 401*"])

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.support.judge_server import ScriptedJudge, status, text, verdict
+from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
 
@@ -314,7 +315,7 @@ def test_cost_ceiling_stops_further_live_judging(
     result = pytester.runpytest(
         *args, "--prop-model=openai/gpt-4o-mini", "--prop-max-cost=0.0000001"
     )
-    result.assert_outcomes(passed=1, failed=2)
+    assert_counts(result, passed=1, judge_errors=2)
     result.stdout.fnmatch_lines(["*BudgetExceeded*--prop-max-cost*"])
     assert len(judge_server.requests) == 1
 
@@ -361,7 +362,7 @@ def test_unparsable_soft_claim_is_a_judge_error(
         """
     )
     result = pytester.runpytest(*judged)
-    result.assert_outcomes(failed=1)
+    assert_counts(result, judge_errors=1)
     result.stdout.fnmatch_lines(["*VerdictUnparsable*"])
     assert "PropositionFailed" not in result.stdout.str()
 
@@ -380,7 +381,7 @@ def test_server_error_in_marker_claim_is_a_judge_error(
         """
     )
     result = pytester.runpytest(*judged)
-    result.assert_outcomes(failed=1)
+    assert_counts(result, judge_errors=1)
     result.stdout.fnmatch_lines(["*JudgeUnavailable*HTTP 503*"])
 
 
@@ -404,9 +405,7 @@ def test_progress_line_while_a_slow_claim_is_judged(
     result.stdout.fnmatch_lines(
         ["*propositions: judging 1 uncached claim with openai/judge-model, *s so far...*"]
     )
-    quick = pytester.runpytest(*judged, "-k", "test_fast")
-    quick.assert_outcomes(passed=1)
-    assert "uncached claim" not in quick.stdout.str()
+    # That the line waits a moment, and does not show for a quick claim: test_progress.py.
 
 
 def test_batch_call_judges_together_and_reports_every_failure(
@@ -530,7 +529,7 @@ def test_proposition_judge_errors_are_counted_as_judge_errors(
         """
     )
     result = pytester.runpytest(*judged)
-    result.assert_outcomes(failed=1)
+    assert_counts(result, judge_errors=1)
     result.stdout.fnmatch_lines(["propositions: 0 verdicts, 0 failed, 1 judge errors*"])
 
 
