@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import textwrap
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -57,22 +59,45 @@ class LibraryAgent:
     """Stands in for an agent object of a simulation library (no import of that library needed).
 
     Anything with `pretty_current_interactions(...)`, a `name` and a `_persona` dict is judged
-    as a simulated agent.
+    as a simulated agent. This one writes the text the way TinyTroupe does: rich style tags
+    around the names, and a clock that starts when the process starts, so every run prints
+    other times. The judge sees neither the tags nor the wall clock (times become offsets from
+    the first event, `--prop-timestamps`), so the verdicts replay in any later process.
     """
 
-    def __init__(self, name: str, lines: list[str], persona: dict[str, Any]) -> None:
+    def __init__(self, name: str, events: list[tuple[str, str, str]], persona: dict[str, Any]):
         self.name = name
         self._persona = persona
-        self._lines = lines
+        self._events = events  # (actor or "", kind, content); "" marks the user speaking
+        self._start = datetime.now()
+
+    def _event(self, index: int, actor: str, kind: str, content: str) -> list[str]:
+        when = (self._start + timedelta(minutes=5 * index)).isoformat()
+        if actor:
+            head = f"[bold green3][underline]{actor}[/] acts: [{kind}] "
+        else:
+            style = "bold italic cyan1"
+            head = f"[{style}][underline]USER[/] --> [{style}][underline]{self.name}[/]: [{kind}] "
+        body = textwrap.fill(content, 100, initial_indent="      > ", subsequent_indent="      > ")
+        return [
+            f"Agent simulation trajectory event #{index}:",
+            f">>>>>>>>> Date and time of events: {when}",
+            head,
+            f"{body}[/]",
+        ]
 
     def pretty_current_interactions(
         self, first_n: int | None = None, last_n: int | None = None, **_: Any
     ) -> str:
-        lines = self._lines
+        events = list(enumerate(self._events))
         if first_n is not None:
-            lines = lines[:first_n]
+            events = events[:first_n]
         if last_n is not None:
-            lines = lines[-last_n:]
+            events = events[-last_n:]
+        lines = [f"**** BEGIN SIMULATION TRAJECTORY FOR {self.name} ****"]
+        for index, (actor, kind, content) in events:
+            lines.extend(self._event(index, actor, kind, content))
+        lines.append(f"**** END SIMULATION TRAJECTORY FOR {self.name} ****")
         return "\n".join(lines)
 
 
@@ -81,10 +106,10 @@ def library_agent() -> LibraryAgent:
     return LibraryAgent(
         "Ana",
         [
-            "USER --> Ana: [CONVERSATION] Which dessert would you recommend?",
-            "Ana acts: [THINK] I should suggest something traditional.",
-            "Ana acts: [TALK] Try a pastel de nata, it is the classic Portuguese custard tart.",
-            "Ana acts: [DONE]",
+            ("", "CONVERSATION", "Which dessert would you recommend? [Asked at the counter.]"),
+            ("Ana", "THINK", "I should suggest something traditional."),
+            ("Ana", "TALK", "Try a pastel de nata, it is the classic Portuguese custard tart."),
+            ("Ana", "DONE", ""),
         ],
         {"occupation": "pastry chef", "nationality": "Portuguese"},
     )

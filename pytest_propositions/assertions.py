@@ -11,7 +11,14 @@ import pytest
 
 from .checks import check_claim, check_flag, quote_claim
 from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .proposition import Proposition, check_additional_context, render_claim
+from .proposition import (
+    Proposition,
+    check_additional_context,
+    choose_target,
+    claim_and_options,
+    is_proposition_like,
+    render_claim,
+)
 from .scale import MAX_SCORE, MIN_SCORE
 from .targets import as_target_list
 
@@ -126,32 +133,43 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
     __tracebackhide__ = True
     __tracebackhide__ = True
     expected = (
-        "assert_propositions: claims must be a non-empty list of claims (strings) or "
-        "(claim, min_score) pairs"
+        "assert_propositions: claims must be a non-empty list of claims (strings or "
+        "Proposition objects) or (claim, min_score) pairs"
     )
     if isinstance(claims, Mapping):
         raise TypeError(
             f"{expected}, got a {type(claims).__name__}; its values would be ignored, so it is "
             "refused: write [(claim, min_score), ...], e.g. list(claims.items())"
         )
-    if isinstance(claims, str | bytes) or not isinstance(claims, list | tuple) or not claims:
+    if (
+        isinstance(claims, str | bytes)
+        or is_proposition_like(claims)
+        or not isinstance(claims, list | tuple)
+        or not claims
+    ):
         shown = type(claims).__name__ if claims else repr(claims)
         raise TypeError(f"{expected}, got {shown}")
     items: list[tuple[Any, int | None]] = []
     for index, item in enumerate(claims):
-        if isinstance(item, str):
+        if isinstance(item, str) or is_proposition_like(item):
             items.append((item, None))
-        elif isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
+        elif (
+            isinstance(item, tuple | list)
+            and len(item) == 2
+            and (isinstance(item[0], str) or is_proposition_like(item[0]))
+        ):
             claim, threshold = item
             if threshold is not None:
+                text = claim if isinstance(claim, str) else claim.claim
                 validate_threshold(
-                    threshold, f"assert_propositions min_score for {quote_claim(claim)}"
+                    threshold, f"assert_propositions min_score for {quote_claim(text)}"
                 )
             items.append((claim, threshold))
         else:
             raise TypeError(
                 f"assert_propositions: item #{index} must be a claim (str) or a "
-                f"(claim, min_score) pair, got {type(item).__name__} {_short(item)}"
+                f"(claim, min_score) pair, got {type(item).__name__} {_short(item)} (a "
+                "Proposition object also counts as a claim)"
             )
     return items
 
@@ -159,6 +177,18 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+def normalise_claim(
+    target: Any, claim: Any, options: Mapping[str, Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """A Proposition-shaped claim becomes its text, its options under the call's, and its target.
+
+    The fixtures and markers call this once, where the user passed the claim; a plain claim
+    comes back as given (its checks are the caller's).
+    """
+    text, merged, own = claim_and_options(claim, options)
+    return choose_target(target, own), text, merged
 
 
 def resolve_threshold(argument: int | None, marker_value: int | None, session_default: int) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from .assertions import PendingClaim, validate_claim, validate_options, validate_threshold
+from .proposition import claim_and_options, is_proposition_like
 from .session import SOFT_CLAIMS_KEY
 
 
@@ -48,6 +49,17 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
                 f"{where} takes one positional argument, the claim; pass target= and options by name"
             )
         claim = args[0] if args else kwargs.pop("claim", None)
+        own_targets: list[Any] | None = None
+        if is_proposition_like(claim):
+            # A Proposition-shaped claim: its options under the marker's; validated below.
+            overrides = {k: v for k, v in kwargs.items() if k not in ("target", "min_score")}
+            claim, options, own_targets = claim_and_options(claim, overrides)
+            kwargs = {**{k: kwargs[k] for k in ("target", "min_score") if k in kwargs}, **options}
+        if own_targets:
+            raise pytest.UsageError(
+                f"{where}: the proposition has its own target(s); a marker judges the fixture "
+                "named by target=, so pass a proposition created without a target"
+            )
         target = kwargs.pop("target", None)
         if not isinstance(target, str) or not target.isidentifier():
             raise pytest.UsageError(

@@ -392,14 +392,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def assert_proposition() -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
-    from .assertions import assert_claim, resolve_threshold, validate_options
+    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
 
     runtime = runtime_module.current()
 
     def assert_proposition(
-        target: Any, claim: str, *, min_score: int | None = None, **options: Any
+        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
+        # A proposition object's own options are checked like the call's, which win over them.
+        target, claim, options = normalise_claim(target, claim, options)
         validate_options(options, "assert_proposition")
         threshold = None
         if min_score is not None:
@@ -412,14 +414,16 @@ def assert_proposition() -> Callable[..., Verdict]:
 @pytest.fixture
 def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Assert that a claim about a target scores at least a threshold (argument, mark, option, 7)."""
-    from .assertions import assert_claim, resolve_threshold, validate_options
+    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
     from .markers import min_score_marker
 
     runtime = request.config.stash[RUNTIME_KEY]
     marker_value = min_score_marker(request.node)
 
-    def min_score(target: Any, claim: str, threshold: int | None = None, **options: Any) -> Verdict:
+    def min_score(target: Any, claim: Any, threshold: int | None = None, **options: Any) -> Verdict:
         __tracebackhide__ = True
+        # A proposition object's own options are checked like the call's, which win over them.
+        target, claim, options = normalise_claim(target, claim, options)
         validate_options(options, "min_score")
         bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
         return assert_claim(runtime, target, claim, threshold=bar, **options)
@@ -430,15 +434,16 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 @pytest.fixture
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
-    from .assertions import PendingClaim, soft_claim
+    from .assertions import PendingClaim, normalise_claim, soft_claim
 
     pending: list[PendingClaim] = []
     request.node.stash[SOFT_CLAIMS_KEY] = pending
 
     def expect_proposition(
-        target: Any, claim: str, *, min_score: int | None = None, **options: Any
+        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
     ) -> None:
         __tracebackhide__ = True
+        target, claim, options = normalise_claim(target, claim, options)
         # Checked now: a bad soft claim raises at its own line, not after the body.
         pending.append(soft_claim(target, claim, min_score, options, "expect_proposition"))
 
@@ -448,7 +453,13 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
-    from .assertions import batch_items, judge_pending, soft_claim, validate_options
+    from .assertions import (
+        batch_items,
+        judge_pending,
+        normalise_claim,
+        soft_claim,
+        validate_options,
+    )
 
     runtime = runtime_module.current()
 
@@ -456,10 +467,12 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
         __tracebackhide__ = True
         validate_options(options, "assert_propositions")
         # Every item is checked before any is judged: one bad item judges none.
-        pending = [
-            soft_claim(target, claim, threshold, options, "assert_propositions")
-            for claim, threshold in batch_items(claims)
-        ]
+        pending = []
+        for item, threshold in batch_items(claims):
+            own_target, claim, own_options = normalise_claim(target, item, options)
+            pending.append(
+                soft_claim(own_target, claim, threshold, own_options, "assert_propositions")
+            )
         return judge_pending(runtime, pending)
 
     return assert_propositions
@@ -468,14 +481,16 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
 @pytest.fixture(scope="session")
 def proposition_judge() -> Callable[..., Verdict]:
     """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
-    from .assertions import judge_claim, validate_options
+    from .assertions import judge_claim, normalise_claim, validate_options
 
     runtime = runtime_module.current()
 
     def proposition_judge(
-        target: Any, claim: str, *, kind: str = "check", **options: Any
+        target: Any, claim: Any, *, kind: str = "check", **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
+        # A proposition object's own options are checked like the call's, which win over them.
+        target, claim, options = normalise_claim(target, claim, options)
         validate_options(options, "proposition_judge")
         try:
             verdict = judge_claim(runtime, target, claim, kind=kind, **options)

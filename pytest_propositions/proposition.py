@@ -6,6 +6,7 @@ the claim holds trivially and no judge is asked.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -186,6 +187,79 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
+# The options a Proposition-shaped object carries, by the reference library's attribute names.
+PROPOSITION_OPTIONS = (
+    "include_personas",
+    "first_n",
+    "last_n",
+    "double_check",
+    "use_reasoning_model",
+    "precondition_function",
+)
+
+
+class _Unset(enum.Enum):
+    """An option the caller did not pass: the Proposition-shaped claim's own value, else the default."""
+
+    UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET = _Unset.UNSET
+
+
+def is_proposition_like(value: Any) -> bool:
+    """Ours, the reference library's, or any object with a str ``claim``: a claim with options."""
+    return not isinstance(value, str) and isinstance(getattr(value, "claim", None), str)
+
+
+def claim_and_options(
+    claim: Any, overrides: Mapping[str, Any], *, precondition_key: str = "precondition"
+) -> tuple[Any, dict[str, Any], list[Any] | None]:
+    """The claim text, its options and its own targets, for a plain claim or a Proposition-shaped one.
+
+    A Proposition-shaped object (see ``is_proposition_like``) gives its claim, the options of
+    ``PROPOSITION_OPTIONS`` it has, and its ``targets``; ``overrides`` (what the call site
+    passed) win over its options. ``precondition_function`` is returned under
+    ``precondition_key`` (the fixtures call it ``precondition``). Anything else is returned as
+    given, with ``overrides`` as the options and no targets: checking it is the caller's part.
+    """
+    if not is_proposition_like(claim):
+        return claim, dict(overrides), None
+    options: dict[str, Any] = {}
+    for name in PROPOSITION_OPTIONS:
+        if hasattr(claim, name):
+            options[precondition_key if name == "precondition_function" else name] = getattr(
+                claim, name
+            )
+    options.update(overrides)
+    own = getattr(claim, "targets", None)
+    if own is not None and not isinstance(own, list | tuple):
+        own = [own]
+    return claim.claim, options, None if own is None else list(own)
+
+
+def choose_target(given: Any, own: list[Any] | None) -> Any:
+    """The call's target, or the proposition's own; both, unless they are the same, is an error.
+
+    As in the reference library, a proposition created with a target is fixed to it: judging it
+    against another target would silently judge something else than its author meant.
+    """
+    if own is None or not own:
+        return given
+    if given is None:
+        return own
+    items = as_target_list(given)
+    if len(items) == len(own) and all(a is b for a, b in zip(items, own, strict=True)):
+        return own
+    raise ValueError(
+        "this proposition already has its own target(s) (given when it was created); pass it "
+        "without a target, or use a copy created without one"
+    )
+
+
 def _check_precondition_function(function: Any) -> None:
     __tracebackhide__ = True
     if function is not None and not callable(function):
@@ -224,16 +298,39 @@ class Proposition:
 
     def __init__(
         self,
-        claim: str,
+        claim: str | Any,
         target: Any = None,
-        include_personas: bool = False,
-        first_n: int | None = None,
-        last_n: int | None = None,
-        double_check: bool = False,
-        use_reasoning_model: bool = False,
-        precondition_function: Precondition | None = None,
+        include_personas: bool | _Unset = UNSET,
+        first_n: int | _Unset | None = UNSET,
+        last_n: int | _Unset | None = UNSET,
+        double_check: bool | _Unset = UNSET,
+        use_reasoning_model: bool | _Unset = UNSET,
+        precondition_function: Precondition | _Unset | None = UNSET,
     ) -> None:
+        """``claim`` is a str, or a Proposition-shaped object (this class, the reference
+        library's, or any object with ``claim`` and its options): its options apply unless
+        passed here, and its targets unless it has none."""
         __tracebackhide__ = True
+        given = {
+            "include_personas": include_personas,
+            "first_n": first_n,
+            "last_n": last_n,
+            "double_check": double_check,
+            "use_reasoning_model": use_reasoning_model,
+            "precondition_function": precondition_function,
+        }
+        claim, options, own_targets = claim_and_options(
+            claim,
+            {name: value for name, value in given.items() if value is not UNSET},
+            precondition_key="precondition_function",
+        )
+        target = choose_target(target, own_targets)
+        include_personas = options.get("include_personas", False)
+        first_n = options.get("first_n")
+        last_n = options.get("last_n")
+        double_check = options.get("double_check", False)
+        use_reasoning_model = options.get("use_reasoning_model", False)
+        precondition_function = options.get("precondition_function")
         self.claim = check_claim(claim)
         _check_precondition_function(precondition_function)
         self.targets = None if target is None else self._as_targets(target)
@@ -370,6 +467,7 @@ class Proposition:
                     first_n=self.first_n,
                     last_n=self.last_n,
                     include_personas=self.include_personas,
+                    timestamps=run.settings.timestamps,
                 ),
             ),
             "the target's text",
@@ -469,13 +567,14 @@ class Proposition:
 
 def check_proposition(
     target: Any,
-    claim: str,
+    claim: str | Any,
     additional_context: str | None = None,
     claim_variables: Mapping[str, Any] | None = None,
     return_full_response: bool = False,
     **options: Any,
 ) -> Any:
-    """Check a claim in one call; every Proposition option (include_personas, ...) passes through."""
+    """Check a claim (a str or a Proposition-shaped object) in one call; every Proposition option
+    (include_personas, ...) passes through, and wins over the object's own."""
     __tracebackhide__ = True
     return Proposition(claim, target, **options).check(
         additional_context=additional_context,
@@ -486,13 +585,13 @@ def check_proposition(
 
 def compute_score(
     target: Any,
-    claim: str,
+    claim: str | Any,
     additional_context: str | None = None,
     claim_variables: Mapping[str, Any] | None = None,
     return_full_response: bool = False,
     **options: Any,
 ) -> Any:
-    """Score a claim in one call; every Proposition option passes through."""
+    """Score a claim (a str or a Proposition-shaped object) in one call; options pass through."""
     __tracebackhide__ = True
     return Proposition(claim, target, **options).score(
         additional_context=additional_context,

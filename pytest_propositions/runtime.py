@@ -1,7 +1,8 @@
 """The state of one run: settings, the judge and cache built on first need, and what was judged.
 
 Inside pytest the plugin activates a runtime built from the session's options; outside pytest
-the first claim builds one from environment variables.
+the first claim builds one from environment variables, caching verdicts in the user's cache
+folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` say otherwise.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .settings import Settings, from_environment
+from .settings import Settings, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
     from .cache import VerdictCache
@@ -243,5 +244,8 @@ def current() -> Runtime:
             return _active[-1]
         if _fallback is None:
             settings = from_environment()
-            _fallback = Runtime(settings, Path(settings.cache_dir) if settings.cache_dir else None)
+            # Scripts and notebooks cache like test runs do: PROP_CACHE_DIR, else the user's
+            # cache folder (PROP_CACHE=off turns it off).
+            folder = Path(settings.cache_dir).expanduser() if settings.cache_dir else None
+            _fallback = Runtime(settings, folder or user_cache_dir())
         return _fallback

@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from .families import REASONING_EFFORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
+# How a simulation library's clock lines reach the judge (library_text.py owns the rewriting).
+TIMESTAMP_MODES = ("relative", "absolute", "none")
 OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 
@@ -78,6 +82,12 @@ def _parse_fraction(text: str) -> float:
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
+    return text
+
+
+def _parse_timestamps(text: str) -> str:
+    if text not in TIMESTAMP_MODES:
+        raise ValueError(f"expected one of {', '.join(TIMESTAMP_MODES)}, got {text!r}")
     return text
 
 
@@ -187,9 +197,21 @@ OPTIONS: tuple[Option, ...] = (
         "--prop-cache-dir",
         "PROP_CACHE_DIR",
         None,
-        "Folder of the verdict cache; by default inside pytest's cache directory.",
+        "Folder of the verdict cache; by default inside pytest's cache directory (outside "
+        "pytest: the user's cache folder, e.g. ~/.cache/pytest-propositions/verdicts).",
         "DIR",
         _parse_text,
+    ),
+    Option(
+        "timestamps",
+        "--prop-timestamps",
+        "PROP_TIMESTAMPS",
+        "relative",
+        "How the 'Date and time of events' lines of a simulation object's trajectory reach the "
+        "judge (and the cache key): relative (offsets from the target's first time, stable "
+        "across runs whose clocks differ), absolute (as written), none (left out).",
+        "MODE",
+        _parse_timestamps,
     ),
     Option(
         "min_score",
@@ -336,6 +358,7 @@ class Settings:
     api_base: str | None = field(default=None, repr=False)
     cache: str = "use"
     cache_dir: str | None = None
+    timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0
     retries: int = 3
@@ -386,6 +409,29 @@ def resolve(
                 values[option.name] = option.parse(option.default)
     assert set(values) <= _field_names()
     return Settings(**values)
+
+
+API_CACHE_FOLDER = os.path.join("pytest-propositions", "verdicts")
+
+
+def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the Python API keeps verdicts when no folder is configured: the user's cache folder.
+
+    Outside pytest there is no project root to anchor a folder to (a notebook or a script may
+    start anywhere, even in a read-only folder), and keys are hashes of whole requests, so one
+    folder per user serves every project safely. ``$XDG_CACHE_HOME`` wins where it is set.
+    """
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg)
+    elif sys.platform == "win32" and env.get("LOCALAPPDATA"):
+        base = Path(env["LOCALAPPDATA"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path.home() / ".cache"
+    return base / API_CACHE_FOLDER
 
 
 def from_environment(env: Mapping[str, str] | None = None) -> Settings:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .library_text import TIMESTAMP_MODES, normalise_library_text
 from .trace import (
     Agent,
     World,
@@ -47,16 +48,24 @@ class RenderOptions:
 
     ``first_n``/``last_n`` count events (chat messages for transcripts) per target; with both,
     the first ``first_n`` and the last ``last_n`` are shown with the gap noted. They do not apply
-    to ``str`` targets, which are taken verbatim.
+    to ``str`` targets, which are taken verbatim. ``timestamps`` (relative, absolute, none) says
+    how a simulation object's clock lines are shown; ``str`` targets are never rewritten.
     """
 
     first_n: int | None = None
     last_n: int | None = None
     include_personas: bool = False
+    # How a simulation library's "Date and time of events" lines reach the judge (see
+    # library_text.relative_timestamps); --prop-timestamps sets it for a run.
+    timestamps: str = "relative"
 
     def __post_init__(self) -> None:
         _check_count("first_n", self.first_n)
         _check_count("last_n", self.last_n)
+        if self.timestamps not in TIMESTAMP_MODES:
+            raise ValueError(
+                f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {self.timestamps!r}"
+            )
         if not isinstance(self.include_personas, bool):
             raise ValueError(
                 f"include_personas must be a bool, got {type(self.include_personas).__name__}"
@@ -384,30 +393,10 @@ def _call_trajectory(target: Any, options: RenderOptions) -> str:
             f"{type(target).__name__}.pretty_current_interactions() returned "
             f"{_type_name(text)}, expected str"
         )
-    # Our own recorder never writes markup, so its content is left exactly as recorded.
-    return text if isinstance(target, Agent | World) else _strip_markup(text)
-
-
-# Rich console markup ("[bold green3]Oscar[/]") is styling, not content; only tags made wholly
-# of style words or colour names are removed, so "[TALK]" or "[citation needed]" stay.
-_STYLE_WORDS = (
-    "bold|dim|italic|underline|underline2|strike|blink|blink2|reverse|conceal|frame|encircle|"
-    "overline|not|on"
-)
-_COLOURS = (
-    "black|red|green|yellow|blue|magenta|cyan|white|purple|orange|pink|violet|gold|grey|gray|"
-    "turquoise|orchid|salmon|khaki|plum|tan|wheat|navy|aquamarine|chartreuse|coral|"
-    "default"
-)
-_STYLE_TOKEN = (
-    rf"(?:{_STYLE_WORDS}|(?:[a-z]+_)*(?:bright_)?(?:{_COLOURS})(?:_[a-z]+)*\d*"
-    r"|#[0-9a-fA-F]{6}|rgb\(\d{1,3},\d{1,3},\d{1,3}\)|color\(\d{1,3}\))"
-)
-_MARKUP_RE = re.compile(rf"\[/\]|\[/?{_STYLE_TOKEN}(?: {_STYLE_TOKEN})*\]")
-
-
-def _strip_markup(text: str) -> str:
-    return _MARKUP_RE.sub("", text)
+    # Our own recorder writes neither style tags nor clock times: its text is left as recorded.
+    if isinstance(target, Agent | World):
+        return text
+    return normalise_library_text(text, options.timestamps)
 
 
 def _render_simulation_object(target: Any, options: RenderOptions) -> str:
