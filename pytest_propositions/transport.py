@@ -174,13 +174,15 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
     }
 
 
-def response_format(mode: str, kind: Kind) -> dict[str, Any] | None:
+def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str, Any] | None:
+    """The request's ``response_format``; ``grammar``: the endpoint enforces the schema while
+    decoding (llama.cpp), so the bounded schema is sent in ``json_schema`` mode too."""
     if mode == "json_schema":
         return {
             "type": "json_schema",
             "json_schema": {
                 "name": f"{kind}_verdict",
-                "schema": reply_schema(kind),
+                "schema": reply_schema(kind, bounded=grammar),
                 "strict": True,
             },
         }
@@ -368,7 +370,7 @@ class Transport:
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; it is revealed only inside the call expression.
         api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
-        fmt = response_format(mode, kind)
+        fmt = response_format(mode, kind, grammar=connection.grammar)
         if fmt is not None:
             arguments["response_format"] = fmt
         attempts = self.settings.retries + 1

