@@ -5,10 +5,10 @@ In one run this script:
 1. writes a 100-test suite (4 files of 25) where every test asserts one claim with
    ``assert_proposition`` on a string target, and a 2-test twin (one claim per worker);
 2. starts the scripted judge (``tests/support/judge_server.py``) on loopback, answering every
-   request after 200 ms (``delay(0.2, verdict(True))``);
+   request after 1 s (``delay(1.0, verdict(True))``), a real judge's latency;
 3. times whole ``python -m pytest -p xdist`` runs with ``--prop-cache=off``, ``-n 2`` and
    ``-n 0``, on both suites, alternating the four for several rounds, and reports the medians
-   and the ratio ``-n 2`` / ``-n 0`` on the 100-claim suite (target <= 0.6);
+   and the ratio ``-n 2`` / ``-n 0`` on the 100-claim suite (target <= 0.55 at 1 s a verdict);
 4. splits each time into a fixed part (the 2-claim run: start-up, and litellm's import, which
    every worker process pays once) and a per-claim part ((100-claim run - 2-claim run) / 98),
    and times ``import litellm`` in a fresh process on its own, plainly and as the plugin loads
@@ -16,7 +16,11 @@ In one run this script:
 
 Run it from the repository root with the project's virtualenv:
 
-    python bench/xdist_cold.py [--rounds 3] [--tests 100] [--latency 0.2] [--plugins bare]
+    python bench/xdist_cold.py [--rounds 3] [--tests 100] [--latency 1.0] [--plugins bare]
+
+An earlier target (<= 0.6 at 200 ms a verdict) measured mostly each process's fixed cost
+(litellm's import) rather than how the claims spread over workers; ``--latency 0.2`` still runs
+it for comparison.
 
 ``--plugins bare`` turns pytest's plugin autoloading off and loads only xdist and this plugin:
 what is left of the fixed part is then this plugin's and litellm's, not the other installed
@@ -53,7 +57,7 @@ from bench._common import (  # noqa: E402
 )
 from tests.support.judge_server import ScriptedJudge, delay, verdict  # noqa: E402
 
-RATIO_TARGET = 0.6
+RATIO_TARGET = 0.55  # at the default latency (1 s) and suite (100 claims)
 TESTS_PER_FILE = 25
 WORKERS = 2
 TARGET = "Oscar acts: [TALK] Quiet cities with great architecture, and trains between them."
@@ -65,7 +69,7 @@ import litellm
 print(time.perf_counter() - started)
 """
 
-# As the plugin loads it: collector paused, the openai SDK's client code included.
+# As the plugin loads it: the openai SDK's client code included.
 PLUGIN_LOAD = """
 import time
 started = time.perf_counter()
@@ -131,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="timed runs of each variant (3)")
     parser.add_argument("--tests", type=int, default=100, help="claims in the big suite (100)")
     parser.add_argument(
-        "--latency", type=float, default=0.2, help="seconds the judge takes per reply (0.2)"
+        "--latency", type=float, default=1.0, help="seconds the judge takes per reply (1.0)"
     )
     parser.add_argument(
         "--plugins",
@@ -232,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"(python start + import + exit): {litellm_process:.2f}s"
     )
     print(
-        f"as the plugin loads it (collector paused, openai client code included): "
+        f"as the plugin loads it (openai client code included): "
         f"{plugin_seconds:.2f}s; the whole process: {plugin_process:.2f}s; paid once per worker"
     )
     print(f"last summary line ({names['big', WORKERS]}): {lines[names['big', WORKERS]]}")

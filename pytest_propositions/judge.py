@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import collector, families
+from . import families
 from ._version import __version__
 from .cache import CacheDirectoryError, CacheWarning, cache_key
 from .checks import quote_claim
@@ -37,7 +37,6 @@ from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_tur
 from .recorded import pack_request
 from .transport import (
     Transport,
-    _first_request_warm_up,
     load_litellm,
     queue_waits,
     reply_content,
@@ -125,8 +124,6 @@ class Judge:
         cache: VerdictCache | None = None,
         connect: Callable[[str], Connection] | None = None,
         sleep: Callable[[float], object] | None = None,
-        *,
-        freeze_heap: bool = False,
     ) -> None:
         self.settings = settings
         self.cache = cache
@@ -140,11 +137,6 @@ class Judge:
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
         self.progress: ProgressLine | None = None
-        # In a pytest session (whose end calls close(), which thaws): set aside from the
-        # collector the heap as it is at the first claim, and litellm's when it is imported.
-        self.freeze_heap = freeze_heap
-        if freeze_heap:
-            collector.freeze()
 
     # -- public -----------------------------------------------------------------------------
 
@@ -203,10 +195,9 @@ class Judge:
                 # Before paying for a verdict: a cache that cannot store it is an error now.
                 _cache_step(self.cache.prepare_write)
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            litellm = load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+            litellm = load_litellm(connection.litellm_model)
             self.transport.first_mode(litellm, connection)
-            with _first_request_warm_up():
-                verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
+            verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
                 self.cache.put(key, record)
         except BaseException as error:
@@ -228,7 +219,7 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
-        load_litellm(connection.litellm_model, freeze=self.freeze_heap)
+        load_litellm(connection.litellm_model)
         try:
             sampling = _with_engine_sampling(
                 families.follow_up_sampling(
@@ -253,14 +244,12 @@ class Judge:
         return self._connection(model).identity
 
     def close(self) -> None:
-        """Release the cache, stop a local judge server if this run started one, thaw the heap."""
+        """Release the cache, and stop a local judge server if this run started one."""
         if self.cache is not None:
             self.cache.close()
         for connection in self._connections.values():
             if connection.close is not None:
                 connection.close()
-        if self.freeze_heap:
-            collector.thaw()
 
     # -- connection and key --------------------------------------------------------------------
 

@@ -370,10 +370,6 @@ class XdistHooks:
         merge_worker_output(node.config.stash[RUNTIME_KEY], output, crashed=bool(error))
 
 
-# Last, so that the heap thaws (runtime.close) between pytest's two end-of-run collections: the
-# one at unconfigure skips the frozen heap, the one at cleanup traverses it, once (~0.27 s of a
-# live run that imported litellm), and still reports what its finalizers raise.
-@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     runtime = config.stash.get(RUNTIME_KEY, None)
     if runtime is None:

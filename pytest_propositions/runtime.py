@@ -43,9 +43,6 @@ def stat_names() -> tuple[str, ...]:
 class Runtime:
     settings: Settings
     cache_dir: Path | None = None
-    # A pytest session ends with unconfigure, which closes the runtime: the judge may then
-    # freeze the heap from the first claim on, since close() thaws it (see collector.py).
-    in_pytest_session: bool = False
     current_test: str | None = None
     progress: ProgressLine | None = None
     # On an xdist controller: the folder where workers say what they are judging.
@@ -81,9 +78,7 @@ class Runtime:
             if self._judge is None:
                 from .judge import Judge
 
-                self._judge = Judge(
-                    self.settings, self._open_cache(), freeze_heap=self.in_pytest_session
-                )
+                self._judge = Judge(self.settings, self._open_cache())
                 self._judge.progress = self.progress
             return self._judge
 

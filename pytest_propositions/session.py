@@ -34,7 +34,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
             report_path(settings.report, config.invocation_params.dir)
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    runtime = Runtime(settings, cache_dir(config, settings.cache_dir), in_pytest_session=True)
+    runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import CalibrationError, gate_problem
 

@@ -15,13 +15,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import collector, families
+from . import families
 from .errors import JudgeReplyInvalid, JudgeUnavailable
 from .redaction import Secret, redact, url_credentials
 from .scale import MAX_SCORE, MIN_SCORE
@@ -59,24 +58,16 @@ _OPENAI_SDK_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", 
 _IMPORT_LOCK = threading.Lock()
 
 
-def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> ModuleType:
+def load_litellm(litellm_model: str | None = None) -> ModuleType:
     """Import litellm on demand, without letting it fetch its price map from the network.
 
-    The import takes seconds, paid by every process (every xdist worker) that judges live, so
-    it runs with the collector paused (see ``collector``) and past pytest's assertion-rewriting
-    hook; with ``freeze`` (a pytest session, which thaws at its end) what it built is set aside
-    from later collections. With ``litellm_model``, the client code that model's provider needs
-    is imported too, here and in the same way, rather than by the first request.
+    With ``litellm_model``, the client code that model's provider needs is imported too, here
+    (before the clock of the first call starts, and off the shared event loop) rather than by
+    the first request.
     """
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with collector.paused(), _outside_assertion_rewriting():
-                import litellm
-
-                if freeze:
-                    collector.freeze()
-            collector.skip_final_collection_at_exit()
         import litellm  # waits, if another thread is still importing it
 
         litellm.suppress_debug_info = True
@@ -85,39 +76,8 @@ def load_litellm(litellm_model: str | None = None, *, freeze: bool = False) -> M
             and "openai.resources" not in sys.modules
             and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
         ):
-            with collector.paused(), _outside_assertion_rewriting():
-                import openai.resources  # noqa: F401
-
-                if freeze:
-                    collector.freeze()
+            import openai.resources  # noqa: F401
     return litellm
-
-
-@contextmanager
-def _outside_assertion_rewriting() -> Iterator[None]:
-    """Import without pytest's assertion-rewriting hook at the head of ``sys.meta_path``.
-
-    The hook looks up every module imported while it is installed, a second file-system search
-    each, to rewrite only test modules, conftests and plugins. litellm's ~2,600 modules are none
-    of those, and the lookups cost ~0.17 s a process. The hook is put back where it was; a test
-    module imported by another thread meanwhile (none is, in practice: pytest imports them while
-    collecting) would run with plain asserts.
-    """
-    rewrite = sys.modules.get("_pytest.assertion.rewrite")
-    hook_type = getattr(rewrite, "AssertionRewritingHook", None)
-    if hook_type is None:  # not a pytest process
-        yield
-        return
-    removed = [
-        (i, finder) for i, finder in enumerate(sys.meta_path) if isinstance(finder, hook_type)
-    ]
-    for _, finder in removed:
-        sys.meta_path.remove(finder)
-    try:
-        yield
-    finally:
-        for index, finder in removed:
-            sys.meta_path.insert(index, finder)
 
 
 def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
@@ -125,21 +85,6 @@ def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
         return str(litellm.get_llm_provider(litellm_model)[1])
     except Exception:  # an unknown model fails later, on the call, with the real message
         return None
-
-
-_first_request = threading.Event()
-
-
-@contextmanager
-def _first_request_warm_up() -> Iterator[None]:
-    """The process's first request still imports a few dozen of litellm's modules (on its worker
-    thread): pause the collector for that one too. Later requests run untouched."""
-    if _first_request.is_set():
-        yield
-        return
-    _first_request.set()
-    with collector.paused():
-        yield
 
 
 def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
