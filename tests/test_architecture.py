@@ -251,3 +251,20 @@ def test_the_machinery_finder_finds_uses() -> None:
         "sys.meta_path",
         "atexit.register",
     }
+
+
+def test_only_the_transport_imports_litellm() -> None:
+    """One adapter owns the provider library: a change of library touches one module."""
+    importers = set()
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(name.split(".")[0] in {"litellm", "openai"} for name in names):
+                importers.add(path.stem)
+    assert importers == {"transport"}
