@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from .trace import Agent, World
     from .verdict import Verdict
 
-__version__ = "0.1.0"
 
 _LAZY = {
     "Proposition": "proposition",

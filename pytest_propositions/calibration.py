@@ -620,7 +620,7 @@ def _wrong(outcome: Outcome, min_score: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     """The ``calibrate`` command; 0 fit or no bar given, 1 a given bar missed, 2 a usage error."""
-    from . import __version__
+    from ._version import __version__
     from .errors import JudgeError
     from .prompts import PROMPT_VERSION
 

@@ -1,63 +1,19 @@
-"""How the judge reaches a model: an endpoint, possibly a managed server started on demand.
+"""What a judge call needs to reach a model: its identity, litellm's name for it, and where it is.
 
-A module of its own so that the engines that provide endpoints (the local judge) need not import
-the judge that uses them.
+The engines that provide endpoints (the local judge) build a ``Connection``; the transport talks
+to it; neither needs the judge that orchestrates them.
 """
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Connection", "Secret", "redact_url"]
+from .redaction import Secret, redact_url
 
-# "https://user:pass@host/v1": the credentials between the scheme and the "@".
-_URL_USERINFO = re.compile(r"(?<=://)[^/?#@\s'\"]+@")
-# "...?api_key=...&token=...": credentials in a query string.
-_URL_QUERY_SECRET = re.compile(
-    r"(?<=[?&])((?:api[_-]?key|key|token|access_token|auth|sig|signature|password)=)[^&#\s'\"]+",
-    re.IGNORECASE,
-)
-
-
-def redact_url(url: str | None) -> str | None:
-    """The URL as it may be shown: no user, no password, no key in its query."""
-    if url is None:
-        return None
-    return _URL_QUERY_SECRET.sub(r"\1[redacted]", _URL_USERINFO.sub("[redacted]@", url))
-
-
-class Secret:
-    """A credential that never shows itself: its repr and str are redacted, so a traceback
-    with locals (``pytest -l``), a log line or a report cannot print it by accident.
-
-    ``reveal()`` is called only where the value leaves for the provider.
-    """
-
-    __slots__ = ("_shown", "_value")
-
-    def __init__(self, value: str, shown: str = "[redacted]") -> None:
-        self._value = value
-        self._shown = shown
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"Secret({self._shown!r})"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash((Secret, self._value))
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a Secret is not pickled: it would be written out in the clear")
+__all__ = ["Connection", "hosted_connection"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +59,13 @@ class Connection:
             None if api_base is None else Secret(api_base, shown=redact_url(api_base) or ""),
             None if api_key is None else Secret(api_key),
         )
+
+
+def hosted_connection(model: str, api_base: str | None) -> Connection:
+    """A provider's model (or a self-hosted OpenAI-compatible server at ``api_base``), the key
+    read from PROP_API_KEY; without it litellm reads the provider's own variable."""
+    api_key = os.environ.get("PROP_API_KEY") or None
+    if api_key is None and api_base and model.startswith("openai/"):
+        # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
+        api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
+    return Connection(model, model, api_base, api_key)

@@ -175,7 +175,7 @@ def render(
     summary: Mapping[str, Any],
 ) -> str:
     """The page: summary and histogram, filters, then one section per claim and judge error."""
-    from . import __version__
+    from ._version import __version__
 
     failed = sum(1 for record in records if not record["passed"])
     cached = sum(1 for record in records if record["verdict"].get("cached"))

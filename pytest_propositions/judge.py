@@ -1,30 +1,27 @@
-"""Asking a model for a verdict: the only module that imports litellm, and only on a cache miss.
+"""Turning a claim's request into a verdict: the orchestration, from the cache when it can.
 
-It owns structured output (and its fallbacks), parsing retries, provider-error retries, the
-double-check turn, and turning cached records back into verdicts.
+A request is keyed and looked up; a miss (unless replay, dry run or the budget forbids it) is
+judged live: the transport asks the model, the reply is parsed (and asked again once if it
+cannot be), a double check asks the model to reconsider, and the verdict is recorded. Identical
+requests in flight at once share one call; the counts for the summary are kept here.
 """
 
 from __future__ import annotations
 
-import contextvars
-import inspect
 import logging
-import os
-import re
-import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__, families
+from . import families
+from ._version import __version__
 from .cache import CacheDirectoryError, CacheWarning, cache_key
 from .checks import quote_claim
-from .endpoint import _URL_QUERY_SECRET, _URL_USERINFO, Connection, Secret, redact_url
+from .endpoint import Connection, hosted_connection
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
@@ -35,14 +32,20 @@ from .errors import (
     VerdictUnparsable,
 )
 from .families import TEMPERATURE
+from .judge_loop import run_on_judge_loop
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 from .recorded import pack_request
-from .scale import MAX_SCORE, MIN_SCORE
+from .transport import (
+    Transport,
+    load_litellm,
+    queue_waits,
+    reply_content,
+    reply_cost,
+    reply_usage,
+)
 from .verdict import Usage, Verdict
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .cache import VerdictCache
     from .parsing import ParsedReply
     from .progress import ProgressLine
@@ -52,83 +55,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("pytest_propositions")
 
 _T = TypeVar("_T")
-
-# Structured-output strategies, best first. A provider that rejects one moves the model to the
-# next for the rest of the run; the prompt always describes the schema, so every mode works.
-RESPONSE_MODES = ("json_schema", "json_object", "text")
-
-# Caps on the reply's text in JSON mode (see reply_schema).
-REASONING_MAX_CHARS = 800
-JUSTIFICATION_MAX_CHARS = 500
-
-# The seconds a live verdict's calls waited for a free slot (the semaphore below): queueing for
-# a managed local server, which answers one call at a time, is not judging.
-_queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
-    "prop_queue_waits", default=None
-)
-_BACKOFF_SECONDS = 0.25
-_BACKOFF_CAP_SECONDS = 8.0
-_SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
-
-
-def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
-    """Remove the given secrets, and anything that looks like a credential, from the text.
-
-    Providers often quote the key back ("Incorrect API key provided: ..."), whatever its shape;
-    URLs lose the user and password they carry.
-    """
-    for secret in secrets:
-        value = secret.reveal() if isinstance(secret, Secret) else secret
-        if value and len(value) >= 4:
-            text = text.replace(value, "[redacted]")
-    text = _URL_USERINFO.sub("[redacted]@", text)
-    text = _URL_QUERY_SECRET.sub(r"\1[redacted]", text)
-    return _SECRET_PATTERN.sub("[redacted]", text)
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites log records so that URL credentials and key-shaped strings never show.
-
-    Other libraries log the request URL at DEBUG (the openai SDK does, user and password
-    included); pytest shows captured logs in reports and writes them to --log-file.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "@" in message or "sk-" in message or "key=" in message.lower():
-            shown = redact(message)
-            if shown != message:
-                record.msg, record.args = shown, None
-        return True
-
-
-def hide_credentials_in_logs(handlers: list[logging.Handler], api_base: str | None) -> None:
-    """Put a RedactingFilter on pytest's log handlers when the api_base carries credentials."""
-    if api_base is None or redact_url(api_base) == api_base:
-        return  # nothing to hide: no filter, no cost per log record
-    for handler in handlers:
-        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-            handler.addFilter(RedactingFilter())
-
-
-def _received_status(error: BaseException) -> int | None:
-    """The HTTP status the server really sent, if any.
-
-    litellm makes up a 500 for a refused or dropped connection, a 408 for its own client-side
-    timeout and a 400 for a parameter it refuses to send; a user searching their server's logs
-    for those would find nothing.
-    """
-    if families.is_client_side_refusal(error):
-        return None
-    for link in _chain(error):
-        if type(link).__module__.split(".")[0] == "openai":
-            status = getattr(link, "status_code", None)
-            return status if isinstance(status, int) else None
-    for link in _chain(error):
-        name = type(link).__name__
-        if name == "OpenAIError" or "timeout" in name.lower():
-            return None
-    return _status(error)
 
 
 @dataclass(frozen=True)
@@ -178,203 +104,6 @@ class _Answer:
     cost_usd: float | None
 
 
-class _JudgeLoop:
-    """One event loop on a daemon thread, shared by the whole process.
-
-    litellm caches its async HTTP clients per event loop, so the loop must outlive any one run
-    (pytester runs several in one process). Synchronous callers submit coroutines and wait.
-    """
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
-
-    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        import asyncio  # only live judging needs it; a cached run never gets here
-
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()  # Ctrl-C while waiting: do not leave the call running
-            raise
-
-    def _ensure(self) -> asyncio.AbstractEventLoop:
-        import asyncio
-
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=loop.run_forever, name="prop-judge-loop", daemon=True
-                ).start()
-                self._loop = loop
-            return self._loop
-
-
-_JUDGE_LOOP = _JudgeLoop()
-
-
-def run_on_judge_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
-    """Run a judge coroutine to completion from synchronous code, from any thread."""
-    return _JUDGE_LOOP.run(coroutine)
-
-
-# litellm sends these providers through the openai SDK, whose client imports its ~450 resource
-# modules on first use. A wrong guess costs time, never correctness.
-_OPENAI_SDK_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", "custom_openai"})
-_IMPORT_LOCK = threading.Lock()
-
-
-def load_litellm(litellm_model: str | None = None) -> ModuleType:
-    """Import litellm on demand, without letting it fetch its price map from the network.
-
-    With ``litellm_model``, the client code that model's provider needs is imported too, here
-    (before the clock of the first call starts, and off the shared event loop) rather than by
-    the first request.
-    """
-    with _IMPORT_LOCK:
-        if "litellm" not in sys.modules:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm  # waits, if another thread is still importing it
-
-        litellm.suppress_debug_info = True
-        if (
-            litellm_model is not None
-            and "openai.resources" not in sys.modules
-            and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
-        ):
-            import openai.resources  # noqa: F401
-    return litellm
-
-
-def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
-    try:
-        return str(litellm.get_llm_provider(litellm_model)[1])
-    except Exception:  # an unknown model fails later, on the call, with the real message
-        return None
-
-
-def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
-    """JSON schema of the reply; the value's type and range depend on the kind of claim.
-
-    ``bounded`` caps the text fields: grammar-constrained servers (llama.cpp) enforce it, which
-    keeps a small local model from writing until its context runs out.
-    """
-    value: dict[str, Any] = (
-        {"type": "boolean"}
-        if kind == "check"
-        else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
-    )
-    reasoning: dict[str, Any] = {"type": "string"}
-    justification: dict[str, Any] = {"type": "string"}
-    if bounded:
-        # llama.cpp's grammar ignores minimum/maximum but enforces an enum.
-        if kind == "score":
-            value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
-        reasoning["maxLength"] = REASONING_MAX_CHARS
-        justification["maxLength"] = JUSTIFICATION_MAX_CHARS
-    return {
-        "type": "object",
-        "properties": {
-            "reasoning": reasoning,
-            "justification": justification,
-            "value": value,
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        },
-        "required": ["reasoning", "justification", "value", "confidence"],
-        "additionalProperties": False,
-    }
-
-
-def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str, Any] | None:
-    """The request's ``response_format``; ``grammar``: the endpoint enforces the schema while
-    decoding (llama.cpp), so the bounded schema is sent in ``json_schema`` mode too."""
-    if mode == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": f"{kind}_verdict",
-                "schema": reply_schema(kind, bounded=grammar),
-                "strict": True,
-            },
-        }
-    if mode == "json_object":
-        # llama.cpp's server constrains generation with this schema; others ignore the extra key.
-        return {"type": "json_object", "schema": reply_schema(kind, bounded=True)}
-    return None
-
-
-def _status(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _is_format_rejection(error: BaseException) -> bool:
-    """A provider refusing our response_format: llama.cpp says so with a 500, Azure with a 400."""
-    status = _status(error)
-    message = str(error).lower()
-    return (status is None or status in (400, 422, 500, 501)) and (
-        "response_format" in message or "json_schema" in message or "json_object" in message
-    )
-
-
-def _chain(error: BaseException) -> list[BaseException]:
-    """The error and what caused it: litellm wraps a refused connection in a generic 500."""
-    seen: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and current not in seen and len(seen) < 10:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-def _is_connection_refused(error: BaseException) -> bool:
-    for link in _chain(error):
-        message = str(link).lower()
-        if type(link).__name__ == "ConnectError" or any(
-            marker in message
-            for marker in (
-                "connection refused",
-                "connect call failed",
-                "name or service not known",
-                "nodename nor servname",
-                "no route to host",
-            )
-        ):
-            return True
-    return False
-
-
-_MISSING_KEY_MARKERS = (
-    "missing credentials",
-    "api_key client option must be set",
-    "no api key",
-    "api key not found",
-    "missing api key",
-)
-
-
-def _is_missing_key(error: BaseException) -> bool:
-    """The client had no key to send: litellm reports that as a 500, but retrying cannot help."""
-    return any(
-        marker in str(link).lower() for link in _chain(error) for marker in _MISSING_KEY_MARKERS
-    )
-
-
-def _is_transient(error: BaseException) -> bool:
-    status = _status(error)
-    if status is not None:
-        return status in (408, 409, 429) or status >= 500
-    name = type(error).__name__.lower()
-    return "timeout" in name or "connection" in name
-
-
-def _key_hint(model: str) -> str:
-    provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
-    return f"{provider}_API_KEY (or PROP_API_KEY)"
-
-
 def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
     """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
     try:
@@ -401,11 +130,10 @@ class Judge:
         self.stats = JudgeStats()
         self._connect = connect or self._default_connection
         self._connections: dict[str, Connection] = {}
-        self._modes: dict[str, int] = {}
         self._effort_ignored: set[str] = set()
         self._in_flight: dict[str, Future[Verdict]] = {}
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
-        self._sleep = sleep
+        # Talks to the models: response modes, retries, calls in flight (``sleep``: the backoff).
+        self.transport = Transport(settings, sleep)
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
         self.progress: ProgressLine | None = None
@@ -468,7 +196,7 @@ class Judge:
                 _cache_step(self.cache.prepare_write)
             # Import (seconds) here, not on the shared loop where it would stall calls in flight.
             litellm = load_litellm(connection.litellm_model)
-            self._first_mode(litellm, connection)
+            self.transport.first_mode(litellm, connection)
             verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
                 self.cache.put(key, record)
@@ -502,9 +230,9 @@ class Judge:
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
         response = run_on_judge_loop(
-            self._complete(connection, messages, sampling=sampling, mode="text")
+            self.transport.complete(connection, messages, sampling=sampling, mode="text")
         )
-        content, _ = self._content(response)
+        content, _ = reply_content(response)
         if not content.strip():
             raise VerdictUnparsable(
                 "the judge gave an empty answer to the follow-up", raw_reply=content
@@ -535,15 +263,13 @@ class Judge:
         return connection
 
     def _default_connection(self, model: str) -> Connection:
+        """The endpoint a model name means: the managed local engine for 'local', else a
+        provider's (or the server at --prop-api-base)."""
         if model == "local":
             from .local import local_connection
 
             return local_connection(self.settings)
-        api_key = os.environ.get("PROP_API_KEY") or None
-        if api_key is None and self.settings.api_base and model.startswith("openai/"):
-            # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
-            api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
-        return Connection(model, model, self.settings.api_base, api_key)
+        return hosted_connection(model, self.settings.api_base)
 
     def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         return {
@@ -576,15 +302,6 @@ class Judge:
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
 
-    def _first_mode(self, litellm: ModuleType, connection: Connection) -> None:
-        """Start a model litellm knows at the structured-output mode litellm says it takes."""
-        with self._lock:
-            if connection.litellm_model in self._modes:
-                return
-        mode = families.first_response_mode(litellm, connection.litellm_model, RESPONSE_MODES)
-        with self._lock:
-            self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
-
     # -- cached records ------------------------------------------------------------------------
 
     def _from_record(self, record: dict[str, Any], key: str) -> Verdict | None:
@@ -615,7 +332,7 @@ class Judge:
         await asyncio.to_thread(connection.endpoint)
         started = time.perf_counter()
         waits: list[float] = []
-        _queue_waits.set(waits)
+        queue_waits.set(waits)
         messages = list(request.messages)
         first = await self._answer(connection, messages, request)
         final, revised_from = first, None
@@ -691,17 +408,22 @@ class Judge:
 
         last_error: VerdictUnparsable | None = None
         for _ in range(2):
-            mode = RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]
             try:
-                response = await self._complete_with_fallback(connection, messages, request, mode)
+                response = await self.transport.complete_with_fallback(
+                    connection,
+                    messages,
+                    sampling=self._sampling(request, connection),
+                    kind=request.kind,
+                    mode=self.transport.mode(connection),
+                )
             except JudgeUnavailable as error:
                 raise JudgeUnavailable(
                     f"{error} (claim {quote_claim(request.claim)})",
                     status=error.status,
                     format_rejected=error.format_rejected,
                 ) from None
-            prompt_tokens, completion_tokens = _usage(response)
-            cost = self._cost(response)
+            prompt_tokens, completion_tokens = reply_usage(response)
+            cost = reply_cost(response)
             with self.stats.lock:
                 # Every reply is paid for, parsed or not: count it now (and for --prop-max-cost).
                 self.stats.judge_calls += 1
@@ -710,7 +432,7 @@ class Judge:
                 self.stats.cost_usd += cost or 0.0
             where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
             try:
-                content, refusal = self._content(response)
+                content, refusal = reply_content(response)
             except JudgeReplyInvalid as error:
                 last_error = JudgeReplyInvalid(f"{error} ({where})", raw_reply=error.raw_reply)
                 continue
@@ -730,242 +452,6 @@ class Judge:
         assert last_error is not None
         raise last_error
 
-    async def _complete_with_fallback(
-        self, connection: Connection, messages: list[Message], request: JudgeRequest, mode: str
-    ) -> Any:
-        while True:
-            try:
-                return await self._complete(
-                    connection,
-                    messages,
-                    sampling=self._sampling(request, connection),
-                    mode=mode,
-                    kind=request.kind,
-                )
-            except JudgeUnavailable as error:
-                if not error.format_rejected or mode == RESPONSE_MODES[-1]:
-                    raise
-                index = RESPONSE_MODES.index(mode) + 1
-                logger.info(
-                    "%s rejected response_format %s; using %s from now on",
-                    connection.identity,
-                    mode,
-                    RESPONSE_MODES[index],
-                )
-                with self._lock:
-                    self._modes[connection.litellm_model] = max(
-                        index, self._modes.get(connection.litellm_model, 0)
-                    )
-                mode = RESPONSE_MODES[index]
-
-    async def _complete(
-        self,
-        connection: Connection,
-        messages: list[Message],
-        *,
-        sampling: dict[str, Any],
-        mode: str,
-        kind: Kind = "check",
-    ) -> Any:
-        """One completion, with retries on transient errors; other errors name what to fix.
-
-        Calls go through litellm's async API; the semaphore bounds how many are in flight.
-        """
-        litellm = load_litellm()
-        refusal = families.refusal_by_litellm(litellm, connection.litellm_model, sampling)
-        if refusal is not None:
-            raise JudgeUnavailable(
-                f"litellm refused the request before sending it: {refusal}; no request reached "
-                f"the server (model {connection.identity}). Please report this model."
-            )
-        arguments: dict[str, Any] = {
-            "model": connection.litellm_model,
-            "messages": messages,
-            **sampling,
-            "timeout": self.settings.timeout,
-            "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
-        }
-        # Starting a managed local server blocks; keep it off the event loop.
-        import asyncio
-
-        # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
-        # shows; it is revealed only inside the call expression.
-        api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
-        fmt = response_format(mode, kind, grammar=connection.grammar)
-        if fmt is not None:
-            arguments["response_format"] = fmt
-        attempts = self.settings.retries + 1
-        for attempt in range(attempts):
-            try:
-                queued = time.perf_counter()
-                async with self._semaphore(connection):
-                    waits = _queue_waits.get()
-                    if waits is not None:
-                        waits.append(time.perf_counter() - queued)
-                    return await litellm.acompletion(
-                        **arguments, **_revealed(api_base=api_base, api_key=api_key)
-                    )
-            except Exception as error:
-                # Read the provider's error here and let it go: its text (and its traceback's
-                # frames) may quote the key, so no frame shown later may hold it.
-                fault = _Fault.read(error, (api_key, *_url_credentials(api_base)))
-            self._raise_if_final(fault, connection, attempt, attempts)
-            delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
-            logger.info(
-                "judge call to %s failed (%s); retry %d of %d in %.2fs",
-                connection.identity,
-                fault.type_name,
-                attempt + 1,
-                attempts - 1,
-                delay,
-            )
-            pause = (self._sleep or asyncio.sleep)(delay)
-            if inspect.isawaitable(pause):
-                await pause
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _semaphore(self, connection: Connection) -> asyncio.Semaphore:
-        """--prop-concurrency calls at once per model; one for a managed local server.
-
-        llama.cpp's server answers one request at a time, so queueing more there only lets
-        their timeouts run out.
-        """
-        import asyncio
-
-        with self._lock:
-            semaphore = self._semaphores.get(connection.litellm_model)
-            if semaphore is None:
-                size = 1 if connection.start is not None else self.settings.concurrency
-                semaphore = self._semaphores[connection.litellm_model] = asyncio.Semaphore(size)
-            return semaphore
-
-    def _raise_if_final(
-        self, fault: _Fault, connection: Connection, attempt: int, attempts: int
-    ) -> None:
-        """Raise the error the user sees, unless the fault is transient and tries remain.
-
-        The advice fits the cause: only a transient fault suggests more retries or time.
-        """
-        shown_base = connection.shown_base
-        where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
-        status = fault.status
-        detail = fault.detail
-        client_side = fault.client_side
-        if fault.format_rejected:
-            raise JudgeUnavailable(
-                (
-                    f"litellm refused the structured-output request before sending it ({where}): "
-                    f"{detail}; no request reached the server"
-                    if client_side
-                    else f"{where} rejected the structured-output request: {detail}"
-                ),
-                status=status,
-                format_rejected=True,
-            )
-        if client_side:
-            raise JudgeUnavailable(
-                f"litellm refused the request before sending it ({where}): {detail}; no request "
-                "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
-                "litellm.drop_params would send other parameters than the cache key records).",
-                status=None,
-            )
-        if fault.url_credentials:
-            raise JudgeUnavailable(
-                f"the judge ({where}) cannot be called with a user and password inside "
-                "--prop-api-base: the HTTP client refuses to send them along with the API key. "
-                "Remove them from the URL and give the key with PROP_API_KEY.",
-                status=status,
-            )
-        if fault.refused:
-            raise JudgeUnavailable(
-                f"cannot connect to the judge ({where}); is the server running? "
-                f"Check --prop-api-base. Detail: {detail}",
-                status=status,
-            )
-        if fault.missing_key:
-            raise JudgeUnavailable(
-                f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
-                "or choose another model with --prop-model (--prop-model=local needs no key)",
-                status=status,
-            )
-        if fault.auth:
-            raise JudgeUnavailable(
-                f"the judge ({where}) rejected the credentials (HTTP {status}): set "
-                f"{_key_hint(connection.litellm_model)}. Detail: {detail}",
-                status=status,
-            )
-        if fault.not_found:
-            raise JudgeUnavailable(
-                f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
-                f"and --prop-api-base. Detail: {detail}",
-                status=status,
-            )
-        if not fault.transient:
-            raise JudgeUnavailable(
-                f"the judge ({where}) rejected the request"
-                + (f" (HTTP {status})" if status else "")
-                + f": {detail}. Check --prop-model and --prop-api-base.",
-                status=status,
-            )
-        if attempt + 1 >= attempts:
-            tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
-            if fault.invalid_response:
-                # The server answered, but not with a chat completion: more tries will not help.
-                raise JudgeUnavailable(
-                    f"the judge ({where}) answered with a response that is not a chat "
-                    f"completion, after {tries} ({fault.type_name}): {detail}. Check that "
-                    "--prop-api-base "
-                    "points at an OpenAI-compatible /v1 endpoint (not a proxy's error page).",
-                    status=status,
-                )
-            raise JudgeUnavailable(
-                f"the judge ({where}) kept failing after {tries}"
-                + (f"; last HTTP {status}" if status else "")
-                + f" ({fault.type_name}): {detail}. Raise --prop-retries or --prop-timeout "
-                "if the provider is only slow.",
-                status=status,
-            )
-
-    @staticmethod
-    def _content(response: Any) -> tuple[str, str | None]:
-        """The reply text and, when the provider flagged one, its refusal."""
-        try:
-            choices = response.choices
-            message = choices[0].message if choices else None
-        except (AttributeError, IndexError, TypeError):
-            message = None
-        if message is None:
-            shown = redact(str(response))[:2000]
-            raise JudgeReplyInvalid(
-                "the judge's response holds no message (an empty 'choices' list, or a null "
-                "message: a provider's content filter or a broken proxy)",
-                raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
-            )
-        refusal = getattr(message, "refusal", None)
-        if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields
-            extra = getattr(message, "provider_specific_fields", None)
-            refusal = extra.get("refusal") if isinstance(extra, dict) else None
-        content = getattr(message, "content", None)
-        if isinstance(refusal, str) and refusal.strip():
-            return content or "", refusal
-        return (content if isinstance(content, str) else ""), None
-
-    @staticmethod
-    def _cost(response: Any) -> float | None:
-        hidden = getattr(response, "_hidden_params", None)
-        if isinstance(hidden, dict) and "response_cost" in hidden:
-            cost = hidden["response_cost"]  # litellm priced the call already (None: unknown)
-        else:
-            litellm = load_litellm()
-            try:
-                cost = litellm.completion_cost(completion_response=response)
-            except Exception:
-                return None
-        try:
-            return float(cost) if cost else None
-        except (TypeError, ValueError):
-            return None
-
 
 def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> dict[str, Any]:
     """The family's sampling, overridden by what the endpoint's engine requires (the local judge:
@@ -980,89 +466,6 @@ def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
         "value": parsed.value,
         "confidence": parsed.confidence,
     }
-
-
-def _usage(response: Any) -> tuple[int, int]:
-    usage = getattr(response, "usage", None)
-    prompt = getattr(usage, "prompt_tokens", 0) or 0
-    completion = getattr(usage, "completion_tokens", 0) or 0
-    return int(prompt), int(completion)
-
-
-def _url_credentials(api_base: Secret | None) -> tuple[Secret, ...]:
-    """The user-and-password part of the URL and the password alone, to redact wherever seen."""
-    if api_base is None:
-        return ()
-    found = re.search(r"://([^/?#@\s]+)@", api_base.reveal())
-    if found is None:
-        return ()
-    userinfo = found.group(1)
-    return (Secret(userinfo), Secret(userinfo.partition(":")[2]))
-
-
-def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, str]:
-    """The endpoint's keyword arguments in the clear, built inside the call expression only."""
-    revealed: dict[str, str] = {}
-    if api_base is not None and api_base.reveal():
-        revealed["api_base"] = api_base.reveal()
-    if api_key is not None and api_key.reveal():
-        revealed["api_key"] = api_key.reveal()
-    return revealed
-
-
-# litellm's words for an HTTP 200 whose body is JSON but not a chat completion.
-_INVALID_RESPONSE_MARKERS = ("invalid response object", "returned 'choices' that is not")
-
-
-@dataclass(frozen=True)
-class _Fault:
-    """What a failed call told us, read while its exception is in hand and then let go.
-
-    The provider's exception can quote the key, and so can the frames of its traceback; the
-    judge keeps only this redacted reading, so ``pytest -l`` has nothing secret to show.
-    """
-
-    type_name: str
-    status: int | None
-    detail: str
-    format_rejected: bool
-    refused: bool
-    missing_key: bool
-    auth: bool
-    not_found: bool
-    transient: bool
-    invalid_response: bool
-    url_credentials: bool
-    client_side: bool
-
-    @classmethod
-    def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
-        text = str(error)
-        # litellm pastes a whole Python traceback into some messages: keep the first part.
-        text = text.split("Traceback (most recent call last)", 1)[0].rstrip()
-        name = type(error).__name__
-        status = _received_status(error)
-        return cls(
-            type_name=name,
-            status=status,
-            detail=redact(text, secrets)[:500],
-            format_rejected=_is_format_rejection(error),
-            refused=_is_connection_refused(error),
-            missing_key=_is_missing_key(error),
-            auth=status in (401, 403) or "authentication" in name.lower(),
-            not_found=status == 404 or "notfound" in name.lower(),
-            transient=_is_transient(error),
-            client_side=families.is_client_side_refusal(error),
-            url_credentials=any(
-                "credentials encoded in url" in str(link).lower() for link in _chain(error)
-            ),
-            invalid_response=any(
-                marker in link_text
-                for link in _chain(error)
-                for link_text in (str(link).lower(),)
-                for marker in _INVALID_RESPONSE_MARKERS
-            ),
-        )
 
 
 def _printable(text: str) -> str:

@@ -97,7 +97,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
     if runtime is None or logging_plugin is None:
         return
-    from .judge import hide_credentials_in_logs
+    from .redaction import hide_credentials_in_logs
 
     handlers = [
         getattr(logging_plugin, name, None)

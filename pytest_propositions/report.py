@@ -316,7 +316,7 @@ def json_report(
     judge_errors: Iterable[tuple[str | None, str]],
 ) -> dict[str, Any]:
     """Every verdict of the run with its test id, sorted by test id then claim, and the counts."""
-    from . import __version__
+    from ._version import __version__
 
     verdicts = sorted((outcome_record(outcome) for outcome in outcomes), key=record_order)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))

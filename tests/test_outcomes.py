@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.judge import Connection, Judge, JudgeRequest, JudgeStats
+from pytest_propositions.endpoint import Connection
+from pytest_propositions.judge import Judge, JudgeRequest, JudgeStats
 from pytest_propositions.report import all_cached_line, header_line
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import ScriptedJudge, delay, status, verdict

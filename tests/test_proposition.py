@@ -360,7 +360,7 @@ def test_missing_key_fails_at_once_naming_the_variable(monkeypatch: pytest.Monke
     runtime = Runtime(Settings(model="openai/gpt-4.1-mini", cache="off", retries=3))
     runtime_module.activate(runtime)
     try:
-        runtime.judge._sleep = sleeps.append  # no backoff may happen for a missing key
+        runtime.judge.transport._sleep = sleeps.append  # no backoff may happen for a missing key
         with pytest.raises(JudgeUnavailable, match=r"no API key.*OPENAI_API_KEY"):
             Proposition("x", "Ana acts: [TALK] hi").check()
     finally:

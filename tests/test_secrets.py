@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.judge import Connection, Secret, redact, redact_url
+from pytest_propositions.endpoint import Connection
+from pytest_propositions.redaction import Secret, redact, redact_url
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import (
     RecordedRequest,
@@ -264,11 +265,12 @@ def test_a_retried_call_logs_no_secret(
 
 
 def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
-    from pytest_propositions.judge import _Fault, _url_credentials
+    from pytest_propositions.redaction import url_credentials
+    from pytest_propositions.transport import _Fault
 
     base = Secret(f"http://h13user:{PASSWORD}@127.0.0.1:9/v1")
     error = RuntimeError(f"proxy auth failed for password {PASSWORD} (user h13user:{PASSWORD})")
-    fault = _Fault.read(error, (Secret(PLAIN_KEY), *_url_credentials(base)))
+    fault = _Fault.read(error, (Secret(PLAIN_KEY), *url_credentials(base)))
     assert PASSWORD not in fault.detail
     assert "proxy auth failed" in fault.detail
-    assert _url_credentials(Secret("http://127.0.0.1:9/v1")) == ()
+    assert url_credentials(Secret("http://127.0.0.1:9/v1")) == ()

@@ -1,0 +1,270 @@
+"""The package's shape: imports between its modules flow one way (no cycle, even through an import
+inside a function), no module reaches back into the package's facade, and no module touches the
+interpreter's global machinery."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
+FACADE = "__init__"
+
+
+def _modules(package: Path) -> set[str]:
+    return {p.stem for p in package.glob("*.py")}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(source: str, modules: set[str]) -> set[str]:
+    """Sibling modules a module imports at run time: at module level or inside functions, but
+    not under ``if TYPE_CHECKING:`` (its ``else:`` branch does run). ``from . import name`` of a
+    name that is no module reads the package's facade: that is an import of ``__init__``."""
+    found: set[str] = set()
+
+    def add_from_package(names: list[ast.alias]) -> None:
+        for alias in names:
+            found.add(alias.name if alias.name in modules else FACADE)
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:  # annotations only in the body: never executed
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            package_level = node.level == 1 or (
+                node.level == 0
+                and node.module is not None
+                and node.module.split(".")[0] == PACKAGE.name
+            )
+            if package_level:
+                parts = (node.module or "").split(".")
+                if node.level == 0:
+                    parts = parts[1:]
+                if parts and parts[0]:
+                    found.add(parts[0])
+                else:
+                    add_from_package(node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == PACKAGE.name:
+                    found.add(parts[1] if len(parts) > 1 else FACADE)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return found & modules
+
+
+def _lazy_names(source: str, modules: set[str]) -> set[str]:
+    """The modules the facade loads on first use of a name (its ``_LAZY`` table's values)."""
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            return {v.value for v in node.value.values if isinstance(v, ast.Constant)} & modules
+    return set()
+
+
+def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    modules = _modules(package)
+    graph: dict[str, set[str]] = {}
+    for path in sorted(package.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        edges = _imports(source, modules)
+        if path.stem == FACADE:
+            edges |= _lazy_names(source, modules)
+        graph[path.stem] = edges - {path.stem}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_module_imports_flow_one_way() -> None:
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_module_imports_the_facade() -> None:
+    """``__init__`` only re-exports; a module reading it would close a cycle through its lazy
+    names (and could see it half-initialized)."""
+    graph = _graph()
+    assert sorted(m for m, edges in graph.items() if FACADE in edges) == []
+    assert {"proposition", "verdict"} <= graph[FACADE]  # its lazy names are seen as edges
+
+
+def test_the_local_engine_and_the_transport_do_not_know_the_judge() -> None:
+    """The data flow the module names tell: the judge orchestrates, the transport talks to
+    endpoints, the local engine provides one."""
+    graph = _graph()
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    for lower in ("local", "transport", "endpoint", "redaction", "judge_loop"):
+        assert "judge" not in reaches(lower), lower
+    assert "transport" not in reaches("local")
+    assert "local" not in reaches("transport")
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_every_kind_of_runtime_import_counts(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE.name
+    package.mkdir()
+    for name in ("__init__", "a", "b", "c", "d", "e", "f", "typing_only", "g"):
+        (package / f"{name}.py").write_text("", encoding="utf-8")
+    (package / "user.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from . import a\n"
+        "from .b import thing\n"
+        f"import {PACKAGE.name}.c\n"
+        f"from {PACKAGE.name}.d import other\n"
+        f"from {PACKAGE.name} import e\n"
+        "def later():\n"
+        "    from .f import late\n"
+        "if TYPE_CHECKING:\n"
+        "    from .typing_only import T\n"
+        "else:\n"
+        "    from .g import runtime_fallback\n",
+        encoding="utf-8",
+    )
+    (package / "reader.py").write_text("from . import __version__\n", encoding="utf-8")
+    graph = _graph(package)
+    assert graph["user"] == {"a", "b", "c", "d", "e", "f", "g"}
+    assert graph["reader"] == {FACADE}
+
+
+def _forbidden_uses(source: str) -> set[str]:
+    """Calls into the interpreter's global machinery: the collector's settings and frozen
+    generation, the import system's finders and hooks, exit hooks, tracing hooks."""
+    forbidden_attributes = {
+        ("gc", "freeze"),
+        ("gc", "unfreeze"),
+        ("gc", "disable"),
+        ("gc", "enable"),
+        ("gc", "set_threshold"),
+        ("gc", "callbacks"),
+        ("sys", "meta_path"),
+        ("sys", "path_hooks"),
+        ("sys", "settrace"),
+        ("sys", "setprofile"),
+        ("sys", "excepthook"),
+        ("atexit", "register"),
+        ("threading", "excepthook"),
+    }
+    tree = ast.parse(source)
+    # "import gc as collector": the alias names the module.
+    aliases = {
+        alias.asname or alias.name: alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module = aliases.get(node.value.id, node.value.id)
+            if (module, node.attr) in forbidden_attributes:
+                found.add(f"{module}.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module in {"gc", "atexit", "sys"}:
+            for alias in node.names:
+                if (node.module, alias.name) in forbidden_attributes:
+                    found.add(f"{node.module}.{alias.name}")
+    return found
+
+
+# Each exception names its reason. The local judge's server process must not outlive the
+# interpreter: its stop is registered while the process runs and unregistered when it stops
+# (the test below checks the pair), so no hook is left behind once the server is down.
+ALLOWED = {("local.py", "atexit.register")}
+
+
+def test_no_interpreter_global_machinery() -> None:
+    offenders = sorted(
+        f"{path.name}: {use}"
+        for path in PACKAGE.rglob("*.py")
+        for use in _forbidden_uses(path.read_text(encoding="utf-8"))
+        if (path.name, use) not in ALLOWED
+    )
+    assert offenders == []
+
+
+def test_an_allowed_exit_hook_is_unregistered_too() -> None:
+    for name, use in ALLOWED:
+        source = (PACKAGE / name).read_text(encoding="utf-8")
+        if use in _forbidden_uses(source):  # still used: its pair must be there as well
+            assert "atexit.unregister(" in source, name
+
+
+def test_the_machinery_finder_finds_uses() -> None:
+    source = (
+        "import gc, sys, atexit\n"
+        "import gc as collector\n"
+        "from atexit import register\n"
+        "collector.disable()\n"
+        "gc.freeze()\n"
+        "sys.meta_path.insert(0, object())\n"
+        "# sys.settrace in a comment is not a use\n"
+    )
+    assert _forbidden_uses(source) == {
+        "gc.freeze",
+        "gc.disable",
+        "sys.meta_path",
+        "atexit.register",
+    }
+
+
+def test_only_the_transport_imports_litellm() -> None:
+    """One adapter owns the provider library: a change of library touches one module."""
+    importers = set()
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(name.split(".")[0] in {"litellm", "openai"} for name in names):
+                importers.add(path.stem)
+    assert importers == {"transport"}
