@@ -58,7 +58,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
@@ -210,12 +210,12 @@ def _nesting(value: object) -> int:
     return deepest
 
 
-def _too_deep_to_load(text: str) -> bool:
-    """Whether brackets outside strings nest past the limit (json gives up with RecursionError)."""
-    depth = 0
+def _unquoted(text: str, start: int, quotes: str) -> Iterator[tuple[int, str]]:
+    """Each character of ``text`` from ``start`` that stands outside a quoted string."""
     quote = ""
     escaped = False
-    for char in text:
+    for index in range(start, len(text)):
+        char = text[index]
         if quote:
             if escaped:
                 escaped = False
@@ -223,9 +223,17 @@ def _too_deep_to_load(text: str) -> bool:
                 escaped = True
             elif char == quote:
                 quote = ""
-        elif char == '"':
+        elif char in quotes:
             quote = char
-        elif char in "{[":
+        else:
+            yield index, char
+
+
+def _too_deep_to_load(text: str) -> bool:
+    """Whether brackets outside strings nest past the limit (json gives up with RecursionError)."""
+    depth = 0
+    for _, char in _unquoted(text, 0, '"'):
+        if char in "{[":
             depth += 1
             if depth > _MAX_NESTING:
                 return True
@@ -352,20 +360,8 @@ def _json_objects(text: str) -> list[tuple[int, int, Mapping[object, object]]]:
 def _matching_brace(text: str, start: int) -> int | None:
     """Index of the brace closing the one at ``start``, skipping quoted strings of either kind."""
     depth = 0
-    quote = ""
-    escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char == "{":
+    for index, char in _unquoted(text, start, "\"'"):
+        if char == "{":
             depth += 1
         elif char == "}":
             depth -= 1
