@@ -19,6 +19,8 @@ import http.client
 import http.server
 import json
 import os
+import select
+import socket
 import sys
 import threading
 import time
@@ -26,7 +28,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PromptReuse", "main"]
+__all__ = ["GONE", "PromptReuse", "main"]
 
 # Checked this often; a parent that died is noticed within this time.
 _WATCH_SECONDS = 0.5
@@ -47,6 +49,8 @@ SLOTS = 2
 
 # (status, content type, body) of one exchange with the engine.
 Reply = tuple[int, str, bytes]
+# What a request whose client has gone gets instead (nginx's code for it; nobody reads it).
+GONE: Reply = (499, "text/plain", b"the client closed its connection before its turn")
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -109,7 +113,11 @@ class PromptReuse:
         }
         self.lock = threading.Lock()
 
-    def exchange(self, path: str, body: bytes) -> Reply:
+    def exchange(
+        self, path: str, body: bytes, client_gone: Callable[[], bool] = lambda: False
+    ) -> Reply:
+        """Pass one request on; ``client_gone`` says whether its client stopped waiting (its
+        timeout ran out while other requests went first): then it is dropped unread."""
         request = _json_object(body)
         if request is None:  # not ours to judge: llama.cpp answers it
             return self._send(path, body)
@@ -118,6 +126,8 @@ class PromptReuse:
         instructions = json.dumps(first, sort_keys=True).encode()
         conversation = json.dumps([messages, request.get("prompt")], sort_keys=True).encode()
         with self.lock:
+            if client_gone():
+                return GONE
             slot = self._slot_for(instructions)
             request["id_slot"] = slot
             if self._slots[slot][1] == conversation:
@@ -198,9 +208,17 @@ def _front(port: int, engine: str, slots: int) -> http.server.ThreadingHTTPServe
         def do_POST(self) -> None:  # http.server calls it by this name
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.path.rstrip("/").endswith("completions"):
-                self._answer(reuse.exchange(self.path, body))
+                self._answer(reuse.exchange(self.path, body, self._client_gone))
             else:
                 self._answer(upstream.post(self.path, body))
+
+        def _client_gone(self) -> bool:
+            """Whether the client closed the connection (readable, and nothing to read)."""
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                return True
 
         def _answer(self, reply: Reply) -> None:
             status, content_type, payload = reply

@@ -7,6 +7,8 @@ the real engine that these decisions keep every answer identical to a cold read.
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import json
 import threading
 import time
@@ -14,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.local_serve import PromptReuse, Reply
+from pytest_propositions import local_serve
+from pytest_propositions.local_serve import GONE, PromptReuse, Reply
 
 CHECK = {"role": "system", "content": "Decide whether the claim is true."}
 SCORE = {"role": "system", "content": "Rate the claim from 0 to 9."}
@@ -177,3 +180,74 @@ def test_slot_numbers_stay_within_the_engines_slots(slots: int) -> None:
     for n in range(10):
         front.exchange("/v1/chat/completions", body({"role": "system", "content": str(n)}, "x"))
     assert {sent["id_slot"] for sent in engine.sent} == set(range(slots))
+
+
+def test_a_request_whose_client_has_gone_is_dropped_unread() -> None:
+    engine = Engine()
+    front = PromptReuse(engine, slots=1)
+    assert front.exchange("/v1/chat/completions", body(CHECK, "a"), lambda: True) == GONE
+    assert engine.sent == []
+    # Nothing was read, so the slot is not believed to hold that conversation.
+    front.exchange("/v1/chat/completions", body(CHECK, "a"))
+    assert engine.sent[0].get("cache_prompt", True) is True
+
+
+def test_over_http_a_client_that_timed_out_in_the_queue_costs_the_engine_nothing() -> None:
+    """The real front on loopback before a stand-in engine: a client that gave up while another
+    request held the engine is not passed on when its turn comes (llama.cpp alone would have
+    seen the closed connection; behind the front it cannot)."""
+    seen: list[str] = []
+    release = threading.Event()
+
+    class StandIn(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # http.server calls it by this name
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            claim = request["messages"][-1]["content"]
+            seen.append(claim)
+            if claim == "first":
+                release.wait(30)
+            payload = ok()[2]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    engine = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    engine.daemon_threads = True
+    front = local_serve._front(0, f"http://127.0.0.1:{engine.server_address[1]}", 1)
+    for server in (engine, front):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = front.server_address[1]
+
+    def post(claim: str, timeout: float) -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            payload = body(CHECK, claim)
+            connection.request("POST", "/v1/chat/completions", body=payload)
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    try:
+        first = threading.Thread(target=post, args=("first", 30))
+        first.start()
+        while "first" not in seen:
+            time.sleep(0.01)
+        with pytest.raises(TimeoutError):
+            post("gave up", 0.2)
+        release.set()
+        first.join()
+        assert post("third", 30) == 200
+        time.sleep(0.5)  # room for the dropped request's handler, had it been passed on late
+        assert seen == ["first", "third"]
+    finally:
+        release.set()
+        for server in (front, engine):
+            server.shutdown()
+            server.server_close()
