@@ -37,7 +37,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench._common import machine, revision  # noqa: E402
-from pytest_propositions.local_serve import MAX_GENERATION_THREADS, SLOTS  # noqa: E402
+from pytest_propositions.local_serve import SLOTS, generation_threads  # noqa: E402
 
 RECORDED = REPO / "conftest_examples" / "verdicts.jsonl"
 
@@ -130,7 +130,7 @@ def main() -> int:
     print(f"{machine()}; revision {revision()}; {len(order)} requests ({len(requests)} distinct)")
     threads = local.server_threads()
     print(
-        f"reuse: {threads} threads read prompts, {min(threads, MAX_GENERATION_THREADS)} generate"
+        f"reuse: {threads} threads read prompts, {generation_threads(threads)} generate"
         f"; {SLOTS} slots. cold: 1 thread, every prompt read whole"
     )
     results = {}

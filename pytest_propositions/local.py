@@ -241,7 +241,7 @@ def server_threads() -> int:
 
     The count changes speed only, never an answer: without flash attention llama.cpp computes
     the same bits on any number of threads (measured on 1, 2 and 3; ``local_serve``). Replies
-    are generated on at most 2 of them (``local_serve.MAX_GENERATION_THREADS``).
+    are generated on all of them but one, at most 2 (``local_serve.generation_threads``).
     """
     try:
         cores = len(os.sched_getaffinity(0))

@@ -28,7 +28,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["GONE", "PromptReuse", "main"]
+__all__ = ["GONE", "PromptReuse", "generation_threads", "main"]
 
 # Checked this often; a parent that died is noticed within this time.
 _WATCH_SECONDS = 0.5
@@ -36,8 +36,10 @@ _WATCH_SECONDS = 0.5
 EXIT_NO_ENGINE = 3
 EXIT_START_FAILED = 4
 # At most this many threads generate the reply, one token at a time: each token is a few small
-# steps that the threads meet after. 2 generate 1.6 times as fast as 1 on a quiet machine; more
-# were not measured.
+# steps that the threads meet after, so a thread that loses its core stalls every token.
+# Generation leaves one of the server's cores to the rest of the machine (pytest, other jobs):
+# on 2 cores, 2 generation threads made the example suite 48 s on a quiet machine but 93 s
+# beside one busy process, against 53 s and 75 s with 1. More than 2 were not measured.
 MAX_GENERATION_THREADS = 2
 # How long (in spins) a llama.cpp thread that waits for the others spins before it sleeps. The
 # OpenMP default spins for long: on busy cores a waiting thread then burns the time slice the
@@ -71,6 +73,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--parent", type=int, default=0, help="exit when this process is no longer our parent"
     )
     return parser.parse_args(argv)
+
+
+def generation_threads(threads: int) -> int:
+    """Threads that generate, for a server given ``threads``: all but one, at most 2."""
+    return max(1, min(MAX_GENERATION_THREADS, threads - 1))
 
 
 def _watch_parent(parent: int) -> None:
@@ -264,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     # passes one request at a time, so a batch never mixes two requests.
     params.n_parallel = SLOTS
     params.n_ctx = args.ctx * SLOTS
-    params.cpuparams.n_threads = min(args.threads, MAX_GENERATION_THREADS)
+    params.cpuparams.n_threads = generation_threads(args.threads)
     params.cpuparams_batch.n_threads = args.threads
     # Loading is a memory map; a warm-up pass would only move its cost from the first request
     # to the start-up.

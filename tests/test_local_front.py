@@ -251,3 +251,7 @@ def test_over_http_a_client_that_timed_out_in_the_queue_costs_the_engine_nothing
         for server in (front, engine):
             server.shutdown()
             server.server_close()
+
+
+def test_generation_leaves_a_core_to_the_machine_and_uses_at_most_two() -> None:
+    assert [local_serve.generation_threads(n) for n in (1, 2, 3, 4, 8)] == [1, 1, 2, 2, 2]
