@@ -67,7 +67,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--threads",
         type=int,
         required=True,
-        help="threads that read prompts (and, up to 2, generate)",
+        help="threads that read prompts (all but one of them, at most 2, generate)",
     )
     parser.add_argument(
         "--parent", type=int, default=0, help="exit when this process is no longer our parent"
@@ -190,12 +190,16 @@ class _Engine:
         return self._exchange("GET", path, None)
 
     def _exchange(self, method: str, path: str, body: bytes | None) -> Reply:
+        """The engine's answer; an engine that cannot be reached is a 502 that says so."""
         connection = http.client.HTTPConnection(self.host, self.port)
         try:
             headers = {"Content-Type": "application/json"} if body is not None else {}
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
             return response.status, response.getheader("Content-Type") or "", response.read()
+        except (OSError, http.client.HTTPException) as error:
+            message = f"the local judge's llama.cpp server did not answer: {error!r}"
+            return 502, "text/plain", message.encode()
         finally:
             connection.close()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
+import socket
 import threading
 import time
 from typing import Any
@@ -255,3 +256,14 @@ def test_over_http_a_client_that_timed_out_in_the_queue_costs_the_engine_nothing
 
 def test_generation_leaves_a_core_to_the_machine_and_uses_at_most_two() -> None:
     assert [local_serve.generation_threads(n) for n in (1, 2, 3, 4, 8)] == [1, 1, 2, 2, 2]
+
+
+def test_an_engine_that_cannot_be_reached_is_a_502_that_says_so() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again below: nobody listens there
+    status, content_type, payload = local_serve._Engine(f"http://127.0.0.1:{port}").post(
+        "/v1/chat/completions", b"{}"
+    )
+    assert (status, content_type) == (502, "text/plain")
+    assert b"did not answer" in payload
