@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .families import REASONING_EFFORTS
+from .families import REASONING_EFFORTS, TRANSPORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
@@ -110,6 +110,13 @@ def _parse_reasoning_effort(text: str) -> str:
     return lowered
 
 
+def _parse_transport(text: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in TRANSPORTS:
+        raise ValueError(f"expected one of {', '.join(TRANSPORTS)}, got {text!r}")
+    return lowered
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -181,6 +188,18 @@ OPTIONS: tuple[Option, ...] = (
         "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
         "URL",
         _parse_text,
+    ),
+    Option(
+        "transport",
+        "--prop-transport",
+        "PROP_TRANSPORT",
+        "auto",
+        "How live calls reach the judge: auto (OpenAI-compatible endpoints such as OpenAI, "
+        "Azure OpenAI, the local judge and any --prop-api-base over plain HTTP, every other "
+        "provider through litellm), litellm (every model through litellm), openai (the plain "
+        "HTTP path only; an error for a provider it cannot reach). Not part of the cache key.",
+        "PATH",
+        _parse_transport,
     ),
     Option(
         "cache",
@@ -356,6 +375,7 @@ class Settings:
     reasoning_effort: str | None = None
     # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
     api_base: str | None = field(default=None, repr=False)
+    transport: str = "auto"
     cache: str = "use"
     cache_dir: str | None = None
     timestamps: str = "relative"
