@@ -267,8 +267,6 @@ class Transport:
         with self._lock:
             if connection.litellm_model in self._modes:
                 return
-        if profile.path == "openai":
-            import httpx  # noqa: F401  (imported here, off the loop)
         mode = self._path(profile).first_mode(profile, RESPONSE_MODES)
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))

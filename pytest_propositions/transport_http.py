@@ -359,7 +359,10 @@ class HttpPath:
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
-        litellm's table says has no response schema, start at JSON mode."""
+        litellm's table says has no response schema, start at JSON mode. Called before the
+        first call, off the event loop: the HTTP client is imported here too."""
+        import httpx  # noqa: F401
+
         if profile.provider == "azure" and azure_api_version() < AZURE_JSON_SCHEMA_SINCE:
             return modes[1]
         for name in _price_names(profile, None):

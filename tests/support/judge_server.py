@@ -641,16 +641,29 @@ class _Handler(BaseHTTPRequestHandler):
         headers: dict[str, str] | None = None,
     ) -> None:
         try:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            # Headers and body leave in one write, as real servers send them: two small writes
+            # on a keep-alive connection wait on Nagle's algorithm and the client's delayed ACK
+            # (about 40 ms), which would make every call look slower than the client is.
+            self.log_request(code)
+            lines = [f"{self.protocol_version} {code} {self.responses.get(code, ('',))[0]}"]
+            lines += [
+                f"Server: {self.version_string()}",
+                f"Date: {self.date_time_string()}",
+                f"Content-Type: {content_type}",
+                f"Content-Length: {len(data)}",
+            ]
+            lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            self.wfile.write(head + data)
+            self.wfile.flush()
         except OSError:
             # The client gave up (e.g. its timeout fired during a Delay); nothing to tell it.
             self.close_connection = True
+
+
+class _KeepAliveHandler(_Handler):
+    # HTTP/1.1: connections stay open between requests, as a real provider's do (benchmarks).
+    protocol_version = "HTTP/1.1"
 
 
 class ScriptedJudge:
@@ -670,8 +683,11 @@ class ScriptedJudge:
     effort level outside the set are refused. Refusals come before the rules.
     """
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, *, keep_alive: bool = False) -> None:
         self.models: list[str] = list(models) if models is not None else ["judge-model"]
+        # HTTP/1.1 with keep-alive (benchmarks); tests use HTTP/1.0, so that no idle
+        # connection outlives a test.
+        self.keep_alive = keep_alive
         self.default: Reply = verdict(True)
         self.reject_json_schema: int | None = None
         # None: an ordinary model, which takes any temperature and no reasoning_effort. A set:
@@ -697,7 +713,7 @@ class ScriptedJudge:
         if self._server is not None:
             raise RuntimeError("ScriptedJudge is already running")
         self._stopping.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler)
         server.judge = self
         self._server = server
         self._thread = threading.Thread(
