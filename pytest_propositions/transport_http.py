@@ -167,7 +167,7 @@ class Message:
 
 @dataclass(frozen=True)
 class Choice:
-    message: Message | None
+    message: Message
     finish_reason: str | None = None
 
 
@@ -221,11 +221,14 @@ def read_completion(data: bytes, content_type: str) -> Completion:
                 + json.dumps(choices)[:300]
             )
         message = choice.get("message")
+        if not isinstance(message, dict):  # litellm's reading too: no chat completion
+            raise InvalidResponse(
+                "invalid response object: a choice whose message is not an object: "
+                + json.dumps(choice)[:300]
+            )
         read.append(
             Choice(
-                None
-                if not isinstance(message, dict)
-                else Message(_text(message.get("content")), _text(message.get("refusal"))),
+                Message(_text(message.get("content")), _text(message.get("refusal"))),
                 _text(choice.get("finish_reason")),
             )
         )

@@ -29,6 +29,12 @@ MODEL = "openai/judge-model"
 
 
 @pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every case here is tried through litellm and through the light path."""
+    return both_paths
+
+
+@pytest.fixture
 def verdicts(tmp_path: Path) -> Path:
     return tmp_path / "verdicts"
 
@@ -39,12 +45,18 @@ def judge(
     verdicts: Path,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
+    transport_path: str,
 ) -> Iterator[ScriptedJudge]:
     """The library API judged by the scripted server, caching verdicts in ``verdicts``."""
     monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
     monkeypatch.chdir(tmp_path)  # where chevron would look for a partial's file
     settings = Settings(
-        model=MODEL, api_base=judge_server.base_url, cache="use", retries=0, timeout=10
+        model=MODEL,
+        api_base=judge_server.base_url,
+        cache="use",
+        retries=0,
+        timeout=10,
+        transport=transport_path,
     )
     runtime = Runtime(settings, verdicts)
     runtime_module.activate(runtime)

@@ -300,12 +300,27 @@ def cache_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every case here is tried through litellm and through the light path."""
+    return both_paths
+
+
+@pytest.fixture
 def runtime(
-    judge_server: ScriptedJudge, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    judge_server: ScriptedJudge,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
 ) -> Iterator[Runtime]:
     """The scripted judge, a real cache folder in "use" mode, one retry."""
     monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
-    settings = Settings(model=MODEL, api_base=judge_server.base_url, cache="use", retries=1)
+    settings = Settings(
+        model=MODEL,
+        api_base=judge_server.base_url,
+        cache="use",
+        retries=1,
+        transport=transport_path,
+    )
     runtime = Runtime(settings, cache_dir=cache_dir)
     runtime_module.activate(runtime)
     try:
