@@ -254,6 +254,23 @@ CASES = [
         id="numbered-list",
     ),
     pytest.param(verdict(10), "score", UNPARSABLE, "outside 0..9", 2, id="score-10"),
+    # A key given twice is two answers: never last-key-wins (nor first-key-wins).
+    pytest.param(
+        text('{"value": false, "justification": "It never happens.", "value": true}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="repeated-value-key",
+    ),
+    pytest.param(
+        text('{"value": 1, "justification": "weak", "confidence": 0.9, "value": 9}'),
+        "score",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="repeated-score-key",
+    ),
     pytest.param(verdict(7.5), "score", UNPARSABLE, "not a whole number", 2, id="score-7.5"),
     pytest.param(verdict(True), "score", UNPARSABLE, "boolean", 2, id="score-boolean"),
     # --- replies that break the plumbing -------------------------------------------------
