@@ -358,7 +358,9 @@ class HttpPath:
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self._client: httpx.AsyncClient | None = None
+        # One pooled client per URL scheme: a plain-HTTP endpoint (a local server) gets one
+        # that never loads the certificate store it would not use.
+        self._clients: dict[str, httpx.AsyncClient] = {}
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
@@ -429,10 +431,14 @@ class HttpPath:
                 "credentials encoded in URL: the client does not send a user and password "
                 "along with an API key"
             )
-        client = self._client
+        scheme = urlsplit(url).scheme.lower()
+        client = self._clients.get(scheme)
         if client is None:
-            client = self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout), follow_redirects=False, trust_env=True
+            client = self._clients[scheme] = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout),
+                follow_redirects=False,
+                trust_env=True,
+                verify=scheme == "https",
             )
         payload = json.dumps({"model": profile.wire_model, **body}).encode()
         try:
@@ -456,10 +462,10 @@ class HttpPath:
         return completion
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
             await client.aclose()
 
     @property
     def open(self) -> bool:
-        return self._client is not None
+        return bool(self._clients)
