@@ -9,7 +9,7 @@ call per test case, against the same server):
   command on one plain test; the scripted judge answers at once, so the difference is what the
   run pays to judge at all (imports, the client, the event loop, the first request). Target:
   at most 1.0 s.
-- per claim: (50 claims − 1 claim) / 49, both with the cache on (a fresh folder each run, so
+- per claim: (50 claims - 1 claim) / 49, both with the cache on (a fresh folder each run, so
   every claim is judged live and stored). Target: at most 10 ms.
 
 Each figure is the median of ``--rounds`` rounds, the variants alternating (their order rotates
@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import (  # noqa: E402
+from bench._common import (
     SCRIPTED_MODEL,
     alternate,
     environment,
@@ -44,7 +44,7 @@ from bench._common import (  # noqa: E402
     run_measured,
     verdict_line,
 )
-from tests.support.judge_server import (  # noqa: E402
+from tests.support.judge_server import (
     RecordedRequest,
     Reply,
     ScriptedJudge,
@@ -76,7 +76,7 @@ def write_suites(root: Path, claims: int) -> dict[str, Path]:
     (suites["plain"] / "test_plain.py").write_text(
         f"TARGET = {TARGET!r}\n\ndef test_plain():\n    assert 'trains' in TARGET\n"
     )
-    ours = "TARGET = {target!r}\n".format(target=TARGET)
+    ours = f"TARGET = {TARGET!r}\n"
     for name, count in (("one", 1), ("many", claims)):
         body = ours + "".join(
             f"\ndef test_claim_{n:03d}(assert_proposition):\n"
@@ -126,9 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(machine())
     print(revision())
     failed = False
-    with tempfile.TemporaryDirectory(prefix="prop-live-") as temp, ScriptedJudge(
-        keep_alive=True
-    ) as judge:
+    with (
+        tempfile.TemporaryDirectory(prefix="prop-live-") as temp,
+        ScriptedJudge(keep_alive=True) as judge,
+    ):
         judge.default = echo_fn(answer)
         root = Path(temp)
         suites = write_suites(root, options.claims)

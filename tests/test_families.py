@@ -42,6 +42,7 @@ def transport_path(both_paths: str) -> str:
     """Every end-to-end test here runs through litellm and through the light path."""
     return both_paths
 
+
 # -- the table ---------------------------------------------------------------------------------
 
 

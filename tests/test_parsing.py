@@ -889,7 +889,7 @@ def test_a_repeated_verdict_key_is_contradicting_verdicts(text: str, kind: str) 
 
 
 def test_a_repeated_key_of_another_field_is_ambiguous_too() -> None:
-    with pytest.raises(VerdictUnparsable, match="contradicting answers.*'confidence'"):
+    with pytest.raises(VerdictUnparsable, match=r"contradicting answers.*'confidence'"):
         parse_reply('{"value": true, "confidence": 0.1, "confidence": 0.9}', "check")
     with pytest.raises(VerdictUnparsable, match="'justification'"):
         parse_reply('{"value": true, "justification": "a", "justification": "b"}', "check")
