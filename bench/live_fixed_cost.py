@@ -38,6 +38,7 @@ from bench._common import (
     SCRIPTED_MODEL,
     alternate,
     environment,
+    import_times,
     machine,
     median,
     revision,
@@ -117,11 +118,56 @@ def answer(request: RecordedRequest) -> Reply:
     return verdict(True)
 
 
+IMPORTS = ("litellm", "openai", "httpx", "pydantic", "diskcache", "chevron")
+
+
+def import_figures(judge: ScriptedJudge, root: Path, suite: Path, repeats: int) -> None:
+    """``-X importtime`` of a one-claim run (cache off, and on) on each path: the cumulative
+    milliseconds of each heavy package imported, and of every import of the run (medians)."""
+    print(f"\n-X importtime of one live claim, medians of {repeats} (ms, cumulative)")
+    print(f"  {'path, cache':<18}" + "".join(f"{name:>10}" for name in (*IMPORTS, "all")))
+    for path in PATHS:
+        for cache in ("off", "use"):
+            rows: dict[str, list[float]] = {name: [] for name in (*IMPORTS, "all")}
+            for attempt in range(repeats):
+                command = [
+                    sys.executable,
+                    "-X",
+                    "importtime",
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--prop-model={SCRIPTED_MODEL}",
+                    f"--prop-api-base={judge.base_url}",
+                    f"--prop-transport={path}",
+                    f"--prop-cache={cache}",
+                    f"--prop-cache-dir={root / 'imports' / f'{path}{cache}{attempt}'}",
+                    str(suite),
+                ]
+                _, _, done = run_measured(command, root, environment())
+                found = import_times(done.stderr)
+                for name in IMPORTS:
+                    rows[name].append(found[name][1] / 1000 if name in found else 0.0)
+                top = [
+                    cumulative for _, (_, cumulative, importer) in found.items() if importer == "-"
+                ]
+                rows["all"].append(sum(top) / 1000)
+            print(
+                f"  {path + ', ' + cache:<18}"
+                + "".join(f"{median(rows[name]):10.0f}" for name in (*IMPORTS, "all"))
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--claims", type=int, default=50)
     parser.add_argument("--deepeval-python", help="a Python with deepeval (and pytest) installed")
+    parser.add_argument(
+        "--importtime", type=int, default=3, metavar="N", help="-X importtime runs per path"
+    )
     options = parser.parse_args(argv)
     print(machine())
     print(revision())
@@ -192,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         walls = alternate({name: timed(name) for name in variants}, options.rounds)
         requests = len(judge.requests)
+        if options.importtime:
+            import_figures(judge, root, suites["one"], options.importtime)
 
     def figures(one: str, many: str) -> tuple[float, float, float, float]:
         fixed = median(walls[one]) - median(walls["plain"])
