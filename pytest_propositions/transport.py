@@ -16,7 +16,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -70,12 +69,7 @@ def load_litellm(litellm_model: str | None = None) -> ModuleType:
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with _host_loggers_kept(), warnings.catch_warnings():
-                # pydantic's notes on litellm's own TypedDicts, emitted by its import: not the
-                # user's to act on, and they would land in the warnings summary of their test.
-                warnings.filterwarnings(
-                    "ignore", message=r".*on TypedDict class .*ReadOnly", category=UserWarning
-                )
+            with _host_loggers_kept():
                 import litellm
         import litellm  # waits, if another thread is still importing it
 

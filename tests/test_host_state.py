@@ -183,7 +183,4 @@ def test_a_live_claim_leaves_the_hosts_loggers_as_they_were(
     )
     result = pytester.runpytest_subprocess(*inner_run, "--log-level=DEBUG", "-rA")
     result.assert_outcomes(passed=1)
-    output = result.stdout.str() + result.stderr.str()
-    assert "POST Request Sent from LiteLLM" not in output
-    # Nor do the warnings litellm's import raises about its own types reach the summary.
-    assert "ReadOnly" not in output
+    assert "POST Request Sent from LiteLLM" not in result.stdout.str() + result.stderr.str()
