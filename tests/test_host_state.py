@@ -173,6 +173,7 @@ def test_a_run_without_claims_leaves_the_interpreter_alone(pytester: pytest.Pyte
     assert "at_litellm_import" not in facts
 
 
+@pytest.mark.parametrize("both_paths", ["litellm"])  # what importing litellm does
 def test_a_live_claim_leaves_the_hosts_loggers_as_they_were(
     pytester: pytest.Pytester, inner_run: list[str]
 ) -> None:

@@ -279,9 +279,11 @@ def test_a_retried_call_logs_no_secret(
     logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "retry 1 of 2" in logged
     if transport_path == "openai":
-        # The client's lines were captured: httpx's request lines and httpcore's DEBUG ones.
-        assert any(r.name == "httpx" and "POST" in r.getMessage() for r in caplog.records)
-        assert any(r.name.startswith("httpcore") for r in caplog.records)
+        # The client's DEBUG lines were captured (httpcore's: this process imported litellm
+        # directly, which quiets httpx's own request lines).
+        assert any(
+            r.name.startswith("httpcore") and "request" in r.getMessage() for r in caplog.records
+        )
     else:
         # The clients' DEBUG lines were captured: the SDK's request lines and litellm's own dump.
         assert any(r.name.startswith("openai") and "POST" in r.getMessage() for r in caplog.records)
