@@ -137,6 +137,7 @@ def import_figures(judge: ScriptedJudge, root: Path, suite: Path, repeats: int) 
                     "-m",
                     "pytest",
                     "-q",
+                    "-s",  # pytest's capture would keep the test's import lines from stderr
                     "-p",
                     "no:cacheprovider",
                     f"--prop-model={SCRIPTED_MODEL}",
