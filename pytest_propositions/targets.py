@@ -20,7 +20,7 @@ from .trace import (
     Agent,
     World,
     _action_head,
-    _check_count,
+    _check_window,
     _format_entry,
     _omission_note,
     _plural,
@@ -60,8 +60,8 @@ class RenderOptions:
     timestamps: str = "relative"
 
     def __post_init__(self) -> None:
-        _check_count("first_n", self.first_n)
-        _check_count("last_n", self.last_n)
+        _check_window("first_n", self.first_n)
+        _check_window("last_n", self.last_n)
         if self.timestamps not in TIMESTAMP_MODES:
             raise ValueError(
                 f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {self.timestamps!r}"

@@ -135,9 +135,9 @@ TRANSCRIPT: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("field", ["first_n", "last_n"])
-@pytest.mark.parametrize("bad", [0, -2, True, 2.0, "3"])
+@pytest.mark.parametrize("bad", [-2, True, 2.0, "3"])
 def test_render_options_validate_windows(field: str, bad: object) -> None:
-    with pytest.raises(ValueError, match=f"{field} must be a positive int or None"):
+    with pytest.raises(ValueError, match=f"{field} must be a whole number"):
         RenderOptions(**{field: bad})  # type: ignore[arg-type]
 
 
