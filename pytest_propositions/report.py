@@ -94,6 +94,8 @@ STAND_IN_MODEL = "SmolLM2-135M-Instruct"
 
 def judge_description(settings: Settings) -> str:
     """The judge as the header names it; the bundled tiny model says it is a stand-in."""
+    if settings.judge_source:
+        return f"{settings.model} from {settings.judge_source}"
     if settings.model != "local":
         return settings.model
     if settings.local_model:

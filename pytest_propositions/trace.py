@@ -35,7 +35,9 @@ def _check_count(name: str, value: object, minimum: int = 1) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be a whole number or None, got {value!r}")
     if value < minimum:
-        raise ValueError(f"{name} must be a whole number of at least {minimum}, or None, got {value}")
+        raise ValueError(
+            f"{name} must be a whole number of at least {minimum}, or None, got {value}"
+        )
     return value
 
 

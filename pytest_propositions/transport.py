@@ -309,6 +309,8 @@ class Transport:
             "timeout": self.settings.timeout,
             "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
         }
+        if connection.api_version is not None:
+            arguments["api_version"] = connection.api_version
         # Starting a managed local server blocks; keep it off the event loop.
         import asyncio
 
