@@ -259,7 +259,12 @@ LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = 
         TypeError,
         "use_reasoning_model must be True or False, got int 1",
     ),
-    ("first-n-str", check("Oscar talks.", first_n="3"), ValueError, "first_n must be a whole number"),
+    (
+        "first-n-str",
+        check("Oscar talks.", first_n="3"),
+        ValueError,
+        "first_n must be a whole number",
+    ),
     (
         "additional-context-int",
         check("Oscar talks.", additional_context=3),
