@@ -136,7 +136,10 @@ def validate_claim(claim: Any, options: Mapping[str, Any], where: str) -> str:
     __tracebackhide__ = True
     try:
         check_claim(claim)
-        render_claim(claim, options.get("claim_variables"))
+        # With a precondition the claim is rendered only if the precondition lets it be judged
+        # (a false one needs no variables), so it is checked when it is judged.
+        if options.get("precondition") is None:
+            render_claim(claim, options.get("claim_variables"))
     except (TypeError, ValueError) as error:
         raise type(error)(f"{where}: {error}") from None
     return str(claim)

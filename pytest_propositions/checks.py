@@ -73,7 +73,9 @@ def check_flag(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return value
     raise TypeError(
-        f"{name} must be True or False, got {type(value).__name__} {_short_repr(value)}"
+        f"{name} must be True or False, got {type(value).__name__} {_short_repr(value)} "
+        "(stricter than the reference library on purpose, which reads it by truthiness: pass "
+        "a bool)"
     )
 
 

@@ -139,7 +139,7 @@ LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = 
         "precondition-zero",
         check("Oscar talks.", precondition_function=returns(0)),
         TypeError,
-        "must return True or False",
+        "must return True (judge the claim), False (the claim holds trivially) or None",
     ),
     # the rendered claim must be a claim
     (

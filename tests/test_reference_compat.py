@@ -523,3 +523,24 @@ def test_a_wrong_expectation_is_an_error_at_its_line(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([message])
     assert judge_server.requests == []
+
+
+def test_a_false_precondition_needs_no_variables_in_fixtures_and_markers_either(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def never(target, additional_context, claim_variables):
+            return False
+
+        @pytest.mark.proposition("{{action}} is fluent.", target="world", precondition=never)
+        def test_marker(world, assert_proposition, expect_proposition):
+            assert_proposition(world, "{{action}} is fluent.", precondition=never)
+            expect_proposition(world, "{{action}} is fluent.", min_score=8, precondition=never)
+        """
+    )
+    result = pytester.runpytest(*inner_run)
+    result.assert_outcomes(passed=1)
+    assert judge_server.requests == []
