@@ -36,10 +36,13 @@ def provenance(verdict: Verdict) -> str:
     return f"judged live in {verdict.judge_seconds:.2f}s"
 
 
-def describe_value(verdict: Verdict, threshold: int | None) -> str:
+def describe_value(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
     if verdict.kind == "check":
-        return f"{verdict.value} (expected True)"
-    return f"{verdict.value}/{MAX_SCORE} (minimum {threshold})"
+        return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
+    bar = (
+        f"minimum {threshold}" if holds else f"maximum {threshold}: expected the claim not to hold"
+    )
+    return f"{verdict.value}/{MAX_SCORE} ({bar})"
 
 
 def outcome_text(outcome: Outcome) -> str:
@@ -47,7 +50,7 @@ def outcome_text(outcome: Outcome) -> str:
     label = "PASSED" if outcome.passed else "FAILED"
     lines = [
         f"{label}: {verdict.claim}",
-        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold)}",
+        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold, outcome.holds)}",
     ]
     if verdict.confidence is not None:
         lines.append(f"  confidence: {verdict.confidence:.2f}")
@@ -91,6 +94,8 @@ STAND_IN_MODEL = "SmolLM2-135M-Instruct"
 
 def judge_description(settings: Settings) -> str:
     """The judge as the header names it; the bundled tiny model says it is a stand-in."""
+    if settings.judge_source:
+        return f"{settings.model} from {settings.judge_source}"
     if settings.model != "local":
         return settings.model
     if settings.local_model:
@@ -139,10 +144,10 @@ def verdict_listing(outcomes: Iterable[Outcome]) -> list[str]:
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
-            if verdict.kind == "check":
+            if verdict.kind == "check" and outcome.holds:
                 value = str(verdict.value)
             else:
-                value = f"{verdict.value}/{MAX_SCORE} (minimum {outcome.threshold})"
+                value = describe_value(verdict, outcome.threshold, outcome.holds)
             value += " (cached)" if verdict.cached else " (live)"
         lines.append(f"    verdict: {value}")
         why = " ".join(verdict.justification.split()) or "(none given)"
@@ -231,6 +236,8 @@ def junit_properties(outcomes: Iterable[Outcome], start: int = 1) -> list[tuple[
         ]
         if outcome.threshold is not None:
             fields.append(("threshold", str(outcome.threshold)))
+        if not outcome.holds:
+            fields.append(("holds", "false"))
         fields.append(("passed", _flag(outcome.passed)))
         if verdict.confidence is not None:
             fields.append(("confidence", f"{verdict.confidence:.2f}"))
@@ -275,6 +282,7 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
     return {
         "test_id": outcome.test_id,
         "threshold": outcome.threshold,
+        "holds": outcome.holds,
         "passed": outcome.passed,
         "verdict": outcome.verdict.as_dict(),
     }
@@ -289,6 +297,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         verdict=Verdict.from_dict(record["verdict"]),
         threshold=record["threshold"],
         passed=bool(record["passed"]),
+        holds=record.get("holds", True) is not False,
     )
 
 
