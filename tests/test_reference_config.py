@@ -189,7 +189,10 @@ def test_a_reference_azure_project_reaches_its_deployment_with_its_key(
     project: list[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    write(pytester.path, AZURE_INI.replace("REASONING_EFFORT=Low\n", ""))
+    write(
+        pytester.path,
+        AZURE_INI.replace("REASONING_EFFORT=Low\n", "").replace("2024-10-21", "2025-01-01-preview"),
+    )
     judge_server.azure_api_key = "azure-key-not-real"
     judge_server.default = verdict(False, justification="He prefers beaches.")
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", judge_server.url)
@@ -199,12 +202,13 @@ def test_a_reference_azure_project_reaches_its_deployment_with_its_key(
     result.stdout.fnmatch_lines(
         [
             "propositions: model azure/team-judge from config.ini (Azure OpenAI, api-version "
-            "2024-10-21), *",
+            "2025-01-01-preview), *",
             "*He prefers beaches.*",
         ]
     )
     (request,) = judge_server.requests
     assert request.path == "/openai/deployments/team-judge/chat/completions"
+    assert request.query["api-version"] == "2025-01-01-preview"  # config.ini's, not a default
     assert request.headers["api-key"] == "azure-key-not-real"
     assert "azure-key-not-real" not in result.stdout.str()
 

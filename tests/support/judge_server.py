@@ -160,6 +160,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    query: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -490,6 +491,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=path,
             headers={name.lower(): value for name, value in self.headers.items()},
             body=body,
+            query={name: values[-1] for name, values in urllib.parse.parse_qs(query).items()},
         )
         judge = self.server.judge
         judge._record(request)
