@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -116,16 +118,35 @@ def validate_target(target: Any, where: str) -> None:
 
 
 def soft_claim(
-    target: Any, claim: Any, min_score: Any, options: Mapping[str, Any], origin: str
+    target: Any,
+    claim: Any,
+    min_score: Any,
+    options: Mapping[str, Any],
+    origin: str,
+    frame: FrameType | None = None,
 ) -> PendingClaim:
-    """A claim to judge later, checked now, so a mistake raises at the line that made it."""
+    """A claim to judge later, checked now, so a mistake raises at the line that made it.
+
+    ``frame``: the caller's frame; a failure judged later points at the line that made the claim.
+    """
     __tracebackhide__ = True
     validate_options(options, origin)
     if min_score is not None:
         validate_threshold(min_score, f"{origin} min_score")
     validate_claim(claim, options, origin)
     validate_target(target, origin)
-    return PendingClaim(target, claim, min_score, dict(options), origin)
+    where, site = _call_site(frame) if frame is not None else (None, None)
+    return PendingClaim(target, claim, min_score, dict(options), origin, where, site)
+
+
+def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
+    """``file:line`` of a frame, and a traceback entry for it, so pytest shows that line."""
+    path = Path(frame.f_code.co_filename)
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{frame.f_lineno}", TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
 
 
 def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
@@ -261,7 +282,12 @@ def failure_message(verdict: Verdict, threshold: int | None) -> str:
 
 
 def _judge_and_note(
-    runtime: Runtime, target: Any, claim: str, threshold: int | None, options: Mapping[str, Any]
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    threshold: int | None,
+    options: Mapping[str, Any],
+    where: str | None = None,
 ) -> tuple[Verdict, bool]:
     __tracebackhide__ = True
     kind = "check" if threshold is None else "score"
@@ -272,7 +298,7 @@ def _judge_and_note(
         runtime.note_error(error)
         raise
     ok = passes(verdict, threshold)
-    runtime.note(verdict, threshold, ok)
+    runtime.note(verdict, threshold, ok, where)
     return verdict, ok
 
 
@@ -335,6 +361,9 @@ class PendingClaim:
     threshold: int | None
     options: Mapping[str, Any] = field(default_factory=dict)
     origin: str = "expect_proposition"
+    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
+    where: str | None = None
+    site: TracebackType | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -360,7 +389,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         result = _Result(item)
         try:
             result.verdict, result.passed = _judge_and_note(
-                runtime, item.target, item.claim, item.threshold, item.options
+                runtime, item.target, item.claim, item.threshold, item.options, item.where
             )
         except DryRunSkip as skip:
             result.skipped = str(skip)
@@ -383,23 +412,31 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if invalid:
         _raise_invalid(invalid, len(results), len(failed), len(errors))
     if failed and runtime.settings.outcome != "report":
+        from .report import short_failure_text
+
         first = failed[0]
         assert first.verdict is not None
-        summary = "; ".join(quote_claim(r.claim.claim) for r in failed)
+        summary = "; ".join(_named(r.claim) for r in failed)
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
-        raise PropositionFailed(
+        failure = PropositionFailed(
             f"{len(failed)} of {len(results)} claims checked after the test failed: {summary}{extra}",
             first.verdict,
             first.claim.threshold,
         )
+        failure.short = short_failure_text(
+            first.verdict, first.claim.threshold, first.claim.where, len(failed) - 1
+        )
+        # The traceback shows the line that made the (first) failing claim.
+        raise failure.with_traceback(first.claim.site)
     if errors:
         first_error = errors[0].error
         assert first_error is not None
+        site = errors[0].claim.site
         if len(errors) > 1:
             raise type(first_error)(
                 f"{len(errors)} of {len(results)} claims could not be judged; first: {first_error}"
-            ).with_traceback(None) from None
-        raise first_error.with_traceback(None) from None
+            ).with_traceback(site) from None
+        raise first_error.with_traceback(site) from None
     if skipped:
         pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
     return [r.verdict for r in results if r.verdict is not None]
@@ -419,9 +456,15 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
     if errors:
         others.append(f"{errors} could not be judged")
     rest = f"; of the other claims: {', '.join(others)}" if others else ""
-    message = f"{first.claim.origin} claim {quote_claim(first.claim.claim)}: {error}{rest}"
+    message = f"{first.claim.origin} claim {_named(first.claim)}: {error}{rest}"
     try:
         replacement = type(error)(message)
     except Exception:
-        raise error.with_traceback(None) from None
-    raise replacement.with_traceback(None) from None
+        raise error.with_traceback(first.claim.site) from None
+    raise replacement.with_traceback(first.claim.site) from None
+
+
+def _named(claim: PendingClaim) -> str:
+    """The claim quoted, with the line that made it when known."""
+    quoted = quote_claim(claim.claim)
+    return f"{quoted} ({claim.where})" if claim.where else quoted

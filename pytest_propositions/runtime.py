@@ -30,6 +30,8 @@ class Outcome:
     verdict: Verdict
     threshold: int | None
     passed: bool
+    # Where a claim judged after the test body was made ("test_x.py:12"); None otherwise.
+    where: str | None = None
 
 
 def stat_names() -> tuple[str, ...]:
@@ -102,9 +104,11 @@ class Runtime:
         if first and self.on_first_claim is not None:
             self.on_first_claim()
 
-    def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
+    def note(
+        self, verdict: Verdict, threshold: int | None, passed: bool, where: str | None = None
+    ) -> None:
         self._first_claim()
-        outcome = Outcome(self.current_test, verdict, threshold, passed)
+        outcome = Outcome(self.current_test, verdict, threshold, passed, where)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)

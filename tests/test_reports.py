@@ -83,7 +83,7 @@ def junit_cases(xml_path: Path) -> dict[str, dict[str, str]]:
 def summary_of(stdout: str) -> str:
     """The summary line without its judging time, which differs from run to run."""
     lines = [line for line in stdout.splitlines() if line.startswith("propositions: ")]
-    counts = [line for line in lines if " verdicts, " in line]
+    counts = [line for line in lines if re.match(r"propositions: \d+ claims?, ", line)]
     assert len(counts) == 1, lines
     return re.sub(r", [0-9.]+s judging$", "", counts[0])
 
@@ -118,7 +118,8 @@ def test_junit_xml_carries_every_verdict_as_properties(
         "proposition[1].kind": "check",
         "proposition[1].value": "true",
         "proposition[1].passed": "true",
-        "proposition[1].confidence": "0.90",
+        "proposition[1].result": "passed",
+        "proposition[1].confidence": "0.9",
         "proposition[1].model": "openai/judge-model",
         "proposition[1].cached": "false",
         "proposition[1].justification": "It is there.",
@@ -323,7 +324,7 @@ def test_verbose_summary_lists_the_lowest_scores(
     module = "test_scores.py"
     result.stdout.fnmatch_lines(
         [
-            "propositions: 5 verdicts, 2 failed, 0 judge errors*",
+            "propositions: 5 claims, 3 passed, 2 failed, 0 judge errors,*",
             "propositions: lowest scores (4 of 4)",
             "score  min  result  test * claim",
             f"  2/9    3  FAILED  {module}::test_lima      Limascore: Oscar is funny.",
@@ -379,7 +380,7 @@ def test_dry_run_summary_counts_the_claims_that_would_be_judged(
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "propositions: 0 verdicts, 0 failed, 0 judge errors, 0 from cache, 0 judge calls*",
+            "propositions: 0 claims, 0 passed, 0 failed, 0 judge errors, 0 from cache, 0 judged live, 0 judge calls,*",
             "propositions: dry run, 2 claims would be judged (no cached verdict)",
         ]
     )
@@ -435,7 +436,7 @@ def test_xdist_run_reports_the_same_as_a_single_process(
 
     assert summary_of(single.stdout.str()) == summary_of(spread.stdout.str())
     assert summary_of(spread.stdout.str()).startswith(
-        "propositions: 7 verdicts, 2 failed, 1 judge errors, 0 from cache, 7 judge calls"
+        "propositions: 8 claims, 5 passed, 2 failed, 1 judge error, 0 from cache, 7 judged live, 7 judge calls"
     )
     # The -v table is the same, row for row.
     for result in (single, spread):

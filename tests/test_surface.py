@@ -454,7 +454,7 @@ def test_identical_claims_in_flight_share_one_judge_call(
     result.assert_outcomes(passed=1)
     assert len(judge_server.requests) == 1
     result.stdout.fnmatch_lines(
-        ["propositions: 4 verdicts, 0 failed, 0 judge errors*1 judge calls*"]
+        ["propositions: 4 claims, 4 passed, 0 failed, 0 judge errors,*1 judge call,*"]
     )
 
 
@@ -530,7 +530,7 @@ def test_proposition_judge_errors_are_counted_as_judge_errors(
     )
     result = pytester.runpytest(*judged)
     assert_counts(result, judge_errors=1)
-    result.stdout.fnmatch_lines(["propositions: 0 verdicts, 0 failed, 1 judge errors*"])
+    result.stdout.fnmatch_lines(["propositions: 1 claim, 0 passed, 0 failed, 1 judge error,*"])
 
 
 def test_an_unused_plugin_leaves_no_folder_behind(pytester: pytest.Pytester) -> None:
