@@ -168,7 +168,7 @@ def proposition_section(report: pytest.TestReport) -> str:
 
 def summary(result: pytest.RunResult) -> str:
     verdict_lines = [
-        line for line in result.outlines if re.match(r"propositions: \d+ verdicts", line)
+        line for line in result.outlines if re.match(r"propositions: \d+ claims?, ", line)
     ]
     assert len(verdict_lines) == 1, result.outlines
     return verdict_lines[0]
@@ -304,7 +304,9 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     result = suite.run_subprocess()
     result.assert_outcomes(passed=4, failed=1)
     assert suite.judge.requests == []
-    result.stdout.fnmatch_lines(["*from the cache, recorded *", "*6 from cache, 0 judge calls*"])
+    result.stdout.fnmatch_lines(
+        ["*from the cache, recorded *", "*6 from cache, 0 judged live, 0 judge calls*"]
+    )
     # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
     assert suite.heavy_imports() == {"main": set()}
 

@@ -166,6 +166,7 @@ def test_json_report_lists_every_verdict_with_its_test(
         "plugin_version",
         "model",
         "cache_mode",
+        "outcome",
         "summary",
         "verdicts",
         "judge_errors",
@@ -175,6 +176,11 @@ def test_json_report_lists_every_verdict_with_its_test(
     assert report["cache_mode"] == "off"
     summary = report["summary"]
     assert set(summary) == {
+        "claims",
+        "passed",
+        "skipped_by_precondition",
+        "from_cache",
+        "judged_live",
         "verdicts",
         "failed",
         "judge_errors",
