@@ -419,7 +419,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         summary = "; ".join(_named(r.claim) for r in failed)
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
         failure = PropositionFailed(
-            f"{len(failed)} of {len(results)} claims checked after the test failed: {summary}{extra}",
+            f"{len(failed)} of {_claims(len(results))} checked after the test failed: {summary}{extra}",
             first.verdict,
             first.claim.threshold,
         )
@@ -434,7 +434,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         site = errors[0].claim.site
         if len(errors) > 1:
             raise type(first_error)(
-                f"{len(errors)} of {len(results)} claims could not be judged; first: {first_error}"
+                f"{len(errors)} of {_claims(len(results))} could not be judged; first: {first_error}"
             ).with_traceback(site) from None
         raise first_error.with_traceback(site) from None
     if skipped:
@@ -462,6 +462,10 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
     except Exception:
         raise error.with_traceback(first.claim.site) from None
     raise replacement.with_traceback(first.claim.site) from None
+
+
+def _claims(count: int) -> str:
+    return "1 claim" if count == 1 else f"{count} claims"
 
 
 def _named(claim: PendingClaim) -> str:

@@ -102,10 +102,12 @@ def _provenance(verdict: Mapping[str, Any]) -> str:
 
 
 def _context_html(messages: Sequence[Mapping[str, Any]] | None) -> str:
+    from .report import plural
+
     if not messages:
         return "<p class='meta'>No judge request was recorded for this claim.</p>"
     parts = [
-        f"<details class='context'><summary>Context the judge saw ({len(messages)} messages)"
+        f"<details class='context'><summary>Context the judge saw ({plural(len(messages), 'message')})"
         "</summary>"
     ]
     for message in messages:

@@ -289,7 +289,7 @@ def verdict_listing(
 
 
 def dry_run_line(misses: int) -> str:
-    return f"propositions: dry run, {misses} claims would be judged (no cached verdict)"
+    return f"propositions: dry run, {plural(misses, 'claim')} would be judged (no cached verdict)"
 
 
 # -- the -v table ---------------------------------------------------------------------------------
