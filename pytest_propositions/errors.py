@@ -14,10 +14,14 @@ class PropositionFailed(AssertionError):
     # One line for pytest's short summary, when the message is not one (soft claims).
     short: str | None = None
 
-    def __init__(self, message: str, verdict: Verdict, threshold: int | None = None) -> None:
+    def __init__(
+        self, message: str, verdict: Verdict, threshold: int | None = None, *, holds: bool = True
+    ) -> None:
         super().__init__(message)
         self.verdict = verdict
         self.threshold = threshold
+        # False: the claim was expected not to hold (a score: to stay at most the threshold).
+        self.holds = holds
 
 
 class SamplesWarning(UserWarning):

@@ -86,11 +86,13 @@ def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def _value_text(verdict: Mapping[str, Any], threshold: int | None) -> str:
+def _value_text(verdict: Mapping[str, Any], threshold: int | None, holds: bool = True) -> str:
     if verdict["kind"] == "check":
-        return f"{verdict['value']} (expected True)"
-    bar = f", minimum {threshold}" if threshold is not None else ""
-    return f"{verdict['value']}/{MAX_SCORE}{bar}"
+        return f"{verdict['value']} (expected {'True' if holds else 'the claim not to hold'})"
+    if threshold is None:
+        return f"{verdict['value']}/{MAX_SCORE}"
+    bar = f"minimum {threshold}" if holds else f"maximum {threshold}, expected not to hold"
+    return f"{verdict['value']}/{MAX_SCORE}, {bar}"
 
 
 def _provenance(verdict: Mapping[str, Any]) -> str:
@@ -128,7 +130,7 @@ def _claim_html(record: Mapping[str, Any], contexts: Mapping[str, Any], mode: st
         ("kind", verdict["kind"]),
         (
             "verdict" if verdict["kind"] == "check" else "score",
-            _value_text(verdict, record["threshold"]),
+            _value_text(verdict, record["threshold"], record.get("holds", True) is not False),
         ),
         ("justification", verdict.get("justification") or "(none given)"),
         (

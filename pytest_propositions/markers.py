@@ -9,6 +9,7 @@ import pytest
 
 from .assertions import (
     PendingClaim,
+    expectation,
     judge_pending,
     validate_claim,
     validate_options,
@@ -27,6 +28,8 @@ class MarkerClaim:
     target: str
     threshold: int | None
     options: dict[str, Any] = field(default_factory=dict)
+    # False: the claim must not hold (a score: must be at most the threshold).
+    holds: bool = True
 
 
 def min_score_marker(node: pytest.Item) -> int | None:
@@ -46,6 +49,10 @@ def min_score_marker(node: pytest.Item) -> int | None:
         raise pytest.UsageError(str(error)) from None
 
 
+# Marker arguments that say what the claim must do, as opposed to options for the judge.
+_EXPECTATION_KEYS = ("target", "min_score", "max_score", "holds")
+
+
 def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
     """The test's ``proposition`` markers, checked; a bad one is a usage error naming the test."""
     claims = []
@@ -61,9 +68,9 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
         own_targets: list[Any] | None = None
         if is_proposition_like(claim):
             # A Proposition-shaped claim: its options under the marker's; validated below.
-            overrides = {k: v for k, v in kwargs.items() if k not in ("target", "min_score")}
+            overrides = {k: v for k, v in kwargs.items() if k not in _EXPECTATION_KEYS}
             claim, options, own_targets = claim_and_options(claim, overrides)
-            kwargs = {**{k: kwargs[k] for k in ("target", "min_score") if k in kwargs}, **options}
+            kwargs = {**{k: kwargs[k] for k in _EXPECTATION_KEYS if k in kwargs}, **options}
         if own_targets:
             raise pytest.UsageError(
                 f"{where}: the proposition has its own target(s); a marker judges the fixture "
@@ -74,16 +81,17 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
             raise pytest.UsageError(
                 f"{where}: target= must name a fixture (a string such as target='world'), got {target!r}"
             )
-        threshold = kwargs.pop("min_score", None)
+        min_score = kwargs.pop("min_score", None)
+        max_score = kwargs.pop("max_score", None)
+        holds = kwargs.pop("holds", True)
         try:
-            if threshold is not None:
-                validate_threshold(threshold, f"{where} min_score")
+            threshold, expected = expectation(min_score, max_score, holds, where)
             validate_options(kwargs, where)
             # The claim renders now (variables, partials, blank text), not after the body.
             validate_claim(claim, kwargs, where)
         except (TypeError, ValueError) as error:
             raise pytest.UsageError(str(error)) from None
-        claims.append(MarkerClaim(claim, target, threshold, kwargs))
+        claims.append(MarkerClaim(claim, target, threshold, kwargs, expected))
     return claims
 
 
@@ -102,7 +110,12 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
             )
         pending.append(
             PendingClaim(
-                funcargs[claim.target], claim.claim, claim.threshold, claim.options, "marker"
+                funcargs[claim.target],
+                claim.claim,
+                claim.threshold,
+                claim.options,
+                "marker",
+                claim.holds,
             )
         )
     return pending

@@ -67,8 +67,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "proposition(claim, target='fixture_name', min_score=None, **options): a claim judged "
-        "after the test body against the named fixture's value; stackable.",
+        "proposition(claim, target='fixture_name', min_score=None, max_score=None, holds=True, "
+        "**options): a claim judged after the test body against the named fixture's value "
+        "(holds=False or max_score=N: it must not hold); stackable.",
     )
     runtime = build_runtime(config)
     config.stash[RUNTIME_KEY] = runtime
@@ -401,22 +402,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def assert_proposition() -> Callable[..., Verdict]:
-    """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
-    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
+    """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N;
+    holds=False (or max_score=N for a score) asserts that it does not hold."""
+    from .assertions import assert_claim, expectation, normalise_claim, validate_options
 
     runtime = runtime_module.current()
 
     def assert_proposition(
-        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
+        target: Any,
+        claim: Any,
+        *,
+        min_score: int | None = None,
+        max_score: int | None = None,
+        holds: bool = True,
+        **options: Any,
     ) -> Verdict:
         __tracebackhide__ = True
+        threshold, expected = expectation(min_score, max_score, holds, "assert_proposition")
         # A proposition object's own options are checked like the call's, which win over them.
         target, claim, options = normalise_claim(target, claim, options)
         validate_options(options, "assert_proposition")
-        threshold = None
-        if min_score is not None:
-            threshold = resolve_threshold(min_score, None, runtime.settings.min_score)
-        return assert_claim(runtime, target, claim, threshold=threshold, **options)
+        return assert_claim(runtime, target, claim, threshold=threshold, holds=expected, **options)
 
     return assert_proposition
 
@@ -450,14 +456,29 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     request.node.stash[SOFT_CLAIMS_KEY] = pending
 
     def expect_proposition(
-        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
+        target: Any,
+        claim: Any,
+        *,
+        min_score: int | None = None,
+        max_score: int | None = None,
+        holds: bool = True,
+        **options: Any,
     ) -> None:
         __tracebackhide__ = True
         target, claim, options = normalise_claim(target, claim, options)
         # Checked now: a bad soft claim raises at its own line, not after the body; a failure
         # judged after the body points back at this line (the caller's frame).
         pending.append(
-            soft_claim(target, claim, min_score, options, "expect_proposition", sys._getframe(1))
+            soft_claim(
+                target,
+                claim,
+                min_score,
+                options,
+                "expect_proposition",
+                sys._getframe(1),
+                max_score=max_score,
+                holds=holds,
+            )
         )
 
     return expect_proposition
@@ -481,10 +502,20 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
         validate_options(options, "assert_propositions")
         # Every item is checked before any is judged: one bad item judges none.
         pending = []
-        for item, threshold in batch_items(claims):
+        for item, threshold, holds in batch_items(claims):
             own_target, claim, own_options = normalise_claim(target, item, options)
+            # batch_items has checked the expectation: hand it on as a floor or a ceiling.
+            low, high = (threshold, None) if holds else (None, threshold)
             pending.append(
-                soft_claim(own_target, claim, threshold, own_options, "assert_propositions")
+                soft_claim(
+                    own_target,
+                    claim,
+                    low,
+                    own_options,
+                    "assert_propositions",
+                    max_score=high,
+                    holds=holds if threshold is None else True,
+                )
             )
         return judge_pending(runtime, pending)
 

@@ -37,10 +37,13 @@ def provenance(verdict: Verdict) -> str:
     return f"judged live in {verdict.judge_seconds:.2f}s"
 
 
-def describe_value(verdict: Verdict, threshold: int | None) -> str:
+def describe_value(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
     if verdict.kind == "check":
-        return f"{verdict.value} (expected True)"
-    return f"{verdict.value}/{MAX_SCORE} (minimum {threshold})"
+        return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
+    bar = (
+        f"minimum {threshold}" if holds else f"maximum {threshold}: expected the claim not to hold"
+    )
+    return f"{verdict.value}/{MAX_SCORE} ({bar})"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -73,7 +76,7 @@ def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) 
     label = result_word(outcome.passed, mode).upper()
     lines = [
         f"{label}: {verdict.claim}",
-        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold)}",
+        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold, outcome.holds)}",
     ]
     if outcome.where:
         lines.append(f"  claimed at: {outcome.where}")
@@ -184,7 +187,11 @@ SHORT_CLAIM = 60
 
 
 def short_failure_text(
-    verdict: Verdict, threshold: int | None, where: str | None = None, more: int = 0
+    verdict: Verdict,
+    threshold: int | None,
+    where: str | None = None,
+    more: int = 0,
+    holds: bool = True,
 ) -> str:
     """One line for pytest's short summary: the claim first, shortened, then what the judge said."""
     from .checks import quote_claim
@@ -192,7 +199,10 @@ def short_failure_text(
     if verdict.kind == "check":
         said = f"judged {verdict.value}"
     else:
-        said = f"scored {verdict.value}/{MAX_SCORE}, minimum {threshold}"
+        bar = f"minimum {threshold}" if holds else f"maximum {threshold}"
+        said = f"scored {verdict.value}/{MAX_SCORE}, {bar}"
+    if not holds:
+        said += ", expected not to hold"
     text = f"claim {quote_claim(verdict.claim, SHORT_CLAIM)} {said}"
     if where:
         text += f" at {where}"
@@ -204,7 +214,9 @@ def short_failure_text(
 def short_failure(report: Any, error: Any) -> None:
     """Put the claim in the short summary's line: pytest takes it from the crash message,
     which otherwise starts with the exception's whole module path."""
-    text = getattr(error, "short", None) or short_failure_text(error.verdict, error.threshold)
+    text = getattr(error, "short", None) or short_failure_text(
+        error.verdict, error.threshold, holds=getattr(error, "holds", True)
+    )
     with suppress(AttributeError):
         report.longrepr.reprcrash.message = f"PropositionFailed: {text}"
 
@@ -215,6 +227,8 @@ STAND_IN_MODEL = "SmolLM2-135M-Instruct"
 
 def judge_description(settings: Settings) -> str:
     """The judge as the header names it; the bundled tiny model says it is a stand-in."""
+    if settings.judge_source:
+        return f"{settings.model} from {settings.judge_source}"
     if settings.model != "local":
         return settings.model
     if settings.local_model:
@@ -265,10 +279,10 @@ def verdict_listing(
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
-            if verdict.kind == "check":
+            if verdict.kind == "check" and outcome.holds:
                 value = str(verdict.value)
             else:
-                value = f"{verdict.value}/{MAX_SCORE} (minimum {outcome.threshold})"
+                value = describe_value(verdict, outcome.threshold, outcome.holds)
             value += " (cached)" if verdict.cached else " (live)"
             value += f", confidence {confidence_text(verdict.confidence)}"
         lines.append(f"    verdict: {value}")
@@ -371,6 +385,8 @@ def junit_properties(
         ]
         if outcome.threshold is not None:
             fields.append(("threshold", str(outcome.threshold)))
+        if not outcome.holds:
+            fields.append(("holds", "false"))
         fields.append(("passed", _flag(outcome.passed)))
         fields.append(("result", result_word(outcome.passed, mode)))
         fields.append(
@@ -451,6 +467,7 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
     return {
         "test_id": outcome.test_id,
         "threshold": outcome.threshold,
+        "holds": outcome.holds,
         "passed": outcome.passed,
         "where": outcome.where,
         "verdict": outcome.verdict.as_dict(),
@@ -466,6 +483,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         verdict=Verdict.from_dict(record["verdict"]),
         threshold=record["threshold"],
         passed=bool(record["passed"]),
+        holds=record.get("holds", True) is not False,
         where=record.get("where"),
     )
 

@@ -310,12 +310,21 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
     assert suite.heavy_imports() == {"main": set()}
 
-    # The probe can see litellm: a run with a cache miss does import it.
+    # A miss on an OpenAI-compatible judge takes the light path: still no litellm.
     suite.pytester.makepyfile(
         test_new="def test_new(world, assert_proposition):\n"
         "    assert_proposition(world, 'Oscar is new here.')\n"
     )
     suite.run_subprocess().assert_outcomes(passed=5, failed=1)
+    assert len(suite.judge.requests) == 1
+    assert suite.heavy_imports() == {"main": {"pydantic"}}
+
+    # The probe can see litellm: a miss on litellm's path does import it.
+    suite.pytester.makepyfile(
+        test_newer="def test_newer(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar is newer here.')\n"
+    )
+    suite.run_subprocess("--prop-transport=litellm").assert_outcomes(passed=6, failed=1)
     assert len(suite.judge.requests) == 1
     assert suite.heavy_imports() == {"main": {"litellm", "pydantic"}}
 
