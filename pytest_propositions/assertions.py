@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -160,17 +162,32 @@ def soft_claim(
     min_score: Any,
     options: Mapping[str, Any],
     origin: str,
+    frame: FrameType | None = None,
     *,
     max_score: Any = None,
     holds: Any = True,
 ) -> PendingClaim:
-    """A claim to judge later, checked now, so a mistake raises at the line that made it."""
+    """A claim to judge later, checked now, so a mistake raises at the line that made it.
+
+    ``frame``: the caller's frame; a failure judged later points at the line that made the claim.
+    """
     __tracebackhide__ = True
     validate_options(options, origin)
     threshold, expected = expectation(min_score, max_score, holds, origin)
     validate_claim(claim, options, origin)
     validate_target(target, origin)
-    return PendingClaim(target, claim, threshold, dict(options), origin, expected)
+    where, site = _call_site(frame) if frame is not None else (None, None)
+    return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)
+
+
+def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
+    """``file:line`` of a frame, and a traceback entry for it, so pytest shows that line."""
+    path = Path(frame.f_code.co_filename)
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{frame.f_lineno}", TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
 
 
 BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
@@ -351,6 +368,7 @@ def _judge_and_note(
     threshold: int | None,
     options: Mapping[str, Any],
     holds: bool = True,
+    where: str | None = None,
 ) -> tuple[Verdict, bool]:
     __tracebackhide__ = True
     kind = "check" if threshold is None else "score"
@@ -361,7 +379,7 @@ def _judge_and_note(
         runtime.note_error(error)
         raise
     ok = passes(verdict, threshold, holds)
-    runtime.note(verdict, threshold, ok, holds)
+    runtime.note(verdict, threshold, ok, holds, where)
     return verdict, ok
 
 
@@ -436,6 +454,9 @@ class PendingClaim:
     origin: str = "expect_proposition"
     # False: the claim must not hold (a score: must be at most the threshold).
     holds: bool = True
+    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
+    where: str | None = None
+    site: TracebackType | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -461,7 +482,13 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         result = _Result(item)
         try:
             result.verdict, result.passed = _judge_and_note(
-                runtime, item.target, item.claim, item.threshold, item.options, item.holds
+                runtime,
+                item.target,
+                item.claim,
+                item.threshold,
+                item.options,
+                item.holds,
+                item.where,
             )
         except DryRunSkip as skip:
             result.skipped = str(skip)
@@ -484,28 +511,39 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if invalid:
         _raise_invalid(invalid, len(results), len(failed), len(errors))
     if failed and runtime.settings.outcome != "report":
+        from .report import short_failure_text
+
         first = failed[0]
         assert first.verdict is not None
         summary = "; ".join(
-            quote_claim(r.claim.claim)
-            + ("" if r.claim.holds else " (expected the claim not to hold)")
+            _named(r.claim) + ("" if r.claim.holds else " (expected the claim not to hold)")
             for r in failed
         )
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
-        raise PropositionFailed(
-            f"{len(failed)} of {len(results)} claims checked after the test failed: {summary}{extra}",
+        failure = PropositionFailed(
+            f"{len(failed)} of {_claims(len(results))} checked after the test failed: {summary}{extra}",
             first.verdict,
             first.claim.threshold,
             holds=first.claim.holds,
         )
+        failure.short = short_failure_text(
+            first.verdict,
+            first.claim.threshold,
+            first.claim.where,
+            len(failed) - 1,
+            first.claim.holds,
+        )
+        # The traceback shows the line that made the (first) failing claim.
+        raise failure.with_traceback(first.claim.site)
     if errors:
         first_error = errors[0].error
         assert first_error is not None
+        site = errors[0].claim.site
         if len(errors) > 1:
             raise type(first_error)(
-                f"{len(errors)} of {len(results)} claims could not be judged; first: {first_error}"
-            ).with_traceback(None) from None
-        raise first_error.with_traceback(None) from None
+                f"{len(errors)} of {_claims(len(results))} could not be judged; first: {first_error}"
+            ).with_traceback(site) from None
+        raise first_error.with_traceback(site) from None
     if skipped:
         pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
     return [r.verdict for r in results if r.verdict is not None]
@@ -525,9 +563,19 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
     if errors:
         others.append(f"{errors} could not be judged")
     rest = f"; of the other claims: {', '.join(others)}" if others else ""
-    message = f"{first.claim.origin} claim {quote_claim(first.claim.claim)}: {error}{rest}"
+    message = f"{first.claim.origin} claim {_named(first.claim)}: {error}{rest}"
     try:
         replacement = type(error)(message)
     except Exception:
-        raise error.with_traceback(None) from None
-    raise replacement.with_traceback(None) from None
+        raise error.with_traceback(first.claim.site) from None
+    raise replacement.with_traceback(first.claim.site) from None
+
+
+def _claims(count: int) -> str:
+    return "1 claim" if count == 1 else f"{count} claims"
+
+
+def _named(claim: PendingClaim) -> str:
+    """The claim quoted, with the line that made it when known."""
+    quoted = quote_claim(claim.claim)
+    return f"{quoted} ({claim.where})" if claim.where else quoted

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
 class PropositionFailed(AssertionError):
     """The judge answered, and the claim did not meet the bar."""
 
+    # One line for pytest's short summary, when the message is not one (soft claims).
+    short: str | None = None
+
     def __init__(
         self, message: str, verdict: Verdict, threshold: int | None = None, *, holds: bool = True
     ) -> None:

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .assertions import (
     PendingClaim,
     expectation,
+    judge_pending,
     validate_claim,
     validate_options,
     validate_threshold,
 )
 from .proposition import claim_and_options, is_proposition_like
 from .session import SOFT_CLAIMS_KEY
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -115,3 +119,45 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
             )
         )
     return pending
+
+
+def judge_after_body(runtime: Runtime, item: pytest.Item) -> None:
+    """The test body returned: judge its soft claims and markers, failing once with every failure."""
+    __tracebackhide__ = True
+    try:
+        judge_pending(runtime, pending_for(item))
+    finally:
+        # The claims hold their targets and the test's frame: let them go with the test.
+        if SOFT_CLAIMS_KEY in item.stash:
+            del item.stash[SOFT_CLAIMS_KEY]
+
+
+def judge_soft_claims_after(runtime: Runtime, item: pytest.Item, error: BaseException) -> None:
+    """The test body raised: still judge the soft claims made before, as pytest reports every
+    failure it can, and add what they came to to the error (their verdicts go in the report's
+    "proposition" section). Marker claims are not judged: the body did not finish.
+    """
+    pending: list[PendingClaim] = item.stash[SOFT_CLAIMS_KEY]
+    del item.stash[SOFT_CLAIMS_KEY]
+    if not pending:
+        return
+    before = len(runtime.outcomes_of(item.nodeid))
+    outcome = ""
+    try:
+        judge_pending(runtime, pending)
+    except pytest.skip.Exception as skip:
+        outcome = f": not judged ({skip.msg})"
+    except Exception as soft:
+        outcome = f": {type(soft).__name__}: {soft}"
+    judged = runtime.outcomes_of(item.nodeid, start=before)
+    failed = sum(1 for judged_claim in judged if not judged_claim.passed)
+    word = "not upheld" if runtime.settings.outcome == "report" else "failed"
+    count = (
+        "1 soft claim made before this error was"
+        if len(pending) == 1
+        else (f"{len(pending)} soft claims made before this error were")
+    )
+    error.add_note(
+        f"{count} judged too, {failed} {word}"
+        f" (their verdicts are in the 'proposition' section){outcome}"
+    )

@@ -632,7 +632,7 @@ def test_a_bad_soft_claim_found_while_judging_does_not_cancel_its_siblings(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*TypeError: expect_proposition claim 'Oscar talks.': the precondition *<lambda> "
+            "*TypeError: expect_proposition claim 'Oscar talks.' (*.py:3): the precondition *<lambda> "
             "returned list []*; of the other claims: 1 failed*"
         ]
     )
