@@ -11,6 +11,7 @@ import pytest
 
 from .checks import check_claim, check_flag, quote_claim
 from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
 from .proposition import (
     Proposition,
     check_additional_context,
@@ -58,7 +59,8 @@ FLAG_OPTIONS = ("include_personas", "double_check", "use_reasoning_model")
 def validate_options(options: Mapping[str, Any], where: str) -> None:
     """Names and types of the keyword options; "false" is not False, so no truthiness."""
     __tracebackhide__ = True
-    unknown = sorted(set(options) - OPTION_NAMES)
+    # Claims over runs' keywords (at_least=...) are checked with their target (check_rule).
+    unknown = sorted(set(options) - OPTION_NAMES - RUNS_OPTION_NAMES)
     if unknown:
         raise TypeError(
             f"{where}: unknown option(s) {', '.join(unknown)}; expected some of "
@@ -124,7 +126,10 @@ def soft_claim(
     if min_score is not None:
         validate_threshold(min_score, f"{origin} min_score")
     validate_claim(claim, options, origin)
-    validate_target(target, origin)
+    rule_options, _ = split_options(options)
+    # A claim over runs is checked now too (its rule); its runs are simulated when judged.
+    if check_rule(target, rule_options, min_score, 0.95, origin) is None:
+        validate_target(target, origin)
     return PendingClaim(target, claim, min_score, dict(options), origin)
 
 
@@ -261,9 +266,16 @@ def failure_message(verdict: Verdict, threshold: int | None) -> str:
 
 
 def _judge_and_note(
-    runtime: Runtime, target: Any, claim: str, threshold: int | None, options: Mapping[str, Any]
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    threshold: int | None,
+    options: Mapping[str, Any],
+    compare_scores: bool = False,
 ) -> tuple[Verdict, bool]:
     __tracebackhide__ = True
+    if is_runs(target) or any(name in options for name in RUNS_OPTION_NAMES):
+        return _judge_runs_and_note(runtime, target, claim, threshold, options, compare_scores)
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
@@ -274,6 +286,32 @@ def _judge_and_note(
     ok = passes(verdict, threshold)
     runtime.note(verdict, threshold, ok)
     return verdict, ok
+
+
+def _judge_runs_and_note(
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    threshold: int | None,
+    options: Mapping[str, Any],
+    compare_scores: bool,
+) -> tuple[Verdict, bool]:
+    """A claim over many runs: decided by its rule, noted once with every run's verdict."""
+    __tracebackhide__ = True
+    from .many_runs import judge_over_runs, summary_verdict
+
+    rule_options, rest = split_options(options)
+    kind = "score" if compare_scores else None
+    rule = check_rule(target, rule_options, threshold, runtime.settings.confidence, "claim", kind=kind)
+    assert rule is not None
+    try:
+        result = judge_over_runs(runtime, target, claim, rule, rest)
+    except JudgeError as error:
+        runtime.note_error(error)
+        raise
+    verdict = summary_verdict(result)
+    runtime.note(verdict, threshold, result.passed, runs=result.as_dict())
+    return verdict, result.passed
 
 
 def needs_confirmation(verdict: Verdict, threshold: int | None) -> bool:
@@ -309,19 +347,34 @@ def _confirmed(
 
 
 def assert_claim(
-    runtime: Runtime, target: Any, claim: str, *, threshold: int | None, **options: Any
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    *,
+    threshold: int | None,
+    compare_scores: bool = False,
+    **options: Any,
 ) -> Verdict:
-    """Judge the claim and raise PropositionFailed unless it holds (or scores at least threshold)."""
+    """Judge the claim and raise PropositionFailed unless it holds (or scores at least threshold).
+
+    A ``runs(...)`` target is a claim over many runs (``compare_scores``: ``better_than``
+    compares mean scores); its rule is checked here, before any simulation.
+    """
     __tracebackhide__ = True
+    rule_options, _ = split_options(options)
+    check_rule(target, rule_options, threshold, runtime.settings.confidence, "claim",
+               kind="score" if compare_scores else None)
     try:
-        verdict, ok = _judge_and_note(runtime, target, claim, threshold, options)
+        verdict, ok = _judge_and_note(runtime, target, claim, threshold, options, compare_scores)
     except DryRunSkip as skip:
         pytest.skip(str(skip))
     except JudgeError as error:
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None
     if not ok and runtime.settings.outcome != "report":
-        raise PropositionFailed(failure_message(verdict, threshold), verdict, threshold)
+        # A claim over runs says its decision and figures (the summary verdict's justification).
+        message = verdict.justification if is_runs(target) else failure_message(verdict, threshold)
+        raise PropositionFailed(message, verdict, threshold)
     # --prop-outcome=report: the outcome is noted, and the summary lists it with its reasons.
     return verdict
 
@@ -425,3 +478,48 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
     except Exception:
         raise error.with_traceback(None) from None
     raise replacement.with_traceback(None) from None
+
+
+def check_over_runs(
+    target: Any,
+    claim: Any,
+    *,
+    min_score: int | None = None,
+    compare_scores: bool = False,
+    runtime: Runtime | None = None,
+    **options: Any,
+) -> Any:
+    """Decide a claim over many runs outside an assertion: a ``RunsResult`` with the figures
+    (``passed``, ``decision``, ``estimate``, ``lower``, ``upper``, ``runs``); it does not raise
+    on a failed or inconclusive claim.
+
+    ``min_score=s`` alone asks for a mean score of at least s; with ``at_least=`` and the
+    like, a run holds when it scores at least s. ``compare_scores=True`` makes
+    ``better_than=`` compare mean scores instead of rates.
+    """
+    __tracebackhide__ = True
+    from . import runtime as runtime_module
+    from .many_runs import judge_over_runs
+
+    run = runtime or runtime_module.current()
+    target, claim, options = normalise_claim(target, claim, options)
+    validate_options(options, "check_over_runs")
+    validate_claim(claim, options, "check_over_runs")
+    if not is_runs(target):
+        raise TypeError(
+            "check_over_runs: the target must be runs(simulate, max_runs=N), got "
+            f"{type(target).__name__}"
+        )
+    if min_score is not None:
+        validate_threshold(min_score, "check_over_runs min_score")
+    rule_options, rest = split_options(options)
+    rule = check_rule(
+        target,
+        rule_options,
+        min_score,
+        run.settings.confidence,
+        "check_over_runs",
+        kind="score" if compare_scores else None,
+    )
+    assert rule is not None
+    return judge_over_runs(run, target, claim, rule, rest)

@@ -43,6 +43,10 @@ def describe_value(verdict: Verdict, threshold: int | None) -> str:
 
 
 def outcome_text(outcome: Outcome) -> str:
+    if outcome.runs is not None:
+        from .many_runs import runs_text
+
+        return runs_text(outcome.runs)
     verdict = outcome.verdict
     label = "PASSED" if outcome.passed else "FAILED"
     lines = [
@@ -61,6 +65,14 @@ def outcome_text(outcome: Outcome) -> str:
     lines.append("  justification:")
     lines.append(_indent(verdict.justification))
     return "\n".join(lines)
+
+
+RUNS_SECTION_TITLE = "proposition over runs"
+
+
+def runs_sections(outcomes: Iterable[Outcome]) -> list[tuple[str, str]]:
+    """A report section for each claim over runs (a passing test shows them under -rA)."""
+    return [(RUNS_SECTION_TITLE, outcome_text(o)) for o in outcomes if o.runs is not None]
 
 
 def failure_section(outcomes: Iterable[Outcome]) -> str:
@@ -239,8 +251,31 @@ def junit_properties(outcomes: Iterable[Outcome], start: int = 1) -> list[tuple[
             ("cached", _flag(verdict.cached)),
             ("justification", verdict.justification),
         ]
+        if outcome.runs is not None:
+            fields += runs_properties(outcome.runs)
         properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
     return properties
+
+
+def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A claim over runs' figures as JUnit properties (``runs.made``, ``runs.rate``...)."""
+    estimate = "mean" if runs["rule"] == "mean" else "rate"
+    if runs["rule"] == "better_than" and runs["kind"] == "score":
+        estimate = "mean"
+    pairs = [
+        ("runs.rule", str(runs["rule_text"])),
+        ("runs.decision", str(runs["decision"])),
+        ("runs.made", str(runs["runs_made"])),
+        ("runs.held", str(runs["runs_held"])),
+        (f"runs.{estimate}", str(runs["estimate"])),
+        ("runs.lower", str(runs["lower"])),
+        ("runs.upper", str(runs["upper"])),
+        ("runs.confidence", str(runs["confidence"])),
+        ("runs.decided_by", str(runs["decided_by"])),
+    ]
+    if runs.get("control_estimate") is not None:
+        pairs.append(("runs.control", str(runs["control_estimate"])))
+    return pairs
 
 
 def junit_failure_to_error(config: Any, report: Any) -> bool:
@@ -272,12 +307,15 @@ def junit_failure_to_error(config: Any, report: Any) -> bool:
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
     """An outcome as plain JSON data (execnet and json both carry it)."""
-    return {
+    record = {
         "test_id": outcome.test_id,
         "threshold": outcome.threshold,
         "passed": outcome.passed,
         "verdict": outcome.verdict.as_dict(),
     }
+    if outcome.runs is not None:
+        record["runs"] = outcome.runs
+    return record
 
 
 def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
@@ -289,6 +327,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         verdict=Verdict.from_dict(record["verdict"]),
         threshold=record["threshold"],
         passed=bool(record["passed"]),
+        runs=record.get("runs"),
     )
 
 

@@ -30,6 +30,8 @@ class Outcome:
     verdict: Verdict
     threshold: int | None
     passed: bool
+    # A claim over many runs: its figures and each run's verdict (plain JSON data).
+    runs: dict[str, Any] | None = None
 
 
 def stat_names() -> tuple[str, ...]:
@@ -102,9 +104,15 @@ class Runtime:
         if first and self.on_first_claim is not None:
             self.on_first_claim()
 
-    def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
+    def note(
+        self,
+        verdict: Verdict,
+        threshold: int | None,
+        passed: bool,
+        runs: dict[str, Any] | None = None,
+    ) -> None:
         self._first_claim()
-        outcome = Outcome(self.current_test, verdict, threshold, passed)
+        outcome = Outcome(self.current_test, verdict, threshold, passed, runs)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
