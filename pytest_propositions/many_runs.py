@@ -604,6 +604,7 @@ def judge_over_runs(
         return tuple(judge_one(item) for item in targets)
 
     def simulate_unit(run: int) -> tuple[Any, ...]:
+        __tracebackhide__ = True
         first = target.target(run)
         return (first,) if control is None else (first, control.target(run))
 

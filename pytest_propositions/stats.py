@@ -68,13 +68,15 @@ GRID_STEPS = 1000
 
 def require_scipy() -> None:
     """scipy comes with the ``stats`` extra; say so plainly when it is missing."""
-    try:
-        import scipy.special  # noqa: F401
-        import scipy.stats  # noqa: F401
-    except ImportError:
+    from importlib.util import find_spec
+
+    if find_spec("scipy") is None:
         raise ImportError(
-            "claims over runs need scipy: pip install 'pytest-propositions[stats]'"
-        ) from None
+            "claims over runs need scipy, which is not installed: "
+            "pip install 'pytest-propositions[stats]'"
+        )
+    import scipy.special
+    import scipy.stats  # noqa: F401
 
 
 # -- rates --------------------------------------------------------------------------------------
