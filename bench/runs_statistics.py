@@ -120,7 +120,9 @@ def rates(reps: int, max_runs_list: list[int], seed: int) -> None:
                     f"{float(np.mean(used)):6.1f} {n_text:>7} {ratio_text:>6}  {note}"
                 )
             verdict = "ok" if worst_false_pass <= alpha else "TOO HIGH"
-            print(f"worst false-pass rate below the bar: {worst_false_pass:.4f} (<= {alpha:.2f}: {verdict})")
+            print(
+                f"worst false-pass rate below the bar: {worst_false_pass:.4f} (<= {alpha:.2f}: {verdict})"
+            )
 
 
 def means(reps: int, seed: int, max_runs: int = 60, bar: float = 6.0) -> None:
@@ -137,7 +139,9 @@ def means(reps: int, seed: int, max_runs: int = 60, bar: float = 6.0) -> None:
         for row in scores:
             test = stats.BettingTest(bar / 9, alpha)
             outcome = "inconclusive"
-            for used, value in enumerate(row, 1):
+            used = 0
+            for value in row:
+                used += 1
                 test.add(float(value))
                 direction = test.decide()
                 if direction is not None:
@@ -156,7 +160,9 @@ def means(reps: int, seed: int, max_runs: int = 60, bar: float = 6.0) -> None:
             f"{mean:5.2f} {passed:7.4f} {failed:7.4f} {counts['inconclusive'] / reps:7.4f} "
             f"{used_total / reps:6.1f}  {note}"
         )
-    print(f"worst false-pass rate below the bar: {worst:.4f} (<= {alpha:.2f}: {'ok' if worst <= alpha else 'TOO HIGH'})")
+    print(
+        f"worst false-pass rate below the bar: {worst:.4f} (<= {alpha:.2f}: {'ok' if worst <= alpha else 'TOO HIGH'})"
+    )
 
 
 def main() -> None:

@@ -301,8 +301,14 @@ def _judge_runs_and_note(
     from .many_runs import judge_over_runs, summary_verdict
 
     rule_options, rest = split_options(options)
-    kind = "score" if compare_scores else None
-    rule = check_rule(target, rule_options, threshold, runtime.settings.confidence, "claim", kind=kind)
+    rule = check_rule(
+        target,
+        rule_options,
+        threshold,
+        runtime.settings.confidence,
+        "claim",
+        kind="score" if compare_scores else None,
+    )
     assert rule is not None
     try:
         result = judge_over_runs(runtime, target, claim, rule, rest)
@@ -362,8 +368,14 @@ def assert_claim(
     """
     __tracebackhide__ = True
     rule_options, _ = split_options(options)
-    check_rule(target, rule_options, threshold, runtime.settings.confidence, "claim",
-               kind="score" if compare_scores else None)
+    check_rule(
+        target,
+        rule_options,
+        threshold,
+        runtime.settings.confidence,
+        "claim",
+        kind="score" if compare_scores else None,
+    )
     try:
         verdict, ok = _judge_and_note(runtime, target, claim, threshold, options, compare_scores)
     except DryRunSkip as skip:

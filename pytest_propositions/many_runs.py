@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .checks import quote_claim
-from .errors import BudgetExceeded, JudgeError
+from .errors import BudgetExceeded
 from .scale import MAX_SCORE, MIN_SCORE
 from .targets import as_target_list
 
@@ -58,7 +58,9 @@ class Runs:
             )
         for name, value in (("max_runs", max_runs), ("min_runs", min_runs), ("parallel", parallel)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"runs(): {name} must be a whole number of at least 1, got {value!r}")
+                raise ValueError(
+                    f"runs(): {name} must be a whole number of at least 1, got {value!r}"
+                )
         if min_runs > max_runs:
             raise ValueError(f"runs(): min_runs ({min_runs}) is more than max_runs ({max_runs})")
         self.simulate = simulate
@@ -215,9 +217,13 @@ def _check_rule(
         return None
     kind = kind or ("check" if threshold is None else "score")
     confidence = check_confidence(options.get("confidence", default_confidence))
-    modes = [name for name in ("at_least", "at_most", "better_than", "every_run") if name in options]
+    modes = [
+        name for name in ("at_least", "at_most", "better_than", "every_run") if name in options
+    ]
     if len(modes) > 1:
-        raise TypeError(f"give one of at_least=, at_most=, better_than=, every_run=; got {', '.join(modes)}")
+        raise TypeError(
+            f"give one of at_least=, at_most=, better_than=, every_run=; got {', '.join(modes)}"
+        )
     if "margin" in options and modes != ["better_than"]:
         raise TypeError("margin= goes with better_than=runs(...)")
     if not modes:
@@ -233,12 +239,19 @@ def _check_rule(
         fraction = _number(value, mode)
         if not 0.0 < fraction < 1.0:
             hint = " (for every run, use every_run=True)" if fraction == 1.0 else ""
-            raise ValueError(f"{mode} must be a fraction strictly between 0 and 1, got {value!r}{hint}")
-        return Rule(mode, "check" if threshold is None else "score", confidence, fraction, threshold)  # type: ignore[arg-type]
+            raise ValueError(
+                f"{mode} must be a fraction strictly between 0 and 1, got {value!r}{hint}"
+            )
+        rate_mode: Mode = "at_least" if mode == "at_least" else "at_most"
+        return Rule(
+            rate_mode, "check" if threshold is None else "score", confidence, fraction, threshold
+        )
     if mode == "every_run":
         if value is not True:
             raise ValueError(f"every_run must be True (or left out), got {value!r}")
-        return Rule("every_run", "check" if threshold is None else "score", confidence, 0.0, threshold)
+        return Rule(
+            "every_run", "check" if threshold is None else "score", confidence, 0.0, threshold
+        )
     if not is_runs(value):
         raise TypeError(
             f"better_than must be the control's runs, better_than=runs(control, max_runs=N), got "
@@ -253,7 +266,9 @@ def _check_rule(
     limit = float(MAX_SCORE) if kind == "score" else 1.0
     if not -limit < margin < limit:
         unit = f"points of 0..{MAX_SCORE}" if kind == "score" else "a difference of rates"
-        raise ValueError(f"margin must lie strictly between -{limit:g} and {limit:g} ({unit}), got {margin!r}")
+        raise ValueError(
+            f"margin must lie strictly between -{limit:g} and {limit:g} ({unit}), got {margin!r}"
+        )
     return Rule("better_than", kind, confidence, margin, None, value)
 
 
@@ -354,7 +369,7 @@ def _figure(data: Mapping[str, Any], name: str) -> str:
     value = data.get(name)
     if value is None:
         return "-"
-    return f"{value:.2f}" if data["kind"] == "check" or data["rule"] != "mean" else f"{value:.2f}"
+    return f"{value:.2f}"
 
 
 def figures_line(data: Mapping[str, Any]) -> str:
@@ -393,7 +408,9 @@ def runs_text(data: Mapping[str, Any]) -> str:
     if data["rule"] == "at_most":
         against = [run for run in data["runs"] if run["held"]]
     if data["decision"] != "pass" and against and data["rule"] != "better_than":
-        lines.append(f"  runs against the claim ({len(against)}; the first {min(len(against), QUOTED_RUNS)}):")
+        lines.append(
+            f"  runs against the claim ({len(against)}; the first {min(len(against), QUOTED_RUNS)}):"
+        )
         for run in against[:QUOTED_RUNS]:
             verdict = run["verdict"]
             why = " ".join(str(verdict.get("justification", "")).split()) or "(none given)"
@@ -466,9 +483,7 @@ class _Decider:
                 self.decision, self.decided_by = "pass", "every mean score is at least 0"
             return
         if self.betting is not None:
-            self.betting.add(
-                value if control is None else stats.paired_value(value, control)
-            )
+            self.betting.add(value if control is None else stats.paired_value(value, control))
             direction = self.betting.decide()
             process = "betting confidence sequence (Waudby-Smith & Ramdas), anytime-valid"
         else:
@@ -500,7 +515,9 @@ class _Decider:
             scale = MAX_SCORE
             return sum(self.values) / n * scale, lower * scale, upper * scale, None
         scale = MAX_SCORE if rule.kind == "score" else 1
-        pairs = [stats.paired_value(a, b) for a, b in zip(self.values, self.control_values, strict=True)]
+        pairs = [
+            stats.paired_value(a, b) for a, b in zip(self.values, self.control_values, strict=True)
+        ]
         low, high = stats.betting_interval(pairs, rule.alpha)
         return (
             sum(self.values) / n * scale,
@@ -511,23 +528,17 @@ class _Decider:
 
     def advice(self) -> str:
         """What would decide an undecided claim: more runs, or another bar."""
-        rule, stats = self.rule, self.stats
-        if rule.mode == "every_run" or self.count == 0:
+        if self.rule.mode == "every_run" or self.count == 0:
             return ""
         more = self._runs_to_decide()
-        estimate, lower, upper, _ = self.figures()
+        _, lower, upper, _ = self.figures()
         runs_part = (
             f"about {more} runs if the rest look like these (max_runs={more})"
             if more
             else f"far more than {20 * self.count} runs at this estimate"
         )
-        if rule.mode in ("at_least", "at_most"):
-            bars = f"or a bar outside the interval [{lower:.2f}, {upper:.2f}]"
-        elif rule.mode == "mean":
-            bars = f"or a bar outside the interval [{lower:.2f}, {upper:.2f}]"
-        else:
-            bars = f"or a margin outside the interval [{lower:.2f}, {upper:.2f}]"
-        del stats
+        what = "a margin" if self.rule.mode == "better_than" else "a bar"
+        bars = f"or {what} outside the interval [{lower:.2f}, {upper:.2f}]"
         return f"{runs_part}, {bars}"
 
     def _runs_to_decide(self) -> int | None:
@@ -544,7 +555,10 @@ class _Decider:
         values = (
             self.values
             if not self.control_values
-            else [stats.paired_value(a, b) for a, b in zip(self.values, self.control_values, strict=True)]
+            else [
+                stats.paired_value(a, b)
+                for a, b in zip(self.values, self.control_values, strict=True)
+            ]
         )
         test = stats.BettingTest(self.betting.bar, rule.alpha)
         for total in range(1, limit + 1):
@@ -696,9 +710,15 @@ def summary_verdict(result: RunsResult) -> Verdict:
         run.control for run in result.runs if run.control is not None
     ]
     if result.rule.kind == "check" or result.rule.threshold is not None:
-        value: bool | int = result.passed if result.rule.kind == "check" else int(result.passed) * MAX_SCORE
+        value: bool | int = (
+            result.passed if result.rule.kind == "check" else int(result.passed) * MAX_SCORE
+        )
     else:
-        value = 0 if math.isnan(result.estimate) else max(MIN_SCORE, min(MAX_SCORE, math.floor(result.estimate)))
+        value = (
+            0
+            if math.isnan(result.estimate)
+            else max(MIN_SCORE, min(MAX_SCORE, math.floor(result.estimate)))
+        )
     costs = [v.cost_usd for v in verdicts if v.cost_usd is not None]
     return Verdict(
         kind=result.rule.kind,

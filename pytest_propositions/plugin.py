@@ -432,7 +432,9 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
                 raise TypeError(
                     "min_score: better_than= compares mean scores; give no threshold with it"
                 )
-            return assert_claim(runtime, target, claim, threshold=None, compare_scores=True, **options)
+            return assert_claim(
+                runtime, target, claim, threshold=None, compare_scores=True, **options
+            )
         bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
         return assert_claim(runtime, target, claim, threshold=bar, **options)
 

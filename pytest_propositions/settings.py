@@ -83,7 +83,9 @@ def _parse_confidence(text: str) -> float:
     try:
         number = float(text)
     except ValueError:
-        raise ValueError(f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}") from None
+        raise ValueError(
+            f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}"
+        ) from None
     if not 0.5 <= number < 1.0:
         raise ValueError(f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}")
     return number

@@ -51,7 +51,9 @@ def script(judge: ScriptedJudge) -> None:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]) -> list[str]:
+def project(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> list[str]:
     script(judge_server)
     pytester.makepyfile(sims=SIMULATIONS)
     return inner_run
@@ -405,10 +407,14 @@ def test_the_budget_stops_the_runs_with_a_clear_message(
         """
     )
     args = [a for a in project if not a.startswith("--prop-model")]
-    result = pytester.runpytest(*args, "--prop-model=openai/gpt-4o-mini", "--prop-max-cost=0.0000001")
+    result = pytester.runpytest(
+        *args, "--prop-model=openai/gpt-4o-mini", "--prop-max-cost=0.0000001"
+    )
     assert_counts(result, judge_errors=1)
     result.stdout.fnmatch_lines(
-        ["*BudgetExceeded: claim 'Oscar states the price.' over runs stopped after * runs, undecided*--prop-max-cost*"]
+        [
+            "*BudgetExceeded: claim 'Oscar states the price.' over runs stopped after * runs, undecided*--prop-max-cost*"
+        ]
     )
     # Runs judged at once (two, by default) may both finish before the budget is checked.
     assert len(judge_server.requests) <= 3
@@ -437,25 +443,62 @@ def test_confidence_from_the_command_line_and_the_claim(
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        ("assert_proposition(world, 'c', at_least=0.8)", "*at_least= apply to claims over many runs*"),
+        (
+            "assert_proposition(world, 'c', at_least=0.8)",
+            "*at_least= apply to claims over many runs*",
+        ),
         ("assert_proposition(runs(sim, max_runs=5), 'c')", "*needs its rule: at_least=p*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', at_least=1)", "*strictly between 0 and 1*every_run=True*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', at_least=True)", "*at_least must be a number*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', at_least=0.5, at_most=0.9)", "*give one of*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', margin=0.1, at_least=0.5)", "*margin= goes with better_than*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', better_than=sim)", "*better_than must be the control's runs*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', every_run=False)", "*every_run must be True*"),
-        ("assert_proposition(runs(sim, max_runs=5), 'c', at_least=0.5, confidence=95)", "*confidence must be at least 0.5*"),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=1)",
+            "*strictly between 0 and 1*every_run=True*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=True)",
+            "*at_least must be a number*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=0.5, at_most=0.9)",
+            "*give one of*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', margin=0.1, at_least=0.5)",
+            "*margin= goes with better_than*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', better_than=sim)",
+            "*better_than must be the control's runs*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', every_run=False)",
+            "*every_run must be True*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=0.5, confidence=95)",
+            "*confidence must be at least 0.5*",
+        ),
         ("runs(sim, max_runs=0)", "*max_runs must be a whole number of at least 1*"),
         ("runs(sim, max_runs=3, min_runs=4)", "*min_runs (4) is more than max_runs (3)*"),
         ("runs('sim', max_runs=3)", "*simulate must be a function*"),
-        ("assert_proposition(runs(lambda r: 42, max_runs=3), 'c', at_least=0.5)", "*simulate(0) returned something that is not a target*"),
-        ("expect_proposition(runs(sim, max_runs=5), 'c', at_least=2)", "*expect_proposition*strictly between 0 and 1*"),
-        ("min_score(runs(sim, max_runs=5), 'c', 7, better_than=runs(sim, max_runs=5))", "*give no threshold with it*"),
+        (
+            "assert_proposition(runs(lambda r: 42, max_runs=3), 'c', at_least=0.5)",
+            "*simulate(0) returned something that is not a target*",
+        ),
+        (
+            "expect_proposition(runs(sim, max_runs=5), 'c', at_least=2)",
+            "*expect_proposition*strictly between 0 and 1*",
+        ),
+        (
+            "min_score(runs(sim, max_runs=5), 'c', 7, better_than=runs(sim, max_runs=5))",
+            "*give no threshold with it*",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error_at_the_call_site(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str], call: str, message: str
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    project: list[str],
+    call: str,
+    message: str,
 ) -> None:
     pytester.makepyfile(
         f"""
