@@ -16,6 +16,7 @@ from .errors import (
     JudgeReplyInvalid,
     JudgeUnavailable,
     PropositionFailed,
+    SamplesWarning,
     VerdictMissing,
     VerdictUnparsable,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "RenderOptions",
     "Runs",
     "RunsResult",
+    "SamplesWarning",
     "Verdict",
     "VerdictMissing",
     "VerdictUnparsable",
