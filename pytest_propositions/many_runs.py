@@ -23,7 +23,7 @@ from .targets import as_target_list
 
 if TYPE_CHECKING:
     from .runtime import Runtime
-    from .verdict import Verdict
+    from .verdict import Kind, Verdict
 
 __all__ = ["RUNS_OPTION_NAMES", "Runs", "RunsResult", "runs"]
 
@@ -709,10 +709,12 @@ def summary_verdict(result: RunsResult) -> Verdict:
     verdicts = [run.verdict for run in result.runs] + [
         run.control for run in result.runs if run.control is not None
     ]
-    if result.rule.kind == "check" or result.rule.threshold is not None:
-        value: bool | int = (
-            result.passed if result.rule.kind == "check" else int(result.passed) * MAX_SCORE
-        )
+    # A rate (or every_run) decision is a True/False verdict, even about scored runs; a mean
+    # score's stands as the mean, rounded down.
+    mean_like = result.rule.kind == "score" and result.rule.threshold is None
+    kind: Kind = "score" if mean_like else "check"
+    if not mean_like:
+        value: bool | int = result.passed
     else:
         value = (
             0
@@ -721,7 +723,7 @@ def summary_verdict(result: RunsResult) -> Verdict:
         )
     costs = [v.cost_usd for v in verdicts if v.cost_usd is not None]
     return Verdict(
-        kind=result.rule.kind,
+        kind=kind,
         claim=result.claim,
         value=value,
         justification=one_line(result),

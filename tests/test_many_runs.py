@@ -147,10 +147,15 @@ def test_mean_score_passes_above_the_bar_and_fails_below(
             min_score(runs(scored([8, 9, 8, 7]), max_runs=60), "Oscar is polite.", 5)
         def test_low(assert_proposition):
             assert_proposition(runs(scored([2, 3, 1, 4]), max_runs=60), "Oscar is polite.", min_score=6)
+        def test_share_scoring_at_least_the_bar(min_score):
+            # With at_least, a run holds when it scores at least the bar: 3 runs in 4 here.
+            v = min_score(runs(scored([8, 2, 9, 7]), max_runs=60), "Oscar is polite.", 7, at_least=0.4)
+            assert v.kind == "check" and v.value is True
         """
     )
     result = pytester.runpytest(*project, "-rA")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*rule: the claim scores at least 7 in at least 0.4 of runs*"])
     result.stdout.fnmatch_lines(
         [
             "*over runs failed: the mean score is at least 6; * runs held; mean score 2.50/9*",
