@@ -659,7 +659,8 @@ def judge_over_runs(
                     simulating[next_run] = sim_pool.submit(simulate_unit, next_run)
                 next_run += 1
                 continue
-            pending = [*simulating.values(), *judging.values()]
+            # Only what is still running: a later run judged first must not make this spin.
+            pending = [f for f in (*simulating.values(), *judging.values()) if not f.done()]
             wait(pending, return_when=FIRST_COMPLETED)
     finally:
         # Runs past the decision are not needed: those not started are cancelled.
