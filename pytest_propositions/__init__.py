@@ -23,6 +23,8 @@ from .errors import (
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
+    from .assertions import check_over_runs
+    from .many_runs import Runs, RunsResult, runs
     from .proposition import Proposition, check_proposition, compute_score
     from .targets import RenderOptions, register_renderer
     from .trace import Agent, World
@@ -38,6 +40,10 @@ _LAZY = {
     "Agent": "trace",
     "World": "trace",
     "Verdict": "verdict",
+    "runs": "many_runs",
+    "Runs": "many_runs",
+    "RunsResult": "many_runs",
+    "check_over_runs": "assertions",
 }
 
 __all__ = [
@@ -52,15 +58,19 @@ __all__ = [
     "Proposition",
     "PropositionFailed",
     "RenderOptions",
+    "Runs",
+    "RunsResult",
     "SamplesWarning",
     "Verdict",
     "VerdictMissing",
     "VerdictUnparsable",
     "World",
     "__version__",
+    "check_over_runs",
     "check_proposition",
     "compute_score",
     "register_renderer",
+    "runs",
 ]
 
 

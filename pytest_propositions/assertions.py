@@ -13,6 +13,7 @@ import pytest
 
 from .checks import check_claim, check_flag, quote_claim
 from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
 from .proposition import (
     Proposition,
     check_additional_context,
@@ -91,7 +92,8 @@ FLAG_OPTIONS = ("include_personas", "double_check", "use_reasoning_model")
 def validate_options(options: Mapping[str, Any], where: str) -> None:
     """Names and types of the keyword options; "false" is not False, so no truthiness."""
     __tracebackhide__ = True
-    unknown = sorted(set(options) - OPTION_NAMES)
+    # Claims over runs' keywords (at_least=...) are checked with their target (check_rule).
+    unknown = sorted(set(options) - OPTION_NAMES - RUNS_OPTION_NAMES)
     if unknown:
         raise TypeError(
             f"{where}: unknown option(s) {', '.join(unknown)}; expected some of "
@@ -175,7 +177,10 @@ def soft_claim(
     validate_options(options, origin)
     threshold, expected = expectation(min_score, max_score, holds, origin)
     validate_claim(claim, options, origin)
-    validate_target(target, origin)
+    rule_options, _ = split_options(options)
+    # A claim over runs is checked now too (its rule); its runs are simulated when judged.
+    if check_rule(target, rule_options, threshold, 0.95, origin, holds=expected) is None:
+        validate_target(target, origin)
     where, site = _call_site(frame) if frame is not None else (None, None)
     return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)
 
@@ -369,8 +374,11 @@ def _judge_and_note(
     options: Mapping[str, Any],
     holds: bool = True,
     where: str | None = None,
+    compare_scores: bool = False,
 ) -> tuple[Verdict, bool]:
     __tracebackhide__ = True
+    if is_runs(target) or any(name in options for name in RUNS_OPTION_NAMES):
+        return _judge_runs_and_note(runtime, target, claim, threshold, options, compare_scores)
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
@@ -381,6 +389,38 @@ def _judge_and_note(
     ok = passes(verdict, threshold, holds)
     runtime.note(verdict, threshold, ok, holds, where)
     return verdict, ok
+
+
+def _judge_runs_and_note(
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    threshold: int | None,
+    options: Mapping[str, Any],
+    compare_scores: bool,
+) -> tuple[Verdict, bool]:
+    """A claim over many runs: decided by its rule, noted once with every run's verdict."""
+    __tracebackhide__ = True
+    from .many_runs import judge_over_runs, summary_verdict
+
+    rule_options, rest = split_options(options)
+    rule = check_rule(
+        target,
+        rule_options,
+        threshold,
+        runtime.settings.confidence,
+        "claim",
+        kind="score" if compare_scores else None,
+    )
+    assert rule is not None
+    try:
+        result = judge_over_runs(runtime, target, claim, rule, rest)
+    except JudgeError as error:
+        runtime.note_error(error)
+        raise
+    verdict = summary_verdict(result)
+    runtime.note(verdict, threshold, result.passed, runs=result.as_dict())
+    return verdict, result.passed
 
 
 def needs_confirmation(verdict: Verdict, threshold: int | None, holds: bool = True) -> bool:
@@ -423,22 +463,41 @@ def assert_claim(
     *,
     threshold: int | None,
     holds: bool = True,
+    compare_scores: bool = False,
     **options: Any,
 ) -> Verdict:
     """Judge the claim and raise PropositionFailed unless it meets its expectation: it holds
-    (scores at least threshold), or with ``holds=False`` it does not (scores at most threshold)."""
+    (scores at least threshold), or with ``holds=False`` it does not (scores at most threshold).
+
+    A ``runs(...)`` target is a claim over many runs (``compare_scores``: ``better_than``
+    compares mean scores); its rule is checked here, before any simulation.
+    """
     __tracebackhide__ = True
+    rule_options, _ = split_options(options)
+    check_rule(
+        target,
+        rule_options,
+        threshold,
+        runtime.settings.confidence,
+        "claim",
+        kind="score" if compare_scores else None,
+        holds=holds,
+    )
     try:
-        verdict, ok = _judge_and_note(runtime, target, claim, threshold, options, holds)
+        verdict, ok = _judge_and_note(
+            runtime, target, claim, threshold, options, holds, compare_scores=compare_scores
+        )
     except DryRunSkip as skip:
         pytest.skip(str(skip))
     except JudgeError as error:
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None
     if not ok and runtime.settings.outcome != "report":
-        raise PropositionFailed(
-            failure_message(verdict, threshold, holds), verdict, threshold, holds=holds
+        # A claim over runs says its decision and figures (the summary verdict's justification).
+        message = (
+            verdict.justification if is_runs(target) else failure_message(verdict, threshold, holds)
         )
+        raise PropositionFailed(message, verdict, threshold, holds=holds)
     # --prop-outcome=report: the outcome is noted, and the summary lists it with its reasons.
     return verdict
 
@@ -579,3 +638,48 @@ def _named(claim: PendingClaim) -> str:
     """The claim quoted, with the line that made it when known."""
     quoted = quote_claim(claim.claim)
     return f"{quoted} ({claim.where})" if claim.where else quoted
+
+
+def check_over_runs(
+    target: Any,
+    claim: Any,
+    *,
+    min_score: int | None = None,
+    compare_scores: bool = False,
+    runtime: Runtime | None = None,
+    **options: Any,
+) -> Any:
+    """Decide a claim over many runs outside an assertion: a ``RunsResult`` with the figures
+    (``passed``, ``decision``, ``estimate``, ``lower``, ``upper``, ``runs``); it does not raise
+    on a failed or inconclusive claim.
+
+    ``min_score=s`` alone asks for a mean score of at least s; with ``at_least=`` and the
+    like, a run holds when it scores at least s. ``compare_scores=True`` makes
+    ``better_than=`` compare mean scores instead of rates.
+    """
+    __tracebackhide__ = True
+    from . import runtime as runtime_module
+    from .many_runs import judge_over_runs
+
+    run = runtime or runtime_module.current()
+    target, claim, options = normalise_claim(target, claim, options)
+    validate_options(options, "check_over_runs")
+    validate_claim(claim, options, "check_over_runs")
+    if not is_runs(target):
+        raise TypeError(
+            "check_over_runs: the target must be runs(simulate, max_runs=N), got "
+            f"{type(target).__name__}"
+        )
+    if min_score is not None:
+        validate_threshold(min_score, "check_over_runs min_score")
+    rule_options, rest = split_options(options)
+    rule = check_rule(
+        target,
+        rule_options,
+        min_score,
+        run.settings.confidence,
+        "check_over_runs",
+        kind="score" if compare_scores else None,
+    )
+    assert rule is not None
+    return judge_over_runs(run, target, claim, rule, rest)

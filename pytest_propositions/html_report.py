@@ -159,8 +159,36 @@ def _claim_html(record: Mapping[str, Any], contexts: Mapping[str, Any], mode: st
         f"<div class='test'>{_e(record['test_id'] or '-')}</div>"
         f"<div class='text'>{_e(verdict['claim'])}</div>"
         f"<dl>{details}</dl>{reasoning}"
+        f"{_runs_html(record.get('runs'))}"
         f"{_context_html(contexts.get(verdict.get('key') or ''))}"
         "</section>"
+    )
+
+
+def _runs_html(runs: Mapping[str, Any] | None) -> str:
+    """A claim over runs: its figures, then each run's verdict and justification."""
+    if not runs:
+        return ""
+    from .many_runs import figures_line
+
+    rows = []
+    for run in runs["runs"]:
+        verdict = run["verdict"]
+        held = "held" if run["held"] else "did not hold"
+        control = ""
+        if "control" in run:
+            control = f"; control: {run['control']['value']}"
+        rows.append(
+            f"<tr class='run' data-held='{str(run['held']).lower()}'><td>{_e(run['run'])}</td>"
+            f"<td>{_e(verdict['value'])} ({held}){_e(control)}</td>"
+            f"<td>{_e(verdict.get('justification') or '')}</td></tr>"
+        )
+    return (
+        f"<div class='runs'><p><b>{_e(runs['decision'])}</b>: {_e(runs['rule_text'])}; "
+        f"{_e(figures_line(runs))}. Decided by: {_e(runs['decided_by'])}</p>"
+        f"<details><summary>{len(rows)} runs</summary><table>"
+        "<tr><th>run</th><th>verdict</th><th>justification</th></tr>"
+        f"{''.join(rows)}</table></details></div>"
     )
 
 

@@ -273,6 +273,11 @@ class ClaimReports:
             not_upheld = sum(1 for o in runtime.outcomes_of(item.nodeid) if not o.passed)
             if not_upheld:
                 setattr(report, NOT_UPHELD_ATTR, not_upheld)
+        if report.passed and report.when == "call":
+            # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
+            from .report import runs_sections
+
+            report.sections.extend(runs_sections(runtime.outcomes_of(item.nodeid)))
         if not report.failed or call.excinfo is None:
             return report
         judge_error = isinstance(call.excinfo.value, JudgeError)
@@ -441,6 +446,15 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
         # A proposition object's own options are checked like the call's, which win over them.
         target, claim, options = normalise_claim(target, claim, options)
         validate_options(options, "min_score")
+        if "better_than" in options:
+            # Over runs: mean scores compared with the control's; no bar is involved.
+            if threshold is not None:
+                raise TypeError(
+                    "min_score: better_than= compares mean scores; give no threshold with it"
+                )
+            return assert_claim(
+                runtime, target, claim, threshold=None, compare_scores=True, **options
+            )
         bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
         return assert_claim(runtime, target, claim, threshold=bar, **options)
 

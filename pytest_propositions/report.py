@@ -72,6 +72,10 @@ def result_word(passed: bool, outcome: str = "fail") -> str:
 
 
 def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) -> str:
+    if outcome.runs is not None:
+        from .many_runs import runs_text
+
+        return runs_text(outcome.runs)
     verdict = outcome.verdict
     label = result_word(outcome.passed, mode).upper()
     lines = [
@@ -96,6 +100,14 @@ def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) 
         lines.append("  reasoning:")
         lines.append(_indent(verdict.reasoning))
     return "\n".join(lines)
+
+
+RUNS_SECTION_TITLE = "proposition over runs"
+
+
+def runs_sections(outcomes: Iterable[Outcome]) -> list[tuple[str, str]]:
+    """A report section for each claim over runs (a passing test shows them under -rA)."""
+    return [(RUNS_SECTION_TITLE, outcome_text(o)) for o in outcomes if o.runs is not None]
 
 
 def failure_section(
@@ -399,6 +411,8 @@ def junit_properties(
         ]
         if outcome.where:
             fields.append(("claimed_at", outcome.where))
+        if outcome.runs is not None:
+            fields += runs_properties(outcome.runs)
         properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
     return properties
 
@@ -435,6 +449,27 @@ def add_junit_run_properties(config: Any, runtime: Runtime) -> None:
         xml.add_global_property(name, value)
 
 
+def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A claim over runs' figures as JUnit properties (``runs.made``, ``runs.rate``...)."""
+    estimate = "mean" if runs["rule"] == "mean" else "rate"
+    if runs["rule"] == "better_than" and runs["kind"] == "score":
+        estimate = "mean"
+    pairs = [
+        ("runs.rule", str(runs["rule_text"])),
+        ("runs.decision", str(runs["decision"])),
+        ("runs.made", str(runs["runs_made"])),
+        ("runs.held", str(runs["runs_held"])),
+        (f"runs.{estimate}", str(runs["estimate"])),
+        ("runs.lower", str(runs["lower"])),
+        ("runs.upper", str(runs["upper"])),
+        ("runs.confidence", str(runs["confidence"])),
+        ("runs.decided_by", str(runs["decided_by"])),
+    ]
+    if runs.get("control_estimate") is not None:
+        pairs.append(("runs.control", str(runs["control_estimate"])))
+    return pairs
+
+
 def junit_failure_to_error(config: Any, report: Any) -> bool:
     """Turn the <failure> junitxml just recorded for this call report into an <error>.
 
@@ -464,7 +499,7 @@ def junit_failure_to_error(config: Any, report: Any) -> bool:
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
     """An outcome as plain JSON data (execnet and json both carry it)."""
-    return {
+    record = {
         "test_id": outcome.test_id,
         "threshold": outcome.threshold,
         "holds": outcome.holds,
@@ -472,6 +507,9 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
         "where": outcome.where,
         "verdict": outcome.verdict.as_dict(),
     }
+    if outcome.runs is not None:
+        record["runs"] = outcome.runs
+    return record
 
 
 def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
@@ -485,6 +523,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         passed=bool(record["passed"]),
         holds=record.get("holds", True) is not False,
         where=record.get("where"),
+        runs=record.get("runs"),
     )
 
 

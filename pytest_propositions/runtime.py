@@ -35,6 +35,8 @@ class Outcome:
     holds: bool = True
     # Where a claim judged after the test body was made ("test_x.py:12"); None otherwise.
     where: str | None = None
+    # A claim over many runs: its figures and each run's verdict (plain JSON data).
+    runs: dict[str, Any] | None = None
 
 
 def stat_names() -> tuple[str, ...]:
@@ -116,9 +118,10 @@ class Runtime:
         passed: bool,
         holds: bool = True,
         where: str | None = None,
+        runs: dict[str, Any] | None = None,
     ) -> None:
         self._first_claim()
-        outcome = Outcome(self.current_test, verdict, threshold, passed, holds, where)
+        outcome = Outcome(self.current_test, verdict, threshold, passed, holds, where, runs)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)

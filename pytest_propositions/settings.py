@@ -82,6 +82,18 @@ def _parse_fraction(text: str) -> float:
     return number
 
 
+def _parse_confidence(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(
+            f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}"
+        ) from None
+    if not 0.5 <= number < 1.0:
+        raise ValueError(f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}")
+    return number
+
+
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
@@ -294,6 +306,17 @@ OPTIONS: tuple[Option, ...] = (
         _parse_non_negative_int,
     ),
     Option(
+        "confidence",
+        "--prop-confidence",
+        "PROP_CONFIDENCE",
+        "0.95",
+        "Confidence of claims over many runs (at_least=, at_most=, mean scores, better_than=) "
+        "unless the claim gives its own confidence=: the chance of a wrong pass or a wrong "
+        "fail is at most 1 minus this.",
+        "X",
+        _parse_confidence,
+    ),
+    Option(
         "concurrency",
         "--prop-concurrency",
         "PROP_CONCURRENCY",
@@ -399,6 +422,7 @@ class Settings:
     retries: int = 3
     samples: int = 1
     confirm: int = 0
+    confidence: float = 0.95
     concurrency: int = 8
     max_cost: float | None = None
     outcome: str = "fail"

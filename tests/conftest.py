@@ -22,6 +22,14 @@ def litellm_preloaded() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm  # noqa: F401
 
+    # Likewise numpy (under scipy, for claims over runs): its compiled core cannot be loaded
+    # twice in one process, so an inner run importing it after a snapshot removed it fails.
+    try:
+        import scipy.special
+        import scipy.stats  # noqa: F401
+    except ImportError:
+        pass
+
 
 # The inner project of pytester runs: one `world` fixture every surface test can make claims about.
 INNER_WORLD = """

@@ -1,0 +1,549 @@
+"""Claims over many runs, end to end against the scripted judge: simulations whose true rate
+is known (a run "holds" when its trajectory carries a marker the judge is scripted to uphold),
+decided by the sequential rules, reported, cached and replayed."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.support.judge_server import ScriptedJudge, verdict
+from tests.support.outcomes import assert_counts
+
+pytest_plugins = ["pytester"]
+
+# Run r holds when (r % 10) < 10 * rate: the true rate is exact in every block of ten runs.
+SIMULATIONS = """
+import pytest
+from pytest_propositions import runs
+
+def simulation(rate, tag="MARK"):
+    def simulate(run):
+        held = (run % 10) < round(10 * rate)
+        return f"Oscar says hello in run {run}. " + (f"{tag}-YES" if held else "He says nothing more.")
+    return simulate
+
+def scored(scores):
+    def simulate(run):
+        return f"Run {run}: SCORE-{scores[run % len(scores)]}"
+    return simulate
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def scipy_preloaded() -> None:
+    """Import scipy in this process before inline pytester runs: pytester's sys.modules snapshot
+    would remove it after the first one, and scipy's compiled parts cannot be imported twice."""
+    import scipy.special
+    import scipy.stats  # noqa: F401
+
+
+def script(judge: ScriptedJudge) -> None:
+    judge.on("Oscar is kind", verdict(False, justification="He is curt."))
+    judge.default = verdict(False, justification="No price was stated in this run.")
+    judge.on("MARK-YES", verdict(True, justification="He states the price."))
+    judge.on("CTRL-YES", verdict(True, justification="He states the price."))
+    for score in range(10):
+        judge.on(f"SCORE-{score}", verdict(score, justification=f"Scripted score {score}."))
+
+
+@pytest.fixture
+def project(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> list[str]:
+    script(judge_server)
+    pytester.makepyfile(sims=SIMULATIONS)
+    return inner_run
+
+
+def test_a_high_rate_passes_early_and_lists_its_figures_under_rA(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_states_price(assert_proposition):
+            v = assert_proposition(runs(simulation(1.0), max_runs=60), "Oscar states the price.", at_least=0.6)
+            assert v.value is True
+        """
+    )
+    result = pytester.runpytest(*project, "-rA")
+    result.assert_outcomes(passed=1)
+    # Early stopping: every run held, so the decision came long before max_runs.
+    (line,) = [line for line in result.outlines if "figures:" in line]
+    made = int(line.split(" of ")[0].split()[-1])
+    assert 0 < made <= len(judge_server.requests) <= made + 2 < 20
+    result.stdout.fnmatch_lines(
+        [
+            "*proposition over runs*",
+            "PASSED over runs: Oscar states the price.",
+            "*rule: the claim holds in at least 0.6 of runs (confidence 95%, max_runs 60)",
+            f"*figures: {made} of {made} runs held; rate 1.00, 95% interval [[]0.*, 1.00[]]",
+            "*decided by: after * runs*above the bar*anytime-valid*",
+        ]
+    )
+
+
+def test_a_low_rate_fails_with_figures_and_the_runs_against_it(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_states_price(assert_proposition):
+            assert_proposition(runs(simulation(0.3), max_runs=60), "Oscar states the price.", at_least=0.8)
+        """
+    )
+    result = pytester.runpytest(*project)
+    result.assert_outcomes(failed=1)
+    (line,) = [line for line in result.outlines if line.startswith("E   ")][:1]
+    made = int(line.split(" runs held")[0].split(" of ")[-1])
+    # Early stopping: far fewer than max_runs, and at most two runs judged past the decision.
+    assert made <= len(judge_server.requests) <= made + 2 < 60
+    held = sum(1 for run in range(made) if run % 10 < 3)
+    result.stdout.fnmatch_lines(
+        [
+            f"E   *PropositionFailed: claim 'Oscar states the price.' over runs failed: the claim "
+            f"holds in at least 0.8 of runs; {held} of {made} runs held; rate *, 95% interval*",
+            "FAILED over runs: Oscar states the price.",
+            "*decided by: after * runs the evidence that the true value is below the bar*",
+            "*runs against the claim (*; the first 3):",
+            "*run 3: False: No price was stated in this run.",
+            "*run 4: False: No price was stated in this run.",
+            "*run 5: False: No price was stated in this run.",
+        ]
+    )
+
+
+def test_at_most_passes_for_rare_behaviour_and_fails_for_common(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_rare(assert_proposition):
+            assert_proposition(runs(simulation(0.0), max_runs=60), "Oscar insults someone.", at_most=0.4)
+        def test_common(assert_proposition):
+            assert_proposition(runs(simulation(0.9), max_runs=60), "Oscar insults someone.", at_most=0.4)
+        """
+    )
+    result = pytester.runpytest(*project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*over runs failed: the claim holds in at most 0.4 of runs*", "*test_common*"]
+    )
+
+
+def test_mean_score_passes_above_the_bar_and_fails_below(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import scored, runs
+        def test_high(min_score):
+            min_score(runs(scored([8, 9, 8, 7]), max_runs=60), "Oscar is polite.", 5)
+        def test_low(assert_proposition):
+            assert_proposition(runs(scored([2, 3, 1, 4]), max_runs=60), "Oscar is polite.", min_score=6)
+        def test_share_scoring_at_least_the_bar(min_score):
+            # With at_least, a run holds when it scores at least the bar: 3 runs in 4 here.
+            v = min_score(runs(scored([8, 2, 9, 7]), max_runs=60), "Oscar is polite.", 7, at_least=0.4)
+            assert v.kind == "check" and v.value is True
+        """
+    )
+    result = pytester.runpytest(*project, "-rA")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*rule: the claim scores at least 7 in at least 0.4 of runs*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*over runs failed: the mean score is at least 6; * runs held; mean score 2.50/9*",
+            "*PASSED over runs: Oscar is polite.",
+            "*rule: the mean score is at least 5*",
+            "*mean score 8.00/9, 95% interval*",
+            "*betting confidence sequence*",
+        ]
+    )
+
+
+def test_better_than_passes_when_the_new_runs_do_better(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, scored, runs
+        def test_rates(assert_proposition):
+            assert_proposition(
+                runs(simulation(1.0), max_runs=60), "Oscar states the price.",
+                better_than=runs(simulation(0.2, tag="CTRL"), max_runs=60),
+            )
+        def test_scores(min_score):
+            min_score(
+                runs(scored([8, 9]), max_runs=60), "Oscar is polite.",
+                better_than=runs(scored([3, 4]), max_runs=60), margin=2,
+            )
+        """
+    )
+    result = pytester.runpytest(*project, "-rA")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*rule: the rate is higher than the control's*",
+            "*pairs of runs; rate 1.00 vs control 0.*, difference in*",
+            "*rule: the mean score is higher than the control's by more than 2 points*",
+            "*mean score 8.50 vs control 3.50*",
+        ]
+    )
+
+
+def test_better_than_fails_when_the_new_runs_do_worse_or_not_by_the_margin(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_worse(assert_proposition):
+            assert_proposition(
+                runs(simulation(0.1), max_runs=60), "Oscar states the price.",
+                better_than=runs(simulation(0.9, tag="CTRL"), max_runs=60),
+            )
+        def test_not_by_margin(assert_proposition):
+            assert_proposition(
+                runs(simulation(0.6), max_runs=80), "Oscar states the price.",
+                better_than=runs(simulation(0.5, tag="CTRL"), max_runs=80), margin=0.6,
+            )
+        """
+    )
+    result = pytester.runpytest(*project)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*over runs failed: the rate is higher than the control's;*"])
+    result.stdout.fnmatch_lines(
+        ["*over runs failed: the rate is higher than the control's by more than 0.6;*"]
+    )
+
+
+def test_a_rate_at_the_bar_is_inconclusive_and_says_what_would_decide_it(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_undecided(assert_proposition):
+            assert_proposition(runs(simulation(0.8), max_runs=20), "Oscar states the price.", at_least=0.7)
+        """
+    )
+    result = pytester.runpytest(*project)
+    result.assert_outcomes(failed=1)
+    assert len(judge_server.requests) == 20  # every run, and no more
+    result.stdout.fnmatch_lines(
+        [
+            "*over runs is inconclusive: the claim holds in at least 0.7 of runs; 16 of 20 runs held*",
+            "INCONCLUSIVE over runs: Oscar states the price.",
+            "*decided by: undecided after 20 runs*inconclusive counts as a failure*",
+            "*to decide it: *runs if the rest look like these*, or a bar outside the interval*",
+        ]
+    )
+
+
+def test_every_run_fails_at_the_first_run_that_does_not_hold(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_all(assert_proposition):
+            assert_proposition(runs(simulation(1.0), max_runs=5), "Oscar states the price.", every_run=True)
+        def test_not_all(assert_proposition):
+            assert_proposition(runs(simulation(0.7), max_runs=30), "Oscar states the price.", every_run=True)
+        """
+    )
+    result = pytester.runpytest(*project, "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    # 5 runs for the first test; the second stops at run 7 (runs 0..6 hold) with at most one
+    # run judged ahead of the decision.
+    assert 5 + 8 <= len(judge_server.requests) <= 5 + 9
+    result.stdout.fnmatch_lines(["*decided by: run 7 did not hold (every run must)*"])
+
+
+def test_soft_claims_batches_and_markers_take_runs(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from sims import simulation, runs
+
+        @pytest.fixture
+        def sim_runs():
+            return runs(simulation(0.9), max_runs=60)
+
+        def test_soft(expect_proposition, sim_runs):
+            expect_proposition(sim_runs, "Oscar states the price.", at_least=0.95)
+            expect_proposition(sim_runs, "Oscar states the price.", at_least=0.4)
+
+        def test_batch(assert_propositions, sim_runs):
+            assert_propositions(sim_runs, ["Oscar states the price.", "Oscar is kind."], at_least=0.3)
+
+        @pytest.mark.proposition("Oscar states the price.", target="sim_runs", at_least=0.4)
+        def test_marker(sim_runs):
+            pass
+        """
+    )
+    result = pytester.runpytest(*project)
+    # The soft claim with a bar of 0.95 fails; the batch fails on "Oscar is kind." (never held).
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*1 of 2 claims checked after the test failed*"])
+
+
+def test_runs_are_cached_a_rerun_asks_nothing_and_replay_decides_the_same(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str], tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_states_price(assert_proposition):
+            assert_proposition(runs(simulation(0.9), max_runs=60), "Oscar states the price.", at_least=0.5)
+        """
+    )
+    cached = [a for a in project if a != "--prop-cache=off"] + [f"--prop-cache-dir={tmp_path}"]
+    first = pytester.runpytest(*cached, "-rA")
+    first.assert_outcomes(passed=1)
+    asked = len(judge_server.requests)
+    assert asked > 0
+    second = pytester.runpytest(*cached, "-rA")
+    second.assert_outcomes(passed=1)
+    replay = pytester.runpytest(*cached, "-rA", "--prop-cache=replay")
+    replay.assert_outcomes(passed=1)
+    assert len(judge_server.requests) == asked  # the reruns asked the judge nothing
+    figures = [line for line in first.outlines if "figures:" in line]
+    assert figures and figures == [line for line in second.outlines if "figures:" in line]
+    assert figures == [line for line in replay.outlines if "figures:" in line]
+    second.stdout.fnmatch_lines(["*every verdict (*) came from the cache*"])
+
+
+def test_replay_without_the_verdicts_is_a_judge_error_not_a_decision(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str], tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_states_price(assert_proposition):
+            assert_proposition(runs(simulation(0.9), max_runs=60), "Oscar states the price.", at_least=0.5)
+        """
+    )
+    cached = [a for a in project if a != "--prop-cache=off"] + [f"--prop-cache-dir={tmp_path}"]
+    result = pytester.runpytest(*cached, "--prop-cache=replay")
+    assert_counts(result, judge_errors=1)
+    result.stdout.fnmatch_lines(["*VerdictMissing*"])
+    assert judge_server.requests == []
+
+
+def test_reports_json_html_and_junit_show_each_run(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_states_price(assert_proposition):
+            assert_proposition(runs(simulation(0.3), max_runs=40), "Oscar states the price.", at_least=0.8)
+        """
+    )
+    result = pytester.runpytest(
+        *project, "--prop-report=report.json", "--prop-html=report.html", "--junitxml=junit.xml"
+    )
+    result.assert_outcomes(failed=1)
+    report = json.loads(Path(pytester.path, "report.json").read_text())
+    (record,) = report["verdicts"]
+    runs = record["runs"]
+    assert runs["decision"] == "fail"
+    assert runs["runs_made"] == len(runs["runs"]) > 0
+    assert runs["runs_held"] == sum(1 for run in runs["runs"] if run["held"])
+    assert [run["run"] for run in runs["runs"]] == list(range(runs["runs_made"]))
+    assert runs["runs"][3]["verdict"]["value"] is False
+    assert runs["runs"][0]["verdict"]["justification"] == "He states the price."
+    assert runs["lower"] <= runs["estimate"] <= runs["upper"] < 0.8
+    html = Path(pytester.path, "report.html").read_text()
+    assert html.count("<tr class='run'") == runs["runs_made"]
+    assert "No price was stated in this run." in html
+    root = ET.parse(Path(pytester.path, "junit.xml")).getroot()
+    properties = {p.attrib["name"]: p.attrib["value"] for p in root.iter("property")}
+    assert properties["proposition[1].runs.decision"] == "fail"
+    assert properties["proposition[1].runs.made"] == str(runs["runs_made"])
+    assert properties["proposition[1].runs.held"] == str(runs["runs_held"])
+    assert float(properties["proposition[1].runs.rate"]) == pytest.approx(runs["estimate"])
+    assert float(properties["proposition[1].runs.upper"]) < 0.8
+
+
+def test_parallel_simulations_reach_the_same_decision(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        import threading
+        from sims import simulation, runs
+        names = set()
+        def test_parallel(proposition_judge):
+            from pytest_propositions import check_over_runs
+            base = simulation(0.3)
+            def simulate(run):
+                names.add(threading.current_thread().name)
+                return base(run)
+            one = check_over_runs(runs(base, max_runs=60), "Oscar states the price.", at_least=0.8)
+            many = check_over_runs(runs(simulate, max_runs=60, parallel=3), "Oscar states the price.", at_least=0.8)
+            assert (one.decision, one.runs_made, one.runs_held) == (many.decision, many.runs_made, many.runs_held)
+            assert one.decision == "fail" and not one.passed
+            assert any(name.startswith("prop-runs-sim") for name in names)
+        """
+    )
+    pytester.runpytest(*project).assert_outcomes(passed=1)
+
+
+def test_the_budget_stops_the_runs_with_a_clear_message(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str]
+) -> None:
+    # gpt-4o-mini is priced in litellm's bundled price map, so live verdicts have a cost.
+    judge_server.models.append("gpt-4o-mini")
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_states_price(assert_proposition):
+            assert_proposition(runs(simulation(0.9), max_runs=60), "Oscar states the price.", at_least=0.5)
+        """
+    )
+    args = [a for a in project if not a.startswith("--prop-model")]
+    result = pytester.runpytest(
+        *args, "--prop-model=openai/gpt-4o-mini", "--prop-max-cost=0.0000001"
+    )
+    assert_counts(result, judge_errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*BudgetExceeded: claim 'Oscar states the price.' over runs stopped after * runs, undecided*--prop-max-cost*"
+        ]
+    )
+    # Runs judged at once (two, by default) may both finish before the budget is checked.
+    assert len(judge_server.requests) <= 3
+
+
+def test_confidence_from_the_command_line_and_the_claim(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_cli(assert_proposition):
+            assert_proposition(runs(simulation(1.0), max_runs=60), "Oscar states the price.", at_least=0.5)
+        def test_own(assert_proposition):
+            assert_proposition(runs(simulation(1.0), max_runs=60), "Oscar states the price.", at_least=0.5, confidence=0.99)
+        """
+    )
+    result = pytester.runpytest(*project, "--prop-confidence=0.8", "-rA")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*(confidence 80%, max_runs 60)*"])
+    result.stdout.fnmatch_lines(["*(confidence 99%, max_runs 60)*"])
+    bad = pytester.runpytest(*project, "--prop-confidence=1")
+    bad.stderr.fnmatch_lines(["*--prop-confidence*0.5*below 1*"])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            "assert_proposition(world, 'c', at_least=0.8)",
+            "*at_least= apply to claims over many runs*",
+        ),
+        ("assert_proposition(runs(sim, max_runs=5), 'c')", "*needs its rule: at_least=p*"),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=1)",
+            "*strictly between 0 and 1*every_run=True*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=True)",
+            "*at_least must be a number*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=0.5, at_most=0.9)",
+            "*give one of*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', margin=0.1, at_least=0.5)",
+            "*margin= goes with better_than*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', better_than=sim)",
+            "*better_than must be the control's runs*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', every_run=False)",
+            "*every_run must be True*",
+        ),
+        (
+            "assert_proposition(runs(sim, max_runs=5), 'c', at_least=0.5, confidence=95)",
+            "*confidence must be at least 0.5*",
+        ),
+        ("runs(sim, max_runs=0)", "*max_runs must be a whole number of at least 1*"),
+        ("runs(sim, max_runs=3, min_runs=4)", "*min_runs (4) is more than max_runs (3)*"),
+        ("runs('sim', max_runs=3)", "*simulate must be a function*"),
+        (
+            "assert_proposition(runs(lambda r: 42, max_runs=3), 'c', at_least=0.5)",
+            "*simulate(0) returned something that is not a target*",
+        ),
+        (
+            "expect_proposition(runs(sim, max_runs=5), 'c', at_least=2)",
+            "*expect_proposition*strictly between 0 and 1*",
+        ),
+        (
+            "min_score(runs(sim, max_runs=5), 'c', 7, better_than=runs(sim, max_runs=5))",
+            "*give no threshold with it*",
+        ),
+    ],
+)
+def test_bad_input_is_a_clear_error_at_the_call_site(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    project: list[str],
+    call: str,
+    message: str,
+) -> None:
+    pytester.makepyfile(
+        f"""
+        from sims import simulation, runs
+        sim = simulation(1.0)
+        def test_bad(world, assert_proposition, expect_proposition, min_score):
+            {call}
+        """
+    )
+    result = pytester.runpytest(*project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([message, "*.py:4: *Error"])
+    assert judge_server.requests == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "assert_proposition(runs(sim, max_runs=4), 'Oscar states the price.', holds=False)",
+        "assert_proposition(runs(sim, max_runs=4), 'Oscar is polite.', max_score=3)",
+        "expect_proposition(runs(sim, max_runs=4), 'Oscar states the price.', holds=False)",
+    ],
+    ids=["assert-holds-false", "max-score", "soft-holds-false"],
+)
+def test_a_claim_over_runs_that_must_not_hold_is_refused_for_at_most(
+    pytester: pytest.Pytester, inner_run: list[str], judge_server: ScriptedJudge, call: str
+) -> None:
+    fixture = call.split("(", 1)[0]
+    pytester.makepyfile(
+        f"""
+        import pytest
+        from pytest_propositions import runs
+
+        def sim(run):
+            return "Oscar acts: [TALK] It costs 5 euros."
+
+        def test_it({fixture}):
+            with pytest.raises(TypeError, match="at_most=q"):
+                {call}
+        """
+    )
+    pytester.runpytest(*inner_run).assert_outcomes(passed=1)
+    assert judge_server.requests == []
