@@ -31,6 +31,10 @@ class Outcome:
     verdict: Verdict
     threshold: int | None
     passed: bool
+    # False: the claim was expected not to hold (a score: to be at most the threshold).
+    holds: bool = True
+    # Where a claim judged after the test body was made ("test_x.py:12"); None otherwise.
+    where: str | None = None
     # A claim over many runs: its figures and each run's verdict (plain JSON data).
     runs: dict[str, Any] | None = None
 
@@ -112,10 +116,12 @@ class Runtime:
         verdict: Verdict,
         threshold: int | None,
         passed: bool,
+        holds: bool = True,
+        where: str | None = None,
         runs: dict[str, Any] | None = None,
     ) -> None:
         self._first_claim()
-        outcome = Outcome(self.current_test, verdict, threshold, passed, runs)
+        outcome = Outcome(self.current_test, verdict, threshold, passed, holds, where, runs)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
