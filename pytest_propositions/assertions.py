@@ -378,7 +378,9 @@ def _judge_and_note(
 ) -> tuple[Verdict, bool]:
     __tracebackhide__ = True
     if is_runs(target) or any(name in options for name in RUNS_OPTION_NAMES):
-        return _judge_runs_and_note(runtime, target, claim, threshold, options, compare_scores)
+        return _judge_runs_and_note(
+            runtime, target, claim, threshold, options, compare_scores, where
+        )
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
@@ -398,6 +400,7 @@ def _judge_runs_and_note(
     threshold: int | None,
     options: Mapping[str, Any],
     compare_scores: bool,
+    where: str | None = None,
 ) -> tuple[Verdict, bool]:
     """A claim over many runs: decided by its rule, noted once with every run's verdict."""
     __tracebackhide__ = True
@@ -419,7 +422,7 @@ def _judge_runs_and_note(
         runtime.note_error(error)
         raise
     verdict = summary_verdict(result)
-    runtime.note(verdict, threshold, result.passed, runs=result.as_dict())
+    runtime.note(verdict, threshold, result.passed, True, where, runs=result.as_dict())
     return verdict, result.passed
 
 
@@ -474,7 +477,7 @@ def assert_claim(
     """
     __tracebackhide__ = True
     rule_options, _ = split_options(options)
-    check_rule(
+    rule = check_rule(
         target,
         rule_options,
         threshold,
@@ -483,6 +486,8 @@ def assert_claim(
         kind="score" if compare_scores else None,
         holds=holds,
     )
+    if rule is not None and not holds:
+        raise TypeError("holds=False does not apply to claims over runs; use at_most=")
     try:
         verdict, ok = _judge_and_note(
             runtime, target, claim, threshold, options, holds, compare_scores=compare_scores
