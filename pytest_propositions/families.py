@@ -118,6 +118,9 @@ class Profile:
     provider: str | None  # an OpenAI-compatible provider, or None (litellm's to know)
     wire_model: str
     path: Literal["litellm", "openai"]
+    # Azure's API version chosen by the user (--prop-api-version, a reference config.ini);
+    # None: the environment's, else the transports' default.
+    api_version: str | None = None
 
     def sampling(self, kind: str, reasoning_effort: str | None) -> dict[str, Any]:
         """The sampling parameters sent for a claim of ``kind``; the key records them."""
@@ -138,7 +141,7 @@ class TransportUnavailable(ValueError):
     """--prop-transport=openai for a model whose provider speaks no OpenAI wire format."""
 
 
-def profile_of(model: str, transport: str = "auto") -> Profile:
+def profile_of(model: str, transport: str = "auto", api_version: str | None = None) -> Profile:
     """The profile of ``model`` (a litellm name) under ``--prop-transport``."""
     provider, wire_model = provider_of(model)
     if transport == "openai" and provider is None:
@@ -150,7 +153,7 @@ def profile_of(model: str, transport: str = "auto") -> Profile:
     path: Literal["litellm", "openai"] = (
         "openai" if provider is not None and transport != "litellm" else "litellm"
     )
-    return Profile(model, family_of(model), provider, wire_model, path)
+    return Profile(model, family_of(model), provider, wire_model, path, api_version)
 
 
 class UnsupportedEffort(ValueError):

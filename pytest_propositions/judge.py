@@ -272,7 +272,12 @@ class Judge:
             from .local import local_connection
 
             return local_connection(self.settings)
-        return hosted_connection(model, self.settings.api_base)
+        return hosted_connection(
+            model,
+            self.settings.api_base,
+            api_version=self.settings.api_version,
+            key_env=self.settings.api_key_env,
+        )
 
     def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         return {

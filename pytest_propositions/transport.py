@@ -238,7 +238,9 @@ class Transport:
             profile = self._profiles.get(model)
         if profile is None:
             try:
-                profile = families.profile_of(model, self.settings.transport)
+                profile = families.profile_of(
+                    model, self.settings.transport, connection.api_version
+                )
             except families.TransportUnavailable as error:
                 raise JudgeUnavailable(str(error)) from None
             with self._lock:

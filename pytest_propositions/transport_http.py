@@ -336,8 +336,13 @@ def _environment(names: tuple[str, ...]) -> str | None:
     return None
 
 
-def azure_api_version() -> str:
-    return _environment(("AZURE_API_VERSION", "OPENAI_API_VERSION")) or AZURE_DEFAULT_API_VERSION
+def azure_api_version(profile: Profile | None = None) -> str:
+    chosen = profile.api_version if profile is not None else None
+    return (
+        chosen
+        or _environment(("AZURE_API_VERSION", "OPENAI_API_VERSION"))
+        or AZURE_DEFAULT_API_VERSION
+    )
 
 
 def _connect_reason(error: BaseException) -> str:
@@ -368,7 +373,7 @@ class HttpPath:
         first call, off the event loop: the HTTP client is imported here too."""
         import httpx  # noqa: F401
 
-        if profile.provider == "azure" and azure_api_version() < AZURE_JSON_SCHEMA_SINCE:
+        if profile.provider == "azure" and azure_api_version(profile) < AZURE_JSON_SCHEMA_SINCE:
             return modes[1]
         for name in _price_names(profile, None):
             entry = price_entry(name)
@@ -387,7 +392,7 @@ class HttpPath:
             deployment = quote(profile.wire_model, safe="")
             return (
                 f"{base.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
-                f"?api-version={quote(azure_api_version(), safe='')}"
+                f"?api-version={quote(azure_api_version(profile), safe='')}"
             )
         if not base:
             if profile.provider not in ("openai", "custom_openai"):

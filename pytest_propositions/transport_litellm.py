@@ -125,6 +125,7 @@ class LitellmPath:
             **body,
             timeout=self.timeout,
             max_retries=0,  # retries are ours, so they are counted and bounded in one place
+            **({"api_version": profile.api_version} if profile.api_version else {}),
             **_revealed(api_base=api_base, api_key=api_key),
         )
 

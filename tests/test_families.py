@@ -445,7 +445,7 @@ def test_the_azure_route_refuses_json_schema_on_older_versions(judge_server: Scr
     request = urllib.request.Request(
         f"{judge_server.url}/openai/deployments/d/chat/completions?api-version=2024-06-01",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "api-key": "test-key-not-real"},
     )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)

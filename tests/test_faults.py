@@ -610,7 +610,7 @@ def test_a_judge_error_in_a_pytest_run_is_a_failure_with_its_own_section(
         [
             "*- proposition judge error -*",
             "JudgeUnavailable: the judge (model openai/judge-model*HTTP 503*",
-            "propositions: 0 verdicts, 0 failed, 1 judge errors*",
+            "propositions: 1 claim, 0 passed, 0 failed, 1 judge error,*",
         ]
     )
     assert len(judge_server.requests) == 2  # --prop-retries=1

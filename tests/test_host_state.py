@@ -144,7 +144,7 @@ def test_live_and_cached_claims_leave_the_interpreter_alone(
     pytester.makepyfile(test_host_state=HOST_TESTS)
     result = pytester.runpytest_subprocess(*cache)
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*2 verdicts*1 from cache, 1 judge call*"])
+    result.stdout.fnmatch_lines(["*2 claims*1 from cache, 1 judged live, 1 judge call,*"])
     facts = json.loads((pytester.path / "host.json").read_text())
     assert_host_untouched(facts)
     if transport_path == "openai":

@@ -695,3 +695,30 @@ def test_headers_and_body_leave_in_one_write(
     head, _, body = written.partition(b"\r\n\r\n")
     assert b"Content-Length: %d" % len(body) in head
     assert json.loads(body)["object"] == "chat.completion"
+
+
+def test_the_azure_route_wants_its_api_key_header(judge_server: ScriptedJudge) -> None:
+    """As Azure does: no api-key header (or another key than the deployment's) is a 401, before
+    the body is read."""
+    from tests.support.judge_server import AZURE_ACCESS_DENIED
+
+    url = f"{judge_server.url}/openai/deployments/d/chat/completions?api-version=2024-10-21"
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+
+    def post(headers: dict[str, str]) -> int:
+        request = urllib.request.Request(
+            url, data=body, headers={"Content-Type": "application/json", **headers}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            assert json.loads(error.read()) == AZURE_ACCESS_DENIED
+            return error.code
+
+    assert post({}) == 401
+    assert post({"api-key": "any"}) == 200
+    judge_server.azure_api_key = "the-key"
+    assert post({"api-key": "any"}) == 401
+    assert post({"api-key": "the-key"}) == 200
+    assert len(judge_server.requests) == 2  # refused requests never reach the rules
