@@ -92,6 +92,11 @@ class JudgeStats:
     judge_seconds: float = 0.0
     dry_run_misses: int = 0
     coalesced: int = 0
+    # The shared store's counts (tiered.STORE_COUNTERS), added by the runtime from its cache.
+    store_hits: int = 0
+    store_shared: int = 0
+    store_races: int = 0
+    store_unshared: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -199,7 +204,17 @@ class Judge:
             self.transport.first_mode(litellm, connection)
             verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
-                self.cache.put(key, record)
+                standing = self.cache.put(key, record)
+                if standing is not record:
+                    # A shared store already held a verdict for this request (another machine
+                    # judged it at the same moment): the first one stored is everyone's verdict.
+                    stored = self._from_record(dict(standing), key)
+                    if stored is None:
+                        raise CacheUnusable(
+                            f"the shared verdict {key[:16]} cannot be read by this version, "
+                            "and another verdict would make machines disagree: upgrade"
+                        )
+                    verdict = stored
         except BaseException as error:
             owned.set_exception(error)
             raise

@@ -89,6 +89,15 @@ class Runtime:
     def _open_cache(self) -> VerdictCache | None:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
+        if self.settings.store:
+            from .store import PostgresStore
+            from .tiered import SharedVerdictCache
+
+            return SharedVerdictCache(
+                self.cache_dir,
+                self.settings.cache,  # type: ignore[arg-type]
+                store=PostgresStore(self.settings.store),
+            )
         from .cache import VerdictCache
 
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
@@ -157,6 +166,11 @@ class Runtime:
             judge_stats = self._judge.stats
             with judge_stats.lock:
                 own = {name: getattr(judge_stats, name) for name in names}
+            # A shared store's counts live on the cache (tiered.py); the summary sums them in.
+            store_counts = getattr(self._judge.cache, "store_counts", None)
+            if store_counts is not None:
+                for name, value in store_counts().items():
+                    own[name] = own.get(name, 0) + value
         merged = JudgeStats()
         with self._lock:
             for name in names:
