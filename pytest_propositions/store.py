@@ -8,6 +8,7 @@ psycopg is imported only when the store is first reached.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -311,10 +312,8 @@ class PostgresStore:
         with self._lock:
             conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # a dropped connection may fail to close
                 conn.close()
-            except Exception:
-                pass
 
     # -- connection and schema --
 

@@ -95,7 +95,7 @@ class SharedVerdictCache(VerdictCache):
         if self.mode in ("use", "refresh") and not self._reached:
             self._on_store(self.store.connect)
 
-    def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any]:
         """Store ``record`` in the store, then on disk; returns the record that stands.
 
         When another process stored a verdict for ``key`` first, that one stands: it is what
@@ -176,7 +176,9 @@ class SharedVerdictCache(VerdictCache):
         try:
             self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
         except OSError as error:
-            self._warn_once("store-copy", f"cannot copy store verdicts to {self.directory}: {error}")
+            self._warn_once(
+                "store-copy", f"cannot copy store verdicts to {self.directory}: {error}"
+            )
 
 
 def store_summary(counts: Mapping[str, float], where: str) -> list[str]:

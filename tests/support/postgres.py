@@ -41,7 +41,9 @@ def find_bindir() -> Path | None:
         name = Path(path).parent.name
         return tuple(int(part) for part in name.split(".") if part.isdigit())
 
-    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version)[::-1]]
+    candidates += [
+        Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version)[::-1]
+    ]
     initdb = shutil.which("initdb")
     if initdb:
         candidates.append(Path(os.path.realpath(initdb)).parent)
@@ -72,7 +74,9 @@ class PostgresServer:
             entry = pwd.getpwnam(ADMIN)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         os.chmod(self.root, 0o755)
-        self._run("initdb", "-D", str(self.data), "-U", ADMIN, "-A", "trust", "-E", "UTF8", "--no-locale")
+        self._run(
+            "initdb", "-D", str(self.data), "-U", ADMIN, "-A", "trust", "-E", "UTF8", "--no-locale"
+        )
         (self.data / "pg_hba.conf").write_text(
             "local all all trust\n"
             f"host all {ADMIN} 127.0.0.1/32 trust\n"
@@ -83,7 +87,7 @@ class PostgresServer:
                 "\nlisten_addresses = '127.0.0.1'\n"
                 f"port = {self.port}\n"
                 f"unix_socket_directories = '{self.root}'\n"
-                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+                "fsync = off\nfull_page_writes = off\n"
                 "max_connections = 100\nshared_buffers = 32MB\n"
             )
         if self._user is not None:
@@ -101,7 +105,9 @@ class PostgresServer:
 
     def start(self) -> None:
         try:
-            self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "120", "start")
+            self._run(
+                "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "120", "start"
+            )
         except subprocess.CalledProcessError as error:
             log = self.log.read_text() if self.log.exists() else ""
             raise RuntimeError(f"PostgreSQL did not start: {error.stderr}\n{log[-2000:]}") from None
