@@ -112,7 +112,9 @@ class Fleet:
         found = self.server.sql("SELECT key, record FROM prop_verdicts", self.database)
         return {str(key): json.loads(str(text)) for key, text in found}
 
-    def cli(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "pytest_propositions", *args],
             cwd=self.project,
@@ -133,9 +135,7 @@ def make_store(server: PostgresServer) -> tuple[str, str]:
 
 
 @pytest.fixture
-def fleet(
-    postgres_server: PostgresServer, judge_server: ScriptedJudge, tmp_path: Path
-) -> Fleet:
+def fleet(postgres_server: PostgresServer, judge_server: ScriptedJudge, tmp_path: Path) -> Fleet:
     project = tmp_path / "project"
     project.mkdir()
     (project / "conftest.py").write_text(INNER_WORLD)
@@ -229,7 +229,9 @@ def test_two_machines_with_two_workers_each_agree_on_every_verdict(fleet: Fleet)
     # Each machine's disk cache holds the fleet's verdict.
     for machine in "ab":
         with VerdictCache(fleet.machine(machine)) as cache:
-            local = {json.loads(line)["key"]: json.loads(line)["record"] for line in cache.export_lines()}
+            local = {
+                json.loads(line)["key"]: json.loads(line)["record"] for line in cache.export_lines()
+            }
         assert {key: record["verdict"]["value"] for key, record in local.items()} == {
             key: row["verdict"]["value"] for key, row in rows.items()
         }
@@ -280,7 +282,10 @@ def test_replay_on_a_fresh_machine_is_served_by_the_store_alone(fleet: Fleet) ->
     assert summary_counts(out) == (4, 4, 0)
     assert store_counts(out) == (4, 0, 0) and fleet.judge.requests == []
     # replay reads only: nothing is written to the fresh machine's disk.
-    assert not (fleet.machine("ci") / "cache.db").exists() or len(VerdictCache(fleet.machine("ci"))) == 0
+    assert (
+        not (fleet.machine("ci") / "cache.db").exists()
+        or len(VerdictCache(fleet.machine("ci"))) == 0
+    )
     # A claim the fleet never judged is a replay miss, explained as without a store.
     (fleet.project / "test_new.py").write_text(
         "def test_new(world, assert_proposition):\n"
@@ -301,7 +306,10 @@ def test_a_store_down_at_start_stops_the_run_before_any_judge_call(fleet: Fleet)
     dead = f"postgresql://{fleet.role}:{PASSWORD}@127.0.0.1:{port}/{fleet.database}"
     code, out = fleet.run("a", "-p", "no:randomly", store=dead)
     assert code != 0
-    assert f"cannot reach the verdict store postgresql://{fleet.role}@127.0.0.1:{port}/{fleet.database}" in out
+    assert (
+        f"cannot reach the verdict store postgresql://{fleet.role}@127.0.0.1:{port}/{fleet.database}"
+        in out
+    )
     assert fleet.judge.requests == []
     assert "1 judge error" in out and "passed" not in out.splitlines()[-1]
     assert "Interrupted" in out or "stopping" in out.lower()
@@ -380,8 +388,7 @@ def test_the_password_never_shows(fleet: Fleet) -> None:
     """In the URL, with -l, -vv, DEBUG logs to a file, JUnit, JSON and HTML reports, a failing
     claim and a judge error: the password is nowhere."""
     (fleet.project / "test_claims.py").write_text(
-        claims_file(2)
-        + "\ndef test_fails(world, assert_proposition):\n"
+        claims_file(2) + "\ndef test_fails(world, assert_proposition):\n"
         "    assert_proposition(world, 'Oscar hates cities.')\n"
     )
     fleet.judge.on("hates cities", verdict(False, justification="He likes them."))
@@ -516,7 +523,9 @@ def test_first_stored_verdict_wins(store: PostgresStore) -> None:
     assert new == 1 and standing == {key: first, "b" * 64: second}
 
 
-def test_schema_is_versioned_and_migrated(store: PostgresStore, postgres_server: PostgresServer) -> None:
+def test_schema_is_versioned_and_migrated(
+    store: PostgresStore, postgres_server: PostgresServer
+) -> None:
     store.connect()
     assert store.schema_version == SCHEMA_VERSION
     database = store.where.rsplit("/", 1)[1]
@@ -533,7 +542,9 @@ def test_schema_is_versioned_and_migrated(store: PostgresStore, postgres_server:
 def test_a_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
     store = PostgresStore(f"postgresql://u:{PASSWORD}@127.0.0.1:1/db")
-    with pytest.raises(StoreError, match=re.escape('pip install "pytest-propositions[postgres]"')) as info:
+    with pytest.raises(
+        StoreError, match=re.escape('pip install "pytest-propositions[postgres]"')
+    ) as info:
         store.connect()
     assert PASSWORD not in str(info.value) and PASSWORD not in repr(store)
 
@@ -551,8 +562,12 @@ def test_errors_and_reprs_never_show_the_password() -> None:
     )
 
 
-def test_a_store_flag_that_is_no_url_is_refused_without_echoing_it(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(f"--prop-store=host=db password={PASSWORD}", "-p", "no:cacheprovider")
+def test_a_store_flag_that_is_no_url_is_refused_without_echoing_it(
+    pytester: pytest.Pytester,
+) -> None:
+    result = pytester.runpytest(
+        f"--prop-store=host=db password={PASSWORD}", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prop-store*expected a PostgreSQL URL*"])
     assert PASSWORD not in result.stderr.str() + result.stdout.str()
