@@ -606,7 +606,7 @@ def test_cache_commands_act_on_the_store(fleet: Fleet) -> None:
     # prune: what the last complete run (of machine a) did not use goes.
     fleet.server.sql(
         "INSERT INTO prop_verdicts (key, record, model, recorded_at, stored_at) "
-        f"SELECT repeat('f', 64), record, model, recorded_at, now() - interval '1 day' "
+        "SELECT repeat('f', 64), record, model, recorded_at, now() - interval '1 day' "
         "FROM prop_verdicts LIMIT 1",
         fleet.database,
     )
