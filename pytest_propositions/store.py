@@ -328,10 +328,7 @@ class PostgresStore:
             psycopg = _load_psycopg(self.where)
             try:
                 conn = psycopg.connect(
-                    self._url.reveal(),
-                    autocommit=True,
-                    connect_timeout=self._connect_timeout,
-                    application_name="pytest-propositions",
+                    self._url.reveal(), autocommit=True, **self._defaults(psycopg)
                 )
             except psycopg.Error as error:
                 raise StoreUnavailable(
@@ -346,6 +343,21 @@ class PostgresStore:
                 raise
             self._conn = conn
             return conn
+
+    def _defaults(self, psycopg: Any) -> dict[str, Any]:
+        """Connection settings the URL and the ``PG*`` variables leave open: a bounded wait to
+        connect, and a dead peer noticed (a lost store must not hang the run)."""
+        given = psycopg.conninfo.conninfo_to_dict(self._url.reveal())
+        defaults: dict[str, Any] = {}
+        for name, env, value in (
+            ("connect_timeout", "PGCONNECT_TIMEOUT", self._connect_timeout),
+            ("application_name", "PGAPPNAME", "pytest-propositions"),
+            ("tcp_user_timeout", None, 60_000),
+            ("keepalives_idle", None, 30),
+        ):
+            if name not in given and (env is None or env not in os.environ):
+                defaults[name] = value
+        return defaults
 
     def _ensure_schema(self, conn: Any) -> int:
         """The store's schema version, after creating or migrating it to SCHEMA_VERSION.
