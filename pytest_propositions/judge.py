@@ -92,11 +92,6 @@ class JudgeStats:
     judge_seconds: float = 0.0
     dry_run_misses: int = 0
     coalesced: int = 0
-    # The shared store's counts (tiered.STORE_COUNTERS), added by the runtime from its cache.
-    store_hits: int = 0
-    store_shared: int = 0
-    store_races: int = 0
-    store_unshared: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 

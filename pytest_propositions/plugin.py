@@ -223,7 +223,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         from .tiered import store_summary
 
         where = describe_store(runtime.settings.store)
-        for line in store_summary(vars(stats), where):
+        for line in store_summary(runtime.store_counts(), where):
             terminalreporter.write_line(line, yellow="NOT shared" in line)
     if runtime.settings.dry_run:
         terminalreporter.write_line(dry_run_line(stats.dry_run_misses))

@@ -327,8 +327,13 @@ class PostgresStore:
                 return self._conn
             psycopg = _load_psycopg(self.where)
             try:
+                # No server-side prepared statements: a pooler (PgBouncer in transaction mode)
+                # in front of the store would hand them to another session.
                 conn = psycopg.connect(
-                    self._url.reveal(), autocommit=True, **self._defaults(psycopg)
+                    self._url.reveal(),
+                    autocommit=True,
+                    prepare_threshold=None,
+                    **self._defaults(psycopg),
                 )
             except psycopg.Error as error:
                 raise StoreUnavailable(

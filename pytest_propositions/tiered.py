@@ -21,7 +21,7 @@ __all__ = ["STORE_COUNTERS", "SharedVerdictCache", "push_command", "store_summar
 
 _T = TypeVar("_T")
 
-#: The counters a run's summary shows; the judge's stats carry them (summed over xdist workers).
+#: The counters the summary shows; xdist workers send them to the controller (session.py).
 STORE_COUNTERS = ("store_hits", "store_shared", "store_races", "store_unshared")
 
 

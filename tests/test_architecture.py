@@ -268,3 +268,23 @@ def test_only_the_transport_imports_litellm() -> None:
             if any(name.split(".")[0] in {"litellm", "openai"} for name in names):
                 importers.add(path.stem)
     assert importers == {"transport"}
+
+
+def test_only_the_store_imports_psycopg_and_only_inside_functions() -> None:
+    """The PostgreSQL driver is an optional extra: one module owns it, and importing that module
+    (or the plugin) never imports it."""
+    importers = set()
+    for path in PACKAGE.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(name.split(".")[0] == "psycopg" for name in names):
+                importers.add(path.stem)
+                assert node not in tree.body, f"{path.stem} imports psycopg at module level"
+    assert importers == {"store"}
