@@ -18,6 +18,8 @@ OLDEST_PYTHON = "3.11"
 NEWEST_PYTHON = "3.13"
 # The oldest pytest pyproject.toml accepts ("pytest>=8.0").
 OLDEST_PYTEST = "8.0.0"
+# The oldest litellm pyproject.toml accepts ("litellm>=1.106,...").
+OLDEST_LITELLM = "1.106.0"
 # The fast suite; posargs replace it (e.g. ``nox -s tests -- tests/test_cache.py -x``).
 FAST_SUITE = ("-q", "-n", "2", "-m", "not e2e")
 BENCHMARKS = ("startup_overhead", "cache_overhead", "soft_claims_concurrency", "xdist_cold")
@@ -46,6 +48,20 @@ def tests_oldest(session: nox.Session) -> None:
 def tests_newest(session: nox.Session) -> None:
     """The fast suite on the newest Python here, with the newest releases pip finds."""
     session.install("--upgrade", "-e", ".[test]", "pytest")
+    _run_tests(session)
+
+
+@nox.session(name="tests-litellm-lowest")
+def tests_litellm_lowest(session: nox.Session) -> None:
+    """The fast suite on the oldest litellm pyproject.toml allows."""
+    session.install("-e", ".[test]", f"litellm=={OLDEST_LITELLM}")
+    _run_tests(session)
+
+
+@nox.session(name="tests-litellm-highest")
+def tests_litellm_highest(session: nox.Session) -> None:
+    """The fast suite on the newest litellm pyproject.toml allows (what a fresh install gets)."""
+    session.install("--upgrade", "-e", ".[test]", "litellm")
     _run_tests(session)
 
 

@@ -16,6 +16,7 @@ from .errors import (
     JudgeReplyInvalid,
     JudgeUnavailable,
     PropositionFailed,
+    SamplesWarning,
     VerdictMissing,
     VerdictUnparsable,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "Proposition",
     "PropositionFailed",
     "RenderOptions",
+    "SamplesWarning",
     "Verdict",
     "VerdictMissing",
     "VerdictUnparsable",

@@ -75,13 +75,13 @@ def _build_parser() -> argparse.ArgumentParser:
         f"  {PROG} cache stats\n"
         f"  {PROG} cache export -o verdicts.jsonl     # commit it, review it in diffs\n"
         f"  {PROG} cache import verdicts.jsonl        # then: pytest --prop-cache=replay\n"
-        f"  {PROG} cache prune                        # after a complete run\n",
+        f"  {PROG} cache prune                        # after the runs whose verdicts you keep\n",
     )
     actions = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser(
         "stats",
         parents=[common],
-        help="show entries, size, models, age and the last complete run",
+        help="show entries, size, models, age and what the runs since the last prune used",
         description="Show what the verdict cache holds.",
     )
     export = actions.add_parser(
@@ -110,10 +110,13 @@ def _build_parser() -> argparse.ArgumentParser:
     actions.add_parser(
         "prune",
         parents=[common],
-        help="remove verdicts the last complete run did not use",
-        description="Remove the verdicts that the last complete test run (no -k/-m "
-        "selection, no failures, not interrupted) did not use. Verdicts stored after that "
-        "run are kept. Refuses if no complete run was ever recorded.",
+        help="remove verdicts no test run used since the last prune",
+        description="Every test run that finishes (passed or failed, any -k/-m selection or "
+        "paths, every xdist worker; not an interrupted one, not --prop-cache=off or replay) "
+        "records which verdicts it used. Prune keeps the verdicts used by the runs since the "
+        "last prune, and those stored after the first of them started; it removes the rest, "
+        "then starts the count afresh. So: run every test whose verdicts you want to keep "
+        "(all shards, all paths), then prune. Refuses if no run has recorded its use yet.",
     )
     rejudge = actions.add_parser(
         "rejudge",
@@ -143,7 +146,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "clear",
         parents=[common],
         help="remove every verdict",
-        description="Remove every verdict and the record of the last complete run.",
+        description="Remove every verdict and the record of which ones runs used.",
     )
     calibrate = commands.add_parser(
         "calibrate",
@@ -207,12 +210,15 @@ def _stats_lines(stats: CacheStats) -> Iterable[str]:
         yield "models: -"
     yield f"oldest: {_format_time(stats.oldest)}"
     yield f"newest: {_format_time(stats.newest)}"
-    if stats.last_complete_run is None:
-        yield "last complete run: never recorded (prune is unavailable until one is)"
+    usage = stats.usage
+    if usage is None:
+        yield "last run that recorded usage: none since the cache was created or last pruned"
     else:
+        runs = "1 run" if usage.runs == 1 else f"{usage.runs} runs"
+        verdicts = "1 verdict" if len(usage.keys) == 1 else f"{len(usage.keys)} verdicts"
         yield (
-            f"last complete run: {_format_time(stats.last_complete_run)} "
-            f"({stats.last_complete_run_keys} verdicts used)"
+            f"last run that recorded usage: finished {_format_time(usage.last_finished)} "
+            f"({runs} since {_format_time(usage.since)} used {verdicts}; prune keeps those)"
         )
 
 
@@ -314,12 +320,11 @@ def _run(args: argparse.Namespace) -> int:
         elif action == "export":
             _export(cache.export_lines(), cache.directory, args.output)
         elif action == "prune":
-            run = cache.last_complete_run()
-            count = cache.prune()
-            when = _format_time(run.recorded_at) if run else "-"
+            count, usage = cache.prune()
+            runs = "the 1 run" if usage.runs == 1 else f"the {usage.runs} runs"
             print(
-                f"pruned {count} verdicts not used by the last complete run ({when}) "
-                f"from {cache.directory}"
+                f"pruned {count} {'verdict' if count == 1 else 'verdicts'} not used by {runs} "
+                f"since {_format_time(usage.since)} from {cache.directory}"
             )
         elif action == "clear":
             print(f"removed {cache.clear()} verdicts from {cache.directory}")
@@ -358,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         CacheError,
         CalibrationError,
         ReportError,
-    ) as exc:  # NoCompleteRunError included
+    ) as exc:  # NoUsageRecordedError included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

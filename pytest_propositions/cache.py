@@ -33,10 +33,10 @@ __all__ = [
     "CacheReadOnlyError",
     "CacheStats",
     "CacheWarning",
-    "CompleteRun",
     "ImportLineError",
     "InvalidRecordError",
-    "NoCompleteRunError",
+    "NoUsageRecordedError",
+    "Usage",
     "VerdictCache",
     "cache_key",
     "canonical_json",
@@ -56,8 +56,10 @@ _WRITE_MODES = frozenset({"use", "refresh"})
 DB_NAME = "cache.db"
 
 # Reserved keys: never 64 hex digits, so they cannot collide with a verdict key.
+_META_USAGE = "meta:usage"
+# Written before usage was gathered over runs (one run's keys); still read, as one run.
 _META_COMPLETE_RUN = "meta:complete-run"
-_META_KEYS = (_META_COMPLETE_RUN,)
+_META_KEYS = (_META_USAGE, _META_COMPLETE_RUN)
 
 _KEY_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -138,8 +140,8 @@ class ImportLineError(CacheError, ValueError):
         self.expected = expected
 
 
-class NoCompleteRunError(CacheError):
-    """Prune was asked for, but no complete run recorded which verdicts are still in use."""
+class NoUsageRecordedError(CacheError):
+    """Prune was asked for, but no run has said which verdicts it used since the last prune."""
 
 
 class CacheWarning(UserWarning):
@@ -147,11 +149,41 @@ class CacheWarning(UserWarning):
 
 
 @dataclass(frozen=True)
-class CompleteRun:
-    """The verdict keys the last complete run used, and when it ended."""
+class Usage:
+    """Which verdicts the finished runs since the last prune used: what prune keeps."""
 
-    recorded_at: datetime
+    since: datetime  # when the first of those runs started
+    last_finished: datetime
+    runs: int
     keys: frozenset[str]
+
+    def to_json(self) -> str:
+        return canonical_json(
+            {
+                "since": self.since.timestamp(),
+                "last_finished": self.last_finished.timestamp(),
+                "runs": self.runs,
+                "keys": sorted(self.keys),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Usage:
+        data = json.loads(text)
+        return cls(
+            since=datetime.fromtimestamp(float(data["since"]), UTC),
+            last_finished=datetime.fromtimestamp(float(data["last_finished"]), UTC),
+            runs=int(data["runs"]),
+            keys=frozenset(str(key) for key in data["keys"]),
+        )
+
+    @classmethod
+    def from_complete_run(cls, text: str) -> Usage:
+        """An older version's record of one complete run (it kept no start time)."""
+        data = json.loads(text)
+        ended = datetime.fromtimestamp(float(data["timestamp"]), UTC)
+        keys = frozenset(str(key) for key in data["keys"])
+        return cls(since=ended, last_finished=ended, runs=1, keys=keys)
 
 
 @dataclass(frozen=True)
@@ -164,8 +196,7 @@ class CacheStats:
     models: dict[str, int] = field(default_factory=dict)
     oldest: datetime | None = None
     newest: datetime | None = None
-    last_complete_run: datetime | None = None
-    last_complete_run_keys: int | None = None
+    usage: Usage | None = None
 
 
 # --- keys and records --------------------------------------------------------------------
@@ -418,70 +449,71 @@ class VerdictCache:
         """Count ``key`` as still needed, so prune keeps it."""
         self.used_keys.add(key)
 
-    # -- complete runs and pruning --
+    # -- usage and pruning --
 
-    def record_complete_run(self, used: Iterable[str]) -> None:
-        """Remember which verdicts a complete run used; the input prune works from.
+    def record_usage(self, used: Iterable[str], started_at: datetime) -> None:
+        """Add one finished run's verdict keys to the usage that prune keeps.
 
-        A no-op in "off" mode (the cache is not touched at all) and in "replay" mode when there
-        is no cache (nothing to prune later).
+        A no-op in "off" mode (the cache is not touched at all) and on a read-only cache (prune
+        cannot run there anyway).
         """
-        keys = sorted({key for key in used if isinstance(key, str)})
-        if self.mode == "off" or (self.mode == "replay" and not self.exists):
+        keys = {key for key in used if isinstance(key, str)}
+        if self.mode == "off" or (self.mode == "replay" and not self.exists) or self.read_only:
             return
-        if self.read_only:
-            return  # bookkeeping for prune, which cannot run on a read-only cache anyway
         now = datetime.now(UTC)
-        text = canonical_json(
-            {"recorded_at": now.isoformat(), "timestamp": now.timestamp(), "keys": keys}
-        )
+
+        def op(cache: Any) -> None:
+            with cache.transact(retry=True):  # runs finishing together both count
+                before = _read_usage(cache)
+                usage = Usage(
+                    since=min(started_at, before.since) if before else started_at,
+                    last_finished=now,
+                    runs=(before.runs if before else 0) + 1,
+                    keys=frozenset(keys | (before.keys if before else frozenset())),
+                )
+                cache.set(_META_USAGE, usage.to_json(), retry=True)
+                cache.delete(_META_COMPLETE_RUN, retry=True)
+
         try:
-            self._call(lambda c: c.set(_META_COMPLETE_RUN, text, retry=True), create=True)
+            self._call(op, create=True)
         except CacheReadOnlyError:
             return
         except CacheDirectoryError as exc:
             # The end of a run is too late to fail it: say that prune will not know this run.
-            self._warn_once("complete-run", f"{exc}; this run is not recorded for 'cache prune'")
-
-    def last_complete_run(self) -> CompleteRun | None:
-        """The last recorded complete run, or None if there never was one."""
-        text = self._call(lambda c: c.get(_META_COMPLETE_RUN), create=False)
-        if not isinstance(text, str):
-            return None
-        try:
-            data = json.loads(text)
-            return CompleteRun(
-                recorded_at=datetime.fromtimestamp(float(data["timestamp"]), UTC),
-                keys=frozenset(str(key) for key in data["keys"]),
+            self._warn_once(
+                "usage", f"{exc}; this run's verdicts are not recorded for 'cache prune'"
             )
-        except (ValueError, KeyError, TypeError):
-            return None
 
-    def prune(self) -> int:
-        """Remove verdicts the last complete run did not use; return how many.
+    def usage(self) -> Usage | None:
+        """What the runs since the last prune used, or None if no run recorded any."""
+        return self._call(_read_usage, create=False)
 
-        Entries stored after that run (by a partial run or an import) are kept: that run could
-        not have used them, so it says nothing about whether they are stale.
+    def prune(self) -> tuple[int, Usage]:
+        """Remove the verdicts that no run since the last prune used; start the count afresh.
+
+        Verdicts stored after the first of those runs started are kept: none of those runs
+        could have used them, so they say nothing about whether they are stale. Returns how
+        many were removed, and the usage that decided.
         """
-        run = self.last_complete_run()
-        if run is None:
-            raise NoCompleteRunError(
-                f"no complete run has been recorded for the verdict cache at {self.directory}; "
-                "prune removes the verdicts the last complete run did not use, so without one "
-                "it would remove every verdict. Run the whole suite once (no -k/-m selection, "
-                "no failures, not interrupted), then prune."
+        usage = self.usage()
+        if usage is None:
+            raise NoUsageRecordedError(
+                f"no test run has recorded which verdicts it used in the verdict cache at "
+                f"{self.directory} since it was created or last pruned; prune keeps what those "
+                "runs used, so without one it would remove every verdict. Run the tests whose "
+                "verdicts you want to keep (any selection, every shard), then prune."
             )
-        cutoff = run.recorded_at.timestamp()
+        cutoff = usage.since.timestamp()
 
         def op(cache: Any) -> int:
             doomed = []
             for key in _verdict_keys(cache):
-                if key in run.keys:
+                if key in usage.keys:
                     continue
                 try:
                     value, stored = cache.get(key, tag=True)
                 except (UnicodeDecodeError, OSError):
-                    doomed.append(key)  # a damaged record the last run did not use
+                    doomed.append(key)  # a damaged record no run used
                     continue
                 if value is None:
                     continue
@@ -491,9 +523,11 @@ class VerdictCache:
             with cache.transact(retry=True):
                 for key in doomed:
                     cache.delete(key, retry=True)
+                for meta in _META_KEYS:
+                    cache.delete(meta, retry=True)
             return len(doomed)
 
-        return self._call(op, create=False) or 0
+        return self._call(op, create=False) or 0, usage
 
     # -- maintenance --
 
@@ -523,7 +557,6 @@ class VerdictCache:
         if found is None:
             return CacheStats(directory=self.directory)
         entries, models, oldest, newest = found
-        run = self.last_complete_run()
         return CacheStats(
             directory=self.directory,
             entries=entries,
@@ -531,8 +564,7 @@ class VerdictCache:
             models=dict(sorted(models.items(), key=lambda item: (-item[1], item[0]))),
             oldest=oldest,
             newest=newest,
-            last_complete_run=run.recorded_at if run else None,
-            last_complete_run_keys=len(run.keys) if run else None,
+            usage=self.usage(),
         )
 
     def export_lines(self) -> Iterator[str]:
@@ -595,7 +627,7 @@ class VerdictCache:
         return self._call(op, create=True) or 0
 
     def clear(self) -> int:
-        """Remove every verdict and the complete-run record; return how many verdicts."""
+        """Remove every verdict and the usage record; return how many verdicts."""
 
         def op(cache: Any) -> int:
             count = len(_verdict_keys(cache))
@@ -843,6 +875,21 @@ class VerdictCache:
 
 
 # --- helpers over an open diskcache ---------------------------------------------------------
+
+
+def _read_usage(cache: Any) -> Usage | None:
+    """The usage record, or an older complete-run record read as one run; None if neither."""
+    for meta, read in (
+        (_META_USAGE, Usage.from_json),
+        (_META_COMPLETE_RUN, Usage.from_complete_run),
+    ):
+        text = cache.get(meta)
+        if isinstance(text, str):
+            try:
+                return read(text)
+            except (ValueError, KeyError, TypeError):
+                return None  # damaged bookkeeping: as if no run had recorded usage
+    return None
 
 
 def _verdict_keys(cache: Any) -> list[str]:

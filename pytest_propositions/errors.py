@@ -17,6 +17,10 @@ class PropositionFailed(AssertionError):
         self.threshold = threshold
 
 
+class SamplesWarning(UserWarning):
+    """Several samples were asked of a judge whose answers cannot differ (greedy and seeded)."""
+
+
 class JudgeError(Exception):
     """The judge could not give a verdict; never a pass and never an assertion failure."""
 

@@ -28,6 +28,7 @@ from .errors import (
     DryRunSkip,
     JudgeReplyInvalid,
     JudgeUnavailable,
+    SamplesWarning,
     VerdictMissing,
     VerdictUnparsable,
 )
@@ -131,6 +132,7 @@ class Judge:
         self._connect = connect or self._default_connection
         self._connections: dict[str, Connection] = {}
         self._effort_ignored: set[str] = set()
+        self._same_samples_warned: set[str] = set()
         self._in_flight: dict[str, Future[Verdict]] = {}
         # Talks to the models: response modes, retries, calls in flight (``sleep``: the backoff).
         self.transport = Transport(settings, sleep)
@@ -308,9 +310,28 @@ class Judge:
                     connection.identity,
                 )
         try:
-            return _with_engine_sampling(request.sampling(model, effort), connection)
+            sampling = _with_engine_sampling(request.sampling(model, effort), connection)
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
+        if request.sample_index > 0 and _deterministic(sampling):
+            self._warn_same_samples(connection.identity)
+        return sampling
+
+    def _warn_same_samples(self, identity: str) -> None:
+        with self._lock:
+            first = identity not in self._same_samples_warned
+            self._same_samples_warned.add(identity)
+        if first:
+            import warnings
+
+            warnings.warn(
+                f"samples > 1 asks {identity} the same request several times, but it decodes "
+                "greedily with a fixed seed (temperature 0): every sample gets the same answer, "
+                "so the vote adds calls and no evidence. Use samples=1 with this judge, or a "
+                "judge that samples.",
+                SamplesWarning,
+                stacklevel=2,
+            )
 
     # -- cached records ------------------------------------------------------------------------
 
@@ -467,6 +488,11 @@ def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> d
     """The family's sampling, overridden by what the endpoint's engine requires (the local judge:
     temperature 0 and a fixed seed, for deterministic verdicts); sent and keyed as one."""
     return {**sampling, **(connection.sampling or {})}
+
+
+def _deterministic(sampling: dict[str, Any]) -> bool:
+    """Greedy decoding with a fixed seed: the same request always gets the same answer."""
+    return sampling.get("temperature") == 0 and sampling.get("seed") is not None
 
 
 def _as_reply(parsed: ParsedReply) -> dict[str, Any]:

@@ -138,12 +138,6 @@ def pytest_collection_modifyitems(
                     fixturenames.append(target)
 
 
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    # Any deselection (-k, -m, --lf) makes the run partial: prune must not trust its key set.
-    if items:
-        items[0].config.stash[RUNTIME_KEY].partial_reasons.add("tests were deselected")
-
-
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from .calibration import header_line as calibration_line
     from .report import header_line
@@ -184,13 +178,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     runtime = item.config.stash[RUNTIME_KEY]
     judge_pending(runtime, pending_for(item))
     return result
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # A skipped test used none of its verdicts; prune must not drop them.
-    if report.skipped:
-        runtime = runtime_module.current()
-        runtime.partial_reasons.add("tests were skipped")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

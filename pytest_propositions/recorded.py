@@ -4,8 +4,8 @@ A record's ``request`` field holds the key material minus the model (messages, s
 prompt version...) as zlib-compressed canonical JSON in base64: about a third of the raw size,
 deterministic, so ``cache export`` stays byte-stable. It lets ``cache rejudge`` ask the same
 question of another judge without re-running any simulation, and lets a replay miss name the
-nearest recorded request and what changed. Decode one by hand with
-``python -c "import base64,zlib,sys;print(zlib.decompress(base64.b64decode(sys.argv[1])).decode())" DATA``.
+nearest recorded request and what changed. README.md shows a one-liner that decodes one from an
+export (a test runs it).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,8 +55,10 @@ class Runtime:
     on_first_claim: Callable[[], None] | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
-    # Why this run may not have used every verdict it needs; prune trusts complete runs only.
-    partial_reasons: set[str] = field(default_factory=set)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Set when an xdist worker crashed: its used verdicts never reached the controller, so the
+    # run cannot tell prune what it used.
+    usage_lost: bool = False
     _merged_keys: set[str] = field(default_factory=set, repr=False)
     # On an xdist controller: the workers' judge counters, summed, and whether any used claims.
     _merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
@@ -206,13 +209,9 @@ class Runtime:
                 self._merged_stats[name] = self._merged_stats.get(name, 0) + value
             self._workers_used = self._workers_used or used
 
-    def record_complete_run(self) -> bool:
-        """Remember the keys of a complete run, so that `cache prune` knows what is still used."""
-        if (
-            self.partial_reasons
-            or self.settings.cache in ("off", "replay")
-            or self.cache_dir is None
-        ):
+    def record_usage(self) -> bool:
+        """Tell the cache which verdicts this finished run used: `cache prune` keeps those."""
+        if self.usage_lost or self.settings.cache in ("off", "replay") or self.cache_dir is None:
             return False
         keys = self.used_keys()
         if not keys and not self.used:
@@ -220,7 +219,7 @@ class Runtime:
         from .cache import VerdictCache
 
         cache = self.cache or VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
-        cache.record_complete_run(keys)
+        cache.record_usage(keys, self.started_at)
         if cache is not self.cache:
             cache.close()
         return True

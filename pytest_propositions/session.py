@@ -98,26 +98,12 @@ def cache_dir(config: pytest.Config, configured: str | None) -> Path:
     return config.rootpath / FALLBACK_CACHE_FOLDER
 
 
-def partial_selection(config: pytest.Config) -> set[str]:
-    """Ways a run can leave tests out without deselecting them."""
-    reasons = set()
-    if config.args_source == pytest.Config.ArgsSource.ARGS:
-        reasons.add("only some paths were collected")
-    arguments = [str(argument) for argument in config.invocation_params.args]
-    if any(argument.startswith(("--ignore", "--deselect")) for argument in arguments):
-        reasons.add("paths were ignored")
-    for option in ("lf", "stepwise", "stepwise_skip"):
-        if config.getoption(option, default=False):
-            reasons.add(f"--{option.replace('_', '-')} selected the tests")
-    return reasons
-
-
 def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str | None:
-    """Record a complete run for prune and write the JSON report; returns a problem to show."""
-    if exitstatus != pytest.ExitCode.OK:
-        runtime.partial_reasons.add(f"exit status {int(exitstatus)}")
-    runtime.partial_reasons.update(partial_selection(config))
-    runtime.record_complete_run()
+    """Record what the run used, for prune, and write the reports; returns a problem to show."""
+    # Passed or failed, the run finished: what it used counts. An interrupted one may have
+    # stopped before tests that need their verdicts.
+    if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        runtime.record_usage()
     problems = []
     if runtime.settings.report:
         from .report import save_json_report
@@ -134,7 +120,6 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
     """What an xdist worker sends the controller: used keys, and what it judged."""
     output: dict[str, Any] = {
         "prop_used_keys": sorted(runtime.used_keys()),
-        "prop_partial": sorted(runtime.partial_reasons),
     }
     if runtime.used:
         from .report import outcome_record, stats_record
@@ -153,7 +138,6 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
 def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool) -> None:
     """On the controller: fold one worker's results in, so reports match a run without xdist."""
     runtime.merge_used_keys(output.get("prop_used_keys", ()))
-    runtime.partial_reasons.update(output.get("prop_partial", ()))
     if output.get("prop_used"):
         from .report import outcome_from_record
 
@@ -166,4 +150,4 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
         runtime.contexts.update(output.get("prop_contexts", {}))
         runtime.merge_store_counts(output.get("prop_store", {}))
     if crashed:
-        runtime.partial_reasons.add("a worker crashed")
+        runtime.usage_lost = True

@@ -121,15 +121,15 @@ class StoreCommands:
 
     def _prune(self) -> None:
         with self._local() as cache:
-            run = cache.last_complete_run()
-        if run is None:
+            usage = cache.usage()
+        if usage is None:
             raise StoreCommandError(
-                f"no complete run has been recorded for the verdict cache at {self.directory}; "
-                "prune on a store removes the verdicts that complete run did not use (stored "
-                "before it ended), so run the whole suite once here first"
+                f"no test run has recorded which verdicts it used in the verdict cache at "
+                f"{self.directory}; prune on a store removes the verdicts those runs did not use "
+                "(stored before the first of them started), so run the tests here first"
             )
-        count = self.store.delete_unused(run.keys, run.recorded_at)
+        count = self.store.delete_unused(usage.keys, usage.since)
         print(
-            f"pruned {count} verdicts not used by the last complete run "
-            f"({run.recorded_at.isoformat()}) of {self.directory} from {self.where}"
+            f"pruned {count} verdicts not used by the {usage.runs} run(s) recorded in "
+            f"{self.directory} since {usage.since.isoformat()} from {self.where}"
         )

@@ -8,6 +8,7 @@ what a response holds: the reply text or refusal, the tokens used, the cost.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import logging
@@ -15,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,8 @@ def load_litellm(litellm_model: str | None = None) -> ModuleType:
     with _IMPORT_LOCK:
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            with _host_loggers_kept():
+                import litellm
         import litellm  # waits, if another thread is still importing it
 
         litellm.suppress_debug_info = True
@@ -78,6 +81,34 @@ def load_litellm(litellm_model: str | None = None) -> ModuleType:
         ):
             import openai.resources  # noqa: F401
     return litellm
+
+
+# Loggers whose level importing litellm sets (it silences httpx's request lines, for one).
+_LOGGERS_LITELLM_RETUNES = ("httpx", "apscheduler.executors.default", "apscheduler.scheduler")
+# litellm's own loggers: they write to a stderr handler of their own at any level the root allows.
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+
+
+@contextlib.contextmanager
+def _host_loggers_kept() -> Iterator[None]:
+    """Import litellm without it retuning the host's loggers, and keep its own chatter quiet.
+
+    litellm sets other libraries' logger levels at import; the user's logging must behave the
+    same whether or not a claim needed litellm. Its own loggers are held at WARNING unless the
+    user asked for more with ``LITELLM_LOG`` (otherwise ``--log-level=DEBUG`` floods the output
+    with its request dumps).
+    """
+    kept = {name: logging.getLogger(name).level for name in _LOGGERS_LITELLM_RETUNES}
+    try:
+        yield
+    finally:
+        for name, level in kept.items():
+            logging.getLogger(name).setLevel(level)
+        if "LITELLM_LOG" not in os.environ:
+            for name in _LITELLM_LOGGERS:
+                own = logging.getLogger(name)
+                if own.level == logging.NOTSET:
+                    own.setLevel(logging.WARNING)
 
 
 def _provider(litellm: ModuleType, litellm_model: str) -> str | None:

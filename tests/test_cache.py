@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from pytest_propositions.cache import (
     CacheWarning,
     ImportLineError,
     InvalidRecordError,
-    NoCompleteRunError,
+    NoUsageRecordedError,
     VerdictCache,
     _looks_like_credential,
     cache_key,
@@ -44,6 +45,9 @@ MATERIAL: dict[str, Any] = {
     "kind": "bool",
     "sample_index": 0,
 }
+
+# A run start long before any verdict of a test was stored.
+EARLY = datetime(2020, 1, 1, tzinfo=UTC)
 
 
 def record(**overrides: Any) -> dict[str, Any]:
@@ -225,7 +229,7 @@ def test_replay_does_not_create_a_missing_cache(tmp_path: Path) -> None:
     replay = VerdictCache(tmp_path / "none", "replay")
     assert replay.get(key(1)) is None
     replay.put(key(1), record())
-    replay.record_complete_run([key(1)])
+    replay.record_usage([key(1)], EARLY)
     assert not (tmp_path / "none").exists()
 
 
@@ -244,7 +248,7 @@ def test_off_neither_reads_nor_writes(tmp_path: Path) -> None:
     off = VerdictCache(directory, "off")
     assert off.get(key(1)) is None
     off.put(key(1), record())
-    off.record_complete_run([key(1)])
+    off.record_usage([key(1)], EARLY)
     assert off.get(key(1)) is None
     assert not directory.exists()
     assert off.used_keys == {key(1)}
@@ -315,7 +319,7 @@ def test_stats(tmp_path: Path) -> None:
     cache.put(key(1), record(model="a", recorded_at="2025-01-02T00:00:00Z"))
     cache.put(key(2), record(model="b", recorded_at="2025-01-01T00:00:00+00:00"))
     cache.put(key(3), record(model="a", recorded_at="2025-01-03T01:00:00+01:00"))
-    cache.record_complete_run([key(1)])
+    cache.record_usage([key(1)], EARLY)
     stats = cache.stats()
     assert stats.entries == 3 == len(cache)
     assert stats.models == {"a": 2, "b": 1}
@@ -323,14 +327,14 @@ def test_stats(tmp_path: Path) -> None:
     assert stats.oldest is not None and stats.oldest.isoformat() == "2025-01-01T00:00:00+00:00"
     assert stats.newest is not None and stats.newest.isoformat() == "2025-01-03T01:00:00+01:00"
     assert stats.size_bytes > 0
-    assert stats.last_complete_run is not None
-    assert stats.last_complete_run_keys == 1
+    assert stats.usage is not None
+    assert (stats.usage.runs, stats.usage.keys, stats.usage.since) == (1, {key(1)}, EARLY)
 
 
 def test_stats_of_a_missing_cache_do_not_create_it(tmp_path: Path) -> None:
     stats = VerdictCache(tmp_path / "none").stats()
     assert (stats.entries, stats.size_bytes, stats.models) == (0, 0, {})
-    assert stats.last_complete_run is None
+    assert stats.usage is None
     assert not (tmp_path / "none").exists()
 
 
@@ -342,12 +346,12 @@ def fill(cache: VerdictCache, count: int) -> None:
 def test_export_is_sorted_canonical_and_byte_identical(tmp_path: Path) -> None:
     cache = VerdictCache(tmp_path)
     fill(cache, 30)
-    cache.record_complete_run([key(0)])
+    cache.record_usage([key(0)], EARLY)
     first = "".join(cache.export_lines())
     second = "".join(VerdictCache(tmp_path).export_lines())
     assert first == second
     lines = first.splitlines()
-    assert len(lines) == 30  # the complete-run record is not a verdict
+    assert len(lines) == 30  # the usage record is not a verdict
     keys = [json.loads(line)["key"] for line in lines]
     assert keys == sorted(keys) == sorted(key(n) for n in range(30))
     for line in lines:
@@ -422,48 +426,74 @@ def test_a_failed_import_leaves_an_existing_cache_as_it_was(tmp_path: Path) -> N
 def test_clear(tmp_path: Path) -> None:
     cache = VerdictCache(tmp_path)
     fill(cache, 5)
-    cache.record_complete_run([key(0)])
+    cache.record_usage([key(0)], EARLY)
     assert cache.clear() == 5
     assert len(cache) == 0
-    assert cache.last_complete_run() is None
+    assert cache.usage() is None
     assert VerdictCache(tmp_path / "none").clear() == 0
 
 
-# --- complete runs and pruning -------------------------------------------------------------
+# --- usage and pruning --------------------------------------------------------------------
 
 
-def test_prune_without_a_complete_run_refuses(tmp_path: Path) -> None:
+def test_prune_before_any_run_recorded_usage_refuses(tmp_path: Path) -> None:
     cache = VerdictCache(tmp_path)
     fill(cache, 3)
-    with pytest.raises(NoCompleteRunError, match="complete run"):
+    with pytest.raises(NoUsageRecordedError, match="would remove every verdict"):
         cache.prune()
     assert len(cache) == 3
-    assert isinstance(NoCompleteRunError("x"), CacheError)
+    assert isinstance(NoUsageRecordedError("x"), CacheError)
 
 
-def test_prune_removes_what_the_last_complete_run_did_not_use(tmp_path: Path) -> None:
+def test_prune_keeps_what_any_run_since_the_last_prune_used(tmp_path: Path) -> None:
     cache = VerdictCache(tmp_path)
     fill(cache, 6)
-    cache.record_complete_run([key(0), key(1), key(2)])
-    cache.record_complete_run([key(0), key(1)])  # replaces the previous one
-    cache.put(key(9), record(claim="stored after the run"))
-    assert cache.prune() == 4
+    started = datetime.now(UTC)
+    cache.record_usage([key(0), key(1)], started + timedelta(seconds=1))
+    cache.record_usage([key(2)], started)  # another selection, or shard: both count
+    usage = cache.usage()
+    assert usage is not None
+    assert (usage.runs, usage.keys, usage.since) == (2, {key(0), key(1), key(2)}, started)
+    cache.put(key(9), record(claim="stored after the runs started"))
+    count, decided = cache.prune()
+    assert (count, decided) == (3, usage)
     assert sorted(json.loads(line)["key"] for line in cache.export_lines()) == sorted(
-        [key(0), key(1), key(9)]
+        [key(0), key(1), key(2), key(9)]
     )
-    assert cache.prune() == 0
+    # The count starts afresh: a prune needs a run after it.
+    assert cache.usage() is None
+    with pytest.raises(NoUsageRecordedError):
+        cache.prune()
+    # A run after the prune that used key(9) alone: the older verdicts go this time.
+    cache.record_usage([key(9)], datetime.now(UTC))
+    assert cache.prune()[0] == 3
+    assert [json.loads(line)["key"] for line in cache.export_lines()] == [key(9)]
+
+
+def test_an_older_complete_run_record_is_read_as_one_run(tmp_path: Path) -> None:
+    cache = VerdictCache(tmp_path)
+    fill(cache, 3)
+    ended = datetime.now(UTC) + timedelta(seconds=5)
+    old = canonical_json(
+        {"recorded_at": ended.isoformat(), "timestamp": ended.timestamp(), "keys": [key(0)]}
+    )
+    cache._call(lambda c: c.set("meta:complete-run", old), create=True)
+    usage = cache.usage()
+    assert usage is not None and (usage.runs, usage.keys) == (1, {key(0)})
+    assert cache.prune()[0] == 2
 
 
 def test_a_session_records_what_it_used(tmp_path: Path) -> None:
     VerdictCache(tmp_path).put(key(1), record())
     VerdictCache(tmp_path).put(key(2), record())
+    started = datetime.now(UTC)
     session = VerdictCache(tmp_path)
     assert session.get(key(1)) is not None
     session.put(key(3), record())
-    session.record_complete_run(session.used_keys)
-    run = session.last_complete_run()
-    assert run is not None and run.keys == {key(1), key(3)}
-    assert VerdictCache(tmp_path).prune() == 1
+    session.record_usage(session.used_keys, started)
+    usage = session.usage()
+    assert usage is not None and usage.keys == {key(1), key(3)}
+    assert VerdictCache(tmp_path).prune()[0] == 1
     assert VerdictCache(tmp_path).get(key(2)) is None
 
 

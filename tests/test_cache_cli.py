@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ def test_stats(filled: Path, tmp_path: Path) -> None:
     assert "  a: 2" in lines and "  b: 1" in lines
     assert "oldest: 2025-01-01T00:00:00+00:00" in lines
     assert "newest: 2025-03-01T00:00:00+00:00" in lines
-    assert any(line.startswith("last complete run: never") for line in lines)
+    assert "last run that recorded usage: none since the cache was created or last pruned" in lines
 
 
 def test_cache_dir_before_the_action(filled: Path, tmp_path: Path) -> None:
@@ -214,19 +215,22 @@ def test_clear(filled: Path, tmp_path: Path) -> None:
     assert len(VerdictCache(filled)) == 0
 
 
-def test_prune_without_a_complete_run(filled: Path, tmp_path: Path) -> None:
+def test_prune_before_any_run_recorded_usage(filled: Path, tmp_path: Path) -> None:
     result = cli("cache", "prune", "--cache-dir", str(filled), cwd=tmp_path)
-    assert_clean_error(result, "no complete run", "would remove every verdict")
+    assert_clean_error(result, "no test run has recorded", "would remove every verdict")
     assert len(VerdictCache(filled)) == 3
 
 
-def test_prune_after_a_complete_run(filled: Path, tmp_path: Path) -> None:
-    VerdictCache(filled).record_complete_run([key(1)])
+def test_prune_after_a_run(filled: Path, tmp_path: Path) -> None:
+    started = datetime.now(UTC)  # after the verdicts were stored: those it did not use go
+    VerdictCache(filled).record_usage([key(1)], started)
     stats = cli("cache", "stats", "--cache-dir", str(filled), cwd=tmp_path)
-    assert "(1 verdicts used)" in stats.stdout
+    [line] = [line for line in stats.stdout.splitlines() if line.startswith("last run")]
+    assert line.startswith("last run that recorded usage: finished 20"), line
+    assert line.endswith(f"(1 run since {started.isoformat()} used 1 verdict; prune keeps those)")
     result = cli("cache", "prune", "--cache-dir", str(filled), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "pruned 2 verdicts" in result.stdout
+    assert f"pruned 2 verdicts not used by the 1 run since {started.isoformat()}" in result.stdout
     assert VerdictCache(filled).get(key(1)) is not None
     assert len(VerdictCache(filled)) == 1
 

@@ -372,8 +372,8 @@ def test_off_neither_reads_nor_writes(suite: Suite) -> None:
     assert list(tree_bytes(suite.cache_dir)) == before, "off must not touch the cache's files"
     assert suite.records() == exported
     with suite.cache() as cache:
-        last = cache.last_complete_run()
-    assert last is not None and len(last.keys) == 1
+        usage = cache.usage()
+    assert usage is not None and len(usage.keys) == 1
 
 
 # -- only valid verdicts are stored --------------------------------------------------------------
@@ -450,10 +450,10 @@ def test_xdist_workers_share_one_cache(suite: Suite) -> None:
     assert len(suite.judge.requests) == XDIST_CLAIMS
     with suite.cache() as cache:
         stats = cache.stats()
-        last = cache.last_complete_run()
+        usage = cache.usage()
     assert stats.entries == XDIST_CLAIMS, "a verdict stored by a worker was lost"
-    # The controller gathered every worker's keys into the complete-run record.
-    assert last is not None and len(last.keys) == XDIST_CLAIMS
+    # The controller gathered every worker's keys into the usage record.
+    assert usage is not None and len(usage.keys) == XDIST_CLAIMS
 
     second = suite.run_subprocess("-p", "xdist", "-n", "4")
     second.assert_outcomes(passed=XDIST_CLAIMS)
@@ -467,7 +467,7 @@ def test_xdist_workers_share_one_cache(suite: Suite) -> None:
     assert len(lines) == XDIST_CLAIMS
     entries = [json.loads(line) for line in lines]
     assert all(set(entry) == {"key", "record"} for entry in entries)
-    assert [entry["key"] for entry in entries] == sorted(last.keys)
+    assert [entry["key"] for entry in entries] == sorted(usage.keys)
     assert {entry["record"]["claim"] for entry in entries} == {
         f"Claim number {n} holds for Oscar." for n in range(XDIST_CLAIMS)
     }
@@ -538,105 +538,69 @@ def test_a_damaged_cache_warns_once_and_is_rebuilt(suite: Suite) -> None:
 # -- prune across runs ---------------------------------------------------------------------------
 
 
-def test_prune_drops_exactly_what_the_last_complete_run_did_not_use(suite: Suite) -> None:
+def prune(suite: Suite) -> subprocess.CompletedProcess[str]:
+    return cli("cache", "prune", "--cache-dir", str(suite.cache_dir), cwd=suite.pytester.path)
+
+
+def test_prune_works_after_any_finished_run_and_drops_only_the_unused(suite: Suite) -> None:
     suite.pytester.makepyfile(test_three=THREE_TESTS)
-
-    def last_run() -> tuple[Any, frozenset[str]]:
-        with suite.cache() as cache:
-            run = cache.last_complete_run()
-        assert run is not None
-        return run.recorded_at, run.keys
-
     suite.run().assert_outcomes(passed=3)
-    first_keys = set(suite.records())
-    assert len(first_keys) == 3
-    first_run = last_run()
-    assert first_run[1] == first_keys
+    first = prune(suite)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("pruned 0 verdicts not used by the 1 run since"), first.stdout
+    assert len(suite.records()) == 3
 
-    # A -k selection is partial: it must not replace the record, even though it used one key only.
-    suite.run("-k", "one").assert_outcomes(passed=1)
-    assert last_run() == first_run
-
-    # Change one claim; a complete run judges it and records the new set.
+    # Change one claim, and add a failing test: a run with failures counts like any other.
     suite.pytester.makepyfile(
-        test_three=THREE_TESTS.replace("Oscar answers a question.", "Oscar answers politely.")
-    )
-    suite.run().assert_outcomes(passed=3)
-    assert len(suite.judge.requests) == 1
-    records = suite.records()
-    assert len(records) == 4
-    (stale,) = [k for k, r in records.items() if r["claim"] == "Oscar answers a question."]
-    complete = last_run()
-    assert complete[1] == set(records) - {stale}
-
-    # A run with a failing test is partial too; what it stores is kept by prune (stored later).
-    suite.pytester.makepyfile(
+        test_three=THREE_TESTS.replace("Oscar answers a question.", "Oscar answers politely."),
         test_failing="def test_failing(world, assert_proposition):\n"
-        "    assert_proposition(world, 'Oscar fails on purpose.')\n"
+        "    assert_proposition(world, 'Oscar fails on purpose.')\n",
     )
     suite.judge.on("fails on purpose", verdict(False))
     suite.run().assert_outcomes(passed=3, failed=1)
-    assert last_run() == complete
-    before_prune = set(suite.records())
-    assert len(before_prune) == 5
+    records = suite.records()
+    assert len(records) == 5
+    (stale,) = [k for k, r in records.items() if r["claim"] == "Oscar answers a question."]
 
-    pruned = cli("cache", "prune", "--cache-dir", str(suite.cache_dir), cwd=suite.pytester.path)
-    assert pruned.returncode == 0, pruned.stderr
-    assert pruned.stdout.startswith("pruned 1 verdicts"), pruned.stdout
-    assert set(suite.records()) == before_prune - {stale}
+    second = prune(suite)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("pruned 1 verdict not used by the 1 run since"), second.stdout
+    assert set(suite.records()) == set(records) - {stale}
 
 
-def test_paths_given_on_the_command_line_make_a_partial_run(suite: Suite) -> None:
+def test_prune_keeps_what_every_selection_since_the_last_prune_used(suite: Suite) -> None:
     suite.pytester.makepyfile(test_three=THREE_TESTS, test_one=ONE_TEST)
     suite.run().assert_outcomes(passed=4)
-    with suite.cache() as cache:
-        complete = cache.last_complete_run()
-    assert complete is not None and len(complete.keys) == 3  # both files share one claim
+    assert prune(suite).returncode == 0  # the count starts here
+    assert len(suite.records()) == 3  # both files share one claim
 
+    # Two partial runs (a path, a -k selection) between them use two of the three verdicts.
     suite.run("test_one.py").assert_outcomes(passed=1)
+    suite.run("test_three.py", "-k", "two").assert_outcomes(passed=1)
     with suite.cache() as cache:
-        assert cache.last_complete_run() == complete
+        usage = cache.usage()
+    assert usage is not None and usage.runs == 2 and len(usage.keys) == 2
+    result = prune(suite)
+    assert result.stdout.startswith("pruned 1 verdict not used by the 2 runs since"), result.stdout
+    assert {r["claim"] for r in suite.records().values()} == {
+        "Oscar talks about travel.",
+        "Oscar is an architect.",
+    }
 
 
-OTHER_FILE = """
-def test_other(world, assert_proposition):
-    assert_proposition(world, "Oscar likes trains.")
-"""
-
-
-def test_ignore_makes_a_partial_run(suite: Suite) -> None:
-    suite.pytester.makepyfile(test_three=THREE_TESTS, test_other=OTHER_FILE)
-    suite.run().assert_outcomes(passed=4)
-    with suite.cache() as cache:
-        complete = cache.last_complete_run()
-    assert complete is not None and len(complete.keys) == 4
-
-    suite.run("--ignore=test_other.py").assert_outcomes(passed=3)
-    with suite.cache() as cache:
-        assert cache.last_complete_run() == complete
-
-
-def test_last_failed_makes_a_partial_run(suite: Suite, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_run_records_no_usage(suite: Suite) -> None:
     suite.pytester.makepyfile(
         test_three=THREE_TESTS,
-        test_flaky="import os\n\n"
-        "def test_flaky(world, assert_proposition):\n"
-        "    assert_proposition(world, 'Oscar is flaky.')\n"
-        "    assert os.environ.get('FLAKY_FIXED')\n",
+        test_zstop="import pytest\n\ndef test_stop():\n    pytest.exit('stopped', returncode=2)\n",
     )
-    with_lf = [arg for arg in suite.args() if arg != "no:cacheprovider" and arg != "-p"]
-    monkeypatch.setenv("FLAKY_FIXED", "1")
-    suite.pytester.runpytest(*with_lf).assert_outcomes(passed=4)
+    result = suite.run()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert len(suite.records()) == 3
     with suite.cache() as cache:
-        complete = cache.last_complete_run()
-    assert complete is not None and len(complete.keys) == 4
-
-    monkeypatch.delenv("FLAKY_FIXED")
-    suite.pytester.runpytest(*with_lf).assert_outcomes(passed=3, failed=1)  # partial: a failure
-    monkeypatch.setenv("FLAKY_FIXED", "1")
-    suite.pytester.runpytest(*with_lf, "--lf").assert_outcomes(passed=1)  # only test_flaky.py
-    with suite.cache() as cache:
-        assert cache.last_complete_run() == complete
+        assert cache.usage() is None
+    refused = prune(suite)
+    assert refused.returncode == 2
+    assert "no test run has recorded" in refused.stderr
 
 
 # -- where the cache lives ------------------------------------------------------------------------
@@ -739,3 +703,37 @@ def test_the_api_key_never_reaches_the_cache(suite: Suite, monkeypatch: pytest.M
         assert secret.encode() not in data, path
         assert secret.encode("utf-16-le") not in data, path
     assert secret not in result.stdout.str()
+
+
+def readme_decode_command() -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    [command] = [line for line in readme.splitlines() if "zlib.decompress" in line]
+    return command
+
+
+def test_the_readmes_request_decoder_reads_a_real_export(suite: Suite) -> None:
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    suite.run().assert_outcomes(passed=1)
+    export = cli(
+        "cache",
+        "export",
+        "--cache-dir",
+        str(suite.cache_dir),
+        "-o",
+        "verdicts.jsonl",
+        cwd=suite.pytester.path,
+    )
+    assert export.returncode == 0, export.stderr
+    command = readme_decode_command()
+    assert "verdicts.jsonl" in command
+    result = subprocess.run(
+        ["bash", "-c", command.replace("python -c", f"{sys.executable} -c", 1)],
+        cwd=suite.pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    request = json.loads(result.stdout)
+    assert request["kind"] == "check"
+    assert any("Oscar talks about travel." in m["content"] for m in request["messages"])

@@ -168,16 +168,28 @@ def test_rate_limit_then_success_is_retried_and_cached_once(
     assert judge_server.requests == []  # served from the cache
 
 
-@pytest.mark.parametrize("code", [500, 502, 503])
+@pytest.mark.parametrize(
+    ("code", "error_type"),
+    [
+        (500, "server_error"),
+        (502, "server_error"),
+        (503, "server_error"),
+        (500, "invalid_request_error"),
+    ],
+    ids=["500", "502", "503", "500-invalid_request_error"],
+)
 def test_server_errors_until_the_retry_budget_runs_out(
     judge_server: ScriptedJudge,
     runtime: Runtime,
     cache_dir: Path,
     caplog: pytest.LogCaptureFixture,
     code: int,
+    error_type: str,
 ) -> None:
+    # A 5xx is the server's trouble whatever its body says (litellm 1.106 mapped a 500 naming
+    # invalid_request_error to BadRequestError, 1.110 to InternalServerError): always retried.
     caplog.set_level(logging.INFO, logger="pytest_propositions")
-    judge_server.default = status(code, f"upstream trouble {code}")
+    judge_server.default = status(code, f"upstream trouble {code}", error_type=error_type)
 
     error = judge_error(JudgeUnavailable, check)
     assert isinstance(error, JudgeUnavailable)

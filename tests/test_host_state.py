@@ -162,3 +162,25 @@ def test_a_run_without_claims_leaves_the_interpreter_alone(pytester: pytest.Pyte
     facts = json.loads((pytester.path / "host.json").read_text())
     assert_host_untouched(facts)
     assert "at_litellm_import" not in facts
+
+
+def test_a_live_claim_leaves_the_hosts_loggers_as_they_were(
+    pytester: pytest.Pytester, inner_run: list[str]
+) -> None:
+    # Importing litellm sets httpx's logger to WARNING and lets its own loggers write DEBUG dumps
+    # to stderr whenever the root allows; neither may leak into the user's run.
+    pytester.makepyfile(
+        test_logs="""
+        import logging, sys
+
+        def test_live(assert_proposition):
+            logging.getLogger("httpx").setLevel(logging.DEBUG)
+            assert "litellm" not in sys.modules
+            assert_proposition("Ana acts: [TALK] hi", "Ana greets.")
+            assert "litellm" in sys.modules
+            assert logging.getLogger("httpx").level == logging.DEBUG
+        """
+    )
+    result = pytester.runpytest_subprocess(*inner_run, "--log-level=DEBUG", "-rA")
+    result.assert_outcomes(passed=1)
+    assert "POST Request Sent from LiteLLM" not in result.stdout.str() + result.stderr.str()

@@ -214,12 +214,15 @@ def test_text_reply_can_set_finish_reason(judge_server: ScriptedJudge) -> None:
     assert response.choices[0].finish_reason == "length"
 
 
-def test_refusal_reaches_litellm_as_provider_specific_field(judge_server: ScriptedJudge) -> None:
+def test_a_refusal_litellm_returns_is_read_as_one(judge_server: ScriptedJudge) -> None:
+    # Where litellm puts OpenAI's `refusal` field depends on its release (1.106 moved it into
+    # provider_specific_fields, 1.110 keeps it on the message): the plugin must find it in both.
+    from pytest_propositions.transport import reply_content
+
     judge_server.default = refusal("I won't judge that.")
-    message = complete(judge_server).choices[0].message
-    assert message.content is None
-    # litellm 1.106 moves OpenAI's `refusal` field into provider_specific_fields.
-    assert message.provider_specific_fields == {"refusal": "I won't judge that."}
+    response = complete(judge_server)
+    assert response.choices[0].message.content is None
+    assert reply_content(response) == ("", "I won't judge that.")
 
 
 def test_malformed_body_makes_litellm_raise(judge_server: ScriptedJudge) -> None:
@@ -394,8 +397,6 @@ def test_429_carries_retry_after_zero(judge_server: ScriptedJudge) -> None:
         (status(500), litellm.InternalServerError),
         (status(502), litellm.BadGatewayError),
         (status(503), litellm.ServiceUnavailableError),
-        # Any error whose body says invalid_request_error is a BadRequestError, even a 500.
-        (status(500, error_type="invalid_request_error"), litellm.BadRequestError),
     ],
     ids=[
         "400",
@@ -408,7 +409,6 @@ def test_429_carries_retry_after_zero(judge_server: ScriptedJudge) -> None:
         "500",
         "502",
         "503",
-        "500-invalid_request_error",
     ],
 )
 def test_litellm_exception_mapping(

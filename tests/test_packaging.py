@@ -50,6 +50,20 @@ def test_litellm_pin_excludes_the_compromised_release() -> None:
     assert project["entry-points"]["pytest11"] == {"propositions": "pytest_propositions.plugin"}
 
 
+def test_litellm_range_is_bounded_by_the_releases_nox_tests() -> None:
+    """Both ends of the range are releases the suite runs on: the lowest is pinned by a nox
+    session, the highest is what a fresh install resolves; no open-ended upper bound."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    [litellm] = [dep for dep in project["dependencies"] if dep.startswith("litellm")]
+    lower = re.search(r">=([\d.]+)", litellm)
+    upper = re.search(r"<([\d.]+)", litellm)
+    assert lower is not None and upper is not None, litellm
+    oldest = re.search(r'OLDEST_LITELLM = "([\d.]+)"', (ROOT / "noxfile.py").read_text())
+    assert oldest is not None
+    assert oldest.group(1).split(".")[:2] == lower.group(1).split(".")[:2]
+    assert upper.group(1).count(".") == 1 and upper.group(1) != "2"
+
+
 def test_unused_plugin_imports_nothing_heavy(tmp_path: Path) -> None:
     """Installed but unused, the plugin loads neither litellm, diskcache, pydantic nor chevron."""
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
