@@ -617,3 +617,31 @@ def test_cache_commands_act_on_the_store(fleet: Fleet) -> None:
     assert done.returncode == 2 and "does not act on a shared store" in done.stderr
     for result in (stats, exported, done):
         assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_pg_variables_and_pgpass_reach_libpq(
+    postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare URL: host, port, user and database from PG* variables, the password from a
+    .pgpass file; the store is named from them, and reached."""
+    role, database = make_store(postgres_server)
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{postgres_server.port}:{database}:{role}:{PASSWORD}\n")
+    passfile.chmod(0o600)
+    for name, value in (
+        ("PGHOST", "127.0.0.1"),
+        ("PGPORT", str(postgres_server.port)),
+        ("PGUSER", role),
+        ("PGDATABASE", database),
+        ("PGPASSFILE", str(passfile)),
+        ("PGSSLMODE", "disable"),
+    ):
+        monkeypatch.setenv(name, value)
+    store = PostgresStore("postgresql://")
+    assert store.where == f"postgresql://{role}@127.0.0.1:{postgres_server.port}/{database}"
+    store.connect()
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    passfile.write_text(f"127.0.0.1:{postgres_server.port}:{database}:{role}:not-it\n")
+    with pytest.raises(StoreUnavailable, match="password authentication failed"):
+        PostgresStore("postgresql://").connect()
