@@ -645,3 +645,13 @@ def test_pg_variables_and_pgpass_reach_libpq(
     passfile.write_text(f"127.0.0.1:{postgres_server.port}:{database}:{role}:not-it\n")
     with pytest.raises(StoreUnavailable, match="password authentication failed"):
         PostgresStore("postgresql://").connect()
+
+
+@pytest.mark.parametrize("password", ["ab%zz-never-shown", "with space-never-shown"])
+def test_libpq_quoting_a_malformed_password_is_redacted(password: str) -> None:
+    """libpq quotes a malformed URL's parts in its message, the password included."""
+    store = PostgresStore(f"postgresql://u:{password}@127.0.0.1:{free_port()}/db")
+    with pytest.raises(StoreUnavailable) as info:
+        store.connect()
+    assert "[redacted]" in str(info.value) and "postgresql://u@127.0.0.1:" in str(info.value)
+    assert password not in str(info.value) and "never-shown" not in str(info.value)
