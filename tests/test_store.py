@@ -334,10 +334,11 @@ def test_a_wrong_password_is_refused_before_any_judge_call(fleet: Fleet) -> None
 
 
 def test_a_store_lost_mid_run_keeps_verdicts_locally_and_push_sends_them(
-    judge_server: ScriptedJudge, tmp_path: Path
+    postgres_server: PostgresServer, judge_server: ScriptedJudge, tmp_path: Path
 ) -> None:
+    """A server of its own (it is stopped mid-run); the session's fixture skips without one."""
     bindir = find_bindir()
-    assert bindir is not None  # the session server's fixture skipped otherwise
+    assert bindir is not None
     server = PostgresServer(bindir)
     try:
         server.start()
