@@ -27,6 +27,7 @@ from .diff import ReportError
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"
+ENV_STORE = "PROP_STORE"
 #: Where the plugin keeps verdicts unless told otherwise: pytest's cache dir + ``d/propositions``.
 DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
 
@@ -48,6 +49,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help=(
             f"the verdict cache directory (default: ${ENV_CACHE_DIR} if set, else "
             f"{DEFAULT_CACHE_DIR} under the current directory, where the plugin keeps it)"
+        ),
+    )
+    common.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help=(
+            f"act on the shared PostgreSQL verdict store instead (default: ${ENV_STORE} if "
+            "set): stats, export, import, prune, and push (the local cache up to the store)"
         ),
     )
     parser = argparse.ArgumentParser(
@@ -127,6 +137,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rejudge.add_argument(
         "--concurrency", metavar="N", help="requests at once (default: $PROP_CONCURRENCY, else 8)"
+    )
+    actions.add_parser(
+        "push",
+        parents=[common],
+        help="send the local cache's verdicts to the shared store (--store)",
+        description="Send every verdict of the local cache to the shared store, those a run "
+        "could not share (the store was lost) included. The store keeps the first verdict of "
+        "each request: where it already holds another, the local cache takes the store's.",
     )
     actions.add_parser(
         "clear",
@@ -218,9 +236,9 @@ def _existing(directory: Path) -> VerdictCache:
     return cache
 
 
-def _export(cache: VerdictCache, output: str | None) -> None:
+def _export(lines: Iterable[str], source: object, output: str | None) -> None:
     if output is None:
-        sys.stdout.writelines(cache.export_lines())
+        sys.stdout.writelines(lines)
         sys.stdout.flush()
         return
     target = Path(output)
@@ -231,7 +249,7 @@ def _export(cache: VerdictCache, output: str | None) -> None:
     try:
         with open(fd, "w", encoding="utf-8", newline="\n") as handle:
             count = 0
-            for line in cache.export_lines():
+            for line in lines:
                 handle.write(line)
                 count += 1
             handle.flush()
@@ -247,7 +265,7 @@ def _export(cache: VerdictCache, output: str | None) -> None:
         if isinstance(exc, OSError):
             raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
         raise
-    print(f"exported {count} {_verdicts(count)} from {cache.directory} to {output}")
+    print(f"exported {count} {_verdicts(count)} from {source} to {output}")
 
 
 def _read_import(source: str) -> tuple[str, list[str]]:
@@ -271,6 +289,20 @@ def _read_import(source: str) -> tuple[str, list[str]]:
 def _run(args: argparse.Namespace) -> int:
     directory = _cache_dir(args)
     action: str = args.action
+    store: str | None = getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
+    if store is not None or action == "push":
+        from .store_cli import StoreCommands
+
+        if store is None:
+            raise UsageError(f"cache push needs the store: --store URL or ${ENV_STORE}")
+        with StoreCommands(store, directory, _warn) as commands:
+            if action == "export":
+                _export(commands.export_lines(), commands.where, args.output)
+                return 0
+            if action == "import":
+                name, lines = _read_import(args.file)
+                return commands.import_lines(name, lines)
+            return commands.run(action)
     if action == "import":
         name, lines = _read_import(args.file)
         cache = VerdictCache(directory, warn=_warn)
@@ -290,7 +322,7 @@ def _run(args: argparse.Namespace) -> int:
             for line in _stats_lines(cache.stats()):
                 print(line)
         elif action == "export":
-            _export(cache, args.output)
+            _export(cache.export_lines(), cache.directory, args.output)
         elif action == "prune":
             count, usage = cache.prune()
             runs = "the 1 run" if usage.runs == 1 else f"the {usage.runs} runs"

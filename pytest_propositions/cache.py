@@ -395,8 +395,11 @@ class VerdictCache:
             self.misses += 1
         return None
 
-    def put(self, key: str, record: Mapping[str, Any]) -> None:
-        """Store ``record`` under ``key`` (use/refresh); validated in every mode."""
+    def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Store ``record`` under ``key`` (use/refresh); validated in every mode.
+
+        Returns the record that stands for ``key``: here the one given; a shared store's may be
+        another process's (``tiered.SharedVerdictCache``)."""
         if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
             raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
         text = _record_text(record)
@@ -404,12 +407,13 @@ class VerdictCache:
         if self.mode in _WRITE_MODES:
             if self.read_only:
                 self._skip_write(None)
-                return
+                return record
             stamp = time.time()
             try:
                 self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
             except CacheReadOnlyError as exc:
                 self._skip_write(exc)
+        return record
 
     def prepare_write(self) -> None:
         """Before a live (paid) judge call: make sure its verdict can be stored.

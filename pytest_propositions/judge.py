@@ -199,7 +199,17 @@ class Judge:
             self.transport.prepare(connection)
             verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
-                self.cache.put(key, record)
+                standing = self.cache.put(key, record)
+                if standing is not record:
+                    # A shared store already held a verdict for this request (another machine
+                    # judged it at the same moment): the first one stored is everyone's verdict.
+                    stored = self._from_record(dict(standing), key)
+                    if stored is None:
+                        raise CacheUnusable(
+                            f"the shared verdict {key[:16]} cannot be read by this version, "
+                            "and another verdict would make machines disagree: upgrade"
+                        )
+                    verdict = stored
         except BaseException as error:
             owned.set_exception(error)
             raise

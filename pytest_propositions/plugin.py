@@ -149,6 +149,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     calibration = calibration_line(runtime.settings, runtime.cache_dir)
     if calibration is not None:
         lines.append(f"propositions: {calibration}")
+    if runtime.settings.store and runtime.settings.cache != "off":
+        from .store import describe_store
+
+        lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
     return lines
 
 
@@ -210,6 +214,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     cached = all_cached_line(counts)
     if cached is not None:
         terminalreporter.write_line(cached)
+    if runtime.settings.store and runtime.settings.cache != "off":
+        from .store import describe_store
+        from .tiered import store_summary
+
+        where = describe_store(runtime.settings.store)
+        for line in store_summary(runtime.store_counts(), where):
+            terminalreporter.write_line(line, yellow="NOT shared" in line)
     if runtime.settings.dry_run:
         terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
     if config.option.verbose > 0:
@@ -283,6 +294,9 @@ class ClaimReports:
         judge_error = isinstance(call.excinfo.value, JudgeError)
         if judge_error:
             setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
+            if getattr(call.excinfo.value, "stops_run", False):
+                # The shared store never answered: every further claim would fail the same way.
+                item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
         if report.when != "call":
             return report
         from .report import SECTION_TITLE, failure_section

@@ -69,6 +69,7 @@ class Runtime:
     # On an xdist controller: the workers' judge counters, summed, and whether any used claims.
     _merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
     _workers_used: bool = field(default=False, repr=False)
+    _merged_store: dict[str, int] = field(default_factory=dict, repr=False)
     # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
     _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
     # With --prop-html: each judge request's messages by cache key (the context the judge saw).
@@ -98,6 +99,15 @@ class Runtime:
     def _open_cache(self) -> VerdictCache | None:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
+        if self.settings.store:
+            from .store import PostgresStore
+            from .tiered import SharedVerdictCache
+
+            return SharedVerdictCache(
+                self.cache_dir,
+                self.settings.cache,  # type: ignore[arg-type]
+                store=PostgresStore(self.settings.store),
+            )
         from .cache import VerdictCache
 
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
@@ -180,6 +190,21 @@ class Runtime:
                 value = own.get(name, 0) + self._merged_stats.get(name, 0)
                 setattr(merged, name, type(getattr(merged, name))(value))
         return merged
+
+    def store_counts(self) -> dict[str, int]:
+        """The shared store's counts (tiered.py): this process's cache plus its xdist workers'."""
+        counts = dict(self._merged_store)
+        cache = self._judge.cache if self._judge is not None else None
+        own = getattr(cache, "store_counts", None)
+        if own is not None:
+            for name, value in own().items():
+                counts[name] = counts.get(name, 0) + value
+        return counts
+
+    def merge_store_counts(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                self._merged_store[name] = self._merged_store.get(name, 0) + int(value)
 
     def merge_worker(
         self,

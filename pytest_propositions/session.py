@@ -135,6 +135,8 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         output["prop_used"] = True
         if runtime.contexts:
             output["prop_contexts"] = runtime.contexts
+        if runtime.settings.store:
+            output["prop_store"] = runtime.store_counts()
     return output
 
 
@@ -151,5 +153,6 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
             used=True,
         )
         runtime.contexts.update(output.get("prop_contexts", {}))
+        runtime.merge_store_counts(output.get("prop_store", {}))
     if crashed:
         runtime.usage_lost = True

@@ -100,6 +100,17 @@ def _parse_cache_mode(text: str) -> str:
     return text
 
 
+def _parse_store_url(text: str) -> str:
+    value = text.strip()
+    if not value.startswith(("postgresql://", "postgres://")):
+        # The value may hold a password: never echo it.
+        raise ValueError(
+            "expected a PostgreSQL URL, postgresql://USER@HOST:PORT/DATABASE (the value given "
+            "is not shown: it may hold a password)"
+        )
+    return value
+
+
 def _parse_timestamps(text: str) -> str:
     if text not in TIMESTAMP_MODES:
         raise ValueError(f"expected one of {', '.join(TIMESTAMP_MODES)}, got {text!r}")
@@ -245,6 +256,17 @@ OPTIONS: tuple[Option, ...] = (
         "pytest: the user's cache folder, e.g. ~/.cache/pytest-propositions/verdicts).",
         "DIR",
         _parse_text,
+    ),
+    Option(
+        "store",
+        "--prop-store",
+        "PROP_STORE",
+        None,
+        "A verdict store the whole CI fleet shares, second after the local cache: "
+        "postgresql://USER@HOST:PORT/DB (the password from PGPASSWORD or ~/.pgpass, or in the "
+        'URL; PG* variables and sslmode apply). Needs pip install "pytest-propositions[postgres]".',
+        "URL",
+        _parse_store_url,
     ),
     Option(
         "timestamps",
@@ -416,6 +438,8 @@ class Settings:
     api_version: str | None = None
     cache: str = "use"
     cache_dir: str | None = None
+    # Left out of the repr: the URL may carry a password.
+    store: str | None = field(default=None, repr=False)
     timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0

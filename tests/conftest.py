@@ -94,3 +94,18 @@ def judge_server(litellm_preloaded: None) -> Iterator[ScriptedJudge]:
     """A fresh scripted judge on a free loopback port, stopped after the test."""
     with ScriptedJudge() as judge:
         yield judge
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A real PostgreSQL server of this session, on a free loopback port (tests/support/postgres)."""
+    from tests.support.postgres import find_bindir, running_server
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(
+            "no PostgreSQL server programs (initdb, pg_ctl, postgres) on this machine: install "
+            "the server (Debian: apt-get install postgresql) to run the shared store's tests"
+        )
+    with running_server(bindir) as server:
+        yield server

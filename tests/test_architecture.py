@@ -261,6 +261,7 @@ HEAVY_OWNERS = {
     "openai": "transport_litellm",
     "httpx": "transport_http",
     "diskcache": "cache",
+    "psycopg": "store",  # the optional [postgres] extra
 }
 
 

@@ -1,0 +1,197 @@
+"""Two levels of verdicts: this machine's disk cache first, the fleet's shared store second.
+
+A local miss asks the store, and a store hit is copied to disk; a new verdict goes to the store
+first (the first one stored wins, fleet-wide) and then to disk, so both hold the same verdict.
+A store lost mid-run leaves verdicts on disk only, counted, to be pushed later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from .cache import CacheMode, CacheWarning, VerdictCache, _record_text
+from .store import PostgresStore, StoreError, StoreLost
+
+__all__ = ["STORE_COUNTERS", "SharedVerdictCache", "push_command", "store_summary"]
+
+_T = TypeVar("_T")
+
+#: The counters the summary shows; xdist workers send them to the controller (session.py).
+STORE_COUNTERS = ("store_hits", "store_shared", "store_races", "store_unshared")
+
+
+def push_command(where: str) -> str:
+    """The command that sends verdicts the store did not get; the store named without secrets."""
+    return f"python -m pytest_propositions cache push --store {where}"
+
+
+class SharedVerdictCache(VerdictCache):
+    """A :class:`VerdictCache` whose misses are asked of a :class:`PostgresStore` next."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        mode: CacheMode = "use",
+        *,
+        store: PostgresStore,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(directory, mode, warn=warn)
+        self.store = store
+        self.store_hits = 0
+        self.store_shared = 0
+        self.store_races = 0
+        self.store_unshared = 0
+        self._reached = False
+        self._failed: StoreError | None = None
+        self._lost: str | None = None
+
+    def __repr__(self) -> str:
+        return f"SharedVerdictCache({str(self.directory)!r}, mode={self.mode!r}, {self.store!r})"
+
+    def store_counts(self) -> dict[str, int]:
+        with self._lock:
+            return {name: getattr(self, name) for name in STORE_COUNTERS}
+
+    # -- the judge's traffic --
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        record = super().get(key)
+        if record is not None or self.mode not in ("use", "replay"):
+            return record
+        text = self._on_store(self.store.get, key)
+        if text is None:
+            return None
+        try:
+            record = json.loads(text)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            self._warn_once(
+                f"store-record:{key}",
+                f"the verdict store {self.store.where} holds a record {key[:16]} that is not a "
+                "JSON object; treating it as a miss",
+            )
+            return None
+        with self._lock:
+            self.hits += 1
+            self.misses -= 1
+            self.store_hits += 1
+        self.used_keys.add(key)
+        if self.mode == "use":
+            # A copy on disk: the next run on this machine needs no round trip for it.
+            self._keep_locally(key, record)
+        return record
+
+    def prepare_write(self) -> None:
+        """Before a paid call: the disk cache must take the verdict, and the store (if not
+        lost) must be reachable; a store that never answered stops here, before the judge."""
+        super().prepare_write()
+        if self.mode in ("use", "refresh") and not self._reached:
+            self._on_store(self.store.connect)
+
+    def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Store ``record`` in the store, then on disk; returns the record that stands.
+
+        When another process stored a verdict for ``key`` first, that one stands: it is what
+        this process keeps and uses, so every machine reports the same verdict.
+        """
+        text = _record_text(record)
+        standing: Mapping[str, Any] = record
+        if self.mode in ("use", "refresh"):
+            write = self.store.insert if self.mode == "use" else self.store.upsert
+            stored = self._on_store(write, key, text, writing=True)
+            with self._lock:
+                if stored is None:
+                    self.store_unshared += 1
+                elif stored == text:
+                    self.store_shared += 1
+                else:
+                    self.store_races += 1
+            if stored is not None and stored != text:
+                standing = json.loads(stored)
+        super().put(key, standing)
+        return standing
+
+    def close(self) -> None:
+        super().close()
+        self.store.close()
+
+    # -- the store's faults --
+
+    def _on_store(self, call: Callable[..., _T], *args: Any, writing: bool = False) -> _T | None:
+        """A call to the store. The first contact failing is an error for this claim and every
+        later one (no judge is paid); once reached, losing it means working locally (None)."""
+        if self._failed is not None:
+            raise type(self._failed)(str(self._failed)) from None
+        if self._lost is not None:
+            return None
+        try:
+            result = call(*args)
+        except StoreError as error:
+            if not self._reached:
+                self._failed = error
+                raise error.with_traceback(None) from None
+            if isinstance(error, StoreLost) or writing:
+                self._mark_lost(str(error))
+                return None
+            raise error.with_traceback(None) from None
+        self._reached = True
+        return result
+
+    def _mark_lost(self, reason: str) -> None:
+        with self._lock:
+            if self._lost is not None:
+                return
+            self._lost = reason
+        self._emit_store(
+            f"{reason}. Verdicts judged from now on are kept in the local cache only; the "
+            f"summary says how many were not shared: send them with '{push_command(self.store.where)}'"
+        )
+
+    def _emit_store(self, message: str) -> None:
+        if self._warn is not None:
+            self._warn(message)
+        else:
+            warnings.warn(message, CacheWarning, stacklevel=4)
+
+    def _keep_locally(self, key: str, record: dict[str, Any]) -> None:
+        try:
+            text = _record_text(record)
+        except ValueError as error:
+            self._warn_once(
+                f"store-record:{key}",
+                f"the verdict store {self.store.where} holds a record {key[:16]} this version "
+                f"cannot check ({error}); it is used but not copied to the local cache",
+            )
+            return
+        if self.read_only:
+            return
+        stamp = time.time()
+        try:
+            self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
+        except OSError as error:
+            self._warn_once(
+                "store-copy", f"cannot copy store verdicts to {self.directory}: {error}"
+            )
+
+
+def store_summary(counts: Mapping[str, float], where: str) -> list[str]:
+    """The summary's lines about the store: what it served and took, and what it did not get."""
+    hits, shared, races, unshared = (int(counts.get(name, 0)) for name in STORE_COUNTERS)
+    lines = [
+        f"propositions: verdict store {where}: {hits} read from it, {shared} stored in it, "
+        f"{races} judged elsewhere first (their stored verdict was used)"
+    ]
+    if unshared:
+        lines.append(
+            f"propositions: {unshared} verdict{'s' if unshared != 1 else ''} NOT shared (the "
+            "store was lost or refused them); they are in the local cache: send them with "
+            f"'{push_command(where)}'"
+        )
+    return lines

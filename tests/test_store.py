@@ -1,0 +1,658 @@
+"""The shared verdict store, against a real PostgreSQL server this session starts on loopback.
+
+Inner runs are real pytest processes ("machines"), each with its own disk cache, judged by the
+scripted judge over loopback HTTP, all pointed at one store (--prop-store).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_propositions.cache import VerdictCache
+from pytest_propositions.store import (
+    SCHEMA_VERSION,
+    PostgresStore,
+    StoreError,
+    StoreUnavailable,
+    describe_store,
+)
+from tests.conftest import INNER_WORLD
+from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
+from tests.support.postgres import PostgresServer, find_bindir, free_port
+
+MODEL = "openai/judge-model"
+PASSWORD = "pw-Zq81-never-shown"
+_names = itertools.count()
+
+
+def claims_file(count: int) -> str:
+    return (
+        "import pytest\n\n"
+        f"CLAIMS = [f'Oscar talks about subject number {{i}}.' for i in range({count})]\n\n"
+        f"@pytest.mark.parametrize('i', range({count}))\n"
+        "def test_claim(world, assert_proposition, i):\n"
+        "    assert_proposition(world, CLAIMS[i])\n"
+    )
+
+
+@dataclass
+class Fleet:
+    """One store, one project, and as many machines (disk caches) as a test wants."""
+
+    server: PostgresServer
+    judge: ScriptedJudge
+    project: Path
+    role: str
+    database: str
+    root: Path
+    runs: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.server.url(self.role, PASSWORD, self.database)
+
+    def machine(self, name: str) -> Path:
+        return self.root / f"machine-{name}"
+
+    def args(self, machine: str, *extra: str, store: str | None = None) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "pytest",
+            f"--prop-model={MODEL}",
+            f"--prop-api-base={self.judge.base_url}",
+            "--prop-retries=0",
+            f"--prop-cache-dir={self.machine(machine)}",
+            f"--prop-store={store or self.url}",
+            "-p",
+            "no:cacheprovider",
+            *extra,
+        ]
+
+    def env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PROP_", "PYTEST_", "PG")) and k != "COV_CORE_SOURCE"
+        }
+        env.update(PROP_API_KEY="test-key-not-real", LITELLM_LOCAL_MODEL_COST_MAP="True")
+        return env
+
+    def start(self, machine: str, *extra: str, store: str | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.args(machine, *extra, store=store),
+            cwd=self.project,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def run(self, machine: str, *extra: str, store: str | None = None) -> tuple[int, str]:
+        process = self.start(machine, *extra, store=store)
+        out, _ = process.communicate()
+        self.runs.append(out)
+        return process.returncode, out
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        found = self.server.sql("SELECT key, record FROM prop_verdicts", self.database)
+        return {str(key): json.loads(str(text)) for key, text in found}
+
+    def cli(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_propositions", *args],
+            cwd=self.project,
+            env=env or self.env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+
+def make_store(server: PostgresServer) -> tuple[str, str]:
+    """A role with a password and a database it owns: a fresh, empty store."""
+    number = next(_names)
+    role, database = f"ci_{os.getpid()}_{number}", f"verdicts_{os.getpid()}_{number}"
+    server.create_role(role, PASSWORD)
+    server.create_database(database, owner=role)
+    return role, database
+
+
+@pytest.fixture
+def fleet(postgres_server: PostgresServer, judge_server: ScriptedJudge, tmp_path: Path) -> Fleet:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(INNER_WORLD)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    role, database = make_store(postgres_server)
+    return Fleet(postgres_server, judge_server, project, role, database, tmp_path)
+
+
+def summary_counts(output: str) -> tuple[int, int, int]:
+    """(claims, from cache, judge calls) from the run's summary line."""
+    found = re.search(
+        r"propositions: (\d+) claims?, .*?(\d+) from cache, .*?(\d+) judge calls?", output
+    )
+    assert found is not None, output[-3000:]
+    return int(found[1]), int(found[2]), int(found[3])
+
+
+def store_counts(output: str) -> tuple[int, int, int]:
+    """(read from the store, stored in it, judged elsewhere first) from the store's line."""
+    found = re.search(
+        r"verdict store \S+: (\d+) read from it, (\d+) stored in it, (\d+) judged elsewhere",
+        output,
+    )
+    assert found is not None, output[-3000:]
+    return int(found[1]), int(found[2]), int(found[3])
+
+
+def report_values(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    return {record["test_id"]: record["verdict"]["value"] for record in data["verdicts"]}
+
+
+# -- the fleet agrees ---------------------------------------------------------------------------
+
+
+def random_judge_meeting_twice(judge: ScriptedJudge, seed: int) -> dict[str, list[bool]]:
+    """A judge answering each request at random, holding a request until a second copy of it
+    arrives (or a few seconds pass): two machines then judge the same request at once."""
+    rng = random.Random(seed)
+    answers: dict[str, list[bool]] = {}
+    waiting: dict[str, threading.Event] = {}
+    lock = threading.Lock()
+
+    def answer(request: RecordedRequest) -> Reply:
+        text = request.text
+        with lock:
+            event = waiting.setdefault(text, threading.Event())
+            first = not event.is_set() and text not in answers
+            if not first:
+                event.set()
+            value = rng.random() < 0.5
+            answers.setdefault(text, []).append(value)
+        if first:
+            event.wait(10)
+        return verdict(value, justification=f"coin said {value}")
+
+    judge.default = echo_fn(answer)
+    return answers
+
+
+def test_two_machines_with_two_workers_each_agree_on_every_verdict(fleet: Fleet) -> None:
+    """Two pytest processes, each -n 2, judge the same 12 requests at once with a judge that
+    answers at random: both report the store's verdict for every test, and it is the only one."""
+    count = 12
+    (fleet.project / "test_claims.py").write_text(claims_file(count))
+    answers = random_judge_meeting_twice(fleet.judge, seed=24)
+    reports = [fleet.root / "a.json", fleet.root / "b.json"]
+    processes = [
+        fleet.start(name, "-n", "2", f"--prop-report={report}", "--prop-outcome=report")
+        for name, report in zip("ab", reports, strict=True)
+    ]
+    outputs = [process.communicate()[0] for process in processes]
+    for process, out in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, out[-3000:]
+    first, second = (report_values(report) for report in reports)
+    assert len(first) == count and first == second
+    rows = fleet.rows()
+    assert len(rows) == count
+    stored = {row["claim"]: row["verdict"]["value"] for row in rows.values()}
+    assert sorted(stored.values()) == sorted(first.values())
+    # The judge was asked twice for requests and answered differently at least once: without
+    # the store the two machines would have disagreed.
+    assert any(len(set(values)) > 1 for values in answers.values()), answers
+    # Every answer was offered to the store; a second one for a request was turned away unless
+    # it was byte-identical to the first (same value, same second).
+    offered = sum(len(values) for values in answers.values())
+    shared = sum(store_counts(out)[1] for out in outputs)
+    races = sum(store_counts(out)[2] for out in outputs)
+    assert shared + races == offered and shared >= count
+    assert races >= sum(1 for values in answers.values() if len(set(values)) > 1) > 0
+    # Each machine's disk cache holds the fleet's verdict.
+    for machine in "ab":
+        with VerdictCache(fleet.machine(machine)) as cache:
+            local = {
+                json.loads(line)["key"]: json.loads(line)["record"] for line in cache.export_lines()
+            }
+        assert {key: record["verdict"]["value"] for key, record in local.items()} == {
+            key: row["verdict"]["value"] for key, row in rows.items()
+        }
+
+
+# -- served by the store -----------------------------------------------------------------------
+
+
+def test_a_fresh_machine_is_served_by_the_store_without_a_judge_call(fleet: Fleet) -> None:
+    (fleet.project / "test_claims.py").write_text(claims_file(5))
+    code, out = fleet.run("a")
+    assert code == 0, out[-3000:]
+    assert summary_counts(out) == (5, 0, 5)
+    assert store_counts(out) == (0, 5, 0)
+    fleet.judge.clear_requests()
+    code, out = fleet.run("b")
+    assert code == 0, out[-3000:]
+    assert summary_counts(out) == (5, 5, 0)
+    assert store_counts(out) == (5, 0, 0)
+    assert fleet.judge.requests == []
+    # The store's verdicts were copied to b's disk: its next run needs no store at all.
+    with VerdictCache(fleet.machine("b")) as cache:
+        assert len(cache) == 5
+    dead = fleet.server.url(fleet.role, PASSWORD, fleet.database).replace(
+        f":{fleet.server.port}/", f":{free_port()}/"
+    )
+    code, out = fleet.run("b", store=dead)
+    assert code == 0, out[-3000:]
+    assert summary_counts(out) == (5, 5, 0)
+
+
+def test_a_run_that_judges_nothing_never_connects(fleet: Fleet) -> None:
+    (fleet.project / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    dead = f"postgresql://nobody:{PASSWORD}@127.0.0.1:{free_port()}/nothing"
+    code, out = fleet.run("a", store=dead)
+    assert code == 0, out[-3000:]
+    assert "1 passed" in out and "cannot reach" not in out
+    assert not fleet.machine("a").exists()
+
+
+def test_replay_on_a_fresh_machine_is_served_by_the_store_alone(fleet: Fleet) -> None:
+    (fleet.project / "test_claims.py").write_text(claims_file(4))
+    code, out = fleet.run("a")
+    assert code == 0, out[-3000:]
+    fleet.judge.clear_requests()
+    code, out = fleet.run("ci", "--prop-cache=replay")
+    assert code == 0, out[-3000:]
+    assert summary_counts(out) == (4, 4, 0)
+    assert store_counts(out) == (4, 0, 0) and fleet.judge.requests == []
+    # replay reads only: nothing is written to the fresh machine's disk.
+    assert (
+        not (fleet.machine("ci") / "cache.db").exists()
+        or len(VerdictCache(fleet.machine("ci"))) == 0
+    )
+    # A claim the fleet never judged is a replay miss, explained as without a store.
+    (fleet.project / "test_new.py").write_text(
+        "def test_new(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar never mentions anything new.')\n"
+    )
+    code, out = fleet.run("ci", "--prop-cache=replay", "test_new.py")
+    assert code == 1
+    assert "VerdictMissing" in out and "never calls the judge" in out
+    assert fleet.judge.requests == []
+
+
+# -- faults --------------------------------------------------------------------------------------
+
+
+def test_a_store_down_at_start_stops_the_run_before_any_judge_call(fleet: Fleet) -> None:
+    (fleet.project / "test_claims.py").write_text(claims_file(4))
+    port = free_port()
+    dead = f"postgresql://{fleet.role}:{PASSWORD}@127.0.0.1:{port}/{fleet.database}"
+    code, out = fleet.run("a", "-n", "2", store=dead)
+    assert code != 0
+    where = f"postgresql://{fleet.role}@127.0.0.1:{port}/{fleet.database}"
+    assert f"cannot reach the verdict store {where}" in out
+    assert fleet.judge.requests == []
+    # Each of the two workers stops at its first claim: the other claims are never tried.
+    errors = re.search(r"propositions: \d+ claims?, 0 passed, 0 failed, (\d+) judge errors?", out)
+    assert errors is not None and 1 <= int(errors[1]) <= 2, out[-3000:]
+    assert "Interrupted: pytest-propositions: cannot reach the verdict store" in out
+    assert PASSWORD not in out
+
+
+def test_a_wrong_password_is_refused_before_any_judge_call(fleet: Fleet) -> None:
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    wrong = "wrong-Pw-4471-never-shown"
+    url = fleet.server.url(fleet.role, wrong, fleet.database)
+    junit, report = fleet.root / "junit.xml", fleet.root / "report.json"
+    code, out = fleet.run(
+        "a", "-l", "-vv", f"--junitxml={junit}", f"--prop-report={report}", store=url
+    )
+    assert code != 0
+    where = f"postgresql://{fleet.role}@127.0.0.1:{fleet.server.port}/{fleet.database}"
+    assert f"cannot reach the verdict store {where}" in out
+    assert "password authentication failed" in out
+    assert fleet.judge.requests == []
+    for text in (out, junit.read_text(), report.read_text() if report.exists() else ""):
+        assert wrong not in text and PASSWORD not in text
+
+
+def test_a_store_lost_mid_run_keeps_verdicts_locally_and_push_sends_them(
+    postgres_server: PostgresServer, judge_server: ScriptedJudge, tmp_path: Path
+) -> None:
+    """A server of its own (it is stopped mid-run); the session's fixture skips without one."""
+    bindir = find_bindir()
+    assert bindir is not None
+    server = PostgresServer(bindir)
+    try:
+        server.start()
+        role, database = make_store(server)
+        fleet = Fleet(server, judge_server, tmp_path / "project", role, database, tmp_path)
+        fleet.project.mkdir()
+        (fleet.project / "conftest.py").write_text(INNER_WORLD)
+        (fleet.project / "test_claims.py").write_text(claims_file(4))
+
+        def answer(request: RecordedRequest) -> Reply:
+            if "subject number 1." in request.text:
+                server.stop("immediate")  # the store goes away while claim 1 is being judged
+            return verdict(True, justification="He does.")
+
+        judge_server.default = echo_fn(answer)
+        code, out = fleet.run("a", "-p", "no:randomly")
+        assert code == 0, out[-3000:]  # every claim was judged, and holds
+        assert summary_counts(out) == (4, 0, 4)
+        assert store_counts(out) == (0, 1, 0)
+        assert "3 verdicts NOT shared" in out
+        assert "lost the verdict store" in out
+        assert f"cache push --store postgresql://{role}@127.0.0.1:{server.port}/{database}" in out
+        with VerdictCache(fleet.machine("a")) as cache:
+            assert len(cache) == 4  # nothing lost
+        server.start()
+        env = {**fleet.env(), "PGPASSWORD": PASSWORD}
+        done = fleet.cli(
+            "cache",
+            "push",
+            "--cache-dir",
+            str(fleet.machine("a")),
+            "--store",
+            server.url(role, None, database),
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "4 verdicts" in done.stdout and "3 new, 1 already there" in done.stdout
+        assert len(fleet.rows()) == 4
+        # A fresh machine now gets all four from the store.
+        judge_server.clear_requests()
+        code, out = fleet.run("b")
+        assert code == 0 and summary_counts(out) == (4, 4, 0), out[-3000:]
+    finally:
+        server.destroy()
+
+
+def test_the_password_never_shows(fleet: Fleet) -> None:
+    """In the URL, with -l, -vv, DEBUG logs to a file, JUnit, JSON and HTML reports, a failing
+    claim and a judge error: the password is nowhere."""
+    (fleet.project / "test_claims.py").write_text(
+        claims_file(2) + "\ndef test_fails(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar hates cities.')\n"
+    )
+    fleet.judge.on("hates cities", verdict(False, justification="He likes them."))
+    files = {
+        "junit": fleet.root / "junit.xml",
+        "json": fleet.root / "report.json",
+        "html": fleet.root / "report.html",
+        "log": fleet.root / "debug.log",
+    }
+    code, out = fleet.run(
+        "a",
+        "-l",
+        "-vv",
+        "-rA",
+        f"--junitxml={files['junit']}",
+        f"--prop-report={files['json']}",
+        f"--prop-html={files['html']}",
+        f"--log-file={files['log']}",
+        "--log-file-level=DEBUG",
+        "--log-level=DEBUG",
+    )
+    assert code == 1, out[-3000:]
+    assert "Oscar hates cities" in out
+    assert PASSWORD not in out
+    for name, path in files.items():
+        assert path.exists(), name
+        assert PASSWORD not in path.read_text(errors="replace"), name
+    for key, row in fleet.rows().items():
+        assert PASSWORD not in json.dumps(row) and fleet.role not in json.dumps(row), key
+    with VerdictCache(fleet.machine("a")) as cache:
+        assert all(PASSWORD not in line for line in cache.export_lines())
+
+
+# -- least privilege -------------------------------------------------------------------------------
+
+
+def test_a_role_with_select_and_insert_only_works(fleet: Fleet) -> None:
+    """The owner prepares the schema once; a CI role that may only read and insert verdicts
+    (and read the schema version) runs the suite, races included."""
+    PostgresStore(fleet.url).connect()  # the owner creates the tables
+    runner = f"{fleet.role}_runner"
+    fleet.server.create_role(runner, PASSWORD)
+    fleet.server.sql(f'GRANT CONNECT ON DATABASE "{fleet.database}" TO "{runner}"')
+    grants = (
+        f'GRANT SELECT, INSERT ON prop_verdicts TO "{runner}"; '
+        f'GRANT SELECT ON prop_schema TO "{runner}"'
+    )
+    fleet.server.sql(grants, fleet.database)
+    url = fleet.server.url(runner, PASSWORD, fleet.database)
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    code, out = fleet.run("a", store=url)
+    assert code == 0, out[-3000:]
+    assert store_counts(out) == (0, 3, 0)
+    # A verdict someone else stored first: this role reads it back after its insert did nothing.
+    store = PostgresStore(url)
+    [(key, text)] = list(itertools.islice(store.records(), 1))
+    assert store.insert(key, text.replace("He", "She")) == text
+    with pytest.raises(StoreError, match="permission denied"):
+        store.delete_unused([], datetime_now())
+    store.close()
+
+
+def datetime_now() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+# -- the store object ------------------------------------------------------------------------------
+
+
+def record_text(claim: str, value: bool = True) -> str:
+    from pytest_propositions.cache import canonical_json
+
+    return canonical_json(
+        {
+            "claim": claim,
+            "kind": "check",
+            "model": MODEL,
+            "recorded_at": "2026-01-01T00:00:00+00:00",
+            "verdict": {"kind": "check", "claim": claim, "value": value},
+        }
+    )
+
+
+@pytest.fixture
+def store(postgres_server: PostgresServer) -> Iterator[PostgresStore]:
+    role, database = make_store(postgres_server)
+    store = PostgresStore(postgres_server.url(role, PASSWORD, database))
+    yield store
+    store.close()
+
+
+def test_concurrent_lookups_share_round_trips(store: PostgresStore) -> None:
+    """Sixteen threads looking up at once (soft claims on a pool): the first query runs for
+    whoever waits; everyone arriving meanwhile shares the next one."""
+    keys = [f"{i:064x}" for i in range(16)]
+    for key in keys[:8]:
+        store.insert(key, record_text(key))
+    original = store._lookup_batch
+    calls: list[int] = []
+
+    def slow_first(batch: list[str]) -> dict[str, str]:
+        calls.append(len(batch))
+        if len(calls) == 1:
+            time.sleep(0.3)  # everyone else arrives meanwhile
+        return original(batch)
+
+    store._get._run = slow_first  # type: ignore[assignment]
+    barrier = threading.Barrier(16)
+    results: dict[str, str | None] = {}
+
+    def look(key: str) -> None:
+        barrier.wait()
+        results[key] = store.get(key)
+
+    threads = [threading.Thread(target=look, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) <= 3 and sum(calls) == 16
+    assert {k for k, v in results.items() if v is not None} == set(keys[:8])
+
+
+def test_first_stored_verdict_wins(store: PostgresStore) -> None:
+    key = "a" * 64
+    first, second = record_text("x", True), record_text("x", False)
+    assert store.insert(key, first) == first
+    assert store.insert(key, second) == first
+    new, standing = store.insert_many({key: second, "b" * 64: second})
+    assert new == 1 and standing == {key: first, "b" * 64: second}
+
+
+def test_schema_is_versioned_and_migrated(
+    store: PostgresStore, postgres_server: PostgresServer
+) -> None:
+    store.connect()
+    assert store.schema_version == SCHEMA_VERSION
+    database = store.where.rsplit("/", 1)[1]
+    postgres_server.sql("UPDATE prop_schema SET version = 0", database)
+    store.close()
+    store.connect()  # an older store is brought up to date
+    assert postgres_server.sql("SELECT version FROM prop_schema", database) == [(SCHEMA_VERSION,)]
+    postgres_server.sql(f"UPDATE prop_schema SET version = {SCHEMA_VERSION + 1}", database)
+    store.close()
+    with pytest.raises(StoreError, match="newer pytest-propositions"):
+        store.connect()
+
+
+def test_a_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    store = PostgresStore(f"postgresql://u:{PASSWORD}@127.0.0.1:1/db")
+    with pytest.raises(
+        StoreError, match=re.escape('pip install "pytest-propositions[postgres]"')
+    ) as info:
+        store.connect()
+    assert PASSWORD not in str(info.value) and PASSWORD not in repr(store)
+
+
+def test_errors_and_reprs_never_show_the_password() -> None:
+    url = f"postgresql://u:{PASSWORD}@127.0.0.1:{free_port()}/db?sslmode=disable"
+    store = PostgresStore(url, connect_timeout=2)
+    with pytest.raises(StoreUnavailable) as info:
+        store.connect()
+    assert "postgresql://u@127.0.0.1:" in str(info.value)
+    for shown in (str(info.value), repr(store), repr(store._url), repr(vars(store))):
+        assert PASSWORD not in shown
+    assert describe_store("postgresql:///verdicts", {"PGHOST": "db.internal", "PGUSER": "ci"}) == (
+        "postgresql://ci@db.internal:5432/verdicts"
+    )
+
+
+def test_a_store_flag_that_is_no_url_is_refused_without_echoing_it(
+    pytester: pytest.Pytester,
+) -> None:
+    result = pytester.runpytest(
+        f"--prop-store=host=db password={PASSWORD}", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--prop-store*expected a PostgreSQL URL*"])
+    assert PASSWORD not in result.stderr.str() + result.stdout.str()
+
+
+# -- the cache commands on a store -----------------------------------------------------------------
+
+
+def test_cache_commands_act_on_the_store(fleet: Fleet) -> None:
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    code, out = fleet.run("a")
+    assert code == 0, out[-3000:]
+    env = {**fleet.env(), "PROP_STORE": fleet.server.url(fleet.role, None, fleet.database)}
+    env["PGPASSWORD"] = PASSWORD
+    stats = fleet.cli("cache", "stats", env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert "entries: 3" in stats.stdout and f"{MODEL}: 3" in stats.stdout
+    assert f"schema version: {SCHEMA_VERSION}" in stats.stdout
+    # The store exports what the disk cache beside it exports, byte for byte.
+    exported = fleet.cli("cache", "export", env=env)
+    local = fleet.cli("cache", "export", "--cache-dir", str(fleet.machine("a")))
+    assert exported.returncode == 0 and exported.stdout == local.stdout and exported.stdout
+    # import: into another, empty store; the first verdict stored stays.
+    role, database = make_store(fleet.server)
+    other = {**env, "PROP_STORE": fleet.server.url(role, None, database)}
+    export_file = fleet.root / "verdicts.jsonl"
+    export_file.write_text(exported.stdout)
+    done = fleet.cli("cache", "import", str(export_file), env=other)
+    assert done.returncode == 0 and "imported 3 verdicts" in done.stdout, done.stderr
+    done = fleet.cli("cache", "import", str(export_file), env=other)
+    assert "imported 0 verdicts" in done.stdout
+    bad = fleet.root / "bad.jsonl"
+    bad.write_text(exported.stdout + "{not json\n")
+    done = fleet.cli("cache", "import", str(bad), env=other)
+    assert done.returncode == 2 and "bad.jsonl:4" in done.stderr
+    # prune: what the last complete run (of machine a) did not use goes.
+    fleet.server.sql(
+        "INSERT INTO prop_verdicts (key, record, model, recorded_at, stored_at) "
+        "SELECT repeat('f', 64), record, model, recorded_at, now() - interval '1 day' "
+        "FROM prop_verdicts LIMIT 1",
+        fleet.database,
+    )
+    done = fleet.cli("cache", "prune", "--cache-dir", str(fleet.machine("a")), env=env)
+    assert done.returncode == 0 and "pruned 1 verdicts" in done.stdout, done.stderr
+    assert len(fleet.rows()) == 3
+    done = fleet.cli("cache", "clear", env=env)
+    assert done.returncode == 2 and "does not act on a shared store" in done.stderr
+    for result in (stats, exported, done):
+        assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_pg_variables_and_pgpass_reach_libpq(
+    postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare URL: host, port, user and database from PG* variables, the password from a
+    .pgpass file; the store is named from them, and reached."""
+    role, database = make_store(postgres_server)
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{postgres_server.port}:{database}:{role}:{PASSWORD}\n")
+    passfile.chmod(0o600)
+    for name, value in (
+        ("PGHOST", "127.0.0.1"),
+        ("PGPORT", str(postgres_server.port)),
+        ("PGUSER", role),
+        ("PGDATABASE", database),
+        ("PGPASSFILE", str(passfile)),
+        ("PGSSLMODE", "disable"),
+    ):
+        monkeypatch.setenv(name, value)
+    store = PostgresStore("postgresql://")
+    assert store.where == f"postgresql://{role}@127.0.0.1:{postgres_server.port}/{database}"
+    store.connect()
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    passfile.write_text(f"127.0.0.1:{postgres_server.port}:{database}:{role}:not-it\n")
+    with pytest.raises(StoreUnavailable, match="password authentication failed"):
+        PostgresStore("postgresql://").connect()
+
+
+@pytest.mark.parametrize("password", ["ab%zz-never-shown", "with space-never-shown"])
+def test_libpq_quoting_a_malformed_password_is_redacted(password: str) -> None:
+    """libpq quotes a malformed URL's parts in its message, the password included."""
+    store = PostgresStore(f"postgresql://u:{password}@127.0.0.1:{free_port()}/db")
+    with pytest.raises(StoreUnavailable) as info:
+        store.connect()
+    assert "[redacted]" in str(info.value) and "postgresql://u@127.0.0.1:" in str(info.value)
+    assert password not in str(info.value) and "never-shown" not in str(info.value)

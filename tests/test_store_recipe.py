@@ -1,0 +1,113 @@
+"""The README's CI recipe for the shared store, executed: its GitHub Actions steps (the installs
+aside, this environment has them) run as written against a local PostgreSQL server standing in
+for the service container, with the scripted judge standing in for the provider."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import INNER_WORLD
+from tests.support.judge_server import ScriptedJudge, verdict
+from tests.support.postgres import PostgresServer
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+SECTION = "## A verdict store the whole CI fleet shares"
+PASSWORD = "recipe-pw-5512-never-shown"
+
+
+def recipe_blocks() -> list[dict[str, Any]]:
+    text = README.read_text()
+    section = text[text.index(SECTION) :]
+    section = section[: section.index("\n## ", 1)]
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S)]
+
+
+def test_the_two_ci_services_run_the_same_commands() -> None:
+    github, gitlab = recipe_blocks()
+    job = github["jobs"]["test"]
+    steps = [step["run"] for step in job["steps"] if "run" in step]
+    assert steps == gitlab["test"]["script"]
+    assert job["services"]["postgres"]["image"].startswith("postgres:")
+    assert gitlab["test"]["services"][0]["name"].startswith("postgres:")
+    # The password comes from a secret, through PGPASSWORD: never written in the URL.
+    for variables in (job["env"], gitlab["test"]["variables"]):
+        assert (
+            "@" in variables["PROP_STORE"] and ":" not in variables["PROP_STORE"].split("@")[0][13:]
+        )
+        assert "PGPASSWORD" in variables
+
+
+def test_the_github_actions_steps_run_against_a_local_server(
+    postgres_server: PostgresServer, judge_server: ScriptedJudge, tmp_path: Path
+) -> None:
+    github, _ = recipe_blocks()
+    job = github["jobs"]["test"]
+    service = job["services"]["postgres"]["env"]
+    user, database = service["POSTGRES_USER"], service["POSTGRES_DB"]
+    role, db = f"{user}_{os.getpid()}", f"{database}_{os.getpid()}"
+    postgres_server.create_role(role, PASSWORD)
+    postgres_server.create_database(db, owner=role)
+    store = job["env"]["PROP_STORE"].replace(
+        f"{user}@localhost:5432/{database}", f"{role}@127.0.0.1:{postgres_server.port}/{db}"
+    )
+    assert store != job["env"]["PROP_STORE"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PYTEST_", "PG"))}
+    env.update(
+        PROP_STORE=store,
+        PGPASSWORD=PASSWORD,
+        OPENAI_API_KEY="test-key-not-real",
+        PROP_API_BASE=judge_server.base_url,
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    judge_server.on("How true is the claim", verdict(8, justification="He likes them."))
+    judge_server.default = verdict(True, justification="He says so.")
+    project = tmp_path / "machine-1"
+    project.mkdir()
+    (project / "conftest.py").write_text(INNER_WORLD)
+    (project / "test_travel.py").write_text(
+        "def test_travel(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar talks about travel.')\n\n"
+        "def test_cities(world, assert_proposition, min_score):\n"
+        "    min_score(world, 'Oscar likes quiet cities.', 6)\n"
+    )
+    steps = [step["run"] for step in job["steps"] if "run" in step]
+    runnable = [step for step in steps if not step.startswith("pip install")]
+    assert len(runnable) == len(steps) - 1
+
+    def run_steps(where: Path) -> list[str]:
+        outputs = []
+        for step in runnable:
+            done = subprocess.run(
+                ["bash", "-c", step],
+                cwd=where,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert done.returncode == 0, f"{step}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+            assert PASSWORD not in done.stdout + done.stderr
+            outputs.append(done.stdout)
+        return outputs
+
+    first = run_steps(project)
+    assert re.search(r"propositions: 2 claims, .*0 from cache, .*2 judge calls", first[0])
+    assert "entries: 2" in first[-1]
+    # A second machine (a fresh checkout: no disk cache) is served by the store.
+    second_machine = tmp_path / "machine-2"
+    shutil.copytree(
+        project, second_machine, ignore=shutil.ignore_patterns(".pytest_cache", "__pycache__")
+    )
+    judge_server.clear_requests()
+    second = run_steps(second_machine)
+    assert re.search(r"propositions: 2 claims, .*2 from cache, .*0 judge calls", second[0])
+    assert "2 read from it" in second[0]
+    assert judge_server.requests == []
