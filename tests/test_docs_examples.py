@@ -2,13 +2,12 @@
 
 Each page gets a project folder of its own, seeded with the ``conftest.py`` and ``test_travel.py``
 of Getting started (the ``world`` fixture the other pages use). Its blocks run in page order:
-files are written, test files run with pytest, scripts with Python, bash blocks with bash, all in
-subprocesses whose environment points the judge at the scripted server on loopback
-(``PROP_MODEL=openai/judge-model``, ``PROP_API_BASE``, ``PROP_API_KEY``). A flag on a command
-line (``--prop-model=openai/gpt-4.1-mini``) wins over the environment as usual, and reaches the
-same server. ``tests/support/docs_blocks.py`` says how a block is classified and which HTML
-comments adjust its run.
-"""
+files are written, test files run with pytest, scripts with Python, bash blocks one command at a
+time. pytest runs inline (pytester), everything else in subprocesses; both see an environment
+that points the judge at the scripted server on loopback (``PROP_MODEL=openai/judge-model``,
+``PROP_API_BASE``, ``PROP_API_KEY``). A flag on a command line (``--prop-model=openai/gpt-4.1-mini``)
+wins over the environment as usual, and reaches the same server. ``tests/support/docs_blocks.py``
+says how a block is classified and which HTML comments adjust its run."""
 
 from __future__ import annotations
 

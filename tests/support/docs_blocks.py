@@ -7,7 +7,8 @@ A block is run by ``tests/test_docs_examples.py``. What decides how:
   with pytest. A ``conftest.py`` replaces the one the project started with.
 - ```` ```python ```` with no title is a test file when it defines ``test_`` functions, else a
   script run with Python.
-- ```` ```bash ```` is run by bash (``set -euo pipefail``) in the project's folder.
+- ```` ```bash ```` is run one command (line) at a time in the project's folder: ``pytest ...``
+  inline, anything else by ``bash -euo pipefail``; the first failing command ends the block.
 - Other languages (``text``, ``json``, ``yaml``, untitled ``ini``) are shown, not run.
 
 HTML comments on the lines right above a block (invisible on the site) adjust its run:
