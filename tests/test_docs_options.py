@@ -41,7 +41,11 @@ def registered_names(pytester: pytest.Pytester) -> tuple[set[str], set[str]]:
 def test_every_option_of_the_table_is_on_the_page() -> None:
     page = rendered_options_page()
     for option in OPTIONS:
-        rows = [line for line in page.splitlines() if line.startswith(f"| `{option.flag}")]
+        rows = [
+            line
+            for line in page.splitlines()
+            if line.startswith((f"| `{option.flag}=", f"| `{option.flag}`"))
+        ]
         row = rows[0] if len(rows) == 1 else None
         assert row is not None, f"{option.flag} is missing from the options reference"
         assert f"`{option.ini}`" in row, f"{option.ini} is missing from {option.flag}'s row"
