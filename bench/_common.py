@@ -28,7 +28,14 @@ SCRIPTED_MODEL = "openai/judge-model"
 # What pytest-propositions never imports unless a claim is evaluated (or looked up).
 HEAVY_MODULES = ("litellm", "diskcache", "pydantic", "chevron")
 
-_SUMMARY = re.compile(r"^propositions: (\d+) verdicts, .*$", re.MULTILINE)
+_SUMMARY = re.compile(r"^propositions: (\d+) claims?, .*$", re.MULTILINE)
+# The summary writes "1 judge call", "2 judge calls": counts are read under the plural name.
+_SINGULAR = {
+    "claim": "claims",
+    "judge error": "judge errors",
+    "judge call": "judge calls",
+    "token": "tokens",
+}
 
 
 # -- the environment of a run ---------------------------------------------------------------------
@@ -186,13 +193,13 @@ def revision() -> str:
 
 
 def summary_line(stdout: str) -> str | None:
-    """The plugin's terminal summary line (``propositions: N verdicts, ...``), if printed."""
+    """The plugin's terminal summary line (``propositions: N claims, ...``), if printed."""
     found = _SUMMARY.search(stdout)
     return found.group(0) if found else None
 
 
 def summary_counts(stdout: str) -> dict[str, float]:
-    """The summary line as numbers: verdicts, judge calls, tokens, judging (seconds), ..."""
+    """The summary line as numbers: claims, judge calls, tokens, judging (seconds), ..."""
     line = summary_line(stdout)
     if line is None:
         return {}
@@ -201,6 +208,7 @@ def summary_counts(stdout: str) -> dict[str, float]:
         value, _, name = part.partition(" ")
         if value.startswith("$"):
             name, value = "cost_usd", value[1:]
+        name = _SINGULAR.get(name, name)
         try:
             counts[name] = float(value.removesuffix("s"))
         except ValueError:

@@ -35,6 +35,10 @@ class UsageError(Exception):
     """A mistake the user can fix; reported as ``error: ...`` with exit code 2, no traceback."""
 
 
+def _verdicts(count: int) -> str:
+    return "verdict" if count == 1 else "verdicts"
+
+
 def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -243,7 +247,7 @@ def _export(cache: VerdictCache, output: str | None) -> None:
         if isinstance(exc, OSError):
             raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
         raise
-    print(f"exported {count} verdicts from {cache.directory} to {output}")
+    print(f"exported {count} {_verdicts(count)} from {cache.directory} to {output}")
 
 
 def _read_import(source: str) -> tuple[str, list[str]]:
@@ -274,7 +278,7 @@ def _run(args: argparse.Namespace) -> int:
             count = cache.import_lines(lines)
         except ImportLineError as exc:
             raise UsageError(f"{name}:{exc.lineno}: {exc.expected}") from None
-        print(f"imported {count} verdicts into {cache.directory}")
+        print(f"imported {count} {_verdicts(count)} into {cache.directory}")
         return 0
     if action == "rejudge":
         from .rejudge import run as rejudge
@@ -295,7 +299,8 @@ def _run(args: argparse.Namespace) -> int:
                 f"since {_format_time(usage.since)} from {cache.directory}"
             )
         elif action == "clear":
-            print(f"removed {cache.clear()} verdicts from {cache.directory}")
+            removed = cache.clear()
+            print(f"removed {removed} {_verdicts(removed)} from {cache.directory}")
         else:  # pragma: no cover - argparse only lets the actions above through
             raise UsageError(f"unknown action {action!r}")
     finally:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -14,6 +16,7 @@ from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .proposition import (
     Proposition,
     check_additional_context,
+    check_timestamps,
     choose_target,
     claim_and_options,
     is_proposition_like,
@@ -38,6 +41,7 @@ OPTION_NAMES = frozenset(
         "use_reasoning_model",
         "precondition",
         "samples",
+        "timestamps",
     }
 )
 
@@ -50,6 +54,35 @@ def validate_threshold(value: Any, where: str) -> int:
             f"{where}: expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {value!r}"
         )
     return value
+
+
+def expectation(min_score: Any, max_score: Any, holds: Any, where: str) -> tuple[int | None, bool]:
+    """What a claim must do, as (threshold, holds): a check that holds (None, True) or does not
+    (None, False); a score of at least N (N, True) or at most N (N, False)."""
+    __tracebackhide__ = True
+    try:
+        check_flag(holds, "holds")
+    except TypeError as error:
+        raise TypeError(f"{where}: {error}") from None
+    if min_score is not None and max_score is not None:
+        raise TypeError(
+            f"{where}: give min_score (the score must reach it) or max_score (the score must "
+            "not exceed it), not both"
+        )
+    if not holds and min_score is not None:
+        raise TypeError(
+            f"{where}: holds=False with min_score is ambiguous; for a score that must stay low, "
+            "write max_score=N (the score must be at most N)"
+        )
+    if not holds and max_score is not None:
+        raise TypeError(
+            f"{where}: max_score already says the claim must not hold; drop holds=False"
+        )
+    if max_score is not None:
+        return validate_threshold(max_score, f"{where} max_score"), False
+    if min_score is not None:
+        return validate_threshold(min_score, f"{where} min_score"), True
+    return None, bool(holds)
 
 
 FLAG_OPTIONS = ("include_personas", "double_check", "use_reasoning_model")
@@ -86,8 +119,13 @@ def _check_option_values(options: Mapping[str, Any]) -> None:
         value = options.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{name} must be a whole number or None, got {value!r}")
-        if value is not None and value < 1:
-            raise ValueError(f"{name} must be a positive whole number or None, got {value!r}")
+        if value is not None and value < 0:
+            raise ValueError(
+                f"{name} must be a whole number of at least 0, or None, got {value!r} (0 means "
+                "what it means to the reference library: first_n=0 shows no event from the "
+                "start, last_n=0 shows every event)"
+            )
+    check_timestamps(options.get("timestamps"))
     samples = options.get("samples")
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)):
         raise TypeError(f"samples must be a whole number, got {samples!r}")
@@ -100,7 +138,10 @@ def validate_claim(claim: Any, options: Mapping[str, Any], where: str) -> str:
     __tracebackhide__ = True
     try:
         check_claim(claim)
-        render_claim(claim, options.get("claim_variables"))
+        # With a precondition the claim is rendered only if the precondition lets it be judged
+        # (a false one needs no variables), so it is checked when it is judged.
+        if options.get("precondition") is None:
+            render_claim(claim, options.get("claim_variables"))
     except (TypeError, ValueError) as error:
         raise type(error)(f"{where}: {error}") from None
     return str(claim)
@@ -116,25 +157,51 @@ def validate_target(target: Any, where: str) -> None:
 
 
 def soft_claim(
-    target: Any, claim: Any, min_score: Any, options: Mapping[str, Any], origin: str
+    target: Any,
+    claim: Any,
+    min_score: Any,
+    options: Mapping[str, Any],
+    origin: str,
+    frame: FrameType | None = None,
+    *,
+    max_score: Any = None,
+    holds: Any = True,
 ) -> PendingClaim:
-    """A claim to judge later, checked now, so a mistake raises at the line that made it."""
+    """A claim to judge later, checked now, so a mistake raises at the line that made it.
+
+    ``frame``: the caller's frame; a failure judged later points at the line that made the claim.
+    """
     __tracebackhide__ = True
     validate_options(options, origin)
-    if min_score is not None:
-        validate_threshold(min_score, f"{origin} min_score")
+    threshold, expected = expectation(min_score, max_score, holds, origin)
     validate_claim(claim, options, origin)
     validate_target(target, origin)
-    return PendingClaim(target, claim, min_score, dict(options), origin)
+    where, site = _call_site(frame) if frame is not None else (None, None)
+    return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)
 
 
-def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
-    """``assert_propositions``' claims: each a claim, or a (claim, min_score) pair."""
-    __tracebackhide__ = True
+def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
+    """``file:line`` of a frame, and a traceback entry for it, so pytest shows that line."""
+    path = Path(frame.f_code.co_filename)
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{frame.f_lineno}", TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
+
+
+BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
+
+
+def batch_items(claims: Any) -> list[tuple[Any, int | None, bool]]:
+    """``assert_propositions``' claims, as (claim, threshold, holds): each a claim, a
+    (claim, min_score) pair, or a dict with "claim" and one of "min_score", "max_score" or
+    "holds" (False: the claim must not hold)."""
     __tracebackhide__ = True
     expected = (
         "assert_propositions: claims must be a non-empty list of claims (strings or "
-        "Proposition objects) or (claim, min_score) pairs"
+        "Proposition objects), (claim, min_score) pairs or dicts such as "
+        '{"claim": ..., "holds": False}'
     )
     if isinstance(claims, Mapping):
         raise TypeError(
@@ -149,10 +216,10 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
     ):
         shown = type(claims).__name__ if claims else repr(claims)
         raise TypeError(f"{expected}, got {shown}")
-    items: list[tuple[Any, int | None]] = []
+    items: list[tuple[Any, int | None, bool]] = []
     for index, item in enumerate(claims):
         if isinstance(item, str) or is_proposition_like(item):
-            items.append((item, None))
+            items.append((item, None, True))
         elif (
             isinstance(item, tuple | list)
             and len(item) == 2
@@ -164,12 +231,31 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None]]:
                 validate_threshold(
                     threshold, f"assert_propositions min_score for {quote_claim(text)}"
                 )
-            items.append((claim, threshold))
+            items.append((claim, threshold, True))
+        elif isinstance(item, Mapping) and (
+            isinstance(item.get("claim"), str) or is_proposition_like(item.get("claim"))
+        ):
+            unknown = sorted(map(str, set(item) - set(BATCH_ITEM_KEYS)))
+            if unknown:
+                raise TypeError(
+                    f"assert_propositions: item #{index} has unknown key(s) {', '.join(unknown)}; "
+                    f"expected some of {', '.join(BATCH_ITEM_KEYS)} (options go to "
+                    "assert_propositions itself)"
+                )
+            claim = item["claim"]
+            text = claim if isinstance(claim, str) else claim.claim
+            threshold, holds = expectation(
+                item.get("min_score"),
+                item.get("max_score"),
+                item.get("holds", True),
+                f"assert_propositions item #{index} {quote_claim(text)}",
+            )
+            items.append((claim, threshold, holds))
         else:
             raise TypeError(
-                f"assert_propositions: item #{index} must be a claim (str) or a "
-                f"(claim, min_score) pair, got {type(item).__name__} {_short(item)} (a "
-                "Proposition object also counts as a claim)"
+                f"assert_propositions: item #{index} must be a claim (str), a "
+                f"(claim, min_score) pair or a dict with a 'claim', got {type(item).__name__} "
+                f"{_short(item)} (a Proposition object also counts as a claim)"
             )
     return items
 
@@ -217,6 +303,7 @@ def judge_claim(
     precondition: Callable[..., Any] | None = None,
     samples: int | None = None,
     sample_index: int = 0,
+    timestamps: str | None = None,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says."""
     __tracebackhide__ = True
@@ -231,6 +318,7 @@ def judge_claim(
         double_check=double_check,
         use_reasoning_model=use_reasoning_model,
         precondition_function=precondition,
+        timestamps=timestamps,
     )
     return proposition.evaluate(
         kind,  # type: ignore[arg-type]
@@ -242,46 +330,65 @@ def judge_claim(
     )
 
 
-def passes(verdict: Verdict, threshold: int | None) -> bool:
+def passes(verdict: Verdict, threshold: int | None, holds: bool = True) -> bool:
     if verdict.kind == "check":
-        return verdict.value is True
+        return verdict.value is holds
     assert threshold is not None
-    return int(verdict.value) >= threshold
+    if holds:
+        return int(verdict.value) >= threshold
+    return int(verdict.value) <= threshold
 
 
-def failure_message(verdict: Verdict, threshold: int | None) -> str:
+def failure_message(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
     """One line for the exception; the report section carries the rest."""
-    if verdict.kind == "check":
+    if verdict.kind == "check" and holds:
         outcome = "judged False"
-    else:
+    elif verdict.kind == "check":
+        outcome = "judged True; expected the claim not to hold"
+    elif holds:
         outcome = f"scored {verdict.value}/{MAX_SCORE}, below the minimum of {threshold}"
+    else:
+        outcome = (
+            f"scored {verdict.value}/{MAX_SCORE}, above the maximum of {threshold}; expected "
+            "the claim not to hold"
+        )
     votes = f", votes {list(verdict.votes)}" if verdict.votes else ""
     claim = quote_claim(verdict.claim)
-    return f"claim {claim} {outcome} (model {verdict.model or 'unknown'}{votes})"
+    message = f"claim {claim} {outcome} (model {verdict.model or 'unknown'}{votes})"
+    if not holds:
+        # The judge's reasons are what a reader needs when a claim that must not hold did.
+        message += f"; the judge: {quote_claim(verdict.justification, 300)}"
+    return message
 
 
 def _judge_and_note(
-    runtime: Runtime, target: Any, claim: str, threshold: int | None, options: Mapping[str, Any]
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    threshold: int | None,
+    options: Mapping[str, Any],
+    holds: bool = True,
+    where: str | None = None,
 ) -> tuple[Verdict, bool]:
     __tracebackhide__ = True
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
-        verdict = _confirmed(runtime, verdict, threshold, target, claim, kind, options)
+        verdict = _confirmed(runtime, verdict, threshold, target, claim, kind, options, holds)
     except JudgeError as error:
         runtime.note_error(error)
         raise
-    ok = passes(verdict, threshold)
-    runtime.note(verdict, threshold, ok)
+    ok = passes(verdict, threshold, holds)
+    runtime.note(verdict, threshold, ok, holds, where)
     return verdict, ok
 
 
-def needs_confirmation(verdict: Verdict, threshold: int | None) -> bool:
+def needs_confirmation(verdict: Verdict, threshold: int | None, holds: bool = True) -> bool:
     """A failing verdict, or a score within one point of its bar, is worth asking again."""
     if verdict.precondition_skipped or verdict.votes:
         return False
     if verdict.kind == "check" or threshold is None:
-        return verdict.value is not True
+        return not passes(verdict, None, holds)
     return abs(int(verdict.value) - threshold) <= 1
 
 
@@ -293,11 +400,12 @@ def _confirmed(
     claim: str,
     kind: str,
     options: Mapping[str, Any],
+    holds: bool = True,
 ) -> Verdict:
     """--prop-confirm=N: one call first, and N more only when the first one is in doubt."""
     extra = runtime.settings.confirm
     # A sampled verdict (it has votes) has already been asked more than once.
-    if not extra or not needs_confirmation(verdict, threshold):
+    if not extra or not needs_confirmation(verdict, threshold, holds):
         return verdict
     from .verdict import combine_samples
 
@@ -309,19 +417,28 @@ def _confirmed(
 
 
 def assert_claim(
-    runtime: Runtime, target: Any, claim: str, *, threshold: int | None, **options: Any
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    *,
+    threshold: int | None,
+    holds: bool = True,
+    **options: Any,
 ) -> Verdict:
-    """Judge the claim and raise PropositionFailed unless it holds (or scores at least threshold)."""
+    """Judge the claim and raise PropositionFailed unless it meets its expectation: it holds
+    (scores at least threshold), or with ``holds=False`` it does not (scores at most threshold)."""
     __tracebackhide__ = True
     try:
-        verdict, ok = _judge_and_note(runtime, target, claim, threshold, options)
+        verdict, ok = _judge_and_note(runtime, target, claim, threshold, options, holds)
     except DryRunSkip as skip:
         pytest.skip(str(skip))
     except JudgeError as error:
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None
     if not ok and runtime.settings.outcome != "report":
-        raise PropositionFailed(failure_message(verdict, threshold), verdict, threshold)
+        raise PropositionFailed(
+            failure_message(verdict, threshold, holds), verdict, threshold, holds=holds
+        )
     # --prop-outcome=report: the outcome is noted, and the summary lists it with its reasons.
     return verdict
 
@@ -335,6 +452,11 @@ class PendingClaim:
     threshold: int | None
     options: Mapping[str, Any] = field(default_factory=dict)
     origin: str = "expect_proposition"
+    # False: the claim must not hold (a score: must be at most the threshold).
+    holds: bool = True
+    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
+    where: str | None = None
+    site: TracebackType | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -360,7 +482,13 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         result = _Result(item)
         try:
             result.verdict, result.passed = _judge_and_note(
-                runtime, item.target, item.claim, item.threshold, item.options
+                runtime,
+                item.target,
+                item.claim,
+                item.threshold,
+                item.options,
+                item.holds,
+                item.where,
             )
         except DryRunSkip as skip:
             result.skipped = str(skip)
@@ -383,23 +511,39 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if invalid:
         _raise_invalid(invalid, len(results), len(failed), len(errors))
     if failed and runtime.settings.outcome != "report":
+        from .report import short_failure_text
+
         first = failed[0]
         assert first.verdict is not None
-        summary = "; ".join(quote_claim(r.claim.claim) for r in failed)
+        summary = "; ".join(
+            _named(r.claim) + ("" if r.claim.holds else " (expected the claim not to hold)")
+            for r in failed
+        )
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
-        raise PropositionFailed(
-            f"{len(failed)} of {len(results)} claims checked after the test failed: {summary}{extra}",
+        failure = PropositionFailed(
+            f"{len(failed)} of {_claims(len(results))} checked after the test failed: {summary}{extra}",
             first.verdict,
             first.claim.threshold,
+            holds=first.claim.holds,
         )
+        failure.short = short_failure_text(
+            first.verdict,
+            first.claim.threshold,
+            first.claim.where,
+            len(failed) - 1,
+            first.claim.holds,
+        )
+        # The traceback shows the line that made the (first) failing claim.
+        raise failure.with_traceback(first.claim.site)
     if errors:
         first_error = errors[0].error
         assert first_error is not None
+        site = errors[0].claim.site
         if len(errors) > 1:
             raise type(first_error)(
-                f"{len(errors)} of {len(results)} claims could not be judged; first: {first_error}"
-            ).with_traceback(None) from None
-        raise first_error.with_traceback(None) from None
+                f"{len(errors)} of {_claims(len(results))} could not be judged; first: {first_error}"
+            ).with_traceback(site) from None
+        raise first_error.with_traceback(site) from None
     if skipped:
         pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
     return [r.verdict for r in results if r.verdict is not None]
@@ -419,9 +563,19 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
     if errors:
         others.append(f"{errors} could not be judged")
     rest = f"; of the other claims: {', '.join(others)}" if others else ""
-    message = f"{first.claim.origin} claim {quote_claim(first.claim.claim)}: {error}{rest}"
+    message = f"{first.claim.origin} claim {_named(first.claim)}: {error}{rest}"
     try:
         replacement = type(error)(message)
     except Exception:
-        raise error.with_traceback(None) from None
-    raise replacement.with_traceback(None) from None
+        raise error.with_traceback(first.claim.site) from None
+    raise replacement.with_traceback(first.claim.site) from None
+
+
+def _claims(count: int) -> str:
+    return "1 claim" if count == 1 else f"{count} claims"
+
+
+def _named(claim: PendingClaim) -> str:
+    """The claim quoted, with the line that made it when known."""
+    quoted = quote_claim(claim.claim)
+    return f"{quoted} ({claim.where})" if claim.where else quoted

@@ -73,13 +73,19 @@ def check_flag(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return value
     raise TypeError(
-        f"{name} must be True or False, got {type(value).__name__} {_short_repr(value)}"
+        f"{name} must be True or False, got {type(value).__name__} {_short_repr(value)} "
+        "(stricter than the reference library on purpose, which reads it by truthiness: pass "
+        "a bool)"
     )
 
 
 def check_precondition_result(function: Callable[..., Any], result: Any) -> bool:
-    """A precondition must answer True or False: a forgotten ``return`` must not pass a claim."""
+    """Whether to judge the claim: a precondition answers True or None (judge it) or False (the
+    claim holds trivially), as the reference library documents. Anything else (0, "", a list,
+    "no") is refused: read by truthiness, a mistake would silently pass a claim."""
     __tracebackhide__ = True
+    if result is None:
+        return True
     if isinstance(result, bool):
         return result
     kind = type(result)
@@ -87,10 +93,12 @@ def check_precondition_result(function: Callable[..., Any], result: Any) -> bool
         return bool(result)
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
     label = name if isinstance(name, str) else repr(function)
-    hint = " (did it forget to return?)" if result is None else ""
     raise TypeError(
-        f"the precondition {label} returned {kind.__name__} {_short_repr(result)}{hint}; "
-        "a precondition must return True or False"
+        f"the precondition {label} returned {kind.__name__} {_short_repr(result)}; a "
+        "precondition must return True (judge the claim), False (the claim holds trivially) or "
+        "None (judge the claim). This is stricter than the reference library, which compares "
+        "the result with == False (so 0 skips the judge, and '' or [] is judged): return "
+        "a bool, e.g. bool(...) of what you meant"
     )
 
 

@@ -34,6 +34,8 @@ class Connection:
     # The endpoint decodes under a grammar made from the response schema (llama.cpp): it gets the
     # bounded schema, whose length caps stop a small model from writing until its context ends.
     grammar: bool = False
+    # Azure OpenAI's api-version query parameter; not part of the cache key (like the api base).
+    api_version: str | None = None
 
     def __repr__(self) -> str:
         return (
@@ -61,11 +63,52 @@ class Connection:
         )
 
 
-def hosted_connection(model: str, api_base: str | None) -> Connection:
+def hosted_connection(
+    model: str,
+    api_base: str | None,
+    *,
+    api_version: str | None = None,
+    key_env: str | None = None,
+) -> Connection:
     """A provider's model (or a self-hosted OpenAI-compatible server at ``api_base``), the key
-    read from PROP_API_KEY; without it litellm reads the provider's own variable."""
+    read from PROP_API_KEY, else from ``key_env`` when given (the variable a reference-library
+    config.ini's provider reads); without either litellm reads the provider's own variable."""
     api_key = os.environ.get("PROP_API_KEY") or None
+    if api_key is None and key_env is not None:
+        api_key = os.environ.get(key_env) or None
+        missing = _missing_endpoint(model, api_base, api_key, key_env)
+        if missing is not None:
+            # Found on the first live call only: a replay needs neither endpoint nor key.
+            return Connection(model, model, api_version=api_version, start=missing)
     if api_key is None and api_base and model.startswith("openai/"):
         # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
         api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
-    return Connection(model, model, api_base, api_key)
+    return Connection(model, model, api_base, api_key, api_version=api_version)
+
+
+def _missing_endpoint(
+    model: str, api_base: str | None, api_key: str | None, key_env: str
+) -> Callable[[], tuple[str, str | None]] | None:
+    from .reference_config import AZURE_ENDPOINT_ENV
+
+    problems = []
+    if not api_base:
+        problems.append(f"{AZURE_ENDPOINT_ENV} is not set (or give --prop-api-base)")
+    if not api_key:
+        problems.append(
+            f"{key_env} is not set (or give PROP_API_KEY); the reference library would sign in "
+            "with Entra ID instead, which this plugin does not do"
+        )
+    if not problems:
+        return None
+    message = (
+        f"config.ini names the Azure judge {model}, but " + "; and ".join(problems) + ". Or name "
+        "another judge with --prop-model, which wins over config.ini"
+    )
+
+    def refuse() -> tuple[str, str | None]:
+        from .errors import JudgeUnavailable
+
+        raise JudgeUnavailable(message)
+
+    return refuse

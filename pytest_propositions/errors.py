@@ -11,10 +11,17 @@ if TYPE_CHECKING:
 class PropositionFailed(AssertionError):
     """The judge answered, and the claim did not meet the bar."""
 
-    def __init__(self, message: str, verdict: Verdict, threshold: int | None = None) -> None:
+    # One line for pytest's short summary, when the message is not one (soft claims).
+    short: str | None = None
+
+    def __init__(
+        self, message: str, verdict: Verdict, threshold: int | None = None, *, holds: bool = True
+    ) -> None:
         super().__init__(message)
         self.verdict = verdict
         self.threshold = threshold
+        # False: the claim was expected not to hold (a score: to stay at most the threshold).
+        self.holds = holds
 
 
 class SamplesWarning(UserWarning):

@@ -73,6 +73,89 @@ def family_of(model: str) -> Family:
     return STANDARD
 
 
+# Providers whose chat endpoint speaks OpenAI's wire format, reached by the light path (plain
+# HTTP) unless --prop-transport=litellm. A name without a provider prefix is OpenAI's when it
+# looks like one of OpenAI's chat models (litellm's own reading of such names).
+OPENAI_COMPATIBLE = frozenset({"openai", "azure", "custom_openai", "hosted_vllm", "lm_studio"})
+_BARE_OPENAI = re.compile(r"^(gpt-|chatgpt-|o[1-9](?:-|$))")
+# The environment variables each OpenAI-compatible provider reads its base URL and key from
+# (the same ones litellm reads), when --prop-api-base and PROP_API_KEY do not say.
+PROVIDER_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
+    "custom_openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
+    "azure": (
+        ("AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"),
+        ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY"),
+    ),
+    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), ("HOSTED_VLLM_API_KEY",)),
+    "lm_studio": (("LM_STUDIO_API_BASE",), ("LM_STUDIO_API_KEY",)),
+}
+TRANSPORTS = ("auto", "litellm", "openai")
+
+
+def provider_of(model: str) -> tuple[str | None, str]:
+    """The provider a litellm model name names, and the model's name on the wire.
+
+    ``(None, model)`` when the name is not one of an OpenAI-compatible provider's: litellm knows
+    hundreds of providers, and only it can read those names.
+    """
+    prefix, slash, rest = model.partition("/")
+    if slash and prefix in OPENAI_COMPATIBLE:
+        return prefix, rest
+    if not slash and _BARE_OPENAI.match(model.lower()):
+        return "openai", model
+    return None, model
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything the judge and both transports need to know about one model, resolved once per
+    connection from its name: its family (what it is sent), its provider and wire name, and the
+    path its calls take. A pure function of names, so cached runs build it without litellm."""
+
+    model: str  # the connection's litellm name
+    family: Family
+    provider: str | None  # an OpenAI-compatible provider, or None (litellm's to know)
+    wire_model: str
+    path: Literal["litellm", "openai"]
+    # Azure's API version chosen by the user (--prop-api-version, a reference config.ini);
+    # None: the environment's, else the transports' default.
+    api_version: str | None = None
+
+    def sampling(self, kind: str, reasoning_effort: str | None) -> dict[str, Any]:
+        """The sampling parameters sent for a claim of ``kind``; the key records them."""
+        return _parameters(self.model, self.family, TEMPERATURE[kind], reasoning_effort)
+
+    def follow_up_sampling(self, reasoning_effort: str | None) -> dict[str, Any]:
+        return _parameters(self.model, self.family, FOLLOW_UP_TEMPERATURE, reasoning_effort)
+
+    def effort_ignored(self, reasoning_effort: str | None) -> bool:
+        return reasoning_effort is not None and not self.family.efforts
+
+    def reply_text(self, content: str) -> str:
+        """The part of a reply the parser reads (a reasoning model's scratchpad removed)."""
+        return strip_thinking(content)
+
+
+class TransportUnavailable(ValueError):
+    """--prop-transport=openai for a model whose provider speaks no OpenAI wire format."""
+
+
+def profile_of(model: str, transport: str = "auto", api_version: str | None = None) -> Profile:
+    """The profile of ``model`` (a litellm name) under ``--prop-transport``."""
+    provider, wire_model = provider_of(model)
+    if transport == "openai" and provider is None:
+        raise TransportUnavailable(
+            f"--prop-transport=openai cannot reach {model}: only OpenAI-compatible providers "
+            f"({', '.join(sorted(OPENAI_COMPATIBLE))}, or a bare OpenAI model name) take the "
+            "light path; use --prop-transport=auto or litellm"
+        )
+    path: Literal["litellm", "openai"] = (
+        "openai" if provider is not None and transport != "litellm" else "litellm"
+    )
+    return Profile(model, family_of(model), provider, wire_model, path, api_version)
+
+
 class UnsupportedEffort(ValueError):
     """The model takes a reasoning effort, but not the level that was asked for."""
 
@@ -84,16 +167,17 @@ def sampling(
 
     A reasoning effort is left out for models that take none (see :func:`effort_ignored`).
     """
-    return _parameters(model, TEMPERATURE[kind], reasoning_effort)
+    return _parameters(model, family_of(model), TEMPERATURE[kind], reasoning_effort)
 
 
 def follow_up_sampling(model: str, reasoning_effort: str | None) -> dict[str, Any]:
     """The sampling parameters of a free-text follow-up question (never cached)."""
-    return _parameters(model, FOLLOW_UP_TEMPERATURE, reasoning_effort)
+    return _parameters(model, family_of(model), FOLLOW_UP_TEMPERATURE, reasoning_effort)
 
 
-def _parameters(model: str, temperature: float, reasoning_effort: str | None) -> dict[str, Any]:
-    family = family_of(model)
+def _parameters(
+    model: str, family: Family, temperature: float, reasoning_effort: str | None
+) -> dict[str, Any]:
     parameters: dict[str, Any] = {}
     if family.temperature:
         parameters["temperature"] = temperature

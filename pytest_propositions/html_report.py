@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
+    from .report import RunCounts
     from .runtime import Outcome, Runtime
     from .settings import Settings
 
@@ -32,10 +33,14 @@ h1{font-size:1.3rem;margin:0 0 .3rem}
 .filters{margin:1rem 0}
 .claim{background:#fff;border:1px solid #d9dde5;border-left:5px solid #2e9c5a;border-radius:4px;padding:.6rem .9rem;margin:.5rem 0}
 .claim.failed{border-left-color:#c9372c}
+.claim.not-upheld{border-left-color:#d4a72c}
 .claim.error{border-left-color:#b7791f}
+.mode{background:#fff6d6;border:1px solid #e8d48a;border-radius:4px;padding:.4rem .7rem;margin-bottom:1rem}
 .claim[hidden]{display:none}
 .status{font-weight:bold;text-transform:uppercase;font-size:12px}
 .passed .status{color:#2e9c5a}.failed .status{color:#c9372c}.error .status{color:#b7791f}
+.upheld .status{color:#2e9c5a}.not-upheld .status{color:#8a6d00}
+details.reasoning{margin:.3rem 0}
 .test{color:#5a6273;font-family:ui-monospace,monospace;font-size:12px}
 .text{font-size:15px;margin:.2rem 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.4rem 0}
@@ -51,7 +56,7 @@ _SCRIPT = """
     var claims=document.querySelectorAll('.claim'),shown=0;
     for(var i=0;i<claims.length;i++){
       var s=claims[i].getAttribute('data-status');
-      var keep=which==='all'||(which==='failures'&&s==='failed')||(which==='errors'&&s==='error');
+      var keep=which==='all'||(which==='failures'&&(s==='failed'||s==='not-upheld'))||(which==='errors'&&s==='error');
       if(keep){claims[i].removeAttribute('hidden');shown++;}else{claims[i].setAttribute('hidden','');}
     }
     document.getElementById('shown').textContent=String(shown);
@@ -81,11 +86,13 @@ def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def _value_text(verdict: Mapping[str, Any], threshold: int | None) -> str:
+def _value_text(verdict: Mapping[str, Any], threshold: int | None, holds: bool = True) -> str:
     if verdict["kind"] == "check":
-        return f"{verdict['value']} (expected True)"
-    bar = f", minimum {threshold}" if threshold is not None else ""
-    return f"{verdict['value']}/{MAX_SCORE}{bar}"
+        return f"{verdict['value']} (expected {'True' if holds else 'the claim not to hold'})"
+    if threshold is None:
+        return f"{verdict['value']}/{MAX_SCORE}"
+    bar = f"minimum {threshold}" if holds else f"maximum {threshold}, expected not to hold"
+    return f"{verdict['value']}/{MAX_SCORE}, {bar}"
 
 
 def _provenance(verdict: Mapping[str, Any]) -> str:
@@ -97,10 +104,12 @@ def _provenance(verdict: Mapping[str, Any]) -> str:
 
 
 def _context_html(messages: Sequence[Mapping[str, Any]] | None) -> str:
+    from .report import plural
+
     if not messages:
         return "<p class='meta'>No judge request was recorded for this claim.</p>"
     parts = [
-        f"<details class='context'><summary>Context the judge saw ({len(messages)} messages)"
+        f"<details class='context'><summary>Context the judge saw ({plural(len(messages), 'message')})"
         "</summary>"
     ]
     for message in messages:
@@ -111,34 +120,45 @@ def _context_html(messages: Sequence[Mapping[str, Any]] | None) -> str:
     return "".join(parts)
 
 
-def _claim_html(record: Mapping[str, Any], contexts: Mapping[str, Any]) -> str:
+def _claim_html(record: Mapping[str, Any], contexts: Mapping[str, Any], mode: str) -> str:
+    from .report import confidence_text, result_word
+
     verdict = record["verdict"]
-    status = "passed" if record["passed"] else "failed"
+    word = result_word(bool(record["passed"]), mode)
+    status = word.replace(" ", "-")
     rows = [
         ("kind", verdict["kind"]),
         (
             "verdict" if verdict["kind"] == "check" else "score",
-            _value_text(verdict, record["threshold"]),
+            _value_text(verdict, record["threshold"], record.get("holds", True) is not False),
         ),
         ("justification", verdict.get("justification") or "(none given)"),
         (
             "confidence",
-            "-" if verdict.get("confidence") is None else f"{float(verdict['confidence']):.2f}",
+            confidence_text(verdict.get("confidence"), bool(verdict.get("precondition_skipped"))),
         ),
         ("model", verdict.get("model") or "none"),
         ("provenance", _provenance(verdict)),
     ]
+    if record.get("where"):
+        rows.append(("claimed at", record["where"]))
     if verdict.get("votes"):
         rows.append(("votes", ", ".join(str(vote) for vote in verdict["votes"])))
     if verdict.get("key"):
         rows.append(("key", str(verdict["key"])[:16]))
     details = "".join(f"<dt>{_e(name)}</dt><dd>{_e(text)}</dd>" for name, text in rows)
+    reasoning = ""
+    if verdict.get("reasoning") and not verdict.get("precondition_skipped"):
+        reasoning = (
+            "<details class='reasoning'><summary>The judge's reasoning</summary>"
+            f"<pre>{_e(verdict['reasoning'])}</pre></details>"
+        )
     return (
         f"<section class='claim {status}' data-status='{status}'>"
-        f"<div class='status'>{status}</div>"
+        f"<div class='status'>{_e(word)}</div>"
         f"<div class='test'>{_e(record['test_id'] or '-')}</div>"
         f"<div class='text'>{_e(verdict['claim'])}</div>"
-        f"<dl>{details}</dl>"
+        f"<dl>{details}</dl>{reasoning}"
         f"{_context_html(contexts.get(verdict.get('key') or ''))}"
         "</section>"
     )
@@ -172,30 +192,36 @@ def render(
     records: Sequence[Mapping[str, Any]],
     judge_errors: Sequence[tuple[str | None, str]],
     contexts: Mapping[str, Any],
-    summary: Mapping[str, Any],
+    counts: RunCounts,
 ) -> str:
-    """The page: summary and histogram, filters, then one section per claim and judge error."""
-    from ._version import __version__
+    """The page: summary and histogram, filters, then one section per claim and judge error.
 
-    failed = sum(1 for record in records if not record["passed"])
-    cached = sum(1 for record in records if record["verdict"].get("cached"))
+    The counts are the terminal summary's (``RunCounts``), worded the same way.
+    """
+    from ._version import __version__
+    from .report import count_parts, result_word
+
+    mode = settings.outcome
     scores = [int(r["verdict"]["value"]) for r in records if r["verdict"]["kind"] == "score"]
     total = len(records) + len(judge_errors)
-    counts = (
-        f"<span>{len(records)} claims</span> <span>{len(records) - failed} passed</span> "
-        f"<span>{failed} failed</span> <span>{len(judge_errors)} judge errors</span> "
-        f"<span>{cached} from the cache</span> "
-        f"<span>{int(summary.get('judge_calls', 0))} judge calls</span> "
-        f"<span>${float(summary.get('cost_usd', 0.0)):.4f}</span>"
-    )
+    parts = [*count_parts(counts, mode), f"${counts.cost_usd:.4f}"]
+    summary = " ".join(f"<span>{_e(part)}</span>" for part in parts)
+    banner = ""
+    if mode == "report":
+        banner = (
+            "<div class='mode'>Outcome report (<code>--prop-outcome=report</code>): claims the "
+            "judge did not uphold are reported here, not failed; only judge errors fail the "
+            "run.</div>"
+        )
     filters = (
         "<div class='filters'>Show: "
         "<label><input type='radio' name='show' value='all' checked> all</label> "
-        "<label><input type='radio' name='show' value='failures'> failures</label> "
+        "<label><input type='radio' name='show' value='failures'> "
+        f"{_e(result_word(False, mode))}</label> "
         "<label><input type='radio' name='show' value='errors'> judge errors</label> "
         f"(<span id='shown'>{total}</span> of {total} shown)</div>"
     )
-    body = "".join(_claim_html(record, contexts) for record in records) + "".join(
+    body = "".join(_claim_html(record, contexts, mode) for record in records) + "".join(
         _error_html(test_id, message) for test_id, message in judge_errors
     )
     return (
@@ -205,8 +231,8 @@ def render(
         f"<style>{_STYLE}</style></head><body>"
         "<h1>Propositions report</h1>"
         f"<div class='meta'>judge {_e(settings.model)}, cache {_e(settings.cache)}, "
-        f"pytest-propositions {_e(__version__)}</div>"
-        f"<div class='summary'><div class='counts'>{counts}</div>{_histogram(scores)}</div>"
+        f"outcome {_e(mode)}, pytest-propositions {_e(__version__)}</div>{banner}"
+        f"<div class='summary'><div class='counts'>{summary}</div>{_histogram(scores)}</div>"
         f"{filters}<main>{body}</main>"
         f"<script>{_SCRIPT}</script></body></html>\n"
     )
@@ -214,7 +240,7 @@ def render(
 
 def save_html_report(runtime: Runtime, base: Path) -> str | None:
     """Write the run's ``--prop-html``; a message saying what went wrong, or None."""
-    from .report import outcome_record, record_order, stats_record, write_text_atomically
+    from .report import outcome_record, record_order, run_counts, write_text_atomically
 
     configured = runtime.settings.html
     if not configured:
@@ -224,9 +250,8 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
         return f"--prop-html: {configured!r} is a directory; give a file name"
     records = sorted((outcome_record(o) for o in runtime.outcomes), key=record_order)
     errors = sorted(runtime.judge_errors, key=lambda error: (error[0] or "", error[1]))
-    page = render(
-        runtime.settings, records, errors, runtime.contexts, stats_record(runtime.stats())
-    )
+    counts = run_counts(runtime.outcomes, errors, runtime.stats())
+    page = render(runtime.settings, records, errors, runtime.contexts, counts)
     try:
         write_text_atomically(path, page)
     except OSError as error:
@@ -234,15 +259,17 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
     return None
 
 
-def fragment(outcomes: Iterable[Outcome], contexts: Mapping[str, Any]) -> str:
+def fragment(outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail") -> str:
     """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
     from .report import outcome_record
 
-    return "".join(_claim_html(outcome_record(o), contexts) for o in outcomes)
+    return "".join(_claim_html(outcome_record(o), contexts, mode) for o in outcomes)
 
 
-def pytest_html_extra(outcomes: Iterable[Outcome], contexts: Mapping[str, Any]) -> Any:
+def pytest_html_extra(
+    outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail"
+) -> Any:
     """The claims as one pytest-html "extra" (pytest-html escapes nothing: the fragment does)."""
     from pytest_html import extras
 
-    return extras.html(f"<div class='propositions'>{fragment(outcomes, contexts)}</div>")
+    return extras.html(f"<div class='propositions'>{fragment(outcomes, contexts, mode)}</div>")

@@ -38,7 +38,6 @@ from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_tur
 from .recorded import pack_request
 from .transport import (
     Transport,
-    load_litellm,
     queue_waits,
     reply_content,
     reply_cost,
@@ -196,9 +195,8 @@ class Judge:
             if self.cache is not None:
                 # Before paying for a verdict: a cache that cannot store it is an error now.
                 _cache_step(self.cache.prepare_write)
-            # Import (seconds) here, not on the shared loop where it would stall calls in flight.
-            litellm = load_litellm(connection.litellm_model)
-            self.transport.first_mode(litellm, connection)
+            # Imports here, not on the shared loop where they would stall calls in flight.
+            self.transport.prepare(connection)
             verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
             if self.cache is not None:
                 self.cache.put(key, record)
@@ -221,11 +219,11 @@ class Judge:
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
         connection = self._connection(model)
-        load_litellm(connection.litellm_model)
+        self.transport.prepare(connection)
         try:
             sampling = _with_engine_sampling(
-                families.follow_up_sampling(
-                    connection.litellm_model, self.settings.reasoning_effort
+                self.transport.profile(connection).follow_up_sampling(
+                    self.settings.reasoning_effort
                 ),
                 connection,
             )
@@ -246,9 +244,12 @@ class Judge:
         return self._connection(model).identity
 
     def close(self) -> None:
-        """Release the cache, and stop a local judge server if this run started one."""
+        """Release the cache and the HTTP client, and stop a local judge server if this run
+        started one."""
         if self.cache is not None:
             self.cache.close()
+        if self.transport.open:
+            run_on_judge_loop(self.transport.aclose())
         for connection in self._connections.values():
             if connection.close is not None:
                 connection.close()
@@ -271,7 +272,12 @@ class Judge:
             from .local import local_connection
 
             return local_connection(self.settings)
-        return hosted_connection(model, self.settings.api_base)
+        return hosted_connection(
+            model,
+            self.settings.api_base,
+            api_version=self.settings.api_version,
+            key_env=self.settings.api_key_env,
+        )
 
     def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         return {
@@ -288,7 +294,8 @@ class Judge:
         """What is sent and what the key records: one decision, from the model's name alone."""
         effort = self.settings.reasoning_effort
         model = connection.litellm_model
-        if families.effort_ignored(model, effort):
+        profile = self.transport.profile(connection)
+        if profile.effort_ignored(effort):
             with self._lock:
                 first = model not in self._effort_ignored
                 self._effort_ignored.add(model)
@@ -300,7 +307,7 @@ class Judge:
                     connection.identity,
                 )
         try:
-            sampling = _with_engine_sampling(request.sampling(model, effort), connection)
+            sampling = _with_engine_sampling(profile.sampling(request.kind, effort), connection)
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
         if request.sample_index > 0 and _deterministic(sampling):
@@ -427,6 +434,7 @@ class Judge:
         """One parsed answer; an unparsable reply is asked again once before giving up."""
         from .parsing import parse_reply  # only a live reply needs the parser
 
+        profile = self.transport.profile(connection)
         last_error: VerdictUnparsable | None = None
         for _ in range(2):
             try:
@@ -464,7 +472,7 @@ class Judge:
                 )
                 continue
             try:
-                parsed = parse_reply(families.strip_thinking(content), request.kind)
+                parsed = parse_reply(profile.reply_text(content), request.kind)
             except VerdictUnparsable as error:
                 # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
                 last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)

@@ -13,6 +13,10 @@ Format (lenient)
   "answer", "result", "score"), possibly in one wrapper object such as {"verdict": {...}}.
   Several objects must agree.  Prose around the JSON is allowed, but an explicit verdict
   statement in it (below) that differs from the JSON's value raises.
+* An object that gives one key twice with different values (``{"value": false, "value":
+  true}``, or "value" and "Value") is never read last-key-wins or first-key-wins: it holds
+  contradicting answers, and raises like two disagreeing objects do; so does a Python-literal
+  dict that repeats a key.
 * Justification/reasoning synonyms ("explanation", "reason", "rationale"; "analysis",
   "thoughts", "thinking"); missing ones become "".  Confidence is advisory: a number or numeric
   string in [0, 1] is kept, "85%" becomes 0.85, anything else becomes None.
@@ -139,7 +143,68 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
     return parsed
 
 
+class _RepeatedKey(Exception):
+    """An object in the reply gives one key twice, with different values."""
+
+    def __init__(self, key: str, values: list[object]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.values = values
+
+
+def _same(values: list[object]) -> bool:
+    shown = {json.dumps(value, sort_keys=True, default=repr) for value in values}
+    return len(shown) == 1
+
+
+def _check_pairs(pairs: Sequence[tuple[object, object]]) -> None:
+    """Raise _RepeatedKey if a key (compared as the parser reads keys) has two values."""
+    seen: dict[str, list[object]] = {}
+    for key, value in pairs:
+        seen.setdefault(_normalise_key(key), []).append(value)
+    for key, values in seen.items():
+        if len(values) > 1 and not _same(values):
+            raise _RepeatedKey(key, values)
+
+
+def _pairs_hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    _check_pairs(pairs)
+    return dict(pairs)
+
+
+def _check_literal_keys(text: str) -> None:
+    """The same check for a Python literal, which ``ast.literal_eval`` reads last-key-wins."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            pairs: list[tuple[object, object]] = []
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant):
+                    try:
+                        pairs.append((key.value, ast.literal_eval(value)))
+                    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                        pairs.append((key.value, ast.dump(value)))
+            _check_pairs(pairs)
+
+
 def _parse(text: str, kind: Kind, raw: str) -> ParsedReply:
+    try:
+        return _parse_unambiguous(text, kind, raw)
+    except _RepeatedKey as repeated:
+        shown = ", ".join(_short(value) for value in repeated.values)
+        verdicts = "verdicts" if repeated.key in _VALUE_KEYS else "answers"
+        _fail(
+            f"the reply holds contradicting {verdicts}: its JSON gives {repeated.key!r} more "
+            f"than once ({shown})",
+            kind,
+            raw,
+        )
+
+
+def _parse_unambiguous(text: str, kind: Kind, raw: str) -> ParsedReply:
     body = _unwrap_json_string(_THINK_BLOCK.sub("", text))
 
     found: list[tuple[bool | int, list[dict[str, object]]]] = []
@@ -373,9 +438,11 @@ def _matching_brace(text: str, start: int) -> int | None:
 def _load_object(candidate: str) -> Mapping[object, object] | None:
     """Strict JSON first, then repaired JSON, then a Python literal as the last resort."""
     loaders: Sequence[Callable[[], object]] = (
-        lambda: json.loads(candidate, strict=False),
-        lambda: json.loads(_rewrite(candidate, python=False), strict=False),
-        lambda: ast.literal_eval(_rewrite(candidate, python=True)),
+        lambda: json.loads(candidate, strict=False, object_pairs_hook=_pairs_hook),
+        lambda: json.loads(
+            _rewrite(candidate, python=False), strict=False, object_pairs_hook=_pairs_hook
+        ),
+        lambda: _literal(_rewrite(candidate, python=True)),
     )
     for load in loaders:
         try:
@@ -385,6 +452,13 @@ def _load_object(candidate: str) -> Mapping[object, object] | None:
         if isinstance(loaded, dict):
             return loaded
     return None
+
+
+def _literal(text: str) -> object:
+    loaded = ast.literal_eval(text)
+    if isinstance(loaded, dict):
+        _check_literal_keys(text)
+    return loaded
 
 
 def _rewrite(text: str, *, python: bool) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +67,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "proposition(claim, target='fixture_name', min_score=None, **options): a claim judged "
-        "after the test body against the named fixture's value; stackable.",
+        "proposition(claim, target='fixture_name', min_score=None, max_score=None, holds=True, "
+        "**options): a claim judged after the test body against the named fixture's value "
+        "(holds=False or max_score=N: it must not hold); stackable.",
     )
     runtime = build_runtime(config)
     config.stash[RUNTIME_KEY] = runtime
@@ -165,14 +167,20 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     # After the body: soft claims and proposition markers, judged together.
     __tracebackhide__ = True
-    result = yield
+    try:
+        result = yield
+    except (Exception, pytest.fail.Exception) as error:
+        # Soft claims made before the body raised are still judged, and reported with it.
+        if SOFT_CLAIMS_KEY in item.stash:
+            from .markers import judge_soft_claims_after
+
+            judge_soft_claims_after(item.config.stash[RUNTIME_KEY], item, error)
+        raise
     if SOFT_CLAIMS_KEY not in item.stash and not _has_proposition_marker(item):
         return result
-    from .assertions import judge_pending
-    from .markers import pending_for
+    from .markers import judge_after_body
 
-    runtime = item.config.stash[RUNTIME_KEY]
-    judge_pending(runtime, pending_for(item))
+    judge_after_body(item.config.stash[RUNTIME_KEY], item)
     return result
 
 
@@ -185,20 +193,21 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         all_cached_line,
         dry_run_line,
         lowest_scores_table,
+        run_counts,
         summary_line,
         verdict_listing,
     )
 
     stats = runtime.stats()
-    if runtime.outcomes and (runtime.settings.outcome == "report" or config.option.verbose > 1):
+    mode = runtime.settings.outcome
+    very_verbose = config.option.verbose > 1
+    if runtime.outcomes and (mode == "report" or very_verbose):
         terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
-        for line in verdict_listing(runtime.outcomes):
+        for line in verdict_listing(runtime.outcomes, mode, reasoning=very_verbose):
             terminalreporter.write_line(line)
-    failed = sum(1 for outcome in runtime.outcomes if not outcome.passed)
-    terminalreporter.write_line(
-        summary_line(stats, failed, len(runtime.judge_errors), runtime.settings.outcome)
-    )
-    cached = all_cached_line(stats)
+    counts = run_counts(runtime.outcomes, runtime.judge_errors, stats)
+    terminalreporter.write_line(summary_line(counts, mode))
+    cached = all_cached_line(counts)
     if cached is not None:
         terminalreporter.write_line(cached)
     if runtime.settings.dry_run:
@@ -256,7 +265,7 @@ class ClaimReports:
             if new:
                 from .report import junit_properties
 
-                properties = junit_properties(new, start=done + 1)
+                properties = junit_properties(new, done + 1, runtime.settings.outcome)
                 item.user_properties.extend(properties)
                 report.user_properties.extend(properties)
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
@@ -275,7 +284,16 @@ class ClaimReports:
 
         outcomes = runtime.outcomes_of(item.nodeid)
         if outcomes:
-            report.sections.append((SECTION_TITLE, failure_section(outcomes)))
+            # The judge's reasoning is long: shown under -vv only (the HTML report has it too).
+            section = failure_section(
+                outcomes, runtime.settings.outcome, reasoning=item.config.option.verbose > 1
+            )
+            report.sections.append((SECTION_TITLE, section))
+        if isinstance(call.excinfo.value, PropositionFailed):
+            from .report import short_failure
+
+            # The short summary (-rf) shows the claim, not mostly the exception's module path.
+            short_failure(report, call.excinfo.value)
         if judge_error:
             report.sections.append(
                 (
@@ -312,6 +330,16 @@ class ClaimReports:
                 word = "judge error" if len(errors) == 1 else "judge errors"
                 terminalreporter.stats.setdefault(word, []).extend(errors)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Before junitxml writes its file: the run's counts as testsuite properties.
+        runtime = self.config.stash[RUNTIME_KEY]
+        if hasattr(self.config, "workerinput") or not runtime.used:
+            return
+        from .report import add_junit_run_properties
+
+        add_junit_run_properties(self.config, runtime)
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # junitxml writes a failing call as <failure>; a judge that could not answer is an
@@ -336,7 +364,7 @@ class PytestHtmlExtras:
             if outcomes:
                 from .html_report import pytest_html_extra
 
-                extra = pytest_html_extra(outcomes, runtime.contexts)
+                extra = pytest_html_extra(outcomes, runtime.contexts, runtime.settings.outcome)
                 report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report
 
@@ -374,22 +402,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def assert_proposition() -> Callable[..., Verdict]:
-    """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N."""
-    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
+    """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N;
+    holds=False (or max_score=N for a score) asserts that it does not hold."""
+    from .assertions import assert_claim, expectation, normalise_claim, validate_options
 
     runtime = runtime_module.current()
 
     def assert_proposition(
-        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
+        target: Any,
+        claim: Any,
+        *,
+        min_score: int | None = None,
+        max_score: int | None = None,
+        holds: bool = True,
+        **options: Any,
     ) -> Verdict:
         __tracebackhide__ = True
+        threshold, expected = expectation(min_score, max_score, holds, "assert_proposition")
         # A proposition object's own options are checked like the call's, which win over them.
         target, claim, options = normalise_claim(target, claim, options)
         validate_options(options, "assert_proposition")
-        threshold = None
-        if min_score is not None:
-            threshold = resolve_threshold(min_score, None, runtime.settings.min_score)
-        return assert_claim(runtime, target, claim, threshold=threshold, **options)
+        return assert_claim(runtime, target, claim, threshold=threshold, holds=expected, **options)
 
     return assert_proposition
 
@@ -423,12 +456,30 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     request.node.stash[SOFT_CLAIMS_KEY] = pending
 
     def expect_proposition(
-        target: Any, claim: Any, *, min_score: int | None = None, **options: Any
+        target: Any,
+        claim: Any,
+        *,
+        min_score: int | None = None,
+        max_score: int | None = None,
+        holds: bool = True,
+        **options: Any,
     ) -> None:
         __tracebackhide__ = True
         target, claim, options = normalise_claim(target, claim, options)
-        # Checked now: a bad soft claim raises at its own line, not after the body.
-        pending.append(soft_claim(target, claim, min_score, options, "expect_proposition"))
+        # Checked now: a bad soft claim raises at its own line, not after the body; a failure
+        # judged after the body points back at this line (the caller's frame).
+        pending.append(
+            soft_claim(
+                target,
+                claim,
+                min_score,
+                options,
+                "expect_proposition",
+                sys._getframe(1),
+                max_score=max_score,
+                holds=holds,
+            )
+        )
 
     return expect_proposition
 
@@ -451,10 +502,20 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
         validate_options(options, "assert_propositions")
         # Every item is checked before any is judged: one bad item judges none.
         pending = []
-        for item, threshold in batch_items(claims):
+        for item, threshold, holds in batch_items(claims):
             own_target, claim, own_options = normalise_claim(target, item, options)
+            # batch_items has checked the expectation: hand it on as a floor or a ceiling.
+            low, high = (threshold, None) if holds else (None, threshold)
             pending.append(
-                soft_claim(own_target, claim, threshold, own_options, "assert_propositions")
+                soft_claim(
+                    own_target,
+                    claim,
+                    low,
+                    own_options,
+                    "assert_propositions",
+                    max_score=high,
+                    holds=holds if threshold is None else True,
+                )
             )
         return judge_pending(runtime, pending)
 

@@ -22,6 +22,7 @@ from .checks import (
     quote_claim,
 )
 from .judge import JudgeRequest
+from .library_text import TIMESTAMP_MODES
 from .prompts import (
     NO_ADDITIONAL_CONTEXT,
     RECOMMENDATIONS_PROMPT,
@@ -146,7 +147,8 @@ def _lookup(key: str, scopes: list[Any], claim: str, variables: Mapping[str, Any
     available = ", ".join(sorted(variables)) or "none"
     raise ValueError(
         f"the claim uses the variable {{{{{key}}}}} but claim_variables has no value for it "
-        f"(given: {available}); claim: {quote_claim(claim)}"
+        f"(given: {available}); claim: {quote_claim(claim)}. Stricter than the reference "
+        "library on purpose, which would render it as empty text: pass it in claim_variables"
     )
 
 
@@ -195,6 +197,7 @@ PROPOSITION_OPTIONS = (
     "double_check",
     "use_reasoning_model",
     "precondition_function",
+    "timestamps",
 )
 
 
@@ -285,13 +288,110 @@ def _check_window(name: str, value: int | None) -> int | None:
     __tracebackhide__ = True
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number or None, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"{name} must be a whole number of at least 0, or None, got {value!r} (0 means what "
+            "it means to the reference library: first_n=0 shows no event from the start, "
+            "last_n=0 shows every event)"
+        )
     return value
 
 
+def check_timestamps(value: Any) -> str | None:
+    """A claim's own clock rendering: one of TIMESTAMP_MODES, or None for the run's setting."""
+    __tracebackhide__ = True
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in TIMESTAMP_MODES:
+        raise ValueError(
+            f"timestamps must be one of {', '.join(TIMESTAMP_MODES)} or None (the run's "
+            f"--prop-timestamps), got {value!r}"
+        )
+    return value
+
+
+class JudgeChat:
+    """The conversation with the judge behind a proposition's last evaluation.
+
+    ``messages`` holds what the judge was asked and its answer (OpenAI chat format); new turns
+    can be added and sent: ``chat.add_user_message("Why?")`` then ``chat()`` returns the judge's
+    free-text answer, which joins the conversation. Follow-ups are never cached: they need a
+    live judge. Built only when asked for, so a cached suite pays nothing for it.
+    """
+
+    def __init__(
+        self, request: list[Message], answer: Verdict, model: str, runtime: Runtime
+    ) -> None:
+        self._request = request
+        self._answer = answer
+        self._extra: list[Message] = []
+        self.model = model
+        self._runtime = runtime
+
+    @property
+    def messages(self) -> list[Message]:
+        return [*self._request, assistant_turn(self._answer.as_response()), *self._extra]
+
+    @property
+    def response_json(self) -> dict[str, Any]:
+        return self._answer.as_response()
+
+    @property
+    def response_value(self) -> bool | int:
+        return self._answer.value
+
+    @property
+    def response_justification(self) -> str:
+        return self._answer.justification
+
+    @property
+    def response_reasoning(self) -> str | None:
+        return self._answer.reasoning
+
+    @property
+    def response_confidence(self) -> float | None:
+        return self._answer.confidence
+
+    def add_user_message(self, content: str) -> JudgeChat:
+        return self._add("user", content)
+
+    def add_system_message(self, content: str) -> JudgeChat:
+        return self._add("system", content)
+
+    def add_assistant_message(self, content: str) -> JudgeChat:
+        return self._add("assistant", content)
+
+    def _add(self, role: str, content: Any) -> JudgeChat:
+        __tracebackhide__ = True
+        if not isinstance(content, str) or not content.strip():
+            raise TypeError(f"a {role} message must be a non-empty str, got {content!r}")
+        self._extra.append({"role": role, "content": check_text(content, f"the {role} message")})
+        return self
+
+    def __call__(self) -> str:
+        """Send the conversation; the judge's free-text answer is returned and kept."""
+        __tracebackhide__ = True
+        if not self._extra or self._extra[-1]["role"] == "assistant":
+            raise ValueError("add a user message (add_user_message) before asking the judge again")
+        answer = self._runtime.judge.follow_up(self.model, self.messages)
+        self._extra.append({"role": "assistant", "content": answer})
+        return answer
+
+    def __repr__(self) -> str:
+        return f"JudgeChat(model={self.model!r}, {len(self.messages)} messages)"
+
+
 class Proposition:
-    """A natural-language claim about one or more targets, judged by an LLM."""
+    """A natural-language claim about one or more targets, judged by an LLM.
+
+    The constructor, ``check``, ``score`` and ``__call__`` take the reference library's
+    arguments in its positional order; options of this plugin only (``timestamps``) are
+    keyword-only. After an evaluation the object holds what the reference's does: ``value``,
+    ``justification``, ``confidence``, ``reasoning``, ``full_evaluation_response``, ``llm_chat``
+    (the conversation with the judge, for follow-ups; None before an evaluation and after one
+    skipped by its precondition) and ``recommendations`` (set by
+    ``recommendations_for_improvement()``); ``verdict`` is the full ``Verdict``.
+    """
 
     MIN_SCORE = MIN_SCORE
     MAX_SCORE = MAX_SCORE
@@ -306,6 +406,8 @@ class Proposition:
         double_check: bool | _Unset = UNSET,
         use_reasoning_model: bool | _Unset = UNSET,
         precondition_function: Precondition | _Unset | None = UNSET,
+        *,
+        timestamps: str | _Unset | None = UNSET,
     ) -> None:
         """``claim`` is a str, or a Proposition-shaped object (this class, the reference
         library's, or any object with ``claim`` and its options): its options apply unless
@@ -318,6 +420,7 @@ class Proposition:
             "double_check": double_check,
             "use_reasoning_model": use_reasoning_model,
             "precondition_function": precondition_function,
+            "timestamps": timestamps,
         }
         claim, options, own_targets = claim_and_options(
             claim,
@@ -325,21 +428,21 @@ class Proposition:
             precondition_key="precondition_function",
         )
         target = choose_target(target, own_targets)
-        include_personas = options.get("include_personas", False)
-        first_n = options.get("first_n")
-        last_n = options.get("last_n")
-        double_check = options.get("double_check", False)
-        use_reasoning_model = options.get("use_reasoning_model", False)
-        precondition_function = options.get("precondition_function")
         self.claim = check_claim(claim)
+        precondition_function = options.get("precondition_function")
         _check_precondition_function(precondition_function)
         self.targets = None if target is None else self._as_targets(target)
-        self.include_personas = check_flag(include_personas, "include_personas")
-        self.first_n = _check_window("first_n", first_n)
-        self.last_n = _check_window("last_n", last_n)
-        self.double_check = check_flag(double_check, "double_check")
-        self.use_reasoning_model = check_flag(use_reasoning_model, "use_reasoning_model")
+        self.include_personas = check_flag(
+            options.get("include_personas", False), "include_personas"
+        )
+        self.first_n = _check_window("first_n", options.get("first_n"))
+        self.last_n = _check_window("last_n", options.get("last_n"))
+        self.double_check = check_flag(options.get("double_check", False), "double_check")
+        self.use_reasoning_model = check_flag(
+            options.get("use_reasoning_model", False), "use_reasoning_model"
+        )
         self.precondition_function = precondition_function
+        self.timestamps = check_timestamps(options.get("timestamps"))
         self._reset()
 
     def _reset(self) -> None:
@@ -349,24 +452,22 @@ class Proposition:
         self.reasoning: str | None = None
         self.full_evaluation_response: dict[str, Any] | None = None
         self.verdict: Verdict | None = None
-        # The judge's first turn and its answer, for a follow-up question; the answer's text is
-        # built only if one is asked (a cached suite never does).
-        self._chat: list[Message] | None = None
-        self._chat_answer: Verdict | None = None
-        self._chat_model: str | None = None
-        self._judge_runtime: Runtime | None = None
+        # The conversation behind the last evaluation (None when no judge was asked).
+        self.llm_chat: JudgeChat | None = None
+        self.recommendations: str | None = None
 
     def copy(self) -> Proposition:
         """The same configuration, with no evaluation state."""
         return Proposition(
             self.claim,
-            target=self.targets,
-            include_personas=self.include_personas,
-            first_n=self.first_n,
-            last_n=self.last_n,
-            double_check=self.double_check,
-            use_reasoning_model=self.use_reasoning_model,
-            precondition_function=self.precondition_function,
+            self.targets,
+            self.include_personas,
+            self.first_n,
+            self.last_n,
+            self.double_check,
+            self.use_reasoning_model,
+            self.precondition_function,
+            timestamps=self.timestamps,
         )
 
     __copy__ = copy
@@ -383,6 +484,7 @@ class Proposition:
         claim_variables: Mapping[str, Any] | None = None,
         return_full_response: bool = False,
     ) -> Any:
+        """The same as ``check``."""
         __tracebackhide__ = True
         return self.check(target, additional_context, claim_variables, return_full_response)
 
@@ -393,10 +495,12 @@ class Proposition:
         claim_variables: Mapping[str, Any] | None = None,
         return_full_response: bool = False,
     ) -> Any:
-        """True or False: does the claim hold for the target(s)?"""
+        """True or False: does the claim hold for the target(s)? With
+        ``return_full_response=True``, the dict of value, justification, confidence, reasoning."""
         __tracebackhide__ = True
+        full = check_flag(return_full_response, "return_full_response")
         verdict = self.evaluate("check", target, additional_context, claim_variables)
-        return verdict.as_response() if return_full_response else verdict.value
+        return verdict.as_response() if full else verdict.value
 
     def score(
         self,
@@ -407,8 +511,9 @@ class Proposition:
     ) -> Any:
         """How true the claim is, from MIN_SCORE to MAX_SCORE."""
         __tracebackhide__ = True
+        full = check_flag(return_full_response, "return_full_response")
         verdict = self.evaluate("score", target, additional_context, claim_variables)
-        return verdict.as_response() if return_full_response else verdict.value
+        return verdict.as_response() if full else verdict.value
 
     def evaluate(
         self,
@@ -425,19 +530,21 @@ class Proposition:
 
         With ``samples`` > 1 the judge is asked that many times (each answer cached by its
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
-        stands.
+        stands. A precondition that returns False makes the claim hold trivially: it is then
+        neither rendered (so it needs no claim variables) nor judged.
         """
         __tracebackhide__ = True
         check_additional_context(additional_context)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be a whole number of at least 1, got {samples!r}")
+        variables = _claim_variables(claim_variables)
         targets = self._determine_targets(target)
-        rendered_claim = render_claim(self.claim, claim_variables)
-        run = runtime or runtime_module.current()
         self._reset()
-        if not self._precondition_holds(targets, additional_context, claim_variables):
-            verdict = self._trivially_true(kind, rendered_claim)
+        if not self._precondition_holds(targets, additional_context, variables):
+            verdict = self._trivially_true(kind, self.claim)
         else:
+            rendered_claim = render_claim(self.claim, variables)
+            run = runtime or runtime_module.current()
             answers = [
                 self._judge(kind, targets, rendered_claim, additional_context, index, run)
                 for index in range(sample_index, sample_index + samples)
@@ -467,7 +574,7 @@ class Proposition:
                     first_n=self.first_n,
                     last_n=self.last_n,
                     include_personas=self.include_personas,
-                    timestamps=run.settings.timestamps,
+                    timestamps=self.timestamps or run.settings.timestamps,
                 ),
             ),
             "the target's text",
@@ -486,10 +593,7 @@ class Proposition:
             )
         )
         run.remember_context(verdict.key, messages)
-        self._chat = messages
-        self._chat_answer = verdict
-        self._chat_model = model
-        self._judge_runtime = run
+        self.llm_chat = JudgeChat(messages, verdict, model, run)
         return verdict
 
     def _trivially_true(self, kind: Kind, claim: str) -> Verdict:
@@ -507,7 +611,7 @@ class Proposition:
         self,
         targets: list[Any],
         additional_context: str | None,
-        claim_variables: Mapping[str, Any] | None,
+        claim_variables: Mapping[str, Any],
     ) -> bool:
         __tracebackhide__ = True
         if self.precondition_function is None:
@@ -517,29 +621,26 @@ class Proposition:
             additional_context=additional_context
             if additional_context is not None
             else NO_ADDITIONAL_CONTEXT,
-            claim_variables=dict(claim_variables or {}),
+            claim_variables=dict(claim_variables),
         )
         return check_precondition_result(self.precondition_function, result)
 
     # -- follow-up -----------------------------------------------------------------------------
 
     def recommendations_for_improvement(self) -> str:
-        """Ask the judge, on the preserved chat, how the simulation could better satisfy the claim."""
-        if (
-            self._chat is None
-            or self._chat_answer is None
-            or self._chat_model is None
-            or self._judge_runtime is None
-        ):
+        """Ask the judge, on the preserved chat, how the simulation could better satisfy the
+        claim; the answer is also kept in ``recommendations``."""
+        __tracebackhide__ = True
+        if self.llm_chat is None:
             raise ValueError(
                 "nothing to recommend yet: evaluate the proposition with check() or score() first "
                 "(an evaluation skipped by its precondition has no judge chat to follow up on)"
             )
-        answer = assistant_turn(self._chat_answer.as_response())
+        chat = self.llm_chat
         question: Message = {"role": "user", "content": RECOMMENDATIONS_PROMPT}
-        return self._judge_runtime.judge.follow_up(
-            self._chat_model, [*self._chat, answer, question]
-        )
+        # Asked on a copy of the conversation: llm_chat keeps the evaluation as it was.
+        self.recommendations = chat._runtime.judge.follow_up(chat.model, [*chat.messages, question])
+        return self.recommendations
 
     # -- targets -------------------------------------------------------------------------------
 
@@ -569,32 +670,63 @@ def check_proposition(
     target: Any,
     claim: str | Any,
     additional_context: str | None = None,
-    claim_variables: Mapping[str, Any] | None = None,
+    first_n: int | _Unset | None = UNSET,
+    last_n: int | _Unset | None = UNSET,
     return_full_response: bool = False,
-    **options: Any,
+    *,
+    claim_variables: Mapping[str, Any] | None = None,
+    include_personas: bool | _Unset = UNSET,
+    double_check: bool | _Unset = UNSET,
+    use_reasoning_model: bool | _Unset = UNSET,
+    precondition_function: Precondition | _Unset | None = UNSET,
+    timestamps: str | _Unset | None = UNSET,
 ) -> Any:
-    """Check a claim (a str or a Proposition-shaped object) in one call; every Proposition option
-    (include_personas, ...) passes through, and wins over the object's own."""
+    """Check a claim (a str or a Proposition-shaped object) in one call.
+
+    The positional order is the reference library's; every other option is keyword-only and
+    passes through (the reference drops them), winning over a Proposition-shaped claim's own.
+    """
     __tracebackhide__ = True
-    return Proposition(claim, target, **options).check(
-        additional_context=additional_context,
-        claim_variables=claim_variables,
-        return_full_response=return_full_response,
-    )
+    full = check_flag(return_full_response, "return_full_response")
+    return Proposition(
+        claim,
+        target,
+        include_personas,
+        first_n,
+        last_n,
+        double_check,
+        use_reasoning_model,
+        precondition_function,
+        timestamps=timestamps,
+    ).check(None, additional_context, claim_variables, full)
 
 
 def compute_score(
     target: Any,
     claim: str | Any,
     additional_context: str | None = None,
-    claim_variables: Mapping[str, Any] | None = None,
+    first_n: int | _Unset | None = UNSET,
+    last_n: int | _Unset | None = UNSET,
     return_full_response: bool = False,
-    **options: Any,
+    *,
+    claim_variables: Mapping[str, Any] | None = None,
+    include_personas: bool | _Unset = UNSET,
+    double_check: bool | _Unset = UNSET,
+    use_reasoning_model: bool | _Unset = UNSET,
+    precondition_function: Precondition | _Unset | None = UNSET,
+    timestamps: str | _Unset | None = UNSET,
 ) -> Any:
-    """Score a claim (a str or a Proposition-shaped object) in one call; options pass through."""
+    """Score a claim in one call, from MIN_SCORE to MAX_SCORE; arguments as ``check_proposition``."""
     __tracebackhide__ = True
-    return Proposition(claim, target, **options).score(
-        additional_context=additional_context,
-        claim_variables=claim_variables,
-        return_full_response=return_full_response,
-    )
+    full = check_flag(return_full_response, "return_full_response")
+    return Proposition(
+        claim,
+        target,
+        include_personas,
+        first_n,
+        last_n,
+        double_check,
+        use_reasoning_model,
+        precondition_function,
+        timestamps=timestamps,
+    ).score(None, additional_context, claim_variables, full)

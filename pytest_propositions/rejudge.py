@@ -163,6 +163,6 @@ def run(cache_dir: Path, model: str, api_base: str | None, concurrency: str | No
         print(f"  {result.old_model}: {result.old} -> {settings.model}: {result.new}")
         print(f"  new justification: {' '.join(result.justification.split())[:300]}")
     for reason, count in sorted(skipped.items()):
-        print(f"skipped {count} verdicts {reason}")
+        print(f"skipped {count} {'verdict' if count == 1 else 'verdicts'} {reason}")
     print(f"{len(results)} re-judged, {len(flips)} flipped")
     return 0

@@ -10,6 +10,7 @@ import textwrap
 import uuid
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,21 +37,52 @@ def provenance(verdict: Verdict) -> str:
     return f"judged live in {verdict.judge_seconds:.2f}s"
 
 
-def describe_value(verdict: Verdict, threshold: int | None) -> str:
+def describe_value(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
     if verdict.kind == "check":
-        return f"{verdict.value} (expected True)"
-    return f"{verdict.value}/{MAX_SCORE} (minimum {threshold})"
+        return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
+    bar = (
+        f"minimum {threshold}" if holds else f"maximum {threshold}: expected the claim not to hold"
+    )
+    return f"{verdict.value}/{MAX_SCORE} ({bar})"
 
 
-def outcome_text(outcome: Outcome) -> str:
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 claim``, ``2 claims``: every count a report writes goes through here."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def confidence_text(confidence: float | None, precondition_skipped: bool = False) -> str:
+    """The confidence as the judge gave it (never rounded to a made-up 0.00), or "not given".
+
+    A claim whose precondition was false had no judge; the verdict's confidence of 1 (kept for
+    the reference library's API) is not the judge's.
+    """
+    if precondition_skipped:
+        return "not given (not judged: the precondition was false)"
+    if confidence is None:
+        return "not given"
+    return f"{confidence:.4g}"
+
+
+def result_word(passed: bool, outcome: str = "fail") -> str:
+    """A claim's result as every report words it; under --prop-outcome=report, "not upheld"."""
+    if outcome == "report":
+        return "upheld" if passed else "not upheld"
+    return "passed" if passed else "failed"
+
+
+def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) -> str:
     verdict = outcome.verdict
-    label = "PASSED" if outcome.passed else "FAILED"
+    label = result_word(outcome.passed, mode).upper()
     lines = [
         f"{label}: {verdict.claim}",
-        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold)}",
+        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold, outcome.holds)}",
     ]
-    if verdict.confidence is not None:
-        lines.append(f"  confidence: {verdict.confidence:.2f}")
+    if outcome.where:
+        lines.append(f"  claimed at: {outcome.where}")
+    lines.append(
+        f"  confidence: {confidence_text(verdict.confidence, verdict.precondition_skipped)}"
+    )
     if verdict.votes:
         lines.append(f"  votes: {', '.join(str(vote) for vote in verdict.votes)}")
     if verdict.revised_from is not None:
@@ -60,29 +92,133 @@ def outcome_text(outcome: Outcome) -> str:
         lines.append(f"  key: {verdict.key[:16]}")
     lines.append("  justification:")
     lines.append(_indent(verdict.justification))
+    if reasoning:
+        lines.append("  reasoning:")
+        lines.append(_indent(verdict.reasoning))
     return "\n".join(lines)
 
 
-def failure_section(outcomes: Iterable[Outcome]) -> str:
-    """Every claim of a failed test, failing ones first, each with its justification."""
+def failure_section(
+    outcomes: Iterable[Outcome], mode: str = "fail", reasoning: bool = False
+) -> str:
+    """Every claim of a failed test, failing ones first, each with its justification (and the
+    judge's reasoning under -vv)."""
     ordered = sorted(outcomes, key=lambda outcome: outcome.passed)
-    return "\n\n".join(outcome_text(outcome) for outcome in ordered)
+    return "\n\n".join(outcome_text(outcome, mode, reasoning) for outcome in ordered)
 
 
-def summary_line(stats: JudgeStats, failed: int, errors: int, outcome: str = "fail") -> str:
-    """The run's counts; under --prop-outcome=report a claim the judge rejected is "not upheld"."""
-    tokens = stats.prompt_tokens + stats.completion_tokens
+@dataclass(frozen=True)
+class RunCounts:
+    """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
+
+    ``claims`` is every claim the run tried to judge: ``passed + failed + judge_errors``. A claim
+    with a verdict got it in one of three ways: ``skipped_by_precondition + from_cache +
+    judged_live == passed + failed``. ``judge_calls``, tokens and cost count requests (a claim
+    with ``samples=3`` makes three).
+    """
+
+    claims: int
+    passed: int
+    failed: int
+    judge_errors: int
+    skipped_by_precondition: int
+    from_cache: int
+    judged_live: int
+    judge_calls: int
+    tokens: int
+    cost_usd: float
+    judge_seconds: float
+
+
+def run_counts(
+    outcomes: Iterable[Outcome], judge_errors: Iterable[object], stats: JudgeStats
+) -> RunCounts:
+    verdicts = [outcome for outcome in outcomes]
+    skipped = sum(1 for o in verdicts if o.verdict.precondition_skipped)
+    cached = sum(1 for o in verdicts if o.verdict.cached and not o.verdict.precondition_skipped)
+    failed = sum(1 for o in verdicts if not o.passed)
+    errors = sum(1 for _ in judge_errors)
+    return RunCounts(
+        claims=len(verdicts) + errors,
+        passed=len(verdicts) - failed,
+        failed=failed,
+        judge_errors=errors,
+        skipped_by_precondition=skipped,
+        from_cache=cached,
+        judged_live=len(verdicts) - skipped - cached,
+        judge_calls=int(stats.judge_calls),
+        tokens=int(stats.prompt_tokens + stats.completion_tokens),
+        cost_usd=float(stats.cost_usd),
+        judge_seconds=float(stats.judge_seconds),
+    )
+
+
+def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
+    """The counts as the terminal and the HTML page both word them."""
     parts = [
-        f"{stats.verdicts} verdicts",
-        f"{failed} not upheld" if outcome == "report" else f"{failed} failed",
-        f"{errors} judge errors",
-        f"{stats.cache_hits} from cache",
-        f"{stats.judge_calls} judge calls",
-        f"{tokens} tokens",
-        f"${stats.cost_usd:.4f}",
-        f"{stats.judge_seconds:.1f}s judging",
+        plural(counts.claims, "claim"),
+        f"{counts.passed} {result_word(True, outcome)}",
+        f"{counts.failed} {result_word(False, outcome)}",
+        plural(counts.judge_errors, "judge error"),
+    ]
+    if counts.skipped_by_precondition:
+        parts.append(f"{counts.skipped_by_precondition} skipped by precondition")
+    parts += [
+        f"{counts.from_cache} from cache",
+        f"{counts.judged_live} judged live",
+        plural(counts.judge_calls, "judge call"),
+    ]
+    return parts
+
+
+def summary_line(counts: RunCounts, outcome: str = "fail") -> str:
+    """The run's counts; under --prop-outcome=report a claim the judge rejected is "not upheld"."""
+    parts = [
+        *count_parts(counts, outcome),
+        plural(counts.tokens, "token"),
+        f"${counts.cost_usd:.4f}",
+        f"{counts.judge_seconds:.1f}s judging",
     ]
     return "propositions: " + ", ".join(parts)
+
+
+# How much of a claim the short summary (-rf, -rA) quotes.
+SHORT_CLAIM = 60
+
+
+def short_failure_text(
+    verdict: Verdict,
+    threshold: int | None,
+    where: str | None = None,
+    more: int = 0,
+    holds: bool = True,
+) -> str:
+    """One line for pytest's short summary: the claim first, shortened, then what the judge said."""
+    from .checks import quote_claim
+
+    if verdict.kind == "check":
+        said = f"judged {verdict.value}"
+    else:
+        bar = f"minimum {threshold}" if holds else f"maximum {threshold}"
+        said = f"scored {verdict.value}/{MAX_SCORE}, {bar}"
+    if not holds:
+        said += ", expected not to hold"
+    text = f"claim {quote_claim(verdict.claim, SHORT_CLAIM)} {said}"
+    if where:
+        text += f" at {where}"
+    if more:
+        text += f" (+{plural(more, 'more claim')} failed)"
+    return text
+
+
+def short_failure(report: Any, error: Any) -> None:
+    """Put the claim in the short summary's line: pytest takes it from the crash message,
+    which otherwise starts with the exception's whole module path."""
+    text = getattr(error, "short", None) or short_failure_text(
+        error.verdict, error.threshold, holds=getattr(error, "holds", True)
+    )
+    with suppress(AttributeError):
+        report.longrepr.reprcrash.message = f"PropositionFailed: {text}"
 
 
 # The judge `--prop-model=local` runs unless --prop-local-model names another file.
@@ -91,6 +227,8 @@ STAND_IN_MODEL = "SmolLM2-135M-Instruct"
 
 def judge_description(settings: Settings) -> str:
     """The judge as the header names it; the bundled tiny model says it is a stand-in."""
+    if settings.judge_source:
+        return f"{settings.model} from {settings.judge_source}"
     if settings.model != "local":
         return settings.model
     if settings.local_model:
@@ -114,46 +252,58 @@ def header_line(settings: Settings, cache_place: str | None) -> str:
     return line
 
 
-def all_cached_line(stats: JudgeStats) -> str | None:
+def all_cached_line(counts: RunCounts) -> str | None:
     """Said plainly when no verdict of the run needed the judge: the cache at work."""
-    if stats.verdicts and stats.cache_hits == stats.verdicts and not stats.judge_calls:
+    if counts.from_cache and not counts.judged_live and not counts.judge_calls:
         return (
-            f"propositions: every verdict ({stats.verdicts}) came from the cache; "
+            f"propositions: every verdict ({counts.from_cache}) came from the cache; "
             "the judge was not called"
         )
     return None
 
 
-def verdict_listing(outcomes: Iterable[Outcome]) -> list[str]:
+def verdict_listing(
+    outcomes: Iterable[Outcome], mode: str = "fail", reasoning: bool = False
+) -> list[str]:
     """Every claim of the run, upheld or not, with the judge's justification, by test id.
 
-    What --prop-outcome=report shows instead of failures (and -vv always).
+    What --prop-outcome=report shows instead of failures (and -vv always, with the reasoning).
     """
     ordered = sorted(outcomes, key=lambda outcome: outcome.test_id or "")
     lines: list[str] = []
     for outcome in ordered:
         verdict = outcome.verdict
-        label = "UPHELD" if outcome.passed else "NOT UPHELD"
+        label = result_word(outcome.passed, mode).upper()
         lines.append(f"{label:<10}  {outcome.test_id or '-'}")
         lines.append(f"    claim:   {verdict.claim}")
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
-            if verdict.kind == "check":
+            if verdict.kind == "check" and outcome.holds:
                 value = str(verdict.value)
             else:
-                value = f"{verdict.value}/{MAX_SCORE} (minimum {outcome.threshold})"
+                value = describe_value(verdict, outcome.threshold, outcome.holds)
             value += " (cached)" if verdict.cached else " (live)"
+            value += f", confidence {confidence_text(verdict.confidence)}"
         lines.append(f"    verdict: {value}")
-        why = " ".join(verdict.justification.split()) or "(none given)"
-        lines.extend(
-            textwrap.wrap(why, width=96, initial_indent="    why:     ", subsequent_indent=" " * 13)
-        )
+        texts = [("why:", verdict.justification)]
+        if reasoning and not verdict.precondition_skipped:
+            texts.append(("reasoning:", verdict.reasoning))
+        for name, text in texts:
+            words = " ".join(text.split()) or "(none given)"
+            lines.extend(
+                textwrap.wrap(
+                    words,
+                    width=96,
+                    initial_indent=f"    {name} ".ljust(13),
+                    subsequent_indent=" " * 13,
+                )
+            )
     return lines
 
 
 def dry_run_line(misses: int) -> str:
-    return f"propositions: dry run, {misses} claims would be judged (no cached verdict)"
+    return f"propositions: dry run, {plural(misses, 'claim')} would be judged (no cached verdict)"
 
 
 # -- the -v table ---------------------------------------------------------------------------------
@@ -214,11 +364,15 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def junit_properties(outcomes: Iterable[Outcome], start: int = 1) -> list[tuple[str, str]]:
+def junit_properties(
+    outcomes: Iterable[Outcome], start: int = 1, mode: str = "fail"
+) -> list[tuple[str, str]]:
     """``proposition[i].<field>`` properties, i counting a test's claims from 1 in judging order.
 
-    Fields: claim, kind, value, threshold (score claims), passed, confidence (when given),
-    model, cached, justification. Booleans are ``true``/``false``.
+    Fields: claim, kind, value, threshold (score claims), passed, result (passed/failed, or
+    upheld/not upheld under --prop-outcome=report), confidence ("not given" when the judge gave
+    none), model, cached, justification, and where a soft claim was made. Booleans are
+    ``true``/``false``.
     """
     properties: list[tuple[str, str]] = []
     for index, outcome in enumerate(outcomes, start):
@@ -231,16 +385,54 @@ def junit_properties(outcomes: Iterable[Outcome], start: int = 1) -> list[tuple[
         ]
         if outcome.threshold is not None:
             fields.append(("threshold", str(outcome.threshold)))
+        if not outcome.holds:
+            fields.append(("holds", "false"))
         fields.append(("passed", _flag(outcome.passed)))
-        if verdict.confidence is not None:
-            fields.append(("confidence", f"{verdict.confidence:.2f}"))
+        fields.append(("result", result_word(outcome.passed, mode)))
+        fields.append(
+            ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped))
+        )
         fields += [
             ("model", verdict.model),
             ("cached", _flag(verdict.cached)),
             ("justification", verdict.justification),
         ]
+        if outcome.where:
+            fields.append(("claimed_at", outcome.where))
         properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
     return properties
+
+
+def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
+    """The run's counts as testsuite properties (``propositions.<count>``), as the terminal
+    and the JSON report give them, and the outcome mode."""
+    properties = [("propositions.outcome", mode)]
+    for name in (
+        "claims",
+        "passed",
+        "failed",
+        "judge_errors",
+        "skipped_by_precondition",
+        "from_cache",
+        "judged_live",
+        "judge_calls",
+    ):
+        properties.append((f"propositions.{name}", str(getattr(counts, name))))
+    return properties
+
+
+def add_junit_run_properties(config: Any, runtime: Runtime) -> None:
+    """The run's counts as junitxml's testsuite properties, when a JUnit file is written."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    counts = run_counts(runtime.outcomes, runtime.judge_errors, runtime.stats())
+    for name, value in junit_run_properties(counts, runtime.settings.outcome):
+        xml.add_global_property(name, value)
 
 
 def junit_failure_to_error(config: Any, report: Any) -> bool:
@@ -275,7 +467,9 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
     return {
         "test_id": outcome.test_id,
         "threshold": outcome.threshold,
+        "holds": outcome.holds,
         "passed": outcome.passed,
+        "where": outcome.where,
         "verdict": outcome.verdict.as_dict(),
     }
 
@@ -289,6 +483,8 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         verdict=Verdict.from_dict(record["verdict"]),
         threshold=record["threshold"],
         passed=bool(record["passed"]),
+        holds=record.get("holds", True) is not False,
+        where=record.get("where"),
     )
 
 
@@ -315,19 +511,39 @@ def json_report(
     outcomes: Iterable[Outcome],
     judge_errors: Iterable[tuple[str | None, str]],
 ) -> dict[str, Any]:
-    """Every verdict of the run with its test id, sorted by test id then claim, and the counts."""
+    """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
+
+    The summary's claim counts are the terminal's (``RunCounts``); ``verdicts``, ``cache_hits``
+    and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
+    ``result`` says "upheld" or "not upheld".
+    """
     from ._version import __version__
 
-    verdicts = sorted((outcome_record(outcome) for outcome in outcomes), key=record_order)
+    outcomes = list(outcomes)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
+    counts = run_counts(outcomes, errors, stats)
+    mode = settings.outcome
+    verdicts = sorted(
+        (
+            {**outcome_record(outcome), "result": result_word(outcome.passed, mode)}
+            for outcome in outcomes
+        ),
+        key=record_order,
+    )
     return {
         "plugin_version": __version__,
         "model": settings.model,
         "cache_mode": settings.cache,
+        "outcome": mode,
         "summary": {
+            "claims": counts.claims,
+            "passed": counts.passed,
+            "failed": counts.failed,
+            "judge_errors": counts.judge_errors,
+            "skipped_by_precondition": counts.skipped_by_precondition,
+            "from_cache": counts.from_cache,
+            "judged_live": counts.judged_live,
             "verdicts": stats.verdicts,
-            "failed": sum(1 for record in verdicts if not record["passed"]),
-            "judge_errors": len(errors),
             "cache_hits": stats.cache_hits,
             "judge_calls": stats.judge_calls,
             "prompt_tokens": stats.prompt_tokens,

@@ -31,6 +31,10 @@ class Outcome:
     verdict: Verdict
     threshold: int | None
     passed: bool
+    # False: the claim was expected not to hold (a score: to be at most the threshold).
+    holds: bool = True
+    # Where a claim judged after the test body was made ("test_x.py:12"); None otherwise.
+    where: str | None = None
 
 
 def stat_names() -> tuple[str, ...]:
@@ -105,9 +109,16 @@ class Runtime:
         if first and self.on_first_claim is not None:
             self.on_first_claim()
 
-    def note(self, verdict: Verdict, threshold: int | None, passed: bool) -> None:
+    def note(
+        self,
+        verdict: Verdict,
+        threshold: int | None,
+        passed: bool,
+        holds: bool = True,
+        where: str | None = None,
+    ) -> None:
         self._first_claim()
-        outcome = Outcome(self.current_test, verdict, threshold, passed)
+        outcome = Outcome(self.current_test, verdict, threshold, passed, holds, where)
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)

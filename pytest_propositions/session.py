@@ -23,9 +23,14 @@ def build_runtime(config: pytest.Config) -> Runtime:
     """Settings from flags, environment and ini; a bad value is a usage error naming its source."""
     cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
     ini = {option.name: config.getini(option.ini) for option in OPTIONS}
+    from .reference_config import ReferenceConfigError, find_reference_config
+
     try:
-        settings = resolve(cli, os.environ, ini)
-    except SettingsError as error:
+        # A project set up for the reference library names its judge in config.ini: in the
+        # rootdir, else where pytest was started. Used only when no --prop-model is given.
+        reference = find_reference_config([config.rootpath, config.invocation_params.dir])
+        settings = resolve(cli, os.environ, ini, reference)
+    except (SettingsError, ReferenceConfigError) as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
     if settings.report:
         from .report import report_path

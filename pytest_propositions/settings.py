@@ -14,10 +14,13 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .families import REASONING_EFFORTS
+from .families import REASONING_EFFORTS, TRANSPORTS
 from .scale import MAX_SCORE, MIN_SCORE
+
+if TYPE_CHECKING:
+    from .reference_config import ReferenceConfig
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
 # How a simulation library's clock lines reach the judge (library_text.py owns the rewriting).
@@ -110,6 +113,13 @@ def _parse_reasoning_effort(text: str) -> str:
     return lowered
 
 
+def _parse_transport(text: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in TRANSPORTS:
+        raise ValueError(f"expected one of {', '.join(TRANSPORTS)}, got {text!r}")
+    return lowered
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -180,6 +190,28 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
         "URL",
+        _parse_text,
+    ),
+    Option(
+        "transport",
+        "--prop-transport",
+        "PROP_TRANSPORT",
+        "auto",
+        "How live calls reach the judge: auto (OpenAI-compatible endpoints such as OpenAI, "
+        "Azure OpenAI, the local judge and any --prop-api-base over plain HTTP, every other "
+        "provider through litellm), litellm (every model through litellm), openai (the plain "
+        "HTTP path only; an error for a provider it cannot reach). Not part of the cache key.",
+        "PATH",
+        _parse_transport,
+    ),
+    Option(
+        "api_version",
+        "--prop-api-version",
+        "PROP_API_VERSION",
+        None,
+        "API version sent to Azure OpenAI deployments (azure/NAME models), e.g. "
+        "2024-12-01-preview; AZURE_API_VERSION (or OPENAI_API_VERSION) when not set.",
+        "VERSION",
         _parse_text,
     ),
     Option(
@@ -356,6 +388,9 @@ class Settings:
     reasoning_effort: str | None = None
     # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
     api_base: str | None = field(default=None, repr=False)
+    transport: str = "auto"
+
+    api_version: str | None = None
     cache: str = "use"
     cache_dir: str | None = None
     timestamps: str = "relative"
@@ -372,6 +407,10 @@ class Settings:
     dry_run: bool = False
     local_model: str | None = None
     min_calibration: float | None = None
+    # Set when no --prop-model was given and a reference-library config.ini named the judge:
+    # where it came from (the header says so), and the variable holding its key (Azure).
+    judge_source: str | None = None
+    api_key_env: str | None = None
 
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:
@@ -387,15 +426,35 @@ def resolve(
     cli: Mapping[str, str | None],
     env: Mapping[str, str],
     ini: Mapping[str, str | None],
+    reference: ReferenceConfig | None = None,
 ) -> Settings:
-    """Pick each option's value by precedence and parse it; the error names where it came from."""
+    """Pick each option's value by precedence and parse it; the error names where it came from.
+
+    With no model given (flag, environment or ini), a reference-library ``config.ini``
+    (``reference``) supplies the judge's options after those three and before the defaults.
+    """
     values: dict[str, Any] = {}
+    model_given = any(
+        isinstance(raw, str) and raw.strip()
+        for raw in (cli.get("model"), env.get("PROP_MODEL"), ini.get("model"))
+    )
+    fallback: dict[str, tuple[str, str]] = {}
+    if reference is not None and not model_given:
+        from .reference_config import ReferenceConfigError
+
+        try:
+            fallback = reference.option_values(env)
+        except ReferenceConfigError as error:
+            raise SettingsError(str(error)) from None
     for option in OPTIONS:
         candidates: list[tuple[str, str | None]] = [
             (option.flag, cli.get(option.name)),
             (f"environment variable {option.env}", env.get(option.env) if option.env else None),
             (f"ini option {option.ini}", ini.get(option.name)),
         ]
+        if option.name in fallback:
+            fallback_raw, where = fallback[option.name]
+            candidates.append((where, fallback_raw))
         for source, raw in candidates:
             if raw is None or (isinstance(raw, str) and raw == "" and source != option.flag):
                 continue
@@ -408,6 +467,12 @@ def resolve(
             if option.default is not None:
                 values[option.name] = option.parse(option.default)
     assert set(values) <= _field_names()
+    if fallback:
+        from .reference_config import AZURE_KEY_ENV
+
+        values["judge_source"] = reference.describe() if reference is not None else None
+        if reference is not None and reference.api_type == "azure":
+            values["api_key_env"] = AZURE_KEY_ENV
     return Settings(**values)
 
 
@@ -434,9 +499,16 @@ def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return base / API_CACHE_FOLDER
 
 
-def from_environment(env: Mapping[str, str] | None = None) -> Settings:
-    """Settings for use outside pytest: environment variables, then defaults."""
-    return resolve({}, os.environ if env is None else env, {})
+def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
+    """Settings for use outside pytest: environment variables, then a reference-library
+    ``config.ini`` in ``folder`` (the working directory) for the judge, then defaults."""
+    from .reference_config import ReferenceConfigError, find_reference_config
+
+    try:
+        reference = find_reference_config([Path.cwd() if folder is None else folder])
+    except ReferenceConfigError as error:
+        raise SettingsError(str(error)) from None
+    return resolve({}, os.environ if env is None else env, {}, reference)
 
 
 class SettingsError(ValueError):

@@ -20,7 +20,7 @@ from .trace import (
     Agent,
     World,
     _action_head,
-    _check_count,
+    _check_window,
     _format_entry,
     _omission_note,
     _plural,
@@ -60,8 +60,8 @@ class RenderOptions:
     timestamps: str = "relative"
 
     def __post_init__(self) -> None:
-        _check_count("first_n", self.first_n)
-        _check_count("last_n", self.last_n)
+        _check_window("first_n", self.first_n)
+        _check_window("last_n", self.last_n)
         if self.timestamps not in TIMESTAMP_MODES:
             raise ValueError(
                 f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {self.timestamps!r}"
@@ -160,7 +160,9 @@ _ACCEPTED = (
     "  - an object with a pretty_current_interactions() method: an agent or a world of a\n"
     "    simulation library, or pytest_propositions.trace.Agent / trace.World;\n"
     "  - a str holding the trajectory text;\n"
-    '  - a list of chat messages (dicts with a "role", OpenAI format, tool calls included);\n'
+    '  - a list of chat messages (dicts with a "role" and a "content", OpenAI format, tool\n'
+    "    calls included);\n"
+    "  - a results-extraction output: a dict of fields (any dict that is not a chat message);\n"
     "  - a list or tuple of any of these, for several targets."
 )
 
@@ -184,7 +186,14 @@ def _validate_transcript(messages: Sequence[Any]) -> None:
         if "role" not in message:
             raise ValueError(
                 f'chat message #{i} has no "role" key (keys: {sorted(map(str, message))}); '
-                'each message needs one, e.g. {"role": "user", "content": "..."}'
+                'each message needs one, e.g. {"role": "user", "content": "..."} (a list of '
+                "dicts holding a chat message is one transcript; to judge extraction results, "
+                "pass them without chat messages among them)"
+            )
+        if not any(key in message for key in _MESSAGE_BODY_KEYS):
+            raise ValueError(
+                f'chat message #{i} has a "role" but no "content" (nor "tool_calls"); give it '
+                '"content", even None'
             )
         role = message["role"]
         if not isinstance(role, str) or not role.strip():
@@ -212,8 +221,41 @@ def _validate_transcript(messages: Sequence[Any]) -> None:
             raise TypeError(f'chat message #{i}: "tool_calls" must be a list of dicts')
 
 
+# A dict is a chat message when it has a "role" and something said or done: "content" (even
+# None), "tool_calls", "function_call" or "refusal". Any other dict is a results-extraction output (the
+# reference library's extractor returns a dict per agent or world, a list of them for several).
+_MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
+
+
+def _is_chat_message(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and "role" in value
+        and any(key in value for key in _MESSAGE_BODY_KEYS)
+    )
+
+
 def _is_message_list(value: Any) -> bool:
-    return isinstance(value, list | tuple) and all(isinstance(m, Mapping) for m in value)
+    """A non-empty list of dicts, at least one of them a chat message: one transcript."""
+    return (
+        isinstance(value, list | tuple)
+        and bool(value)
+        and all(isinstance(m, Mapping) for m in value)
+        and any(_is_chat_message(m) for m in value)
+    )
+
+
+def _is_extraction(value: Any) -> bool:
+    return isinstance(value, Mapping) and not _is_chat_message(value)
+
+
+def _validate_extraction(result: Mapping[Any, Any]) -> None:
+    if not result:
+        raise ValueError(
+            "the target is an empty dict: as an extraction result it holds nothing to judge (the "
+            "reference library's extractor returns {} when it could not read its model's answer)"
+        )
+    _check_data_depth(result, 0, ())
 
 
 #: How deeply lists of targets may nest; deeper is surely a mistake (or a list holding itself).
@@ -244,7 +286,7 @@ def _target_list(target: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> 
         if _is_message_list(target):
             _validate_transcript(target)
             return [target]
-        if any(isinstance(item, Mapping) for item in target):
+        if any(_is_chat_message(item) for item in target):
             kinds = sorted({_type_name(item) for item in target if not isinstance(item, Mapping)})
             raise TypeError(
                 "the target list mixes chat-message dicts with other objects "
@@ -259,11 +301,14 @@ def _target_list(target: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> 
                 _check_nesting(item, (*path, index), inner)
             out.extend(_target_list(item, (*path, index), inner))
         return out
-    if isinstance(target, Mapping):
+    if _is_chat_message(target):
         raise TypeError(
-            f"the target is a single {_type_name(target)}. To judge a chat transcript, pass a "
-            'list of messages: [{"role": "user", "content": "..."}, ...].'
+            f"the target is a single chat message ({_type_name(target)}). To judge a chat "
+            'transcript, pass a list of messages: [{"role": "user", "content": "..."}, ...].'
         )
+    if isinstance(target, Mapping):
+        _validate_extraction(target)
+        return [target]
     if isinstance(target, str) or _is_simulation_object(target):
         return [target]
     hook = _current_hook_renderer()
@@ -302,6 +347,8 @@ def _kind(target: Any) -> str:
         return "text"
     if _is_message_list(target):
         return "transcript"
+    if _is_extraction(target):
+        return "extraction"
     if _is_simulation_object(target):
         return "world" if _members(target) is not None else "agent"
     return "other"
@@ -312,6 +359,8 @@ def _heading(target: Any) -> str:
     kind = _kind(target)
     if kind in ("text", "transcript"):
         return kind.capitalize()
+    if kind == "extraction":
+        return "Extraction result"
     name = _name_of(target)
     base = kind.capitalize() if kind != "other" else type(target).__name__
     if name:
@@ -518,6 +567,67 @@ def _render_transcript(messages: Sequence[Mapping[str, Any]], options: RenderOpt
     return "\n".join(lines)
 
 
+# Extraction results -------------------------------------------------------------------------
+
+
+def _check_data_depth(value: Any, depth: int, outer: tuple[int, ...]) -> None:
+    if isinstance(value, Mapping | list | tuple):
+        if id(value) in outer:
+            raise ValueError("the extraction result contains itself; expected plain JSON data")
+        if depth > MAX_TARGET_NESTING:
+            raise ValueError(
+                f"the extraction result nests more than {MAX_TARGET_NESTING} levels deep; "
+                "expected plain JSON data"
+            )
+        items = value.values() if isinstance(value, Mapping) else value
+        for item in items:
+            _check_data_depth(item, depth + 1, (*outer, id(value)))
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value if value.strip() else json.dumps(value)
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return _ADDRESS_RE.sub("", str(value))
+
+
+def _data_entry(pad: str, label: str, value: Any) -> list[str]:
+    """One ``label value`` line, or the label and the value's lines beneath it."""
+    if isinstance(value, set | frozenset):
+        value = _jsonable(value)
+    if isinstance(value, Mapping | list | tuple):
+        if not value:
+            return [f"{pad}{label} {'{}' if isinstance(value, Mapping) else '[]'}"]
+        return [f"{pad}{label}", *_data_lines(value, pad + "  ")]
+    text = _scalar_text(value)
+    if "\n" in text or "\r" in text:
+        # A value's own line breaks stay inside its indented block, never forging a field.
+        return [f"{pad}{label}", *(f"{pad}    | {line}" for line in text.splitlines())]
+    return [f"{pad}{label} {text}"]
+
+
+def _data_lines(value: Mapping[Any, Any] | Sequence[Any], pad: str) -> list[str]:
+    lines: list[str] = []
+    if isinstance(value, Mapping):
+        for key in sorted(value, key=lambda k: str(k)):
+            lines += _data_entry(pad, f"{_one_line(str(key))}:", value[key])
+    else:
+        for item in value:
+            lines += _data_entry(pad, "-", item)
+    return lines
+
+
+def _render_extraction(result: Mapping[Any, Any]) -> str:
+    """A results-extraction output as readable text: fields sorted by name, nested indented."""
+    lines = [
+        "---- BEGIN EXTRACTION RESULT ----",
+        *_data_lines(result, ""),
+        "---- END EXTRACTION RESULT ----",
+    ]
+    return "\n".join(lines)
+
+
 def _render_one(target: Any, options: RenderOptions) -> tuple[str, str]:
     """The heading and the body of one target's section."""
     renderer = _registered(target)
@@ -535,6 +645,8 @@ def _render_one(target: Any, options: RenderOptions) -> tuple[str, str]:
         return _heading(target), target if target else "(empty text)"
     if kind == "transcript":
         return _heading(target), _render_transcript(target, options)
+    if kind == "extraction":
+        return _heading(target), _render_extraction(target)
     raise _unsupported(target)
 
 
@@ -586,6 +698,8 @@ def describe_target(target: Any) -> str:
             return f"text ({_plural(len(target), 'char')})"
         if kind == "transcript":
             return f"chat transcript ({_plural(len(target), 'message')})"
+        if kind == "extraction":
+            return f"extraction result ({_plural(len(target), 'field')})"
         name = _name_of(target)
         base = kind if kind != "other" else type(target).__name__
         if name:

@@ -27,15 +27,23 @@ Role = Literal["stimulus", "action"]
 # The notation, shared with targets.py
 
 
-def _check_count(name: str, value: object) -> int | None:
-    """Windows are counts of entries: a positive int or None; bools are a likely mistake."""
+def _check_count(name: str, value: object, minimum: int = 1) -> int | None:
+    """Counts of entries: a whole number of at least ``minimum``, or None; bools are a likely
+    mistake."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int or None, got {value}")
+        raise ValueError(f"{name} must be a whole number or None, got {value!r}")
+    if value < minimum:
+        raise ValueError(
+            f"{name} must be a whole number of at least {minimum}, or None, got {value}"
+        )
     return value
+
+
+def _check_window(name: str, value: object) -> int | None:
+    """An event window: a whole number of at least 0, or None (see ``_select_window`` for 0)."""
+    return _check_count(name, value, minimum=0)
 
 
 def _select_window(
@@ -44,9 +52,12 @@ def _select_window(
     """Indices to show, with ``(start, end)`` inclusive ranges where entries are left out.
 
     With both counts, the first ``first_n`` and the last ``last_n`` entries are kept (the
-    opening and the latest part of a run); when they overlap, everything is kept.
+    opening and the latest part of a run); when they overlap, everything is kept. A count of 0
+    means what it means to the reference simulation library, whose memory slices with
+    ``[:n]`` and ``[-n:]``: ``first_n=0`` keeps nothing from the start, while ``last_n=0``
+    keeps everything (``[-0:]`` is the whole list).
     """
-    if first_n is None and last_n is None:
+    if last_n == 0 or (first_n is None and last_n is None):
         return list(range(total))
     keep: set[int] = set()
     if first_n is not None:
@@ -257,8 +268,8 @@ class Agent:
         """
         del simplified, skip_system
         max_len = _check_count("max_content_length", max_content_length)
-        first = _check_count("first_n", first_n)
-        last = _check_count("last_n", last_n)
+        first = _check_window("first_n", first_n)
+        last = _check_window("last_n", last_n)
         label = _quote(self.name)
         lines = [f"---- BEGIN AGENT {label} ({_plural(len(self._events), 'event')}) ----"]
         if not self._events:
@@ -399,8 +410,8 @@ class World:
             )
         if not self._agents:
             _check_count("max_content_length", max_content_length)
-            _check_count("first_n", first_n)
-            _check_count("last_n", last_n)
+            _check_window("first_n", first_n)
+            _check_window("last_n", last_n)
             blocks.append("(no agents)")
         blocks.append(f"==== END WORLD {label} ====")
         return "\n\n".join(blocks)

@@ -1,25 +1,25 @@
-"""Talking to an endpoint through litellm: the only module that imports litellm.
+"""Talking to an endpoint: one request shape and one reading of faults, over two paths.
 
-One completion at a time: the structured-output mode (and the per-model fallback when a provider
-rejects one), the sampling parameters as given, retries with backoff on transient faults, a
-bound on calls in flight, and an error the user can act on for every other fault. It also reads
-what a response holds: the reply text or refusal, the tokens used, the cost.
+An OpenAI-compatible endpoint (OpenAI, Azure OpenAI, the local judge, any --prop-api-base) is
+asked over plain HTTP (``transport_http``); every other provider through litellm
+(``transport_litellm``), which ``--prop-transport=litellm`` forces for every model. Both read the
+model's one ``Profile`` (resolved once per connection) and are sent the same body: the
+structured-output mode (and the per-model fallback when a provider rejects one), the sampling
+parameters as given. Here, shared by both: retries with backoff on transient faults, a bound on
+calls in flight, an error the user can act on for every other fault, and reading what a
+response holds (the reply text or refusal, the tokens used, the cost).
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import inspect
 import logging
-import os
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import families
 from .errors import JudgeReplyInvalid, JudgeUnavailable
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from .endpoint import Connection
+    from .families import Profile
     from .prompts import Message
     from .settings import Settings
     from .verdict import Kind
@@ -53,69 +54,25 @@ queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 
-# litellm sends these providers through the openai SDK, whose client imports its ~450 resource
-# modules on first use. A wrong guess costs time, never correctness.
-_OPENAI_SDK_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", "custom_openai"})
-_IMPORT_LOCK = threading.Lock()
 
+class _Path(Protocol):
+    """What each path provides: the first mode, litellm's up-front refusal (the light path has
+    none), one call, and closing what it holds."""
 
-def load_litellm(litellm_model: str | None = None) -> ModuleType:
-    """Import litellm on demand, without letting it fetch its price map from the network.
+    def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
 
-    With ``litellm_model``, the client code that model's provider needs is imported too, here
-    (before the clock of the first call starts, and off the shared event loop) rather than by
-    the first request.
-    """
-    with _IMPORT_LOCK:
-        if "litellm" not in sys.modules:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with _host_loggers_kept():
-                import litellm
-        import litellm  # waits, if another thread is still importing it
+    async def send(
+        self,
+        profile: Profile,
+        body: dict[str, Any],
+        api_base: Secret | None,
+        api_key: Secret | None,
+    ) -> Any: ...
 
-        litellm.suppress_debug_info = True
-        if (
-            litellm_model is not None
-            and "openai.resources" not in sys.modules
-            and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
-        ):
-            import openai.resources  # noqa: F401
-    return litellm
+    async def aclose(self) -> None: ...
 
-
-# Loggers whose level importing litellm sets (it silences httpx's request lines, for one).
-_LOGGERS_LITELLM_RETUNES = ("httpx", "apscheduler.executors.default", "apscheduler.scheduler")
-# litellm's own loggers: they write to a stderr handler of their own at any level the root allows.
-_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
-
-
-@contextlib.contextmanager
-def _host_loggers_kept() -> Iterator[None]:
-    """Import litellm without it retuning the host's loggers, and keep its own chatter quiet.
-
-    litellm sets other libraries' logger levels at import; the user's logging must behave the
-    same whether or not a claim needed litellm. Its own loggers are held at WARNING unless the
-    user asked for more with ``LITELLM_LOG`` (otherwise ``--log-level=DEBUG`` floods the output
-    with its request dumps).
-    """
-    kept = {name: logging.getLogger(name).level for name in _LOGGERS_LITELLM_RETUNES}
-    try:
-        yield
-    finally:
-        for name, level in kept.items():
-            logging.getLogger(name).setLevel(level)
-        if "LITELLM_LOG" not in os.environ:
-            for name in _LITELLM_LOGGERS:
-                own = logging.getLogger(name)
-                if own.level == logging.NOTSET:
-                    own.setLevel(logging.WARNING)
-
-
-def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
-    try:
-        return str(litellm.get_llm_provider(litellm_model)[1])
-    except Exception:  # an unknown model fails later, on the call, with the real message
-        return None
+    @property
+    def open(self) -> bool: ...
 
 
 def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
@@ -226,6 +183,8 @@ def _is_missing_key(error: BaseException) -> bool:
 
 
 def _is_transient(error: BaseException) -> bool:
+    if getattr(error, "transient", None) is True:  # the light path says so itself
+        return True
     status = _status(error)
     if status is not None:
         return status in (408, 409, 429) or status >= 500
@@ -259,28 +218,76 @@ def _received_status(error: BaseException) -> int | None:
 
 
 class Transport:
-    """Sends completions to endpoints, remembering per model which response mode works and
-    bounding the calls in flight; shared by every claim of a run."""
+    """Sends completions to endpoints, remembering per model its profile, which response mode
+    works, and bounding the calls in flight; shared by every claim of a run."""
 
     def __init__(self, settings: Settings, sleep: Callable[[float], object] | None = None) -> None:
         self.settings = settings
         self._sleep = sleep
         self._modes: dict[str, int] = {}
+        self._profiles: dict[str, Profile] = {}
+        self._paths: dict[str, _Path] = {}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._lock = threading.Lock()
 
-    def first_mode(self, litellm: ModuleType, connection: Connection) -> None:
-        """Start a model litellm knows at the structured-output mode litellm says it takes."""
+    def profile(self, connection: Connection) -> Profile:
+        """The model's profile, resolved once per connection: what the judge sends it, how its
+        replies are read, and which path its calls take."""
+        model = connection.litellm_model
+        with self._lock:
+            profile = self._profiles.get(model)
+        if profile is None:
+            try:
+                profile = families.profile_of(
+                    model, self.settings.transport, connection.api_version
+                )
+            except families.TransportUnavailable as error:
+                raise JudgeUnavailable(str(error)) from None
+            with self._lock:
+                profile = self._profiles.setdefault(model, profile)
+        return profile
+
+    def _path(self, profile: Profile) -> _Path:
+        with self._lock:
+            path = self._paths.get(profile.path)
+            if path is None:
+                if profile.path == "litellm":
+                    from .transport_litellm import LitellmPath
+
+                    path = LitellmPath(self.settings.timeout)
+                else:
+                    from .transport_http import HttpPath
+
+                    path = HttpPath(self.settings.timeout)
+                self._paths[profile.path] = path
+            return path
+
+    def prepare(self, connection: Connection) -> None:
+        """Before a model's first live call, in the calling thread (never on the shared event
+        loop, which the imports would stall): its path's imports, and its first response mode."""
+        profile = self.profile(connection)
         with self._lock:
             if connection.litellm_model in self._modes:
                 return
-        mode = families.first_response_mode(litellm, connection.litellm_model, RESPONSE_MODES)
+        mode = self._path(profile).first_mode(profile, RESPONSE_MODES)
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
     def mode(self, connection: Connection) -> str:
         """The structured-output mode this model is at now (fallbacks only move it down)."""
         return RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]
+
+    @property
+    def open(self) -> bool:
+        """Whether a path holds something (a pooled HTTP client) that ``aclose`` must release."""
+        with self._lock:
+            return any(path.open for path in self._paths.values())
+
+    async def aclose(self) -> None:
+        with self._lock:
+            paths = list(self._paths.values())
+        for path in paths:
+            await path.aclose()
 
     async def complete_with_fallback(
         self,
@@ -324,31 +331,34 @@ class Transport:
     ) -> Any:
         """One completion, with retries on transient errors; other errors name what to fix.
 
-        Calls go through litellm's async API; the semaphore bounds how many are in flight.
+        The request body is built here, once, for either path; the semaphore bounds how many
+        calls are in flight.
         """
-        litellm = load_litellm()
-        refusal = families.refusal_by_litellm(litellm, connection.litellm_model, sampling)
-        if refusal is not None:
-            raise JudgeUnavailable(
-                f"litellm refused the request before sending it: {refusal}; no request reached "
-                f"the server (model {connection.identity}). Please report this model."
-            )
-        arguments: dict[str, Any] = {
-            "model": connection.litellm_model,
-            "messages": messages,
-            **sampling,
-            "timeout": self.settings.timeout,
-            "max_retries": 0,  # retries are ours, so they are counted and bounded in one place
-        }
+        profile = self.profile(connection)
+        path = self._path(profile)
+        if profile.path == "litellm":
+            from .transport_litellm import LitellmPath
+
+            assert isinstance(path, LitellmPath)
+            refusal = path.refusal(profile, sampling)
+            if refusal is not None:
+                raise JudgeUnavailable(
+                    f"litellm refused the request before sending it: {refusal}; no request "
+                    f"reached the server (model {connection.identity}). Please report this model."
+                )
+        body: dict[str, Any] = {"messages": messages, **sampling}
+        fmt = response_format(mode, kind, grammar=connection.grammar)
+        if fmt is not None:
+            body["response_format"] = fmt
         # Starting a managed local server blocks; keep it off the event loop.
         import asyncio
 
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
-        # shows; it is revealed only inside the call expression.
-        api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
-        fmt = response_format(mode, kind, grammar=connection.grammar)
-        if fmt is not None:
-            arguments["response_format"] = fmt
+        # shows; the paths reveal it only inside their call expression.
+        if connection.start is None:
+            api_base, api_key = connection.secret_endpoint()
+        else:
+            api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
@@ -357,15 +367,15 @@ class Transport:
                     waits = queue_waits.get()
                     if waits is not None:
                         waits.append(time.perf_counter() - queued)
-                    return await litellm.acompletion(
-                        **arguments, **_revealed(api_base=api_base, api_key=api_key)
-                    )
+                    return await path.send(profile, body, api_base, api_key)
             except Exception as error:
                 # Read the provider's error here and let it go: its text (and its traceback's
                 # frames) may quote the key, so no frame shown later may hold it.
                 fault = _Fault.read(error, (api_key, *url_credentials(api_base)))
             self._raise_if_final(fault, connection, attempt, attempts)
             delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
+            if fault.retry_after is not None:  # the server said how long (a 429, a 503)
+                delay = max(delay, min(fault.retry_after, _BACKOFF_CAP_SECONDS))
             logger.info(
                 "judge call to %s failed (%s); retry %d of %d in %.2fs",
                 connection.identity,
@@ -511,11 +521,9 @@ def reply_cost(response: Any) -> float | None:
     if isinstance(hidden, dict) and "response_cost" in hidden:
         cost = hidden["response_cost"]  # litellm priced the call already (None: unknown)
     else:
-        litellm = load_litellm()
-        try:
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:
-            return None
+        from .transport_litellm import completion_cost
+
+        return completion_cost(response)
     try:
         return float(cost) if cost else None
     except (TypeError, ValueError):
@@ -527,16 +535,6 @@ def reply_usage(response: Any) -> tuple[int, int]:
     prompt = getattr(usage, "prompt_tokens", 0) or 0
     completion = getattr(usage, "completion_tokens", 0) or 0
     return int(prompt), int(completion)
-
-
-def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, str]:
-    """The endpoint's keyword arguments in the clear, built inside the call expression only."""
-    revealed: dict[str, str] = {}
-    if api_base is not None and api_base.reveal():
-        revealed["api_base"] = api_base.reveal()
-    if api_key is not None and api_key.reveal():
-        revealed["api_key"] = api_key.reveal()
-    return revealed
 
 
 # litellm's words for an HTTP 200 whose body is JSON but not a chat completion.
@@ -563,6 +561,7 @@ class _Fault:
     invalid_response: bool
     url_credentials: bool
     client_side: bool
+    retry_after: float | None = None
 
     @classmethod
     def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
@@ -585,6 +584,7 @@ class _Fault:
             url_credentials=any(
                 "credentials encoded in url" in str(link).lower() for link in _chain(error)
             ),
+            retry_after=_retry_after(error),
             invalid_response=any(
                 marker in link_text
                 for link in _chain(error)
@@ -592,3 +592,10 @@ class _Fault:
                 for marker in _INVALID_RESPONSE_MARKERS
             ),
         )
+
+
+def _retry_after(error: BaseException) -> float | None:
+    value = getattr(error, "retry_after", None)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None

@@ -38,9 +38,29 @@ def world():
 """
 
 
+PATHS = ("litellm", "openai")
+
+
+@pytest.fixture
+def transport_path() -> str:
+    """The path live calls take (--prop-transport). A module whose tests must hold on both paths
+    overrides it with a ``transport_path`` fixture that returns ``both_paths``."""
+    return "auto"
+
+
+@pytest.fixture(params=PATHS)
+def both_paths(request: pytest.FixtureRequest) -> str:
+    """Each test once through litellm and once through the light (plain HTTP) path."""
+    path: str = request.param
+    return path
+
+
 @pytest.fixture
 def inner_run(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
 ) -> list[str]:
     """An inner project judged by the scripted server: its `world` fixture, no PROP_* settings
     of the outer shell, and the arguments that point it at the judge with the cache off."""
@@ -55,6 +75,7 @@ def inner_run(
         f"--prop-api-base={judge_server.base_url}",
         "--prop-cache=off",
         "--prop-retries=0",
+        f"--prop-transport={transport_path}",
         "-p",
         "no:cacheprovider",
     ]

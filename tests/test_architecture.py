@@ -136,10 +136,12 @@ def test_the_local_engine_and_the_transport_do_not_know_the_judge() -> None:
                     todo.append(nxt)
         return seen
 
-    for lower in ("local", "transport", "endpoint", "redaction", "judge_loop"):
+    transports = ("transport", "transport_http", "transport_litellm")
+    for lower in ("local", *transports, "endpoint", "redaction", "judge_loop"):
         assert "judge" not in reaches(lower), lower
-    assert "transport" not in reaches("local")
-    assert "local" not in reaches("transport")
+    for transport in transports:
+        assert transport not in reaches("local")
+        assert "local" not in reaches(transport)
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
@@ -253,8 +255,16 @@ def test_the_machinery_finder_finds_uses() -> None:
     }
 
 
-def test_only_the_transport_imports_litellm() -> None:
-    """One adapter owns the provider library: a change of library touches one module."""
+HEAVY_OWNERS = {
+    # one module each; litellm and the openai SDK are one provider library
+    "litellm": "transport_litellm",
+    "openai": "transport_litellm",
+    "httpx": "transport_http",
+    "diskcache": "cache",
+}
+
+
+def _importers(top_level: str) -> set[str]:
     importers = set()
     for path in PACKAGE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -265,6 +275,27 @@ def test_only_the_transport_imports_litellm() -> None:
                 if isinstance(node, ast.ImportFrom) and node.level == 0
                 else []
             )
-            if any(name.split(".")[0] in {"litellm", "openai"} for name in names):
+            if any(name.split(".")[0] == top_level for name in names):
                 importers.add(path.stem)
-    assert importers == {"transport"}
+    return importers
+
+
+def test_each_heavy_library_is_imported_by_exactly_one_module() -> None:
+    """One adapter owns each provider library (litellm's path, the light path's HTTP client),
+    and the transport that chooses between them imports neither: a change of library touches
+    one module."""
+    for library, owner in HEAVY_OWNERS.items():
+        assert _importers(library) == {owner}, library
+
+
+def test_no_heavy_library_is_imported_at_module_level() -> None:
+    for owner in set(HEAVY_OWNERS.values()):
+        tree = ast.parse((PACKAGE / f"{owner}.py").read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom) and node.col_offset == 0:
+                names = (
+                    [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                assert not any(name.split(".")[0] in HEAVY_OWNERS for name in names), owner

@@ -175,7 +175,7 @@ def test_import_from_stdin_merges(filled: Path, tmp_path: Path) -> None:
     line = canonical_json({"key": key(9), "record": record(claim="new")})
     result = cli("cache", "import", "-", "--cache-dir", str(filled), cwd=tmp_path, stdin=line)
     assert result.returncode == 0, result.stderr
-    assert "imported 1 verdicts" in result.stdout
+    assert "imported 1 verdict into" in result.stdout
     assert len(VerdictCache(filled)) == 4
 
 

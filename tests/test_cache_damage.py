@@ -134,7 +134,7 @@ def test_a_read_only_cache_is_replayed(
         pytester, [*judged, "--prop-cache=replay", "-W", "error::UserWarning"]
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 verdicts, 0 failed, 0 judge errors, 1 from cache" in result.stdout
+    assert "1 claim, 1 passed, 0 failed, 0 judge errors, 1 from cache" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
     assert len(judge_server.requests) == 1  # the recording run only
     assert sorted(p.name for p in read_only_verdicts.iterdir()) == ["cache.db"]
@@ -150,7 +150,10 @@ def test_a_read_only_cache_is_read_in_use_mode_and_new_verdicts_are_not_stored(
     result = run_unprivileged(pytester, [*judged, "--prop-cache=use", "-rA"])
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    assert "2 verdicts, 0 failed, 0 judge errors, 1 from cache, 1 judge calls" in result.stdout
+    assert (
+        "2 claims, 2 passed, 0 failed, 0 judge errors, 1 from cache, 1 judged live, 1 judge call,"
+        in result.stdout
+    )
     assert out.count("is read-only") == 1  # one warning, not one per claim
     assert "new verdicts are not stored" in out
     assert "Traceback" not in out
@@ -168,7 +171,7 @@ def test_a_read_only_cache_refuses_refresh_before_any_judge_call(
     result = run_unprivileged(pytester, [*judged, "--prop-cache=refresh"])
     assert result.returncode == 1
     assert "CacheUnusable" in result.stdout and "--prop-cache=refresh" in result.stdout
-    assert "0 verdicts, 0 failed, 1 judge errors" in result.stdout
+    assert "1 claim, 0 passed, 0 failed, 1 judge error," in result.stdout
     assert len(judge_server.requests) == 1  # nothing paid for and thrown away
 
 
@@ -204,7 +207,7 @@ def test_a_folder_that_cannot_be_created_fails_before_the_judge_is_called(
         [
             "*CacheUnusable: cannot create or open the verdict cache directory*a-file*nothing "
             "was judged*--prop-cache-dir*",
-            "*propositions: 0 verdicts, 0 failed, 2 judge errors, 0 from cache, 0 judge calls*",
+            "*propositions: 2 claims, 0 passed, 0 failed, 2 judge errors, 0 from cache, 0 judged live, 0 judge calls*",
         ]
     )
     assert "Traceback" not in result.stdout.str()
@@ -226,7 +229,7 @@ def test_a_read_only_parent_folder_fails_before_the_judge_is_called(
         thaw(parent)
     assert result.returncode == 1
     assert "CacheUnusable" in result.stdout and "Permission denied" in result.stdout
-    assert "0 verdicts, 0 failed, 1 judge errors" in result.stdout
+    assert "1 claim, 0 passed, 0 failed, 1 judge error," in result.stdout
     assert judge_server.requests == []
 
 

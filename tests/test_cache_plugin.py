@@ -168,7 +168,7 @@ def proposition_section(report: pytest.TestReport) -> str:
 
 def summary(result: pytest.RunResult) -> str:
     verdict_lines = [
-        line for line in result.outlines if re.match(r"propositions: \d+ verdicts", line)
+        line for line in result.outlines if re.match(r"propositions: \d+ claims?, ", line)
     ]
     assert len(verdict_lines) == 1, result.outlines
     return verdict_lines[0]
@@ -203,7 +203,7 @@ def test_second_run_is_served_from_the_cache(suite: Suite) -> None:
     first.assert_outcomes(passed=4, failed=1)
     assert len(suite.judge.requests) == 6
     assert summary(first).startswith(
-        "propositions: 6 verdicts, 1 failed, 0 judge errors, 0 from cache, 6 judge calls,"
+        "propositions: 6 claims, 5 passed, 1 failed, 0 judge errors, 0 from cache, 6 judged live, 6 judge calls,"
     )
     first_reports = call_reports(first)
 
@@ -211,7 +211,7 @@ def test_second_run_is_served_from_the_cache(suite: Suite) -> None:
     assert suite.judge.requests == []
     second.assert_outcomes(passed=4, failed=1)
     assert summary(second).startswith(
-        "propositions: 6 verdicts, 1 failed, 0 judge errors, 6 from cache, 0 judge calls,"
+        "propositions: 6 claims, 5 passed, 1 failed, 0 judge errors, 6 from cache, 0 judged live, 0 judge calls,"
     )
     second_reports = call_reports(second)
     assert {k: r.outcome for k, r in first_reports.items()} == {
@@ -273,7 +273,7 @@ def test_replay_with_an_empty_cache_names_what_is_missing(suite: Suite) -> None:
         )
         assert match, output
         prefixes[claim] = match.group(1)
-    result.stdout.fnmatch_lines(["*propositions: 0 verdicts, 0 failed, 2 judge errors*"])
+    result.stdout.fnmatch_lines(["*propositions: 2 claims, 0 passed, 0 failed, 2 judge errors,*"])
 
     # The key prefixes are those of the requests a use run then records.
     suite.judge.on("How true is the claim", verdict(8))
@@ -304,16 +304,27 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     result = suite.run_subprocess()
     result.assert_outcomes(passed=4, failed=1)
     assert suite.judge.requests == []
-    result.stdout.fnmatch_lines(["*from the cache, recorded *", "*6 from cache, 0 judge calls*"])
+    result.stdout.fnmatch_lines(
+        ["*from the cache, recorded *", "*6 from cache, 0 judged live, 0 judge calls*"]
+    )
     # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
     assert suite.heavy_imports() == {"main": set()}
 
-    # The probe can see litellm: a run with a cache miss does import it.
+    # A miss on an OpenAI-compatible judge takes the light path: still no litellm.
     suite.pytester.makepyfile(
         test_new="def test_new(world, assert_proposition):\n"
         "    assert_proposition(world, 'Oscar is new here.')\n"
     )
     suite.run_subprocess().assert_outcomes(passed=5, failed=1)
+    assert len(suite.judge.requests) == 1
+    assert suite.heavy_imports() == {"main": {"pydantic"}}
+
+    # The probe can see litellm: a miss on litellm's path does import it.
+    suite.pytester.makepyfile(
+        test_newer="def test_newer(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar is newer here.')\n"
+    )
+    suite.run_subprocess("--prop-transport=litellm").assert_outcomes(passed=6, failed=1)
     assert len(suite.judge.requests) == 1
     assert suite.heavy_imports() == {"main": {"litellm", "pydantic"}}
 
@@ -402,7 +413,7 @@ def test_only_valid_verdicts_are_stored(suite: Suite) -> None:
 
     result = suite.run()
     assert_counts(result, passed=1, judge_errors=3)
-    result.stdout.fnmatch_lines(["*propositions: 1 verdicts, 0 failed, 3 judge errors*"])
+    result.stdout.fnmatch_lines(["*propositions: 4 claims, 1 passed, 0 failed, 3 judge errors,*"])
     # A bad reply is asked once more; --prop-retries=0 keeps the 500 at one call.
     assert (unparsable.hits, refused.hits, broken.hits) == (2, 2, 1)
     with suite.cache() as cache:
@@ -487,7 +498,7 @@ def test_the_xdist_controller_reports_the_workers_cache_hits(suite: Suite) -> No
             "FAILED: Oscar is an architect.",
             "*from the cache, recorded *",
             "    He never says so.",
-            "propositions: 3 verdicts, 1 failed, 0 judge errors, 3 from cache, 0 judge calls,*",
+            "propositions: 3 claims, 2 passed, 1 failed, 0 judge errors, 3 from cache, 0 judged live, 0 judge calls,*",
         ]
     )
 

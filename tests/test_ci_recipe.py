@@ -103,8 +103,8 @@ def test_ci_yml_runs_in_a_fresh_environment_without_the_local_extra(tmp_path: Pa
     replay = outputs[-1]
     assert "VerdictMissing" not in replay
     summary = re.search(
-        r"propositions: (\d+) verdicts, [^\n]*?(\d+) judge errors, (\d+) from cache, "
-        r"(\d+) judge calls",
+        r"propositions: (\d+) claims?, [^\n]*?(\d+) judge errors?, "
+        r"(?:\d+ skipped by precondition, )?(\d+) from cache, \d+ judged live, (\d+) judge calls?",
         replay,
     )
     assert summary is not None, replay[-3000:]

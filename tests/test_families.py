@@ -1,7 +1,8 @@
 """Model families: what each is sent, what the key records, and each family end to end.
 
-The end-to-end tests reach the scripted server over real HTTP through litellm, the server
-behaving as the family does (OpenAI reasoning models, Azure deployments, local reasoning models).
+The end-to-end tests reach the scripted server over real HTTP, each once through litellm and
+once through the light path, the server behaving as the family does (OpenAI reasoning models,
+Azure deployments, local reasoning models).
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ from tests.support.judge_server import (
 from tests.support.outcomes import assert_counts
 
 OPENAI_REASONING_EFFORTS = frozenset({"minimal", "low", "medium", "high"})
+
+
+@pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every end-to-end test here runs through litellm and through the light path."""
+    return both_paths
+
 
 # -- the table ---------------------------------------------------------------------------------
 
@@ -326,7 +334,10 @@ def test_the_server_refuses_a_temperature_the_table_did_not_foresee(
 
 @pytest.fixture
 def in_process(
-    request: pytest.FixtureRequest, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
 ) -> Iterator[None]:
     """The Proposition API judged by the scripted server with the model given as the fixture's
     parameter, with no cache and no retries."""
@@ -338,6 +349,7 @@ def in_process(
             cache="off",
             retries=0,
             timeout=10,
+            transport=transport_path,
         )
     )
     runtime_module.activate(runtime)
@@ -355,6 +367,7 @@ def world() -> World:
     return room
 
 
+@pytest.mark.parametrize("both_paths", ["litellm"])  # litellm's own refusal
 @pytest.mark.parametrize("in_process", ["openai/gpt-5-mini"], indirect=True)
 def test_a_refusal_by_litellm_is_reported_as_one(
     judge_server: ScriptedJudge, in_process: None, monkeypatch: pytest.MonkeyPatch
@@ -375,6 +388,7 @@ def test_a_refusal_by_litellm_is_reported_as_one(
     assert judge_server.requests == []
 
 
+@pytest.mark.parametrize("both_paths", ["litellm"])  # litellm's own refusal
 @pytest.mark.parametrize("in_process", ["openai/gpt-5-search-api"], indirect=True)
 def test_a_parameter_litellm_lists_as_unsupported_is_refused_up_front(
     judge_server: ScriptedJudge, in_process: None, monkeypatch: pytest.MonkeyPatch
@@ -393,11 +407,12 @@ def test_a_parameter_litellm_lists_as_unsupported_is_refused_up_front(
 @pytest.mark.parametrize(
     ("api_version", "structured", "formats"),
     [
-        # litellm knows these versions lack json_schema, and asks for a forced function call.
-        ("2024-06-01", True, [None]),
-        ("2024-10-21", True, ["json_schema"]),
+        # litellm knows these versions lack json_schema, and asks for a forced function call;
+        # the light path knows it too, and asks for JSON mode.
+        ("2024-06-01", True, {"litellm": [None], "openai": ["json_object"]}),
+        ("2024-10-21", True, {"litellm": ["json_schema"], "openai": ["json_schema"]}),
         # A deployed model without structured outputs refuses json_schema: JSON mode next.
-        ("2024-10-21", False, ["json_schema", "json_object"]),
+        ("2024-10-21", False, {p: ["json_schema", "json_object"] for p in ("litellm", "openai")}),
     ],
 )
 def test_an_azure_deployment_is_asked_in_a_format_it_takes(
@@ -405,9 +420,10 @@ def test_an_azure_deployment_is_asked_in_a_format_it_takes(
     judge_server: ScriptedJudge,
     inner_run: list[str],
     monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
     api_version: str,
     structured: bool,
-    formats: list[str | None],
+    formats: dict[str, list[str | None]],
 ) -> None:
     monkeypatch.setenv("AZURE_API_VERSION", api_version)
     judge_server.azure_structured_outputs = structured
@@ -417,7 +433,7 @@ def test_an_azure_deployment_is_asked_in_a_format_it_takes(
     )
     result.assert_outcomes(passed=1)
     requests = judge_server.requests
-    assert [(r.response_format or {}).get("type") for r in requests] == formats
+    assert [(r.response_format or {}).get("type") for r in requests] == formats[transport_path]
     for request in requests:
         assert request.path == "/openai/deployments/judge-deployment/chat/completions"
         assert request.headers.get("api-key") == "test-key-not-real"
@@ -429,7 +445,7 @@ def test_the_azure_route_refuses_json_schema_on_older_versions(judge_server: Scr
     request = urllib.request.Request(
         f"{judge_server.url}/openai/deployments/d/chat/completions?api-version=2024-06-01",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "api-key": "test-key-not-real"},
     )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)

@@ -52,6 +52,12 @@ TARGET = "Ana acts: [TALK] hello"
 StartRuntime = Callable[..., Runtime]
 
 
+@pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every test here runs through litellm and through the light path."""
+    return both_paths
+
+
 # --------------------------------------------------------------------------- fixtures and helpers
 
 
@@ -61,7 +67,9 @@ def cache_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def start_runtime(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StartRuntime]:
+def start_runtime(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, transport_path: str
+) -> Iterator[StartRuntime]:
     """Build and activate runtimes that share one cache folder; all are closed afterwards."""
     monkeypatch.setenv("PROP_API_KEY", API_KEY)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -74,6 +82,7 @@ def start_runtime(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
             "cache": "use",
             "retries": 2,
             "timeout": 10.0,
+            "transport": transport_path,
         }
         options.update(overrides)
         runtime = Runtime(Settings(**options), cache_dir=cache_dir)
@@ -601,7 +610,7 @@ def test_a_judge_error_in_a_pytest_run_is_a_failure_with_its_own_section(
         [
             "*- proposition judge error -*",
             "JudgeUnavailable: the judge (model openai/judge-model*HTTP 503*",
-            "propositions: 0 verdicts, 0 failed, 1 judge errors*",
+            "propositions: 1 claim, 0 passed, 0 failed, 1 judge error,*",
         ]
     )
     assert len(judge_server.requests) == 2  # --prop-retries=1

@@ -122,8 +122,13 @@ def assert_host_untouched(facts: dict[str, Any]) -> None:
         assert not [name for name in registered if name.startswith("pytest_propositions")]
 
 
+@pytest.fixture
+def transport_path(both_paths: str) -> str:
+    return both_paths
+
+
 def test_live_and_cached_claims_leave_the_interpreter_alone(
-    pytester: pytest.Pytester, inner_run: list[str]
+    pytester: pytest.Pytester, inner_run: list[str], transport_path: str
 ) -> None:
     pytester.makeconftest(HOST_CONFTEST)  # in place of inner_run's world, not needed here
     cache = [arg for arg in inner_run if not arg.startswith("--prop-cache=")]
@@ -139,9 +144,13 @@ def test_live_and_cached_claims_leave_the_interpreter_alone(
     pytester.makepyfile(test_host_state=HOST_TESTS)
     result = pytester.runpytest_subprocess(*cache)
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*2 verdicts*1 from cache, 1 judge call*"])
+    result.stdout.fnmatch_lines(["*2 claims*1 from cache, 1 judged live, 1 judge call,*"])
     facts = json.loads((pytester.path / "host.json").read_text())
     assert_host_untouched(facts)
+    if transport_path == "openai":
+        # The light path never imports litellm (it only finds its price table, by name).
+        assert not any(name.startswith("litellm") for name in facts["end"]["registered_by"])
+        return
     # litellm was imported by the live claim, with the machinery as the session started it.
     at_import = facts["at_litellm_import"]
     assert at_import["gc_enabled"] is True
@@ -164,6 +173,7 @@ def test_a_run_without_claims_leaves_the_interpreter_alone(pytester: pytest.Pyte
     assert "at_litellm_import" not in facts
 
 
+@pytest.mark.parametrize("both_paths", ["litellm"])  # what importing litellm does
 def test_a_live_claim_leaves_the_hosts_loggers_as_they_were(
     pytester: pytest.Pytester, inner_run: list[str]
 ) -> None:

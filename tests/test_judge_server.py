@@ -52,8 +52,8 @@ JSON_SCHEMA_FORMAT = {
 def complete(judge: ScriptedJudge, content: str = "Is the claim true?", **kwargs: Any) -> Any:
     """One litellm call at the judge; no SDK retries unless a test asks for them."""
     kwargs.setdefault("max_retries", 0)
+    kwargs.setdefault("model", MODEL)
     return litellm.completion(
-        model=MODEL,
         api_base=judge.base_url,
         api_key=API_KEY,
         messages=[{"role": "user", "content": content}],
@@ -508,3 +508,217 @@ def test_concurrent_requests_are_all_answered_and_recorded(judge_server: Scripte
     assert errors == []
     assert answers == {prompt: prompt for prompt in prompts}
     assert sorted(req.text for req in judge_server.requests) == sorted(prompts)
+
+
+# --------------------------------------------------------------------------- the light path
+# The plugin's other path to OpenAI-compatible servers (plain HTTP, no litellm): the same
+# server answers, and each failure must surface as an exception the transport's shared fault
+# reading classifies as it does litellm's (status, transient or final, connection refused).
+
+
+def light(judge: ScriptedJudge, content: str = "Is the claim true?", **kwargs: Any) -> Any:
+    """One call at the judge through the light path, as the transport makes it."""
+    import asyncio
+
+    from pytest_propositions.families import profile_of
+    from pytest_propositions.redaction import Secret
+    from pytest_propositions.transport_http import HttpPath
+
+    model = kwargs.pop("model", MODEL)
+    base = kwargs.pop("api_base", judge.base_url)
+    path = HttpPath(kwargs.pop("timeout", 10.0))
+    body = {"messages": [{"role": "user", "content": content}], **kwargs}
+
+    async def call() -> Any:
+        try:
+            return await path.send(profile_of(model), body, Secret(base), Secret(API_KEY))
+        finally:
+            await path.aclose()
+
+    return asyncio.run(call())
+
+
+def chain_of(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+@pytest.mark.parametrize("path", ["litellm", "openai"])
+def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) -> None:
+    from pytest_propositions.transport import reply_content, reply_usage
+
+    judge_server.default = verdict(False, justification="No.")
+    response = (complete if path == "litellm" else light)(judge_server, "one two three")
+    content, refused = reply_content(response)
+    assert json.loads(content)["value"] is False and refused is None
+    assert reply_usage(response) == (3, len(verdict(False, justification="No.").content().split()))
+    [request] = judge_server.requests
+    assert request.model == "judge-model"
+    assert request.headers["authorization"] == f"Bearer {API_KEY}"
+
+
+def test_the_light_path_reads_a_refusal_from_the_message(judge_server: ScriptedJudge) -> None:
+    from pytest_propositions.transport import reply_content
+
+    judge_server.default = refusal("I must decline.")
+    assert reply_content(light(judge_server)) == ("", "I must decline.")
+
+
+def test_both_paths_price_a_call_alike(judge_server: ScriptedJudge) -> None:
+    # The light path reads litellm's price table as data; litellm prices the same usage.
+    from pytest_propositions.transport import reply_cost
+    from pytest_propositions.transport_http import price_entry
+
+    model = "openai/gpt-4o-mini"
+    judge_server.default = verdict(True)
+    through_litellm = litellm.completion_cost(
+        completion_response=complete(judge_server, model=model)
+    )
+    through_light = reply_cost(light(judge_server, model=model))
+    assert through_light is not None and through_light > 0
+    assert through_light == pytest.approx(through_litellm, rel=1e-9)
+    entry = price_entry("gpt-4o-mini")
+    assert entry is not None and entry["input_cost_per_token"] > 0
+    assert price_entry("judge-model") is None
+    assert reply_cost(light(judge_server)) is None  # an unknown model has no price
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "transient"),
+    [
+        (400, "BadRequestError", False),
+        (401, "AuthenticationError", False),
+        (403, "PermissionDeniedError", False),
+        (404, "NotFoundError", False),
+        (408, "APIStatusError", True),
+        (409, "ConflictError", True),
+        (422, "UnprocessableEntityError", False),
+        (429, "RateLimitError", True),
+        (500, "InternalServerError", True),
+        (502, "InternalServerError", True),
+        (503, "ServiceUnavailableError", True),
+    ],
+)
+def test_the_light_paths_exception_mapping(
+    judge_server: ScriptedJudge, code: int, name: str, transient: bool
+) -> None:
+    from pytest_propositions.transport import _is_transient
+
+    judge_server.default = status(code, f"scripted {code}")
+    with pytest.raises(Exception) as info:
+        light(judge_server)
+    assert type(info.value).__name__ == name
+    assert getattr(info.value, "status_code", None) == code
+    assert f"scripted {code}" in str(info.value)
+    assert _is_transient(info.value) is transient
+    assert len(judge_server.requests) == 1  # the client itself never retries
+    assert info.value.retry_after == (0.0 if code == 429 else None)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "reply", [malformed_body(), wrong_shape()], ids=["not-json", "wrong-shape"]
+)
+def test_a_body_that_is_no_completion_is_an_invalid_response(
+    judge_server: ScriptedJudge, reply: Reply
+) -> None:
+    from pytest_propositions.transport_http import InvalidResponse
+
+    judge_server.default = reply
+    with pytest.raises(InvalidResponse, match="invalid response object") as info:
+        light(judge_server)
+    assert info.value.status_code is None and info.value.transient
+
+
+def test_the_light_path_names_a_dropped_connection_and_a_timeout(
+    judge_server: ScriptedJudge,
+) -> None:
+    from pytest_propositions.transport_http import APIConnectionError, Timeout
+
+    judge_server.default = disconnect()
+    with pytest.raises(APIConnectionError, match="Connection error"):
+        light(judge_server)
+    judge_server.default = delay(30, verdict(True))
+    with pytest.raises(Timeout):
+        light(judge_server, timeout=0.3)
+
+
+def test_the_light_path_says_a_connection_was_refused() -> None:
+    import socket
+
+    import httpx
+
+    from pytest_propositions.transport import _is_connection_refused
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with ScriptedJudge() as judge, pytest.raises(Exception) as info:
+        light(judge, api_base=f"http://127.0.0.1:{port}/v1")
+    assert any(isinstance(link, httpx.ConnectError) for link in chain_of(info.value))
+    assert _is_connection_refused(info.value)
+    assert "attempts" not in str(info.value)
+
+
+def test_the_light_path_reaches_an_azure_deployment(
+    judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_API_VERSION", "2024-10-21")
+    response = light(judge_server, model="azure/my-deployment", api_base=judge_server.url)
+    assert response.choices[0].message.content
+    [request] = judge_server.requests
+    assert request.path == "/openai/deployments/my-deployment/chat/completions"
+    assert request.headers["api-key"] == API_KEY
+    assert "authorization" not in request.headers
+
+
+def test_headers_and_body_leave_in_one_write(
+    judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two small writes on a keep-alive connection wait ~40 ms on Nagle and delayed ACKs.
+    import socketserver
+
+    writes: list[bytes] = []
+    original = socketserver._SocketWriter.write  # type: ignore[attr-defined]
+
+    def write(self: Any, data: bytes) -> int:
+        writes.append(bytes(data))
+        return original(self, data)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(socketserver._SocketWriter, "write", write)  # type: ignore[attr-defined]
+    complete(judge_server)
+    [written] = writes
+    assert written.startswith(b"HTTP/1.0 200 OK\r\n")
+    head, _, body = written.partition(b"\r\n\r\n")
+    assert b"Content-Length: %d" % len(body) in head
+    assert json.loads(body)["object"] == "chat.completion"
+
+
+def test_the_azure_route_wants_its_api_key_header(judge_server: ScriptedJudge) -> None:
+    """As Azure does: no api-key header (or another key than the deployment's) is a 401, before
+    the body is read."""
+    from tests.support.judge_server import AZURE_ACCESS_DENIED
+
+    url = f"{judge_server.url}/openai/deployments/d/chat/completions?api-version=2024-10-21"
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+
+    def post(headers: dict[str, str]) -> int:
+        request = urllib.request.Request(
+            url, data=body, headers={"Content-Type": "application/json", **headers}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            assert json.loads(error.read()) == AZURE_ACCESS_DENIED
+            return error.code
+
+    assert post({}) == 401
+    assert post({"api-key": "any"}) == 200
+    judge_server.azure_api_key = "the-key"
+    assert post({"api-key": "any"}) == 401
+    assert post({"api-key": "the-key"}) == 200
+    assert len(judge_server.requests) == 2  # refused requests never reach the rules

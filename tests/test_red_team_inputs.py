@@ -29,6 +29,12 @@ MODEL = "openai/judge-model"
 
 
 @pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every case here is tried through litellm and through the light path."""
+    return both_paths
+
+
+@pytest.fixture
 def verdicts(tmp_path: Path) -> Path:
     return tmp_path / "verdicts"
 
@@ -39,12 +45,18 @@ def judge(
     verdicts: Path,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
+    transport_path: str,
 ) -> Iterator[ScriptedJudge]:
     """The library API judged by the scripted server, caching verdicts in ``verdicts``."""
     monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
     monkeypatch.chdir(tmp_path)  # where chevron would look for a partial's file
     settings = Settings(
-        model=MODEL, api_base=judge_server.base_url, cache="use", retries=0, timeout=10
+        model=MODEL,
+        api_base=judge_server.base_url,
+        cache="use",
+        retries=0,
+        timeout=10,
+        transport=transport_path,
     )
     runtime = Runtime(settings, verdicts)
     runtime_module.activate(runtime)
@@ -108,10 +120,6 @@ def returns(value: Any) -> Callable[..., Any]:
     return precondition
 
 
-def forgot_return(**_: Any) -> Any:
-    len("the author meant to return this")
-
-
 def check(claim: Any, **options: Any) -> Callable[[World], Any]:
     """A bad call: Proposition(claim, world, **options).check(**call options)."""
     call = {k: options.pop(k) for k in list(options) if k in CALL_OPTIONS}
@@ -128,12 +136,6 @@ CALL_OPTIONS = ("claim_variables", "additional_context")
 LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = [
     # preconditions must answer True or False
     (
-        "precondition-none",
-        check("Oscar talks.", precondition_function=forgot_return),
-        TypeError,
-        "forgot_return returned NoneType None (did it forget to return?)",
-    ),
-    (
         "precondition-empty-list",
         check("Oscar talks.", precondition_function=returns([])),
         TypeError,
@@ -149,7 +151,7 @@ LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = 
         "precondition-zero",
         check("Oscar talks.", precondition_function=returns(0)),
         TypeError,
-        "must return True or False",
+        "must return True (judge the claim), False (the claim holds trivially) or None",
     ),
     # the rendered claim must be a claim
     (
@@ -269,7 +271,12 @@ LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = 
         TypeError,
         "use_reasoning_model must be True or False, got int 1",
     ),
-    ("first-n-str", check("Oscar talks.", first_n="3"), ValueError, "first_n must be a positive"),
+    (
+        "first-n-str",
+        check("Oscar talks.", first_n="3"),
+        ValueError,
+        "first_n must be a whole number",
+    ),
     (
         "additional-context-int",
         check("Oscar talks.", additional_context=3),
@@ -431,8 +438,8 @@ FIXTURE_CASES = [
     (
         "batch-triple",
         'assert_propositions(world, ["Oscar likes cities.", ("Oscar is calm.", 7, 9)])',
-        "*TypeError: assert_propositions: item #1 must be a claim (str) or a (claim, min_score) "
-        "pair, got tuple*",
+        "*TypeError: assert_propositions: item #1 must be a claim (str), a (claim, min_score) "
+        "pair or a dict with a 'claim', got tuple*",
     ),
     (
         "batch-int-item",
@@ -462,8 +469,9 @@ FIXTURE_CASES = [
     ),
     (
         "min-score-precondition-none",
-        'min_score(world, "Oscar is calm.", 5, precondition=lambda **kw: None)',
-        "*TypeError: the precondition *<lambda> returned NoneType None (did it forget to return?)*",
+        'min_score(world, "Oscar is calm.", 5, precondition=lambda **kw: "no")',
+        "*TypeError: the precondition *<lambda> returned str 'no'; a precondition must return "
+        "True (judge the claim), False (the claim holds trivially) or None (judge the claim)*",
     ),
 ]
 
@@ -616,7 +624,7 @@ def test_a_bad_soft_claim_found_while_judging_does_not_cancel_its_siblings(
         """
         def test_soft(world, expect_proposition):
             expect_proposition(world, "Oscar likes cities.")
-            expect_proposition(world, "Oscar talks.", precondition=lambda **kw: None)
+            expect_proposition(world, "Oscar talks.", precondition=lambda **kw: [])
             expect_proposition(world, "Oscar is calm.")
         """
     )
@@ -624,8 +632,8 @@ def test_a_bad_soft_claim_found_while_judging_does_not_cancel_its_siblings(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*TypeError: expect_proposition claim 'Oscar talks.': the precondition *<lambda> "
-            "returned NoneType None*; of the other claims: 1 failed*"
+            "*TypeError: expect_proposition claim 'Oscar talks.' (*.py:3): the precondition *<lambda> "
+            "returned list []*; of the other claims: 1 failed*"
         ]
     )
     # Both siblings were judged (and reported); the bad claim never reached the judge.
@@ -646,7 +654,7 @@ def test_a_marker_claim_with_a_bad_precondition_does_not_cancel_its_siblings(
         import pytest
 
         def no_return(**kw):
-            pass
+            return "maybe"
 
         @pytest.mark.proposition("Oscar likes cities.", target="world")
         @pytest.mark.proposition("Oscar talks.", target="world", precondition=no_return)

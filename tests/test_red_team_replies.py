@@ -254,6 +254,23 @@ CASES = [
         id="numbered-list",
     ),
     pytest.param(verdict(10), "score", UNPARSABLE, "outside 0..9", 2, id="score-10"),
+    # A key given twice is two answers: never last-key-wins (nor first-key-wins).
+    pytest.param(
+        text('{"value": false, "justification": "It never happens.", "value": true}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="repeated-value-key",
+    ),
+    pytest.param(
+        text('{"value": 1, "justification": "weak", "confidence": 0.9, "value": 9}'),
+        "score",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="repeated-score-key",
+    ),
     pytest.param(verdict(7.5), "score", UNPARSABLE, "not a whole number", 2, id="score-7.5"),
     pytest.param(verdict(True), "score", UNPARSABLE, "boolean", 2, id="score-boolean"),
     # --- replies that break the plumbing -------------------------------------------------
@@ -300,12 +317,27 @@ def cache_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every case here is tried through litellm and through the light path."""
+    return both_paths
+
+
+@pytest.fixture
 def runtime(
-    judge_server: ScriptedJudge, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    judge_server: ScriptedJudge,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
 ) -> Iterator[Runtime]:
     """The scripted judge, a real cache folder in "use" mode, one retry."""
     monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
-    settings = Settings(model=MODEL, api_base=judge_server.base_url, cache="use", retries=1)
+    settings = Settings(
+        model=MODEL,
+        api_base=judge_server.base_url,
+        cache="use",
+        retries=1,
+        transport=transport_path,
+    )
     runtime = Runtime(settings, cache_dir=cache_dir)
     runtime_module.activate(runtime)
     try:

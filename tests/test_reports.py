@@ -83,7 +83,7 @@ def junit_cases(xml_path: Path) -> dict[str, dict[str, str]]:
 def summary_of(stdout: str) -> str:
     """The summary line without its judging time, which differs from run to run."""
     lines = [line for line in stdout.splitlines() if line.startswith("propositions: ")]
-    counts = [line for line in lines if " verdicts, " in line]
+    counts = [line for line in lines if re.match(r"propositions: \d+ claims?, ", line)]
     assert len(counts) == 1, lines
     return re.sub(r", [0-9.]+s judging$", "", counts[0])
 
@@ -118,7 +118,8 @@ def test_junit_xml_carries_every_verdict_as_properties(
         "proposition[1].kind": "check",
         "proposition[1].value": "true",
         "proposition[1].passed": "true",
-        "proposition[1].confidence": "0.90",
+        "proposition[1].result": "passed",
+        "proposition[1].confidence": "0.9",
         "proposition[1].model": "openai/judge-model",
         "proposition[1].cached": "false",
         "proposition[1].justification": "It is there.",
@@ -165,6 +166,7 @@ def test_json_report_lists_every_verdict_with_its_test(
         "plugin_version",
         "model",
         "cache_mode",
+        "outcome",
         "summary",
         "verdicts",
         "judge_errors",
@@ -174,6 +176,11 @@ def test_json_report_lists_every_verdict_with_its_test(
     assert report["cache_mode"] == "off"
     summary = report["summary"]
     assert set(summary) == {
+        "claims",
+        "passed",
+        "skipped_by_precondition",
+        "from_cache",
+        "judged_live",
         "verdicts",
         "failed",
         "judge_errors",
@@ -323,7 +330,7 @@ def test_verbose_summary_lists_the_lowest_scores(
     module = "test_scores.py"
     result.stdout.fnmatch_lines(
         [
-            "propositions: 5 verdicts, 2 failed, 0 judge errors*",
+            "propositions: 5 claims, 3 passed, 2 failed, 0 judge errors,*",
             "propositions: lowest scores (4 of 4)",
             "score  min  result  test * claim",
             f"  2/9    3  FAILED  {module}::test_lima      Limascore: Oscar is funny.",
@@ -379,7 +386,7 @@ def test_dry_run_summary_counts_the_claims_that_would_be_judged(
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "propositions: 0 verdicts, 0 failed, 0 judge errors, 0 from cache, 0 judge calls*",
+            "propositions: 0 claims, 0 passed, 0 failed, 0 judge errors, 0 from cache, 0 judged live, 0 judge calls,*",
             "propositions: dry run, 2 claims would be judged (no cached verdict)",
         ]
     )
@@ -435,7 +442,7 @@ def test_xdist_run_reports_the_same_as_a_single_process(
 
     assert summary_of(single.stdout.str()) == summary_of(spread.stdout.str())
     assert summary_of(spread.stdout.str()).startswith(
-        "propositions: 7 verdicts, 2 failed, 1 judge errors, 0 from cache, 7 judge calls"
+        "propositions: 8 claims, 5 passed, 2 failed, 1 judge error, 0 from cache, 7 judged live, 7 judge calls"
     )
     # The -v table is the same, row for row.
     for result in (single, spread):
@@ -536,3 +543,237 @@ def test_a_first_claim_through_the_library_api_still_gets_the_judge_error_sectio
     result = pytester.runpytest(*args)
     assert_counts(result, passed=1, judge_errors=1)
     result.stdout.fnmatch_lines(["*proposition judge error*", "JudgeUnavailable: *HTTP 401*"])
+
+
+# -- every report tells the same story ------------------------------------------------------------
+
+STORY = """
+import os
+
+def never(**_):
+    return False
+
+def test_cached_check(world, assert_proposition):
+    assert_proposition(world, "Cachedcheck: Oscar likes cities.")
+
+def test_cached_score(world, min_score):
+    min_score(world, "Cachedscore: Oscar is calm.", 5)
+
+def test_cached_samples(world, assert_proposition):
+    assert_proposition(world, "Cachedsamples: Oscar answers.", samples=3)
+
+def test_precondition(world, assert_proposition):
+    if os.environ.get("STORY_ALL"):
+        assert_proposition(world, "Preconditionclaim: Oscar dances.", precondition=never)
+
+def test_false(world, assert_proposition):
+    if os.environ.get("STORY_ALL"):
+        assert_proposition(world, "Falseclaim: Oscar writes a novel.")
+
+def test_live(world, expect_proposition):
+    if os.environ.get("STORY_ALL"):
+        expect_proposition(world, "Liveclaim: Oscar is polite.")
+
+def test_broken(world, assert_proposition):
+    if os.environ.get("STORY_ALL"):
+        assert_proposition(world, "Brokenclaim: the judge refuses it.")
+"""
+
+COUNT_NAMES = (
+    "claims",
+    "passed",
+    "failed",
+    "judge_errors",
+    "skipped_by_precondition",
+    "from_cache",
+    "judged_live",
+    "judge_calls",
+)
+
+
+def terminal_counts(stdout: str, mode: str) -> dict[str, int]:
+    """The summary line's counts, by the JSON report's names."""
+    words = {
+        "claim": "claims",
+        "claims": "claims",
+        "passed" if mode == "fail" else "upheld": "passed",
+        "failed" if mode == "fail" else "not upheld": "failed",
+        "judge error": "judge_errors",
+        "judge errors": "judge_errors",
+        "skipped by precondition": "skipped_by_precondition",
+        "from cache": "from_cache",
+        "judged live": "judged_live",
+        "judge call": "judge_calls",
+        "judge calls": "judge_calls",
+    }
+    line = summary_of(stdout).removeprefix("propositions: ")
+    counts = {name: 0 for name in COUNT_NAMES}
+    for part in line.split(", "):
+        number, _, word = part.partition(" ")
+        if word in words:
+            counts[words[word]] = int(number)
+    return counts
+
+
+def html_counts(page: str, mode: str) -> dict[str, int]:
+    found = re.search(r"<div class='counts'>(.*?)</div>", page)
+    assert found is not None
+    spans = re.findall(r"<span>(.*?)</span>", found.group(1))
+    return terminal_counts("propositions: " + ", ".join(spans[:-1]), mode)
+
+
+@pytest.mark.parametrize("mode", ["fail", "report"])
+def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    args: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    judge_server.default = verdict(True, justification="It is there.")
+    judge_server.on("Cachedscore", verdict(8))
+    judge_server.on("Falseclaim", verdict(False, justification="No novel is mentioned."))
+    judge_server.on("Brokenclaim", status(401, "Scripted: invalid API key", "authentication_error"))
+    pytester.makepyfile(test_story=STORY)
+    cached = [*args, "--prop-cache=use", f"--prop-cache-dir={pytester.path / 'verdicts'}"]
+    warm = pytester.runpytest(*cached)
+    assert_counts(warm, passed=7)
+    monkeypatch.setenv("STORY_ALL", "1")
+    result = pytester.runpytest(
+        *cached,
+        f"--prop-outcome={mode}",
+        "--prop-report=run.json",
+        "--prop-html=run.html",
+        "--junitxml=run.xml",
+    )
+    if mode == "fail":
+        assert_counts(result, passed=5, failed=1, judge_errors=1)
+    else:
+        assert_counts(result, passed=5, not_upheld=1, judge_errors=1)
+
+    expected = {
+        "claims": 7,
+        "passed": 5,
+        "failed": 1,
+        "judge_errors": 1,
+        "skipped_by_precondition": 1,
+        "from_cache": 3,  # claims, not requests: the three samples are one claim
+        "judged_live": 2,
+        "judge_calls": 2,  # the refused request is not counted
+    }
+    assert terminal_counts(result.stdout.str(), mode) == expected
+
+    report = json.loads((pytester.path / "run.json").read_text(encoding="utf-8"))
+    assert {name: report["summary"][name] for name in COUNT_NAMES} == expected
+    assert report["summary"]["cache_hits"] == 5  # requests: 1 + 1 + 3 samples
+    assert report["outcome"] == mode
+
+    suite = ET.parse(pytester.path / "run.xml").getroot().find("testsuite")
+    assert suite is not None
+    properties = {p.attrib["name"]: p.attrib["value"] for p in suite.find("properties") or []}
+    assert properties["propositions.outcome"] == mode
+    assert {name: int(properties[f"propositions.{name}"]) for name in COUNT_NAMES} == expected
+
+    page = (pytester.path / "run.html").read_text(encoding="utf-8")
+    assert html_counts(page, mode) == expected
+    # One card per claim: seven, of which one is the judge error.
+    assert page.count("<section class='claim") == expected["claims"]
+
+    # The claim the judge rejected, worded the same in every report.
+    word = "failed" if mode == "fail" else "not upheld"
+    rejected = [r for r in report["verdicts"] if not r["passed"]]
+    assert [r["result"] for r in rejected] == [word]
+    false_case = junit_cases(pytester.path / "run.xml")["test_false"]
+    assert false_case["proposition[1].result"] == word
+    status_class = word.replace(" ", "-")
+    assert page.count(f"data-status='{status_class}'") == 1
+    assert page.count("data-status='failed'") == (1 if mode == "fail" else 0)
+    if mode == "report":
+        assert "Outcome report" in page and "not failed" in page
+        result.stdout.fnmatch_lines(["NOT UPHELD  test_story.py::test_false"])
+    else:
+        assert "Outcome report" not in page
+
+
+def test_counts_are_singular_and_plural_right() -> None:
+    from pytest_propositions.report import RunCounts, summary_line
+
+    one = RunCounts(1, 0, 0, 1, 0, 0, 0, 1, 1, 0.0, 0.0)
+    assert summary_line(one) == (
+        "propositions: 1 claim, 0 passed, 0 failed, 1 judge error, 0 from cache, "
+        "0 judged live, 1 judge call, 1 token, $0.0000, 0.0s judging"
+    )
+    two = RunCounts(2, 1, 1, 0, 1, 0, 1, 2, 20, 0.5, 1.25)
+    assert summary_line(two, "report") == (
+        "propositions: 2 claims, 1 upheld, 1 not upheld, 0 judge errors, "
+        "1 skipped by precondition, 0 from cache, 1 judged live, 2 judge calls, 20 tokens, "
+        "$0.5000, 1.2s judging"
+    )
+
+
+# -- confidence and reasoning ---------------------------------------------------------------------
+
+CONFIDENCE_SUITE = """
+def never(**_):
+    return False
+
+def test_sure(world, assert_proposition):
+    assert_proposition(world, "Tinyconfidence: Oscar writes a novel.")
+
+def test_silent(world, assert_proposition):
+    assert_proposition(world, "Noconfidence: Oscar paints.")
+
+def test_unjudged(world, assert_proposition):
+    assert_proposition(world, "Unjudged: Oscar dances.", precondition=never)
+"""
+
+
+def test_confidence_is_shown_as_the_judge_gave_it_or_not_given(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    judge_server.on(
+        "Tinyconfidence",
+        verdict(False, confidence=0.0001, reasoning="Step one: no novel.\nStep two: false."),
+    )
+    judge_server.on("Noconfidence", verdict(False, confidence=None, reasoning="Nothing painted."))
+    pytester.makepyfile(test_confidence=CONFIDENCE_SUITE)
+    result = pytester.runpytest(
+        *args, "--prop-html=page.html", "--junitxml=junit.xml", "--prop-report=run.json"
+    )
+    assert_counts(result, passed=1, failed=2)
+    out = result.stdout.str()
+    # What the judge said, not rounded to a made-up 0.00; nothing made up when it said nothing.
+    result.stdout.fnmatch_lines(["FAILED: Tinyconfidence*", "  confidence: 0.0001"])
+    result.stdout.fnmatch_lines(["FAILED: Noconfidence*", "  confidence: not given"])
+    assert not re.search(r"confidence: 0\.00$", out, re.MULTILINE)
+    # The reasoning is long: in the failure section under -vv only.
+    assert "Step one: no novel." not in out
+    cases = junit_cases(pytester.path / "junit.xml")
+    assert cases["test_sure"]["proposition[1].confidence"] == "0.0001"
+    assert cases["test_silent"]["proposition[1].confidence"] == "not given"
+    assert cases["test_unjudged"]["proposition[1].confidence"].startswith("not given")
+    report = json.loads((pytester.path / "run.json").read_text(encoding="utf-8"))
+    by_claim = {r["verdict"]["claim"]: r["verdict"] for r in report["verdicts"]}
+    assert by_claim["Noconfidence: Oscar paints."]["confidence"] is None
+
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    assert "<dt>confidence</dt><dd>0.0001</dd>" in page
+    assert "<dt>confidence</dt><dd>not given</dd>" in page
+    assert "<dt>confidence</dt><dd>not given (not judged: the precondition was false)</dd>" in page
+    # The reasoning, collapsed, escaped.
+    assert (
+        "<details class='reasoning'><summary>The judge's reasoning</summary>"
+        "<pre>Step one: no novel.\nStep two: false.</pre></details>"
+    ) in page
+
+    verbose = pytester.runpytest(*args, "-vv", "-k", "sure")
+    verbose.stdout.fnmatch_lines(
+        [
+            "FAILED: Tinyconfidence*",
+            "  justification:",
+            "*",
+            "  reasoning:",
+            "    Step one: no novel.",
+            "    Step two: false.",
+        ]
+    )

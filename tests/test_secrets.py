@@ -65,6 +65,12 @@ def _free_port() -> int:
     return port
 
 
+@pytest.fixture
+def transport_path(both_paths: str) -> str:
+    """Every judge call here goes through litellm and through the light path."""
+    return both_paths
+
+
 SCENARIOS: dict[str, Reply | None] = {
     "rejected-key-401": echo_fn(_quote_the_key),
     "server-error-500-after-retries": status(500, "upstream trouble"),
@@ -105,6 +111,7 @@ def test_no_flag_and_no_failure_shows_the_key_or_the_password(
     project: Path,
     judge_server: ScriptedJudge,
     monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
     scenario: str,
     key: str,
 ) -> None:
@@ -120,6 +127,7 @@ def test_no_flag_and_no_failure_shows_the_key_or_the_password(
         "--prop-model=openai/judge-model",
         f"--prop-api-base={api_base}",
         "--prop-cache=use",
+        f"--prop-transport={transport_path}",
         f"--prop-cache-dir={cache_dir}",
         "--prop-retries=1",
         "-p",
@@ -150,6 +158,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     project: Path,
     judge_server: ScriptedJudge,
     monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
     refused: bool,
 ) -> None:
     monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
@@ -160,6 +169,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
         "--prop-model=openai/judge-model",
         f"--prop-api-base=http://h13user:{PASSWORD}@127.0.0.1:{port}/v1",
         "--prop-cache=use",
+        f"--prop-transport={transport_path}",
         f"--prop-cache-dir={cache_dir}",
         "--prop-retries=2",
         "-p",
@@ -237,6 +247,7 @@ def test_a_retried_call_logs_no_secret(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    transport_path: str,
 ) -> None:
     import logging
 
@@ -250,7 +261,12 @@ def test_a_retried_call_logs_no_secret(
     monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
     judge_server.default = sequence(status(503, "busy"), verdict(True))
     runtime = Runtime(
-        Settings(model="openai/judge-model", api_base=judge_server.base_url, retries=2),
+        Settings(
+            model="openai/judge-model",
+            api_base=judge_server.base_url,
+            retries=2,
+            transport=transport_path,
+        ),
         cache_dir=tmp_path,
     )
     runtime_module.activate(runtime)
@@ -262,9 +278,16 @@ def test_a_retried_call_logs_no_secret(
     assert len(judge_server.requests) == 2
     logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "retry 1 of 2" in logged
-    # The clients' DEBUG lines were captured: the SDK's request lines and litellm's own dump.
-    assert any(r.name.startswith("openai") and "POST" in r.getMessage() for r in caplog.records)
-    assert any(r.name == "LiteLLM" and r.levelno == logging.DEBUG for r in caplog.records)
+    if transport_path == "openai":
+        # The client's DEBUG lines were captured (httpcore's: this process imported litellm
+        # directly, which quiets httpx's own request lines).
+        assert any(
+            r.name.startswith("httpcore") and "request" in r.getMessage() for r in caplog.records
+        )
+    else:
+        # The clients' DEBUG lines were captured: the SDK's request lines and litellm's own dump.
+        assert any(r.name.startswith("openai") and "POST" in r.getMessage() for r in caplog.records)
+        assert any(r.name == "LiteLLM" and r.levelno == logging.DEBUG for r in caplog.records)
     assert PLAIN_KEY not in logged
 
 

@@ -37,7 +37,8 @@ def test_soft_claims_are_judged_together_and_all_failures_reported(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*PropositionFailed: 2 of 3 claims checked after the test failed: 'Oscar mentions cats.'; 'Oscar writes a novel.'*"
+            "*PropositionFailed: 2 of 3 claims checked after the test failed: 'Oscar mentions cats.' "
+            "(*.py:2); 'Oscar writes a novel.' (*.py:4)*"
         ]
     )
     out = result.stdout.str()
@@ -45,9 +46,10 @@ def test_soft_claims_are_judged_together_and_all_failures_reported(
     assert len(judge_server.requests) == 3
 
 
-def test_soft_claims_are_not_judged_when_the_body_fails(
+def test_soft_claims_are_judged_when_the_body_fails(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
 ) -> None:
+    judge_server.default = verdict(True)
     pytester.makepyfile(
         """
         def test_soft(world, expect_proposition):
@@ -57,8 +59,14 @@ def test_soft_claims_are_not_judged_when_the_body_fails(
     )
     result = pytester.runpytest(*judged)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*assert 1 == 2*"])
-    assert judge_server.requests == []
+    result.stdout.fnmatch_lines(
+        [
+            "*assert 1 == 2*",
+            "*1 soft claim made before this error was judged too, 0 failed*",
+            "PASSED: Oscar likes cities.",
+        ]
+    )
+    assert len(judge_server.requests) == 1
 
 
 def test_proposition_markers_stack_and_use_the_named_fixture(
@@ -454,7 +462,7 @@ def test_identical_claims_in_flight_share_one_judge_call(
     result.assert_outcomes(passed=1)
     assert len(judge_server.requests) == 1
     result.stdout.fnmatch_lines(
-        ["propositions: 4 verdicts, 0 failed, 0 judge errors*1 judge calls*"]
+        ["propositions: 4 claims, 4 passed, 0 failed, 0 judge errors,*1 judge call,*"]
     )
 
 
@@ -530,7 +538,7 @@ def test_proposition_judge_errors_are_counted_as_judge_errors(
     )
     result = pytester.runpytest(*judged)
     assert_counts(result, judge_errors=1)
-    result.stdout.fnmatch_lines(["propositions: 0 verdicts, 0 failed, 1 judge errors*"])
+    result.stdout.fnmatch_lines(["propositions: 1 claim, 0 passed, 0 failed, 1 judge error,*"])
 
 
 def test_an_unused_plugin_leaves_no_folder_behind(pytester: pytest.Pytester) -> None:

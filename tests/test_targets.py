@@ -135,9 +135,9 @@ TRANSCRIPT: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("field", ["first_n", "last_n"])
-@pytest.mark.parametrize("bad", [0, -2, True, 2.0, "3"])
+@pytest.mark.parametrize("bad", [-2, True, 2.0, "3"])
 def test_render_options_validate_windows(field: str, bad: object) -> None:
-    with pytest.raises(ValueError, match=f"{field} must be a positive int or None"):
+    with pytest.raises(ValueError, match=f"{field} must be a whole number"):
         RenderOptions(**{field: bad})  # type: ignore[arg-type]
 
 
@@ -623,3 +623,67 @@ def test_describe_follows_the_kind_whoever_renders() -> None:
     assert render_context([nameless], RenderOptions()).startswith(
         "## Agent (unnamed WindowOnly)\n\n"
     )
+
+
+# -- results-extraction outputs ----------------------------------------------------------------
+
+# What the reference library's extractor returns for one agent (a dict of fields, parsed from its
+# model's JSON answer); for several agents, a list of these.
+EXTRACTION = {
+    "name": "Oscar",
+    "preferences": {"travel": ["quiet cities", "museums"], "pets": None},
+    "summary": "Likes calm places.\nAvoids beaches.",
+    "age": 30,
+}
+
+
+def test_an_extraction_result_is_rendered_as_sorted_readable_text() -> None:
+    text = render_context([EXTRACTION], RenderOptions())
+    assert text == (
+        "## Extraction result\n\n"
+        "---- BEGIN EXTRACTION RESULT ----\n"
+        "age: 30\n"
+        "name: Oscar\n"
+        "preferences:\n"
+        "  pets: null\n"
+        "  travel:\n"
+        "    - quiet cities\n"
+        "    - museums\n"
+        "summary:\n"
+        "    | Likes calm places.\n"
+        "    | Avoids beaches.\n"
+        "---- END EXTRACTION RESULT ----"
+    )
+    # Key order does not matter: the cache key stays the same.
+    reordered = dict(reversed(list(EXTRACTION.items())))
+    assert render_context([reordered], RenderOptions()) == text
+
+
+def test_a_list_of_extraction_results_is_several_targets() -> None:
+    second = {"name": "Lisa", "age": 28}
+    assert as_target_list([EXTRACTION, second]) == [EXTRACTION, second]
+    text = render_context([[EXTRACTION, second]], RenderOptions())
+    assert "## Extraction result (target 2 of 2)" in text and "name: Lisa" in text
+    assert describe_target([EXTRACTION, second]).startswith("2 targets: extraction result")
+
+
+def test_the_rule_between_chat_messages_and_extraction_results() -> None:
+    # role + content (or tool_calls): a chat message; any other dict: an extraction result.
+    assert as_target_list([{"role": "user", "content": None}]) == [
+        [{"role": "user", "content": None}]
+    ]
+    as_role = {"role": "architect", "name": "Oscar"}
+    assert render_context([as_role], RenderOptions()).startswith("## Extraction result")
+    with pytest.raises(TypeError, match="single chat message"):
+        as_target_list({"role": "user", "content": "hi"})
+    with pytest.raises(ValueError, match='chat message #1 has no "role"'):
+        as_target_list([{"role": "user", "content": "hi"}, {"name": "Oscar"}])
+
+
+def test_an_empty_or_self_containing_extraction_result_is_refused() -> None:
+    with pytest.raises(ValueError, match="empty dict"):
+        as_target_list({})
+    looped: dict[str, Any] = {"a": 1}
+    looped["self"] = looped
+    with pytest.raises(ValueError, match="contains itself"):
+        as_target_list(looped)

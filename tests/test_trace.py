@@ -162,13 +162,21 @@ def test_world_windows_apply_per_agent() -> None:
     assert text.count("... 3 events omitted (#0 to #2) ...") == 2
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "3"])
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "3"])
 def test_bad_windows_are_refused(bad: object) -> None:
     oscar = Agent("Oscar")
-    with pytest.raises(ValueError, match="first_n must be a positive int"):
+    with pytest.raises(ValueError, match="first_n must be a whole number"):
         oscar.pretty_current_interactions(first_n=bad)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="last_n must be a positive int"):
+    with pytest.raises(ValueError, match="last_n must be a whole number"):
         World("W").pretty_current_interactions(last_n=bad)  # type: ignore[arg-type]
+
+
+def test_zero_windows_mean_what_they_mean_to_the_reference_library() -> None:
+    """Its memory slices with [:n] and [-n:]: first_n=0 keeps nothing, last_n=0 everything."""
+    world = _travel_world()
+    nothing = world.agents[0].pretty_current_interactions(first_n=0)
+    assert "acts:" not in nothing and "events omitted (#0 to #3)" in nothing
+    assert world.pretty_current_interactions(last_n=0) == world.pretty_current_interactions()
 
 
 def test_timestamps_are_given_never_read_from_a_clock() -> None:

@@ -11,7 +11,8 @@ Model families, as strict as the real ones (see :class:`ScriptedJudge`): an ordi
 refuses ``reasoning_effort``; with :attr:`ScriptedJudge.reasoning_efforts` set the server is an
 OpenAI reasoning model, which refuses any temperature but 1 and any effort level it lacks, with
 OpenAI's 400 bodies; Azure's deployment route refuses ``json_schema`` on API versions before
-2024-08-01-preview with Azure's body; :attr:`ScriptedJudge.thinking` makes it a local reasoning
+2024-08-01-preview with Azure's body, and a request without its ``api-key`` header (or with
+another key than :attr:`ScriptedJudge.azure_api_key`) with Azure's 401; :attr:`ScriptedJudge.thinking` makes it a local reasoning
 model that writes a ``<think>`` block before every answer.
 """
 
@@ -81,6 +82,16 @@ AZURE_JSON_SCHEMA_REJECTION = (
     "response_format value as json_schema is enabled only for api versions "
     f"{AZURE_JSON_SCHEMA_SINCE} and later"
 )
+# Azure's answer to a request without a valid api-key header.
+AZURE_ACCESS_DENIED = {
+    "error": {
+        "code": "401",
+        "message": "Access denied due to invalid subscription key or wrong API endpoint. Make "
+        "sure to provide a valid key for an active subscription and use a correct regional API "
+        "endpoint for your resource.",
+    }
+}
+
 # Azure's (and OpenAI's) answer to json_schema for a deployed model without structured outputs.
 AZURE_MODEL_JSON_SCHEMA_REJECTION = (
     "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this "
@@ -149,6 +160,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    query: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -461,6 +473,11 @@ class _Handler(BaseHTTPRequestHandler):
                 "application/json",
             )
             return
+        if azure and not self._azure_key_accepted():
+            # Azure authenticates by an api-key header (or an Entra ID bearer token) before
+            # reading the body.
+            self._send_raw(401, json.dumps(AZURE_ACCESS_DENIED).encode(), "application/json")
+            return
         try:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"null")
@@ -474,6 +491,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=path,
             headers={name.lower(): value for name, value in self.headers.items()},
             body=body,
+            query={name: values[-1] for name, values in urllib.parse.parse_qs(query).items()},
         )
         judge = self.server.judge
         judge._record(request)
@@ -521,6 +539,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         self._answer(request, judge._choose(request))
+
+    def _azure_key_accepted(self) -> bool:
+        expected = self.server.judge.azure_api_key
+        key = self.headers.get("api-key")
+        bearer = (self.headers.get("Authorization") or "").startswith("Bearer ")
+        if expected is None:
+            return bool(key) or bearer
+        return key == expected
 
     # ---- replies
 
@@ -641,16 +667,29 @@ class _Handler(BaseHTTPRequestHandler):
         headers: dict[str, str] | None = None,
     ) -> None:
         try:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            # Headers and body leave in one write, as real servers send them: two small writes
+            # on a keep-alive connection wait on Nagle's algorithm and the client's delayed ACK
+            # (about 40 ms), which would make every call look slower than the client is.
+            self.log_request(code)
+            lines = [f"{self.protocol_version} {code} {self.responses.get(code, ('',))[0]}"]
+            lines += [
+                f"Server: {self.version_string()}",
+                f"Date: {self.date_time_string()}",
+                f"Content-Type: {content_type}",
+                f"Content-Length: {len(data)}",
+            ]
+            lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            self.wfile.write(head + data)
+            self.wfile.flush()
         except OSError:
             # The client gave up (e.g. its timeout fired during a Delay); nothing to tell it.
             self.close_connection = True
+
+
+class _KeepAliveHandler(_Handler):
+    # HTTP/1.1: connections stay open between requests, as a real provider's do (benchmarks).
+    protocol_version = "HTTP/1.1"
 
 
 class ScriptedJudge:
@@ -670,8 +709,11 @@ class ScriptedJudge:
     effort level outside the set are refused. Refusals come before the rules.
     """
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, *, keep_alive: bool = False) -> None:
         self.models: list[str] = list(models) if models is not None else ["judge-model"]
+        # HTTP/1.1 with keep-alive (benchmarks); tests use HTTP/1.0, so that no idle
+        # connection outlives a test.
+        self.keep_alive = keep_alive
         self.default: Reply = verdict(True)
         self.reject_json_schema: int | None = None
         # None: an ordinary model, which takes any temperature and no reasoning_effort. A set:
@@ -683,6 +725,8 @@ class ScriptedJudge:
         self.thinking_opened_by_template = False
         # False: the Azure deployment is a model without structured outputs.
         self.azure_structured_outputs = True
+        # The key Azure's deployment route accepts in its api-key header; None: any key.
+        self.azure_api_key: str | None = None
         self._rules: list[Rule] = []
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -697,7 +741,7 @@ class ScriptedJudge:
         if self._server is not None:
             raise RuntimeError("ScriptedJudge is already running")
         self._stopping.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler)
         server.judge = self
         self._server = server
         self._thread = threading.Thread(
@@ -778,6 +822,7 @@ class ScriptedJudge:
         self.thinking = None
         self.thinking_opened_by_template = False
         self.azure_structured_outputs = True
+        self.azure_api_key = None
 
     def clear_requests(self) -> None:
         with self._lock:

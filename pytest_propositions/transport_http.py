@@ -1,0 +1,476 @@
+"""The light path: OpenAI-compatible chat endpoints over plain HTTP (httpx), without litellm.
+
+OpenAI, Azure OpenAI, the local judge and any server at ``--prop-api-base`` (vLLM, Ollama's and
+LM Studio's OpenAI APIs) speak one wire format; asking them through litellm costs seconds of
+imports on every run that judges anything. This module sends the transport's request body as it
+is, reads the response into the few fields the judge reads (the same attribute names litellm's
+objects have, so one reader serves both paths), and turns every failure into an exception whose
+name, status and text the transport's shared fault reading classifies as it does litellm's.
+Prices come from litellm's own table, read as data (the package is never imported).
+The only module that imports httpx.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
+
+from .families import PROVIDER_ENV
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .families import Profile
+    from .redaction import Secret
+
+__all__ = ["HttpPath", "price_entry"]
+
+OPENAI_BASE = "https://api.openai.com/v1"
+# Azure's API version when neither AZURE_API_VERSION nor OPENAI_API_VERSION says (the latest
+# generally available one at the time of writing).
+AZURE_DEFAULT_API_VERSION = "2024-10-21"
+AZURE_JSON_SCHEMA_SINCE = "2024-08-01-preview"
+_PRICE_FILE = "model_prices_and_context_window_backup.json"
+
+
+# -- errors, named as the openai SDK and litellm name them ----------------------------------------
+
+
+class APIError(Exception):
+    """A failed call on the light path. ``status_code`` is the status the server really sent
+    (None when none was received); ``transient``: worth another try."""
+
+    status_code: int | None = None
+    transient = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class APIStatusError(APIError):
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.status_code = status
+
+
+class BadRequestError(APIStatusError):
+    pass
+
+
+class AuthenticationError(APIStatusError):
+    pass
+
+
+class PermissionDeniedError(APIStatusError):
+    pass
+
+
+class NotFoundError(APIStatusError):
+    pass
+
+
+class ConflictError(APIStatusError):
+    pass
+
+
+class UnprocessableEntityError(APIStatusError):
+    pass
+
+
+class RateLimitError(APIStatusError):
+    pass
+
+
+class InternalServerError(APIStatusError):
+    pass
+
+
+class ServiceUnavailableError(APIStatusError):
+    pass
+
+
+class Timeout(APIError):
+    """The client gave up waiting: the server sent no answer in --prop-timeout."""
+
+    transient = True
+
+
+class APIConnectionError(APIError):
+    """No response: the connection was refused, dropped, or broken mid-answer."""
+
+    transient = True
+
+
+class InvalidResponse(APIError):
+    """HTTP 200, but not a chat completion (a proxy's error page, a wrong route)."""
+
+    transient = True
+
+
+_BY_STATUS: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+    503: ServiceUnavailableError,
+}
+
+
+def _status_error(status: int, body: bytes, retry_after: float | None) -> APIStatusError:
+    text = body.decode("utf-8", "replace")
+    message = text
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            message = error["message"]
+        elif isinstance(error, str):
+            message = error
+        elif isinstance(payload.get("message"), str):
+            message = payload["message"]
+    cls = _BY_STATUS.get(status, InternalServerError if status >= 500 else APIStatusError)
+    return cls(status, f"Error code: {status} - {message[:2000]}", retry_after=retry_after)
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+# -- the response, as the judge reads it ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    content: str | None
+    refusal: str | None = None
+    role: str = "assistant"
+
+
+@dataclass(frozen=True)
+class Choice:
+    message: Message
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A chat completion: the fields the judge reads, under litellm's attribute names."""
+
+    choices: list[Choice]
+    usage: Usage
+    model: str | None
+    # litellm's name for where it keeps the call's price; the reader takes it from here.
+    _hidden_params: dict[str, Any] = field(default_factory=dict)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def read_completion(data: bytes, content_type: str) -> Completion:
+    """The body of an HTTP 200 as a completion; InvalidResponse if it is not one."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        shown = data[:300].decode("utf-8", "replace")
+        raise InvalidResponse(
+            f"invalid response object: the body is not JSON ({content_type or 'no content type'})"
+            f": {shown}"
+        ) from None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list):
+        shown = json.dumps(payload)[:300]
+        raise InvalidResponse(
+            f"invalid response object: no 'choices' list in the chat completion: {shown}"
+        )
+    read: list[Choice] = []
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise InvalidResponse(
+                "invalid response object: returned 'choices' that is not a list of objects: "
+                + json.dumps(choices)[:300]
+            )
+        message = choice.get("message")
+        if not isinstance(message, dict):  # litellm's reading too: no chat completion
+            raise InvalidResponse(
+                "invalid response object: a choice whose message is not an object: "
+                + json.dumps(choice)[:300]
+            )
+        read.append(
+            Choice(
+                Message(_text(message.get("content")), _text(message.get("refusal"))),
+                _text(choice.get("finish_reason")),
+            )
+        )
+    usage = payload.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Completion(
+        read,
+        Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached),
+        _text(payload.get("model")),
+    )
+
+
+# -- prices: litellm's table, read as data ---------------------------------------------------------
+
+_PRICES_LOCK = threading.Lock()
+_price_text: list[str] = []  # the table's text, read once per process
+_price_entries: dict[str, dict[str, Any] | None] = {}
+
+
+def _table_text() -> str:
+    with _PRICES_LOCK:
+        if not _price_text:
+            import importlib.util
+            from pathlib import Path
+
+            text = ""
+            try:
+                spec = importlib.util.find_spec("litellm")  # finds, never imports
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None and spec.submodule_search_locations:
+                for location in spec.submodule_search_locations:
+                    path = Path(location) / _PRICE_FILE
+                    if path.is_file():
+                        text = path.read_text(encoding="utf-8")
+                        break
+            _price_text.append(text)
+        return _price_text[0]
+
+
+def price_entry(name: str) -> dict[str, Any] | None:
+    """litellm's table entry for a model name, or None; only that entry is decoded."""
+    with _PRICES_LOCK:
+        if name in _price_entries:
+            return _price_entries[name]
+    text = _table_text()
+    entry: dict[str, Any] | None = None
+    found = re.search(r"\n\s{1,8}" + re.escape(json.dumps(name)) + r"\s*:\s*(?=\{)", text)
+    if found is not None:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text, found.end())
+        except ValueError:
+            value = None
+        entry = value if isinstance(value, dict) else None
+    with _PRICES_LOCK:
+        _price_entries[name] = entry
+    return entry
+
+
+def _price_names(profile: Profile, served: str | None) -> list[str]:
+    names = []
+    for name in (profile.wire_model, served):
+        if not name:
+            continue
+        if profile.provider not in (None, "openai"):
+            names.append(f"{profile.provider}/{name}")
+        names.append(name)
+    return names
+
+
+def _cost(profile: Profile, completion: Completion) -> float | None:
+    """The call's price as litellm's table gives it; None when the model is not in it."""
+    for name in _price_names(profile, completion.model):
+        entry = price_entry(name)
+        if entry is None:
+            continue
+        if profile.provider == "openai" and entry.get("litellm_provider") not in (None, "openai"):
+            continue
+        try:
+            prompt_rate = float(entry.get("input_cost_per_token") or 0.0)
+            completion_rate = float(entry.get("output_cost_per_token") or 0.0)
+            cached_rate = float(entry.get("cache_read_input_token_cost") or prompt_rate)
+        except (TypeError, ValueError):
+            return None
+        usage = completion.usage
+        cached = min(usage.cached_tokens, usage.prompt_tokens)
+        return (
+            (usage.prompt_tokens - cached) * prompt_rate
+            + cached * cached_rate
+            + usage.completion_tokens * completion_rate
+        )
+    return None
+
+
+# -- the path ----------------------------------------------------------------------------------
+
+
+def _environment(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def azure_api_version(profile: Profile | None = None) -> str:
+    chosen = profile.api_version if profile is not None else None
+    return (
+        chosen
+        or _environment(("AZURE_API_VERSION", "OPENAI_API_VERSION"))
+        or AZURE_DEFAULT_API_VERSION
+    )
+
+
+def _connect_reason(error: BaseException) -> str:
+    """The operating system's reason a connection failed (httpx's own words only say that
+    every attempt failed)."""
+    current: BaseException | None = error
+    for _ in range(10):
+        if current is None:
+            break
+        if isinstance(current, OSError) and current.errno is not None:
+            return f"{current.strerror or current} ({type(current).__name__})"
+        current = current.__cause__ or current.__context__
+    return str(error) or "the connection failed"
+
+
+class HttpPath:
+    """Calls to OpenAI-compatible endpoints, on one pooled HTTP client per run."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        # One pooled client per URL scheme: a plain-HTTP endpoint (a local server) gets one
+        # that never loads the certificate store it would not use.
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
+        """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
+        litellm's table says has no response schema, start at JSON mode. Called before the
+        first call, off the event loop: the HTTP client is imported here too."""
+        import httpx  # noqa: F401
+
+        if profile.provider == "azure" and azure_api_version(profile) < AZURE_JSON_SCHEMA_SINCE:
+            return modes[1]
+        for name in _price_names(profile, None):
+            entry = price_entry(name)
+            if entry is not None:
+                return modes[0] if entry.get("supports_response_schema") else modes[1]
+        return modes[0]
+
+    def _url(self, profile: Profile, api_base: Secret | None) -> str:
+        bases, _ = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        base = (api_base.reveal() if api_base is not None else None) or _environment(bases)
+        if profile.provider == "azure":
+            if not base:
+                raise APIError(
+                    "no endpoint for the Azure deployment: set AZURE_API_BASE or --prop-api-base"
+                )
+            deployment = quote(profile.wire_model, safe="")
+            return (
+                f"{base.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
+                f"?api-version={quote(azure_api_version(profile), safe='')}"
+            )
+        if not base:
+            if profile.provider not in ("openai", "custom_openai"):
+                raise APIError(
+                    f"no endpoint for {profile.model}: set --prop-api-base "
+                    f"(or {' or '.join(bases)})"
+                )
+            base = OPENAI_BASE
+        return f"{base.rstrip('/')}/chat/completions"
+
+    def _headers(self, profile: Profile, api_key: Secret | None) -> dict[str, str]:
+        _, keys = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        key = (api_key.reveal() if api_key is not None else None) or _environment(keys)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if not key:
+            if profile.provider in ("openai", "azure", "custom_openai"):
+                raise APIError(
+                    f"Missing credentials: no API key for {profile.model} "
+                    f"(the {keys[0]} environment variable)"
+                )
+            return headers
+        if profile.provider == "azure":
+            headers["api-key"] = key
+        else:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    async def send(
+        self,
+        profile: Profile,
+        body: dict[str, Any],
+        api_base: Secret | None,
+        api_key: Secret | None,
+    ) -> Completion:
+        """One POST of the request body; a completion, or an APIError saying what went wrong."""
+        import httpx
+
+        url = self._url(profile, api_base)
+        if urlsplit(url).username is not None or urlsplit(url).password is not None:
+            raise APIError(
+                "credentials encoded in URL: the client does not send a user and password "
+                "along with an API key"
+            )
+        scheme = urlsplit(url).scheme.lower()
+        client = self._clients.get(scheme)
+        if client is None:
+            client = self._clients[scheme] = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout),
+                follow_redirects=False,
+                trust_env=True,
+                verify=scheme == "https",
+            )
+        payload = json.dumps({"model": profile.wire_model, **body}).encode()
+        try:
+            response = await client.post(
+                url, content=payload, headers=self._headers(profile, api_key)
+            )
+        except httpx.TimeoutException as error:
+            raise Timeout(f"Request timed out after {self.timeout:g}s") from error
+        except httpx.ConnectError as error:
+            raise APIConnectionError(f"Connection error: {_connect_reason(error)}") from error
+        except httpx.TransportError as error:
+            raise APIConnectionError(
+                f"Connection error: {type(error).__name__}: {error or 'no response'}"
+            ) from error
+        if response.status_code >= 400:
+            raise _status_error(
+                response.status_code, response.content, _retry_after(response.headers)
+            )
+        completion = read_completion(response.content, response.headers.get("content-type", ""))
+        completion._hidden_params["response_cost"] = _cost(profile, completion)
+        return completion
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    @property
+    def open(self) -> bool:
+        return bool(self._clients)
