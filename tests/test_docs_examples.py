@@ -40,6 +40,10 @@ SCORE_QUESTION = "How true is the claim"
 GETTING_STARTED = "index.md"
 SEED_FILES = ("conftest.py", "test_travel.py")
 API_KEY = "docs-example-key-not-real"
+# Pages whose blocks form one session (a namespace carried from block to block, objects shaped
+# like a simulation library's) are run by a test of their own, which must exist and read the page.
+OWN_RUNNERS = {"migrating.md": "tests/test_migrating_doc.py"}
+ROOT = DOCS.parent
 
 
 def _seed_files() -> dict[str, str]:
@@ -199,7 +203,17 @@ def _run_page(page: str, run: PageRun) -> int:
 
 
 def _page_ids() -> list[str]:
-    return [path.name for path in pages()]
+    return [path.name for path in pages() if path.name not in OWN_RUNNERS]
+
+
+@pytest.mark.parametrize("page", sorted(OWN_RUNNERS))
+def test_a_page_with_its_own_runner_is_run_by_it(page: str) -> None:
+    runner = ROOT / OWN_RUNNERS[page]
+    assert (DOCS / page).is_file(), f"docs/{page} is gone: drop it from OWN_RUNNERS"
+    assert runner.is_file(), f"docs/{page}'s examples are run by {OWN_RUNNERS[page]}, which is gone"
+    assert f"docs/{page}" in runner.read_text(encoding="utf-8") or f'"{page}"' in runner.read_text(
+        encoding="utf-8"
+    )
 
 
 @pytest.mark.parametrize("page", _page_ids())
