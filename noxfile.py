@@ -81,6 +81,20 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, built strictly (broken links and orphan pages fail it) into site/.
+
+    ``nox -s docs -- serve`` serves it with live reload instead.
+    """
+    session.install("-e", ".[docs]")
+    session.env["NO_MKDOCS_2_WARNING"] = "1"
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", *session.posargs[1:])
+        return
+    session.run("mkdocs", "build", "--strict", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """The benchmarks (bench/README.md); long. ``nox -s bench -- NAME [ARGS]`` runs one.
 
