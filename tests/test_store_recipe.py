@@ -1,4 +1,4 @@
-"""The README's CI recipe for the shared store, executed: its GitHub Actions steps (the installs
+"""The CI recipe of the shared store's page (docs/store.md), executed: its GitHub Actions steps (the installs
 aside, this environment has them) run as written against a local PostgreSQL server standing in
 for the service container, with the scripted judge standing in for the provider."""
 
@@ -18,15 +18,16 @@ from tests.support.judge_server import ScriptedJudge, verdict
 from tests.support.postgres import PostgresServer
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
-SECTION = "## A verdict store the whole CI fleet shares"
+PAGE = REPO / "docs" / "store.md"
+SECTION = "## CI recipe"
 PASSWORD = "recipe-pw-5512-never-shown"
 
 
 def recipe_blocks() -> list[dict[str, Any]]:
-    text = README.read_text()
+    text = PAGE.read_text(encoding="utf-8")
     section = text[text.index(SECTION) :]
-    section = section[: section.index("\n## ", 1)]
+    if "\n## " in section[1:]:
+        section = section[: section.index("\n## ", 1)]
     return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S)]
 
 

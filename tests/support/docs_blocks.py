@@ -9,7 +9,7 @@ A block is run by ``tests/test_docs_examples.py``. What decides how:
   script run with Python.
 - ```` ```bash ```` is run one command (line) at a time in the project's folder: ``pytest ...``
   inline, anything else by ``bash -euo pipefail``; the first failing command ends the block.
-- Other languages (``text``, ``json``, ``yaml``, untitled ``ini``) are shown, not run.
+- Other languages (``text``, ``json``, ``yaml``, ``sql``, untitled ``ini``) are shown, not run.
 
 HTML comments on the lines right above a block (invisible on the site) adjust its run:
 
@@ -33,7 +33,7 @@ DOCS = ROOT / "docs"
 
 RUN_LANGUAGES = ("python", "bash")
 FILE_LANGUAGES = ("python", "ini", "toml")
-SHOWN_LANGUAGES = ("text", "json", "yaml", "ini", "toml", "")
+SHOWN_LANGUAGES = ("text", "json", "yaml", "ini", "toml", "sql", "")
 DIRECTIVES = ("not-run", "expect-exit", "judge-false", "judge-reasoning")
 
 _FENCE = re.compile(r"^```(?P<lang>[\w-]*)(?P<info>[^\n]*)\n(?P<code>.*?)^```[ \t]*$", re.M | re.S)
