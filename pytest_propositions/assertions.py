@@ -404,20 +404,10 @@ def _judge_runs_and_note(
 ) -> tuple[Verdict, bool]:
     """A claim over many runs: decided by its rule, noted once with every run's verdict."""
     __tracebackhide__ = True
-    from .many_runs import judge_over_runs, summary_verdict
+    from .many_runs import summary_verdict
 
-    rule_options, rest = split_options(options)
-    rule = check_rule(
-        target,
-        rule_options,
-        threshold,
-        runtime.settings.confidence,
-        "claim",
-        kind="score" if compare_scores else None,
-    )
-    assert rule is not None
     try:
-        result = judge_over_runs(runtime, target, claim, rule, rest)
+        result = _decide_over_runs(runtime, target, claim, threshold, options, compare_scores)
     except JudgeError as error:
         runtime.note_error(error)
         raise
@@ -664,7 +654,6 @@ def check_over_runs(
     """
     __tracebackhide__ = True
     from . import runtime as runtime_module
-    from .many_runs import judge_over_runs
 
     run = runtime or runtime_module.current()
     target, claim, options = normalise_claim(target, claim, options)
@@ -677,14 +666,32 @@ def check_over_runs(
         )
     if min_score is not None:
         validate_threshold(min_score, "check_over_runs min_score")
+    return _decide_over_runs(
+        run, target, claim, min_score, options, compare_scores, "check_over_runs"
+    )
+
+
+def _decide_over_runs(
+    runtime: Runtime,
+    target: Any,
+    claim: str,
+    threshold: int | None,
+    options: Mapping[str, Any],
+    compare_scores: bool,
+    where: str = "claim",
+) -> Any:
+    """Simulate and judge the runs until the claim's rule decides; the ``RunsResult``."""
+    __tracebackhide__ = True
+    from .many_runs import judge_over_runs
+
     rule_options, rest = split_options(options)
     rule = check_rule(
         target,
         rule_options,
-        min_score,
-        run.settings.confidence,
-        "check_over_runs",
+        threshold,
+        runtime.settings.confidence,
+        where,
         kind="score" if compare_scores else None,
     )
     assert rule is not None
-    return judge_over_runs(run, target, claim, rule, rest)
+    return judge_over_runs(runtime, target, claim, rule, rest)

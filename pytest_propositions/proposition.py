@@ -688,17 +688,10 @@ def check_proposition(
     """
     __tracebackhide__ = True
     full = check_flag(return_full_response, "return_full_response")
-    return Proposition(
-        claim,
-        target,
-        include_personas,
-        first_n,
-        last_n,
-        double_check,
-        use_reasoning_model,
-        precondition_function,
-        timestamps=timestamps,
-    ).check(None, additional_context, claim_variables, full)
+    options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
+    return Proposition(claim, target, *options, precondition_function, timestamps=timestamps).check(
+        None, additional_context, claim_variables, full
+    )
 
 
 def compute_score(
@@ -719,14 +712,7 @@ def compute_score(
     """Score a claim in one call, from MIN_SCORE to MAX_SCORE; arguments as ``check_proposition``."""
     __tracebackhide__ = True
     full = check_flag(return_full_response, "return_full_response")
-    return Proposition(
-        claim,
-        target,
-        include_personas,
-        first_n,
-        last_n,
-        double_check,
-        use_reasoning_model,
-        precondition_function,
-        timestamps=timestamps,
-    ).score(None, additional_context, claim_variables, full)
+    options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
+    return Proposition(claim, target, *options, precondition_function, timestamps=timestamps).score(
+        None, additional_context, claim_variables, full
+    )
