@@ -1,6 +1,7 @@
 """The CI recipe of the shared store's page (docs/store.md), executed: its GitHub Actions steps (the installs
 aside, this environment has them) run as written against a local PostgreSQL server standing in
-for the service container, with the scripted judge standing in for the provider."""
+for the service container, with the scripted judge standing in for the provider; then the page's
+cache commands on the store, as written."""
 
 from __future__ import annotations
 
@@ -112,3 +113,20 @@ def test_the_github_actions_steps_run_against_a_local_server(
     assert re.search(r"propositions: 2 claims, .*2 from cache, .*0 judge calls", second[0])
     assert "2 read from it" in second[0]
     assert judge_server.requests == []
+
+    # The page's cache commands on the store, as written, on the second machine.
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## The cache commands on the store") :]
+    [commands] = re.findall(r"```bash\n(.*?)```", section[: section.index("\n## ", 1)], re.S)
+    lines = [line.split("#")[0].strip() for line in commands.splitlines() if line.strip()]
+    assert [line.split()[4] for line in lines] == ["stats", "export", "import", "push", "prune"]
+    said = {}
+    for line in lines:
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=second_machine, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        assert PASSWORD not in done.stdout + done.stderr
+        said[line.split()[4]] = done.stdout
+    assert "entries: 2" in said["stats"]
+    assert len((second_machine / "verdicts.jsonl").read_text().splitlines()) == 2
