@@ -280,15 +280,17 @@ class ClaimReports:
                 item.user_properties.extend(properties)
                 report.user_properties.extend(properties)
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
-        if report.passed and report.when == "call" and runtime.settings.outcome == "report":
-            not_upheld = sum(1 for o in runtime.outcomes_of(item.nodeid) if not o.passed)
-            if not_upheld:
-                setattr(report, NOT_UPHELD_ATTR, not_upheld)
         if report.passed and report.when == "call":
-            # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
-            from .report import runs_sections
+            mine = runtime.outcomes_of(item.nodeid)
+            if runtime.settings.outcome == "report":
+                not_upheld = sum(1 for o in mine if not o.passed)
+                if not_upheld:
+                    setattr(report, NOT_UPHELD_ATTR, not_upheld)
+            if any(o.runs is not None for o in mine):
+                # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
+                from .report import runs_sections
 
-            report.sections.extend(runs_sections(runtime.outcomes_of(item.nodeid)))
+                report.sections.extend(runs_sections(mine))
         if not report.failed or call.excinfo is None:
             return report
         judge_error = isinstance(call.excinfo.value, JudgeError)
