@@ -43,7 +43,7 @@ from .transport import (
     reply_cost,
     reply_usage,
 )
-from .verdict import Usage, Verdict
+from .verdict import Usage, Verdict, verdict_of_record
 
 if TYPE_CHECKING:
     from .cache import VerdictCache
@@ -147,8 +147,8 @@ class Judge:
         material = self._key_material(request, connection)
         key = cache_key(material)
         if self.cache is not None:
-            record = _cache_step(self.cache.get, key)
-            verdict = self._from_record(record, key) if record is not None else None
+            record = _cache_step(self.cache.get, key, request.kind)
+            verdict = self._from_record(record, key, request.kind) if record is not None else None
             if verdict is not None:
                 with self.stats.lock:
                     self.stats.verdicts += 1
@@ -203,7 +203,7 @@ class Judge:
                 if standing is not record:
                     # A shared store already held a verdict for this request (another machine
                     # judged it at the same moment): the first one stored is everyone's verdict.
-                    stored = self._from_record(dict(standing), key)
+                    stored = self._from_record(dict(standing), key, request.kind)
                     if stored is None:
                         raise CacheUnusable(
                             f"the shared verdict {key[:16]} cannot be read by this version, "
@@ -342,13 +342,12 @@ class Judge:
 
     # -- cached records ------------------------------------------------------------------------
 
-    def _from_record(self, record: dict[str, Any], key: str) -> Verdict | None:
-        """The stored verdict; None (a miss, with a warning) if the record cannot be read."""
+    def _from_record(self, record: dict[str, Any], key: str, kind: Kind) -> Verdict | None:
+        """The stored verdict; None (a miss, with a warning) if the record cannot be read as a
+        verdict of the request's kind."""
         try:
-            return Verdict.from_dict(
-                record["verdict"], cached=True, recorded_at=record.get("recorded_at"), key=key
-            )
-        except (KeyError, TypeError, ValueError) as error:
+            return verdict_of_record(record, kind, key=key)
+        except ValueError as error:
             import warnings
 
             warnings.warn(

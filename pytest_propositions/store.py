@@ -260,6 +260,42 @@ class PostgresStore:
 
     # -- maintenance (the CLI) --
 
+    def replace_many(self, items: Mapping[str, str]) -> int:
+        """Store each pair, replacing what the store holds (the owner's ``cache push
+        --replace``; the role needs UPDATE); how many rows were added or changed."""
+        changed = 0
+        keys = sorted(items)
+        for start in range(0, len(keys), BATCH):
+            chunk = keys[start : start + BATCH]
+            columns = [(key, items[key], *_columns(items[key])) for key in chunk]
+            rows = self._rows(
+                f"INSERT INTO {VERDICT_TABLE} AS t (key, record, model, recorded_at) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
+                "ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, model = "
+                "EXCLUDED.model, recorded_at = EXCLUDED.recorded_at, stored_at = now() "
+                "WHERE t.record IS DISTINCT FROM EXCLUDED.record RETURNING t.key",
+                tuple([c[i] for c in columns] for i in range(4)),
+            )
+            changed += len(rows)
+        return changed
+
+    def delete_records(self, rows: Mapping[str, str]) -> int:
+        """Remove each row whose record is still the text given (a row replaced meanwhile
+        stays); how many were removed."""
+        keys = sorted(rows)
+        removed = 0
+        for start in range(0, len(keys), BATCH):
+            chunk = keys[start : start + BATCH]
+            removed += len(
+                self._rows(
+                    f"DELETE FROM {VERDICT_TABLE} t USING unnest(%s::text[], %s::text[]) "
+                    "AS d(key, record) WHERE t.key = d.key AND t.record = d.record "
+                    "RETURNING t.key",
+                    (chunk, [rows[key] for key in chunk]),
+                )
+            )
+        return removed
+
     def keys(self) -> list[str]:
         return [row[0] for row in self._rows(f"SELECT key FROM {VERDICT_TABLE} ORDER BY key")]
 

@@ -20,7 +20,7 @@ def record(**overrides: Any) -> dict[str, Any]:
         "model": "openai/gpt-4.1-mini",
         "recorded_at": "2025-03-01T12:00:00+00:00",
         "claim": "Oscar mentions his travel preferences.",
-        "kind": "bool",
+        "kind": "check",
         "verdict": {
             "kind": "check",
             "claim": "Oscar mentions his travel preferences.",
