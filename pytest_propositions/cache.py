@@ -948,13 +948,37 @@ def _read_record(cache: Any, key: str) -> dict[str, Any] | None:
 
 
 def _check_kind(record: dict[str, Any], kind: str | None, key: str) -> None:
-    """_RecordDamage unless ``record`` holds a readable verdict (of the request's ``kind``)."""
+    """_RecordDamage unless ``record`` holds a readable verdict of the request's ``kind``.
+
+    Without the request (maintenance: export, import, a store's rows), the kind of the request
+    the record keeps stands in for it, so a verdict moved under another kind's key is found."""
     from .verdict import verdict_of_record
 
     try:
-        verdict_of_record(record, kind, key=key)
+        verdict = verdict_of_record(record, kind, key=key)
     except ValueError as error:
         raise _RecordDamage(str(error)) from None
+    if kind is None:
+        asked = _kept_request_kind(record)
+        if asked is not None and asked != verdict.kind:
+            raise _RecordDamage(
+                f"a {verdict.kind} verdict for a {str(asked)[:20]!r} request (its 'request' field)"
+            )
+
+
+def _kept_request_kind(record: dict[str, Any]) -> object:
+    """The kind in the request a record keeps (recorded.py packs it); None if it keeps none."""
+    import base64
+    import zlib
+
+    stored = record.get("request")
+    if not isinstance(stored, dict) or stored.get("encoding") != "zlib+base64":
+        return None
+    try:
+        material = json.loads(zlib.decompress(base64.b64decode(str(stored.get("data")))))
+    except (ValueError, zlib.error, RecursionError):
+        return None
+    return material.get("kind") if isinstance(material, dict) else None
 
 
 def _reader(key: str) -> Callable[[Any], dict[str, Any] | None]:
