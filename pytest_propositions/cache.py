@@ -23,6 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from .verdict import kind_problem, verdict_of_record
+
 __all__ = [
     "CACHE_FORMAT",
     "CACHE_MODES",
@@ -406,7 +408,9 @@ class VerdictCache:
                 try:
                     record = _read_record(cache, key)
                     if record is not None and kind is not None:
-                        _check_kind(record, kind, key)
+                        problem = kind_problem(record, kind)
+                        if problem is not None:
+                            raise _RecordDamage(problem)
                 except _RecordDamage as damage:
                     record = None
                     self._record_damaged(key, damage)
@@ -952,8 +956,6 @@ def _check_kind(record: dict[str, Any], kind: str | None, key: str) -> None:
 
     Without the request (maintenance: export, import, a store's rows), the kind of the request
     the record keeps stands in for it, so a verdict moved under another kind's key is found."""
-    from .verdict import verdict_of_record
-
     try:
         verdict = verdict_of_record(record, kind, key=key)
     except ValueError as error:
