@@ -57,7 +57,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=(
             f"act on the shared PostgreSQL verdict store instead (default: ${ENV_STORE} if "
-            "set): stats, export, import, prune, and push (the local cache up to the store)"
+            "set): stats, export, import, prune, repair, and push (the local cache up to the store)"
         ),
     )
     parser = argparse.ArgumentParser(
