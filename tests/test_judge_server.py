@@ -804,3 +804,47 @@ def test_a_trickle_sends_headers_at_once_and_stops_with_the_server() -> None:
         assert first == b'{"id"'
     finally:
         judge.stop()  # the handler ends its loop, however much body is left
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "raw-deflate", "identity", ""])
+def test_the_light_path_decodes_what_it_asks_for_in_small_steps(coding: str) -> None:
+    import asyncio
+    import zlib
+    from collections.abc import AsyncIterator
+
+    import httpx
+
+    from pytest_propositions.transport_http import ReplyTooLarge, _read_body
+
+    data = b'{"value": true} ' * 1000
+    encoded = {
+        "gzip": zlib.compress(data, wbits=31),
+        "deflate": zlib.compress(data),
+        "raw-deflate": zlib.compress(data)[2:-4],  # "deflate" as many servers send it
+    }.get(coding, data)
+
+    class Chunks(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for start in range(0, len(encoded), 7):
+                yield encoded[start : start + 7]
+
+    def response() -> httpx.Response:
+        header = "deflate" if coding == "raw-deflate" else coding
+        return httpx.Response(200, headers={"content-encoding": header}, stream=Chunks())
+
+    assert asyncio.run(_read_body(response(), len(data), cut=False)) == data
+    with pytest.raises(ReplyTooLarge, match=f"larger than {len(data) - 1} bytes"):
+        asyncio.run(_read_body(response(), len(data) - 1, cut=False))
+    assert asyncio.run(_read_body(response(), 100, cut=True)) == data[:100]
+
+
+def test_the_light_path_refuses_a_coding_it_did_not_ask_for() -> None:
+    import asyncio
+
+    import httpx
+
+    from pytest_propositions.transport_http import UnsupportedEncoding, _read_body
+
+    response = httpx.Response(200, headers={"content-encoding": "br"}, content=b"x")
+    with pytest.raises(UnsupportedEncoding, match="'br', which the client did not ask for"):
+        asyncio.run(_read_body(response, 100, cut=False))
