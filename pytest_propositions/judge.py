@@ -38,6 +38,7 @@ from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_tur
 from .recorded import pack_request
 from .transport import (
     Transport,
+    other_choices,
     queue_waits,
     reply_content,
     reply_cost,
@@ -441,7 +442,7 @@ class Judge:
         self, connection: Connection, messages: list[Message], request: JudgeRequest
     ) -> _Answer:
         """One parsed answer; an unparsable reply is asked again once before giving up."""
-        from .parsing import parse_reply  # only a live reply needs the parser
+        from .parsing import parse_choices  # only a live reply needs the parser
 
         profile = self.transport.profile(connection)
         last_error: VerdictUnparsable | None = None
@@ -481,7 +482,8 @@ class Judge:
                 )
                 continue
             try:
-                parsed = parse_reply(profile.reply_text(content), request.kind)
+                texts = [content, *other_choices(response)]
+                parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
             except VerdictUnparsable as error:
                 # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
                 last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)

@@ -258,7 +258,7 @@ class Transport:
                 else:
                     from .transport_http import HttpPath
 
-                    path = HttpPath(self.settings.timeout)
+                    path = HttpPath(self.settings.timeout, self.settings.max_reply_bytes)
                 self._paths[profile.path] = path
             return path
 
@@ -416,6 +416,8 @@ class Transport:
         status = fault.status
         detail = fault.detail
         client_side = fault.client_side
+        if fault.own_words:  # a reply the light path would not read: a redirect, a bomb
+            raise JudgeUnavailable(f"the judge ({where}) {detail}.", status=status)
         if fault.format_rejected:
             raise JudgeUnavailable(
                 (
@@ -506,6 +508,15 @@ def reply_content(response: Any) -> tuple[str, str | None]:
             "message: a provider's content filter or a broken proxy)",
             raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
         )
+    repeated = getattr(response, "repeated_keys", ())
+    if repeated:
+        shown = redact(str(getattr(message, "content", "")))[:2000]
+        raise JudgeReplyInvalid(
+            "the judge's response gives "
+            + ", ".join(repr(key) for key in repeated)
+            + " more than once: a chat completion that reads two ways, which no reply may",
+            raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
+        )
     refusal = getattr(message, "refusal", None)
     if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields
         extra = getattr(message, "provider_specific_fields", None)
@@ -514,6 +525,23 @@ def reply_content(response: Any) -> tuple[str, str | None]:
     if isinstance(refusal, str) and refusal.strip():
         return content or "", refusal
     return (content if isinstance(content, str) else ""), None
+
+
+def other_choices(response: Any) -> list[str]:
+    """The texts of a response's choices after the first (a refusal or no text gives ""); the
+    judge reads a response with several choices only when they all agree."""
+    try:
+        choices = list(response.choices)[1:]
+    except (AttributeError, TypeError):
+        return []
+    texts: list[str] = []
+    for choice in choices:
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        refusal = getattr(message, "refusal", None)
+        refused = isinstance(refusal, str) and refusal.strip()
+        texts.append(content if isinstance(content, str) and not refused else "")
+    return texts
 
 
 def reply_cost(response: Any) -> float | None:
@@ -562,6 +590,7 @@ class _Fault:
     url_credentials: bool
     client_side: bool
     retry_after: float | None = None
+    own_words: bool = False
 
     @classmethod
     def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
@@ -585,6 +614,7 @@ class _Fault:
                 "credentials encoded in url" in str(link).lower() for link in _chain(error)
             ),
             retry_after=_retry_after(error),
+            own_words=getattr(error, "own_words", False) is True,
             invalid_response=any(
                 marker in link_text
                 for link in _chain(error)
