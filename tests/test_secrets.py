@@ -5,6 +5,7 @@ or the cache folder, whatever way the judge fails."""
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -301,3 +302,79 @@ def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
     assert PASSWORD not in fault.detail
     assert "proxy auth failed" in fault.detail
     assert url_credentials(Secret("http://127.0.0.1:9/v1")) == ()
+
+
+# --------------------------------------------------------------------------- echoed in a reply
+
+ECHO_TESTS = """
+def test_holds(world, assert_proposition):
+    assert_proposition(world, "Oscar mentions travel.")
+
+def test_fails(world, assert_proposition):
+    assert_proposition(world, "Oscar hates cities.")
+"""
+
+
+def _echo_the_header(request: RecordedRequest) -> Reply:
+    """A judge (or a proxy in front of it) that quotes the request's headers in a good reply."""
+    header = request.headers.get("authorization", "")
+    holds = "hates cities" not in request.text
+    return verdict(
+        holds,
+        justification=f"Request had Authorization: {header} and key {header[7:]}.",
+    )
+
+
+def test_a_successful_reply_echoing_the_key_keeps_it_out_of_everything_written(
+    pytester: pytest.Pytester,
+    inner_run: list[str],
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
+) -> None:
+    """The key reaches no cache record, export, terminal, JUnit, JSON or HTML report: the reply
+    is redacted before it is parsed, cached or shown."""
+    pytester.makepyfile(test_echo=ECHO_TESTS)
+    monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
+    judge_server.default = echo_fn(_echo_the_header)
+    junit, report, html = (pytester.path / name for name in ("j.xml", "r.json", "r.html"))
+    cache_dir = pytester.path / "verdicts"
+    result = pytester.runpytest(
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        "--prop-cache=use",
+        f"--prop-transport={transport_path}",
+        f"--prop-cache-dir={cache_dir}",
+        f"--junitxml={junit}",
+        f"--prop-report={report}",
+        f"--prop-html={html}",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "-vv",
+    )
+    assert_counts(result, passed=1, failed=1)
+    assert any(PLAIN_KEY in r.headers.get("authorization", "") for r in judge_server.requests)
+    out = result.stdout.str()
+    assert "Request had Authorization: Bearer [redacted] and key [redacted]." in out
+    exported = pytester.path / "export.jsonl"
+    assert (
+        pytester.run(
+            sys.executable,
+            "-m",
+            "pytest_propositions",
+            "cache",
+            "export",
+            "--cache-dir",
+            str(cache_dir),
+            "--output",
+            str(exported),
+        ).ret
+        == 0
+    )
+    written = _everything_written(result, junit, cache_dir)
+    for path in (report, html, exported):
+        written.append((str(path), path.read_bytes()))
+    assert b"[redacted]" in exported.read_bytes()
+    for where, data in written:
+        assert PLAIN_KEY.encode() not in data, where
