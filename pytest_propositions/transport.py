@@ -202,6 +202,16 @@ def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
     return tuple(os.environ.get(name) for name in sorted(names))
 
 
+def _credentials_in_url(connection: Connection) -> str:
+    shown_base = connection.shown_base
+    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
+    return (
+        f"the judge ({where}) cannot be called with a user and password inside "
+        "--prop-api-base: the HTTP client refuses to send them along with the API key. "
+        "Remove them from the URL and give the key with PROP_API_KEY."
+    )
+
+
 def _key_hint(model: str) -> str:
     provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
     return f"{provider}_API_KEY (or PROP_API_KEY)"
@@ -371,6 +381,10 @@ class Transport:
             api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
         # Whatever the judge (or a proxy) says back may quote these: its reply is redacted of them.
         remember_secrets(api_key, *url_credentials(api_base), *_provider_keys(profile))
+        if url_credentials(api_base):
+            # Refused before any client parses the URL: a password holding "/", "?", "#" or
+            # "@" is misread as a port or a path, and the parser's error quotes the pieces.
+            raise JudgeUnavailable(_credentials_in_url(connection), status=None)
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
@@ -447,12 +461,7 @@ class Transport:
                 status=None,
             )
         if fault.url_credentials:
-            raise JudgeUnavailable(
-                f"the judge ({where}) cannot be called with a user and password inside "
-                "--prop-api-base: the HTTP client refuses to send them along with the API key. "
-                "Remove them from the URL and give the key with PROP_API_KEY.",
-                status=status,
-            )
+            raise JudgeUnavailable(_credentials_in_url(connection), status=status)
         if fault.refused:
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "

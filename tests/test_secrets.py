@@ -4,6 +4,7 @@ or the cache folder, whatever way the judge fails."""
 
 from __future__ import annotations
 
+import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -153,6 +154,12 @@ def test_no_flag_and_no_failure_shows_the_key_or_the_password(
         assert key.encode("utf-16-le") not in data, where
 
 
+# Passwords that parsers misread: "/" ends the authority (the password becomes a port and a
+# path), "?" and "#" a query and a fragment, an "@" before the last one a host.
+ODD_PASSWORDS = ["Zq8x/Pw-h13-secret", "Zq8x#Yv9?P@w-h13-secret"]
+
+
+@pytest.mark.parametrize("password", [PASSWORD, *ODD_PASSWORDS])
 @pytest.mark.parametrize("refused", [False, True], ids=["server-up", "connection-refused"])
 def test_credentials_in_the_api_base_are_redacted_and_explained(
     pytester: pytest.Pytester,
@@ -161,6 +168,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     monkeypatch: pytest.MonkeyPatch,
     transport_path: str,
     refused: bool,
+    password: str,
 ) -> None:
     monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
     port = _free_port() if refused else judge_server.port
@@ -168,7 +176,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     cache_dir = project / "verdicts"
     result = pytester.runpytest(
         "--prop-model=openai/judge-model",
-        f"--prop-api-base=http://h13user:{PASSWORD}@127.0.0.1:{port}/v1",
+        f"--prop-api-base=http://h13user:{password}@127.0.0.1:{port}/v1",
         "--prop-cache=use",
         f"--prop-transport={transport_path}",
         f"--prop-cache-dir={cache_dir}",
@@ -192,8 +200,9 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     )
     assert "--prop-retries" not in out
     assert judge_server.requests == []
+    pieces = [piece for piece in re.split("[/#?@]", password) if len(piece) >= 3]
     for where, data in _everything_written(result, junit, cache_dir):
-        for secret in (PASSWORD, PLAIN_KEY, "h13user"):
+        for secret in (password, PLAIN_KEY, "h13user", *pieces):
             assert secret.encode() not in data, (where, secret)
 
 
