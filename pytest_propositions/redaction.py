@@ -58,6 +58,8 @@ def _replace_values(text: str, values: Iterable[str]) -> str:
             pattern = _SHORT_SECRET_PLACES + re.escape(value) + r"(?![\w\-.~+/=])"
             text = re.sub(pattern, r"\1[redacted]", text)
     return text
+
+
 # "...?api_key=...&token=...": credentials in a query string.
 _URL_QUERY_SECRET = re.compile(
     r"(?<=[?&])((?:api[_-]?key|key|token|access_token|auth|sig|signature|password)=)[^&#\s'\"]+",
@@ -158,8 +160,8 @@ def url_credentials(url: Secret | str | None) -> tuple[Secret, ...]:
     if url is None:
         return ()
     text = url.reveal() if isinstance(url, Secret) else url
-    scheme, sep, rest = text.strip().partition("://")
-    userinfo, at, _ = rest.rpartition("@")
+    _, sep, rest = text.strip().partition("://")
+    userinfo, at, _host = rest.rpartition("@")
     if not sep or not at or not userinfo:
         return ()
     password = userinfo.partition(":")[2]
