@@ -773,8 +773,8 @@ def test_confidence_is_shown_as_the_judge_gave_it_or_not_given(
             "  justification:",
             "*",
             "  reasoning:",
-            "    Step one: no novel.",
-            "    Step two: false.",
+            # On its line, its newline shown as \n (no text of the judge's starts a line).
+            r"    Step one: no novel.\nStep two: false.",
         ]
     )
 
