@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import families
 from ._version import __version__
 from .cache import CacheDirectoryError, CacheWarning, cache_key
-from .checks import quote_claim
+from .checks import quote_claim, terminal_text
 from .endpoint import Connection, hosted_connection
 from .errors import (
     BudgetExceeded,
@@ -477,7 +477,7 @@ class Judge:
                 continue
             if refusal:
                 last_error = VerdictUnparsable(
-                    f"the judge refused to answer: {_printable(refusal[:200])} ({where})",
+                    f"the judge refused to answer: {terminal_text(_printable(refusal[:200]))} ({where})",
                     raw_reply=refusal,
                 )
                 continue

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import families
 from .errors import JudgeReplyInvalid, JudgeUnavailable
-from .redaction import Secret, redact, url_credentials
+from .redaction import Secret, redact, remember_secrets, url_credentials
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -190,6 +191,25 @@ def _is_transient(error: BaseException) -> bool:
         return status in (408, 409, 429) or status >= 500
     name = type(error).__name__.lower()
     return "timeout" in name or "connection" in name
+
+
+def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
+    """The keys the provider's own variables hold, which the paths read when PROP_API_KEY and
+    config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the providers it alone knows)."""
+    names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
+    prefix = profile.model.split("/", 1)[0].upper() if "/" in profile.model else "OPENAI"
+    names.add(f"{prefix}_API_KEY")
+    return tuple(os.environ.get(name) for name in sorted(names))
+
+
+def _credentials_in_url(connection: Connection) -> str:
+    shown_base = connection.shown_base
+    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
+    return (
+        f"the judge ({where}) cannot be called with a user and password inside "
+        "--prop-api-base: the HTTP client refuses to send them along with the API key. "
+        "Remove them from the URL and give the key with PROP_API_KEY."
+    )
 
 
 def _key_hint(model: str) -> str:
@@ -359,6 +379,12 @@ class Transport:
             api_base, api_key = connection.secret_endpoint()
         else:
             api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
+        # Whatever the judge (or a proxy) says back may quote these: its reply is redacted of them.
+        remember_secrets(api_key, *url_credentials(api_base), *_provider_keys(profile))
+        if url_credentials(api_base):
+            # Refused before any client parses the URL: a password holding "/", "?", "#" or
+            # "@" is misread as a port or a path, and the parser's error quotes the pieces.
+            raise JudgeUnavailable(_credentials_in_url(connection), status=None)
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
@@ -437,12 +463,7 @@ class Transport:
                 status=None,
             )
         if fault.url_credentials:
-            raise JudgeUnavailable(
-                f"the judge ({where}) cannot be called with a user and password inside "
-                "--prop-api-base: the HTTP client refuses to send them along with the API key. "
-                "Remove them from the URL and give the key with PROP_API_KEY.",
-                status=status,
-            )
+            raise JudgeUnavailable(_credentials_in_url(connection), status=status)
         if fault.refused:
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "
@@ -495,7 +516,9 @@ class Transport:
 
 
 def reply_content(response: Any) -> tuple[str, str | None]:
-    """The reply text and, when the provider flagged one, its refusal."""
+    """The reply text and, when the provider flagged one, its refusal; both redacted of every
+    known secret (a judge or a proxy may echo the request's Authorization header) before
+    anything parses, caches or shows them."""
     try:
         choices = response.choices
         message = choices[0].message if choices else None
@@ -522,9 +545,10 @@ def reply_content(response: Any) -> tuple[str, str | None]:
         extra = getattr(message, "provider_specific_fields", None)
         refusal = extra.get("refusal") if isinstance(extra, dict) else None
     content = getattr(message, "content", None)
+    text = redact(content) if isinstance(content, str) else ""
     if isinstance(refusal, str) and refusal.strip():
-        return content or "", refusal
-    return (content if isinstance(content, str) else ""), None
+        return text, redact(refusal)
+    return text, None
 
 
 def other_choices(response: Any) -> list[str]:

@@ -423,6 +423,62 @@ def test_the_password_never_shows(fleet: Fleet) -> None:
         assert all(PASSWORD not in line for line in cache.export_lines())
 
 
+# A base64 password: its "/" ends a URL's authority, so the driver reads "ci" as the host and
+# the rest as a port and a database; "@" and "#" misread the same way.
+ODD_PASSWORD = "Zm9vQmFy/YmF6cXV4=-h31"
+
+
+def _pieces(password: str) -> list[str]:
+    return [password, *(piece for piece in re.split("[/?#@=]", password) if len(piece) >= 4)]
+
+
+def test_a_password_a_parser_misreads_never_shows(fleet: Fleet) -> None:
+    """Unencoded in --prop-store (the driver then reads it as a host, a port and a database), in
+    the header, the error, JUnit, the JSON report and cache stats: the password is nowhere, and
+    the error says to percent-encode it."""
+    fleet.server.sql(f"ALTER ROLE \"{fleet.role}\" PASSWORD '{ODD_PASSWORD}'")
+    (fleet.project / "test_claims.py").write_text(claims_file(2))
+    url = fleet.server.url(fleet.role, ODD_PASSWORD, fleet.database)
+    junit, report = fleet.root / "junit.xml", fleet.root / "report.json"
+    code, out = fleet.run(
+        "a", "-l", "-vv", f"--junitxml={junit}", f"--prop-report={report}", store=url
+    )
+    assert code != 0
+    where = f"postgresql://[redacted]@127.0.0.1:{fleet.server.port}/{fleet.database}"
+    assert f"propositions: shared verdict store {where}" in out
+    assert f"cannot reach the verdict store {where}" in out
+    assert "percent-encoded" in out
+    assert fleet.judge.requests == []
+    stats = fleet.cli("cache", "stats", "--store", url)
+    assert stats.returncode != 0 and where in stats.stderr
+    texts = [out, junit.read_text(), report.read_text() if report.exists() else ""]
+    for text in [*texts, stats.stdout + stats.stderr]:
+        for piece in _pieces(ODD_PASSWORD):
+            assert piece not in text, piece
+
+
+def test_a_judge_echoing_the_store_password_cannot_store_it(fleet: Fleet) -> None:
+    """Percent-encoded, the odd password works; a judge that quotes it (decoded, as a proxy
+    might) in a good reply gets it into no store row, local record, export or report."""
+    from urllib.parse import quote
+
+    fleet.server.sql(f"ALTER ROLE \"{fleet.role}\" PASSWORD '{ODD_PASSWORD}'")
+    (fleet.project / "test_claims.py").write_text(claims_file(2))
+    fleet.judge.default = verdict(True, justification=f"The store's password is {ODD_PASSWORD}.")
+    url = fleet.server.url(fleet.role, quote(ODD_PASSWORD, safe=""), fleet.database)
+    report = fleet.root / "report.json"
+    code, out = fleet.run("a", "-rA", f"--prop-report={report}", store=url)
+    assert code == 0, out[-3000:]
+    assert "The store's password is [redacted]." in report.read_text()
+    rows = fleet.rows()
+    assert len(rows) == 2
+    with VerdictCache(fleet.machine("a")) as cache:
+        exported = "".join(cache.export_lines())
+    assert "[redacted]" in exported
+    for text in (out, report.read_text(), json.dumps(rows), exported):
+        assert ODD_PASSWORD not in text
+
+
 # -- least privilege -------------------------------------------------------------------------------
 
 
