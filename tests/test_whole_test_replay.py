@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.docs_blocks import page_blocks
 from tests.support.judge_server import ScriptedJudge, text
 
 pytest_plugins = ["pytester"]
@@ -26,28 +27,18 @@ SIMULATION_KEY = "sk-simulation-secret-0123"
 JUDGE_KEY = "judge-secret-4567"
 CLAIM = "Oscar names a kind of place he likes to travel to."
 
-# The user's own recorder configuration: credentials filtered, requests matched on the body,
-# and a before_record_request hook that keeps every request it is shown.
-CONFTEST = """
-import pytest
-
-SEEN = []
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "migrating.md"
 
 
-def keep_everything(request):
-    SEEN.append(request.body)
-    return request
+def guide_conftest() -> str:
+    """The guide's ``conftest.py``, as written (the recipe under test)."""
+    [block] = [
+        block.code
+        for block in page_blocks(GUIDE)
+        if block.title == "conftest.py" and "vcr_config" in block.code
+    ]
+    return block
 
-
-@pytest.fixture(scope="module")
-def vcr_config():
-    return {
-        "filter_headers": ["authorization", "api-key"],
-        "match_on": ["method", "scheme", "host", "port", "path", "query", "body"],
-        "before_record_request": keep_everything,
-        RECORD_MODE
-    }
-"""
 
 TEST = f"""
 import os
@@ -57,10 +48,11 @@ from openai import OpenAI
 
 
 def simulate():
-    # As TinyTroupe does: the openai SDK, its key from the environment (a placeholder on replay).
+    # As TinyTroupe does: the openai SDK, its key from the environment (the guide's
+    # placeholder on replay).
     client = OpenAI(
         base_url=os.environ["SIMULATION_BASE_URL"],
-        api_key=os.environ.get("OPENAI_API_KEY") or "replay-placeholder",
+        api_key=os.environ["OPENAI_API_KEY"],
         max_retries=0,
     )
     reply = client.chat.completions.create(
@@ -68,6 +60,19 @@ def simulate():
         messages=[{{"role": "user", "content": "Oscar, where do you like to travel?"}}],
     )
     return "Oscar: " + reply.choices[0].message.content
+
+
+def keep_everything(request):
+    with open("shown_to_before_record_request.jsonl", "ab") as shown:
+        shown.write(request.body + b"\\n")
+    return request
+
+
+# The user's own additions, over the guide's: a before_record_request hook that keeps every
+# request it is shown (RECORD_MODE: a record mode of their own, in one test).
+@pytest.fixture(scope="module")
+def vcr_config(vcr_config):
+    return {{**vcr_config, "before_record_request": keep_everything, RECORD_MODE}}
 
 
 @pytest.mark.vcr
@@ -89,9 +94,9 @@ def server(litellm_preloaded: None) -> Iterator[ScriptedJudge]:
 
 
 def project(pytester: pytest.Pytester, record_mode: str | None = None) -> None:
-    line = f'"record_mode": {record_mode!r},' if record_mode else ""
-    pytester.makeconftest(CONFTEST.replace("RECORD_MODE", line))
-    pytester.makepyfile(test_sim=TEST)
+    line = f'"record_mode": {record_mode!r}' if record_mode else ""
+    pytester.makeconftest(guide_conftest())
+    pytester.makepyfile(test_sim=TEST.replace("RECORD_MODE", line))
 
 
 def arguments(base_url: str, cache_dir: Path, cache: str, path: str) -> list[str]:
@@ -109,11 +114,12 @@ def arguments(base_url: str, cache_dir: Path, cache: str, path: str) -> list[str
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, server: ScriptedJudge) -> pytest.MonkeyPatch:
-    for name in ("PROP_API_KEY", "OPENAI_API_KEY", "PROP_MODEL", "PROP_CACHE"):
+    for name in ("PROP_API_KEY", "PROP_MODEL", "PROP_CACHE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     monkeypatch.setenv("SIMULATION_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")  # the guide's placeholder
     return monkeypatch
 
 
@@ -144,10 +150,12 @@ def test_recorded_once_then_replayed_with_the_server_stopped_and_no_key(
     )
     assert "Quiet cities with great museums." in interactions[0]["response"]["body"]["string"]
     assert SIMULATION_KEY not in cassette and JUDGE_KEY not in cassette
+    shown = (pytester.path / "shown_to_before_record_request.jsonl").read_bytes().splitlines()
+    assert {json.loads(body)["model"] for body in shown} == set(models)  # (shown more than once)
 
     base_url = server.base_url
     server.stop()
-    env.delenv("OPENAI_API_KEY")
+    env.setenv("OPENAI_API_KEY", "unused")
     env.delenv("PROP_API_KEY")
     replayed = pytester.runpytest(*arguments(base_url, cache_dir, "replay", transport_path))
     replayed.assert_outcomes(passed=1)
