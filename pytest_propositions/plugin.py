@@ -72,6 +72,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "(holds=False or max_score=N: it must not hold); stackable.",
     )
     runtime = build_runtime(config)
+    if runtime.settings.cache == "replay" and config.pluginmanager.hasplugin("recording"):
+        # pytest-recording's cassettes are read only too (the simulation's calls replay).
+        from .recording import ReplayCassettes, check_record_mode
+
+        check_record_mode(config)
+        config.pluginmanager.register(ReplayCassettes(), "propositions-replay-cassettes")
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
 

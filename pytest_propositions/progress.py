@@ -135,8 +135,8 @@ class TerminalLine:
 
     Output capture is suspended around the write (as pytest's own live logging does) and the
     line starts on a line of its own. Where pytest prints a file name and then a letter per
-    test, the file name is written again just before the running test's letter, so the letters
-    go on where pytest expects them.
+    test, the running test's letter goes on below, after blanks as wide as the file name (named
+    once, when its first test started), where pytest expects it.
     """
 
     def __init__(self, config: Any, current_test: Callable[[], str | None]) -> None:
@@ -176,7 +176,10 @@ class TerminalLine:
         if test_id is None or reporter is None or reporter.currentfspath is not None:
             return
         path = self._config.rootpath / test_id.split("::")[0]
-        self._config.get_terminal_writer().write(os.path.relpath(path, reporter.startpath) + " ")
+        # pytest named the file when the test started; blanks as wide as its name keep the
+        # letters in their column without naming it again.
+        name = os.path.relpath(path, reporter.startpath) + " "
+        self._config.get_terminal_writer().write(" " * len(name))
         reporter.currentfspath = path
 
 

@@ -12,12 +12,14 @@ The only module that imports httpx.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import threading
 import zlib
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -487,6 +489,82 @@ def _connect_reason(error: BaseException) -> str:
     return str(error) or "the connection failed"
 
 
+@functools.cache
+def _client_class() -> type[httpx.AsyncClient]:
+    """httpx's client whose connections are made by :func:`_transport_class`'s transport, for
+    the endpoint itself and for a proxy the environment names."""
+    import httpx
+
+    transport = _transport_class()
+
+    class Client(httpx.AsyncClient):
+        # httpx passes these their settings by keyword (verify, cert, trust_env, limits, ...).
+        def _init_transport(self, **kwargs: Any) -> httpx.AsyncBaseTransport:  # type: ignore[override]
+            kwargs.pop("transport", None)
+            return transport(**kwargs)
+
+        def _init_proxy_transport(  # type: ignore[override]
+            self, proxy: httpx.Proxy, **kwargs: Any
+        ) -> httpx.AsyncBaseTransport:
+            return transport(proxy=proxy, **kwargs)
+
+    return Client
+
+
+@functools.cache
+def _transport_class() -> type[httpx.AsyncHTTPTransport]:
+    """httpx's transport, with the one method that sends a request defined here.
+
+    HTTP recorders (vcrpy, so pytest-recording's cassettes) patch that method on httpx's own
+    transport classes; the judge's calls are not the test's traffic and must never land in a
+    cassette beside the simulation's, whatever the user's recorder configuration says. A
+    subclass's own method is never the patched one. It reads the whole body (a completion is
+    small) and raises httpx's exceptions, as httpx's own does."""
+    import httpcore
+    import httpx
+
+    class Transport(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            sent = httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(
+                    scheme=request.url.raw_scheme,
+                    host=request.url.raw_host,
+                    port=request.url.port,
+                    target=request.url.raw_path,
+                ),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+            try:
+                answer = await self._pool.handle_async_request(sent)
+                try:
+                    body = b"".join([part async for part in answer.stream])  # type: ignore[union-attr]
+                finally:
+                    await answer.aclose()
+            except Exception as error:
+                mapped = _httpx_error(httpx, error)
+                if mapped is error:
+                    raise
+                raise mapped from error
+            return httpx.Response(
+                answer.status, headers=answer.headers, content=body, extensions=answer.extensions
+            )
+
+    return Transport
+
+
+def _httpx_error(httpx: ModuleType, error: Exception) -> Exception:
+    """httpcore's exception as httpx's of the same name (httpx's own transport maps them so)."""
+    mapped = getattr(httpx, type(error).__name__, None)
+    if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
+        return mapped(str(error))  # type: ignore[no-any-return]
+    if type(error).__module__.startswith("httpcore"):
+        return httpx.TransportError(f"{type(error).__name__}: {error}")  # type: ignore[no-any-return]
+    return error
+
+
 class HttpPath:
     """Calls to OpenAI-compatible endpoints, on one pooled HTTP client per run."""
 
@@ -571,7 +649,7 @@ class HttpPath:
         scheme = urlsplit(url).scheme.lower()
         client = self._clients.get(scheme)
         if client is None:
-            client = self._clients[scheme] = httpx.AsyncClient(
+            client = self._clients[scheme] = _client_class()(
                 timeout=httpx.Timeout(self.timeout),
                 follow_redirects=False,
                 trust_env=True,

@@ -109,3 +109,49 @@ def test_an_orphan_page_or_a_broken_link_fails_the_build(tmp_path: Path) -> None
     assert result.returncode != 0
     assert "orphan.md" in result.stderr
     assert "no-such-page.md" in result.stderr
+
+
+# Every code block on a page: inside the window, and all of its text on screen (its long lines
+# wrap), none of it behind a scroll bar or past the edge.
+CLIPPED_BLOCKS = """
+(() => {
+  const width = document.documentElement.clientWidth;
+  return [...document.querySelectorAll("pre")].filter((pre) => {
+    const code = pre.querySelector("code") || pre;
+    const fits = code.scrollWidth <= code.clientWidth + 1;
+    const inside = pre.getBoundingClientRect().right <= width + 1;
+    return !inside || !fits;
+  }).map((pre) => pre.textContent.slice(0, 80));
+})()
+"""
+
+
+def test_no_code_block_is_cut_off_at_1280_pixels(site: Path) -> None:
+    """At a 1280 px window every code block of every page shows all of its text (wrapped)."""
+    import asyncio
+
+    from tests.support.browser import chromium_page, file_url, find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium (the OS package: apt-get install chromium)")
+    pages = [*sorted(site.glob("*/index.html")), site / "index.html"]
+
+    async def clipped() -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        async with chromium_page(chromium) as page:
+            await page.send(
+                "Emulation.setDeviceMetricsOverride",
+                width=1280,
+                height=900,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            for path in pages:
+                await page.open(file_url(path))
+                blocks = await page.evaluate(CLIPPED_BLOCKS)
+                if blocks:
+                    found[str(path.relative_to(site))] = blocks
+        return found
+
+    assert asyncio.run(clipped()) == {}

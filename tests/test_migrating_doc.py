@@ -83,6 +83,28 @@ def test_the_guide_has_runnable_blocks_and_is_linked_from_the_readme() -> None:
     assert "## Every difference, and why" in guide
 
 
+def test_the_guide_and_the_sites_navigation_name_tinytroupe() -> None:
+    """Users search for TinyTroupe: the guide never calls it "the reference"."""
+    guide = GUIDE.read_text(encoding="utf-8")
+    assert re.search(r"\bthe reference\b", guide, re.IGNORECASE) is None
+    assert guide.startswith("# Migrating from TinyTroupe")
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "- Migrating from TinyTroupe: migrating.md" in nav
+
+
+def test_the_difference_table_says_compute_score_works_here() -> None:
+    table = GUIDE.read_text(encoding="utf-8").split("## Every difference, and why")[1]
+    rows = [
+        line
+        for line in table.splitlines()
+        if line.startswith("| ") and not line.startswith(("| |", "| ---"))
+    ]
+    [row] = [line for line in rows if line.startswith("| `compute_score(...)`")]
+    assert "a method its `Proposition` lacks" in row and "works" in row
+    # Every row the table had before is still there.
+    assert len(rows) == 24
+
+
 def test_the_guides_examples_run_and_mean_what_they_say(
     judge: ScriptedJudge, capsys: pytest.CaptureFixture[str]
 ) -> None:

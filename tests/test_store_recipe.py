@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.conftest import INNER_WORLD
@@ -138,3 +139,115 @@ def test_the_github_actions_steps_run_against_a_local_server(
         said.setdefault(line.split()[4], done.stdout)
     assert "entries: 2" in said["stats"]
     assert len((second_machine / "verdicts.jsonl").read_text().splitlines()) == 2
+
+
+def _section(title: str) -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index(title) :]
+    return section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
+
+
+def _sudo_stand_in(folder: Path) -> Path:
+    """The page's ``sudo -u postgres ...``, where there is no sudo (a root shell): runuser."""
+    shim = folder / "sudo"
+    shim.write_text(
+        '#!/bin/sh\n[ "$1" = "-u" ] || exit 64\nuser=$2\nshift 2\nexec runuser -u "$user" -- "$@"\n'
+    )
+    shim.chmod(0o755)
+    return folder
+
+
+def test_the_local_server_recipe_runs_as_written(
+    judge_server: ScriptedJudge, tmp_path: Path
+) -> None:
+    """The page's local server, owner's first connection and least-privilege role, as written:
+    the CI role's run stores its verdict, with only SELECT and INSERT."""
+    import pwd
+    import tempfile
+
+    from tests.support.postgres import find_bindir, free_port
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server programs on this machine")
+    if os.geteuid() != 0 and shutil.which("sudo") is None:
+        pytest.skip("the recipe runs the server as the postgres user: needs sudo or root")
+    local = _section("## A local server to try it")
+    role = _section("## A least-privilege role for CI")
+    blocks = re.findall(r"```bash\n(.*?)```", local, re.S) + re.findall(
+        r"```bash\n(.*?)```", role, re.S
+    )
+    assert len(blocks) == 3
+    # A folder the postgres user owns (its home on a real machine), and a free port.
+    root = Path(tempfile.mkdtemp(prefix="prop-recipe-"))
+    os.chmod(root, 0o755)
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam("postgres")
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+    data = root / "verdicts-db"
+    port = free_port()
+    script = "\n".join(blocks).replace(
+        "export PGPORT=5433 PGDATA=~postgres/verdicts-db", f"export PGPORT={port} PGDATA={data}"
+    )
+    assert str(port) in script
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(INNER_WORLD)
+    (project / "test_travel.py").write_text(
+        "def test_travel(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar talks about travel.')\n"
+    )
+    judge_server.default = verdict(True, justification="He says so.")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PYTEST_", "PG"))}
+    env.update(
+        PGBIN=str(bindir),
+        PROP_MODEL="openai/judge-model",
+        PROP_API_BASE=judge_server.base_url,
+        PROP_API_KEY="test-key-not-real",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    if shutil.which("sudo") is None:
+        env["PATH"] = f"{_sudo_stand_in(tmp_path)}{os.pathsep}{env['PATH']}"
+    stop = f'sudo -u postgres "{bindir}/pg_ctl" -D "{data}" -m immediate stop'
+    try:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert "ci-password" not in done.stdout + done.stderr
+        assert re.search(r"propositions: 1 claim, 1 passed, .*1 judge call", done.stdout)
+        # Password logins: the page's pg_hba.conf asks every TCP login for its password.
+        hba = (data / "pg_hba.conf").read_text()
+        assert re.search(r"^host\s+all\s+all\s+127\.0\.0\.1/32\s+scram-sha-256", hba, re.M)
+        wrong = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f'"{bindir}/psql" -h 127.0.0.1 -p {port} -U ci -d verdicts -c "select 1"',
+            ],
+            env={**env, "PGPASSWORD": "not-the-password"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert wrong.returncode != 0 and "password authentication failed" in wrong.stderr
+        stored = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f'"{bindir}/psql" -h 127.0.0.1 -p {port} -U ci -d verdicts -tAc "select count(*) from prop_verdicts"',
+            ],
+            env={**env, "PGPASSWORD": "ci-password"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert stored.stdout.strip() == "1"
+    finally:
+        subprocess.run(["bash", "-c", stop], env=env, capture_output=True, check=False)
+        shutil.rmtree(root, ignore_errors=True)
