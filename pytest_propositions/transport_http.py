@@ -518,8 +518,9 @@ def _transport_class() -> type[httpx.AsyncHTTPTransport]:
     HTTP recorders (vcrpy, so pytest-recording's cassettes) patch that method on httpx's own
     transport classes; the judge's calls are not the test's traffic and must never land in a
     cassette beside the simulation's, whatever the user's recorder configuration says. A
-    subclass's own method is never the patched one. It reads the whole body (a completion is
-    small) and raises httpx's exceptions, as httpx's own does."""
+    subclass's own method is never the patched one. Like httpx's own, it hands the body on as a
+    stream (the reader counts it against the size cap as it arrives) and raises httpx's
+    exceptions."""
     import httpcore
     import httpx
 
@@ -539,18 +540,36 @@ def _transport_class() -> type[httpx.AsyncHTTPTransport]:
             )
             try:
                 answer = await self._pool.handle_async_request(sent)
-                try:
-                    body = b"".join([part async for part in answer.stream])  # type: ignore[union-attr]
-                finally:
-                    await answer.aclose()
             except Exception as error:
                 mapped = _httpx_error(httpx, error)
                 if mapped is error:
                     raise
                 raise mapped from error
             return httpx.Response(
-                answer.status, headers=answer.headers, content=body, extensions=answer.extensions
+                answer.status,
+                headers=answer.headers,
+                stream=Body(answer.stream),
+                extensions=answer.extensions,
             )
+
+    class Body(httpx.AsyncByteStream):
+        """httpcore's body as httpx reads it: chunk by chunk, with httpx's exceptions."""
+
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        async def __aiter__(self) -> Any:
+            try:
+                async for part in self._stream:
+                    yield part
+            except Exception as error:
+                mapped = _httpx_error(httpx, error)
+                if mapped is error:
+                    raise
+                raise mapped from error
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
 
     return Transport
 
