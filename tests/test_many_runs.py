@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_a_high_rate_passes_early_and_lists_its_figures_under_rA(
             "*proposition over runs*",
             "PASSED over runs: Oscar states the price.",
             "*rule: the claim holds in at least 0.6 of runs (confidence 95%, max_runs 60)",
-            f"*figures: {made} of {made} runs held; rate 1.00, 95% interval [[]0.*, 1.00[]]",
+            f"*figures: {made} of {made} runs held; rate 1.00, 90% interval [[]0.*, 1.00[]]",
             "*decided by: after * runs*above the bar*anytime-valid*",
         ]
     )
@@ -107,7 +108,7 @@ def test_a_low_rate_fails_with_figures_and_the_runs_against_it(
     result.stdout.fnmatch_lines(
         [
             f"E   *PropositionFailed: claim 'Oscar states the price.' over runs failed: the claim "
-            f"holds in at least 0.8 of runs; {held} of {made} runs held; rate *, 95% interval*",
+            f"holds in at least 0.8 of runs; {held} of {made} runs held; rate *, 90% interval*",
             "FAILED over runs: Oscar states the price.",
             "*decided by: after * runs the evidence that the true value is below the bar*",
             "*runs against the claim (*; the first 3):",
@@ -161,7 +162,7 @@ def test_mean_score_passes_above_the_bar_and_fails_below(
             "*over runs failed: the mean score is at least 6; * runs held; mean score 2.50/9*",
             "*PASSED over runs: Oscar is polite.",
             "*rule: the mean score is at least 5*",
-            "*mean score 8.00/9, 95% interval*",
+            "*mean score 8.00/9, 90% interval*",
             "*betting confidence sequence*",
         ]
     )
@@ -547,3 +548,89 @@ def test_a_claim_over_runs_that_must_not_hold_is_refused_for_at_most(
     )
     pytester.runpytest(*inner_run).assert_outcomes(passed=1)
     assert judge_server.requests == []
+
+
+def script_referee(judge: ScriptedJudge) -> None:
+    """Two models on one server: the main judge upholds every run, the referee only the runs
+    that carry the marker (the truth, a rate of 0.3)."""
+    judge.models.append("referee-model")
+
+    def referee(request: Any) -> bool:
+        return request.model == "referee-model"
+
+    judge.on(
+        lambda r: referee(r) and "MARK-YES" in r.text,
+        verdict(True, justification="He states the price."),
+    )
+    judge.on(referee, verdict(False, justification="No price was stated in this run."))
+    judge.on(lambda r: not referee(r), verdict(True, justification="Looks fine."))
+
+
+def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], tmp_path: Path
+) -> None:
+    judge_server.reset()
+    script_referee(judge_server)
+    pytester.makepyfile(sims=SIMULATIONS)
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_main_only(assert_proposition):
+            assert_proposition(runs(simulation(0.3), max_runs=60), "Oscar states the price.", at_least=0.5)
+        def test_refereed(assert_proposition):
+            assert_proposition(
+                runs(simulation(0.3), max_runs=200), "Oscar states the price.", at_least=0.5,
+                referee="openai/referee-model",
+            )
+        """
+    )
+    cached = [a for a in inner_run if a != "--prop-cache=off"] + [f"--prop-cache-dir={tmp_path}"]
+    first = pytester.runpytest(*cached, "-rA")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(
+        [
+            "*FAILED over runs: Oscar states the price.*",
+            "*figures: * runs held for the main judge; referee openai/referee-model judged * "
+            "(agreeing on *%); the referee's rate *, 90% interval*",
+            "*the referee's true value is below the bar*",
+        ]
+    )
+    # The main judge upholds every run, so the share sent to the referee rises, and the run
+    # says the referee alone would have been cheaper.
+    first.stdout.fnmatch_lines(["*RefereeWarning: *agreed with the referee*alone would cost*"])
+    models = [request.model for request in judge_server.requests]
+    main, referee = models.count("judge-model"), models.count("referee-model")
+    assert 0 < referee <= main
+    second = pytester.runpytest(*cached, "-rA")
+    second.assert_outcomes(passed=1, failed=1)
+    assert len(judge_server.requests) == main + referee  # a rerun asks nothing new
+    assert [line for line in first.outlines if "figures:" in line] == [
+        line for line in second.outlines if "figures:" in line
+    ]
+
+
+def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refused(
+    pytester: pytest.Pytester, project: list[str], judge_server: ScriptedJudge
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from sims import simulation, scored, runs
+        def test_every(assert_proposition):
+            with pytest.raises(TypeError, match="a referee decides at_least="):
+                assert_proposition(runs(simulation(1.0), max_runs=5), "c", every_run=True, referee="m")
+        def test_too_few(assert_proposition):
+            with pytest.raises(ValueError, match="cannot pass within max_runs=40.*max_runs=74 or more"):
+                assert_proposition(runs(simulation(0.0), max_runs=40), "c", at_most=0.05)
+        def test_too_few_at_99(assert_proposition):
+            with pytest.raises(ValueError, match="max_runs=31 or more"):
+                assert_proposition(runs(simulation(1.0), max_runs=30), "c", at_least=0.8, confidence=0.99)
+        def test_nine(min_score):
+            min_score(runs(scored([9]), max_runs=20), "Ana stays in character.", 9)
+        def test_nine_fails(min_score):
+            min_score(runs(scored([9, 9, 8]), max_runs=20), "Ana stays in character.", 9)
+        """
+    )
+    result = pytester.runpytest(*project, "-rA")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(["*the mean score is at least 9: every run must score 9*"])
