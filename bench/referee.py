@@ -116,8 +116,12 @@ def referee_many(
     return decision, used, calls
 
 
-def betting_many(values: np.ndarray, bar: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """``stats.BettingTest`` on every row at once: (decision 1/-1/0, runs used)."""
+def betting_many(
+    values: np.ndarray, bar: float, alpha: float, cap: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``stats.BettingTest`` on every row at once: (decision 1/-1/0, runs used); ``cap``: another
+    bet cap than the plugin's ``stats.BET_CAP``."""
+    cap = stats.BET_CAP if cap is None else cap
     reps, runs = values.shape
     threshold = math.log(1 / alpha)
     log_up = np.zeros(reps)
@@ -133,8 +137,8 @@ def betting_many(values: np.ndarray, bar: float, alpha: float) -> tuple[np.ndarr
         var = (0.25 + squares) / (i + 1)
         gap = mean - bar
         raw = gap / (var + gap * gap)
-        up = np.clip(raw, 0.0, stats.BET_CAP / bar)
-        down = np.clip(-raw, 0.0, stats.BET_CAP / (1 - bar))
+        up = np.clip(raw, 0.0, cap / bar)
+        down = np.clip(-raw, 0.0, cap / (1 - bar))
         log_up += live * np.log1p(up * (x - bar))
         log_down += live * np.log1p(-down * (x - bar))
         total += x
