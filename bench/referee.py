@@ -83,9 +83,7 @@ def referee_many(
         spread = main_squares - main_total**2 / i if i else np.zeros(reps)
         variance = np.maximum((0.25 + np.maximum(spread, 0.0)) / (i + 1), 1e-9)
         d = (np.round(disagreement) + 0.5) / (checked + 10.0)
-        best = np.where(
-            d >= variance, 1.0, np.sqrt(PRICE * d / np.maximum(variance - d, 1e-12))
-        )
+        best = np.where(d >= variance, 1.0, np.sqrt(PRICE * d / np.maximum(variance - d, 1e-12)))
         p = np.clip(best, FLOOR, 1.0)
         drawn = draws[:, i] < p
         m, r = main[:, i], referee[:, i]
@@ -158,7 +156,7 @@ _BOUNDARIES: dict[tuple[float, int], tuple[np.ndarray, np.ndarray]] = {}
 
 def rate_many(held: np.ndarray, bar: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """The plugin's rate rule (``stats.rate_boundaries``) on every row: (decision, runs used)."""
-    reps, runs = held.shape
+    runs = held.shape[1]
     if (bar, runs) not in _BOUNDARIES:
         b = stats.rate_boundaries(bar, alpha, runs)
         _BOUNDARIES[bar, runs] = (
@@ -196,7 +194,9 @@ def check_against_the_plugin(rng: np.random.Generator) -> None:
 
 def validity(reps: int, rng: np.random.Generator) -> bool:
     alpha = 1 - CONFIDENCE
-    print(f"== false passes against the referee's truth (target <= {alpha:.2f}), {reps} claims each")
+    print(
+        f"== false passes against the referee's truth (target <= {alpha:.2f}), {reps} claims each"
+    )
     print(f"{'kind':>5} {'bar':>4} {'agree':>5}  {'at bar':>7} {'-0.05':>7}")
     ok = True
     for kind in ("rate", "mean"):

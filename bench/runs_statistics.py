@@ -216,7 +216,9 @@ def bet_caps(reps: int, seed: int, max_runs: int = 200, bar: float = 6.0) -> Non
         f"\n== the mean-score bet cap: 0.5 against 0.75 of capital, min_score {bar:g}, max_runs "
         f"{max_runs}, {reps} decisions per mean (false pass: under the bar; runs: above it)"
     )
-    print(f"{'true':>5} {'pass 0.5':>8} {'pass .75':>8} {'runs 0.5':>8} {'runs .75':>8} {'ratio':>6}")
+    print(
+        f"{'true':>5} {'pass 0.5':>8} {'pass .75':>8} {'runs 0.5':>8} {'runs .75':>8} {'ratio':>6}"
+    )
     for mean in (5.5, 5.8, 6.0, 6.5, 7.0, 7.5):
         rng = np.random.default_rng(seed)
         scores = rng.binomial(9, mean / 9, size=(reps, max_runs)) / 9

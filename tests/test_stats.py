@@ -227,7 +227,9 @@ def refereed_false_passes(
         test = stats.RefereeTest(bar, 0.05, floor=0.25)
         for _ in range(runs):
             truth = float(rng.random() < rate)
-            main = main_says if main_says is not None else (truth if rng.random() < 0.7 else 1 - truth)
+            main = (
+                main_says if main_says is not None else (truth if rng.random() < 0.7 else 1 - truth)
+            )
             p = test.fraction()
             test.add(main, truth if rng.random() < p else None, p)
             if test.decide() is not None:
