@@ -8,10 +8,7 @@ one run at a time, up to ``max_runs``. It reports, per true rate:
 
 * pass / fail / inconclusive fractions; a pass below the bar is a false pass (target: at most
   ``1 - confidence`` at every rate below the bar), a fail at or above it a false fail;
-* the mean number of runs used;
-* for rates 0.15 and 0.30 from the bar: the smallest fixed n whose exact one-sided binomial
-  test (level ``1 - confidence``) reaches the same rate of correct decisions, and the ratio of
-  the sequential mean to it (goal: at most 0.5 at 0.15 or more from the bar).
+* the mean number of runs used.
 
 Then the same for mean scores (``min_score``, the betting rule, ``stats.BettingTest``):
 scores drawn as Binomial(9, mean/9), bar 6, false passes below it.
@@ -96,10 +93,7 @@ def rates(reps: int, max_runs_list: list[int], seed: int) -> None:
                 f"\n-- bar {bar}, max_runs {max_runs} (boundaries in "
                 f"{time.perf_counter() - started:.1f}s)"
             )
-            print(
-                f"{'true':>5} {'pass':>7} {'fail':>7} {'incon.':>7} {'runs':>6} "
-                f"{'fixed n':>7} {'ratio':>6}  note"
-            )
+            print(f"{'true':>5} {'pass':>7} {'fail':>7} {'incon.':>7} {'runs':>6}  note")
             worst_false_pass = 0.0
             for offset in OFFSETS:
                 rate = round(bar + offset, 4)
@@ -115,16 +109,9 @@ def rates(reps: int, max_runs_list: list[int], seed: int) -> None:
                     note = "false pass" if passed else ""
                 elif failed:
                     note = "false fail"
-                n_text = ratio_text = "-"
-                if abs(offset) >= 0.149:
-                    power = passed if rate > bar else failed
-                    n = fixed_n(bar, alpha, rate, power)
-                    if n:
-                        n_text = str(n)
-                        ratio_text = f"{float(np.mean(used)) / n:.2f}"
                 print(
                     f"{rate:5.2f} {passed:7.4f} {failed:7.4f} {inconclusive:7.4f} "
-                    f"{float(np.mean(used)):6.1f} {n_text:>7} {ratio_text:>6}  {note}"
+                    f"{float(np.mean(used)):6.1f}  {note}"
                 )
             verdict = "ok" if worst_false_pass <= alpha else "TOO HIGH"
             print(

@@ -104,7 +104,7 @@ RATE_PRIOR_SHIFT = 0.15
 RATE_PRIOR_CONCENTRATION = 30.0
 # The largest fraction of capital a bet may put at risk: keeps every factor >= 0.25. At 0.75
 # rather than 0.5, mean-score claims 0.5 to 1.5 points above the bar use 19-25% fewer runs, with
-# no false pass under the bar either way (bench/runs_statistics.py, "bet cap").
+# false passes under the bar of 0.0001 or less either way (bench/runs_statistics.py, "bet cap").
 BET_CAP = 0.75
 GRID_STEPS = 1000
 

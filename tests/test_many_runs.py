@@ -159,10 +159,10 @@ def test_mean_score_passes_above_the_bar_and_fails_below(
     result.stdout.fnmatch_lines(["*rule: the claim scores at least 7 in at least 0.4 of runs*"])
     result.stdout.fnmatch_lines(
         [
-            "*over runs failed: the mean score is at least 6; * runs held; mean score 2.50/9*",
+            "*over runs failed: the mean score is at least 6; * runs held; mean score 2.29/9*",
             "*PASSED over runs: Oscar is polite.",
             "*rule: the mean score is at least 5*",
-            "*mean score 8.00/9, 90% interval*",
+            "*mean score 8.*/9, 90% interval*",
             "*betting confidence sequence*",
         ]
     )
@@ -193,7 +193,7 @@ def test_better_than_passes_when_the_new_runs_do_better(
             "*rule: the rate is higher than the control's*",
             "*pairs of runs; rate 1.00 vs control 0.*, difference in*",
             "*rule: the mean score is higher than the control's by more than 2 points*",
-            "*mean score 8.50 vs control 3.50*",
+            "*mean score 8.* vs control 3.*",
         ]
     )
 
@@ -486,7 +486,7 @@ def test_confidence_from_the_command_line_and_the_claim(
         ("runs(sim, max_runs=3, min_runs=4)", "*min_runs (4) is more than max_runs (3)*"),
         ("runs('sim', max_runs=3)", "*simulate must be a function*"),
         (
-            "assert_proposition(runs(lambda r: 42, max_runs=3), 'c', at_least=0.5)",
+            "assert_proposition(runs(lambda r: 42, max_runs=20), 'c', at_least=0.5)",
             "*simulate(0) returned something that is not a target*",
         ),
         (
