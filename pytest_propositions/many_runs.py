@@ -492,14 +492,14 @@ class RunsResult:
             checked = [run for run in self.runs if run.referee is not None]
             data["referee"] = rule.referee
             data["referee_runs"] = len(checked)
-            data["agreement"] = (
-                _rounded(
-                    sum(run.referee.value == run.verdict.value for run in checked if run.referee)
-                    / len(checked)
-                )
-                if checked
-                else None
-            )
+            # Agreement on what the decision reads: held or not for a rate, the score for a mean.
+            same = [
+                run.referee_held == run.held
+                if rule.mode != "mean"
+                else run.referee is not None and run.referee.value == run.verdict.value
+                for run in checked
+            ]
+            data["agreement"] = _rounded(sum(same) / len(same)) if same else None
         if self.control_estimate is not None:
             data["control_estimate"] = _rounded(self.control_estimate)
         return data

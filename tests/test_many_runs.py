@@ -603,7 +603,9 @@ def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
     assert 0 < referee <= main
     second = pytester.runpytest(*cached, "-rA")
     second.assert_outcomes(passed=1, failed=1)
-    assert len(judge_server.requests) == main + referee  # a rerun asks nothing new
+    # A rerun asks nothing new for the runs the decision read; a run judged ahead of it (at most
+    # two per claim, with its referee verdict) may be asked if the first run cancelled it.
+    assert len(judge_server.requests) - (main + referee) <= 4
     assert [line for line in first.outlines if "figures:" in line] == [
         line for line in second.outlines if "figures:" in line
     ]
@@ -634,3 +636,39 @@ def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refuse
     result = pytester.runpytest(*project, "-rA")
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["*the mean score is at least 9: every run must score 9*"])
+
+
+def test_a_referee_for_the_whole_run_from_the_command_line(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.reset()
+    script_referee(judge_server)
+    pytester.makepyfile(sims=SIMULATIONS)
+    pytester.makepyfile(
+        """
+        import pytest
+        from sims import simulation, runs
+        def test_rate(assert_proposition):
+            assert_proposition(runs(simulation(0.3), max_runs=200), "Oscar states the price.", at_least=0.5)
+        def test_every(assert_proposition):
+            # every_run is decided on the main judge's verdicts: the run's referee does not apply.
+            assert_proposition(runs(simulation(0.3), max_runs=3), "Oscar states the price.", every_run=True)
+        def test_fraction_alone(assert_proposition):
+            assert_proposition(
+                runs(simulation(0.3), max_runs=200), "Oscar states the price.", at_least=0.5,
+                referee_fraction=0.5,
+            )
+        """
+    )
+    result = pytester.runpytest(
+        *inner_run, "-rA", "--prop-referee-model=openai/referee-model", "-W", "ignore"
+    )
+    # The rate claims fail on the referee's verdicts (the main judge upholds every run); the
+    # every_run claim passes on the main judge's.
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*FAILED over runs*", "*referee openai/referee-model judged*"])
+    assert sum("referee openai/referee-model judged" in line for line in result.outlines) >= 2
+    # Without a referee anywhere, referee_fraction= alone is a usage error.
+    refused = pytester.runpytest(*inner_run, "-k", "fraction_alone")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines(["*referee_fraction= goes with a referee*"])
