@@ -313,3 +313,21 @@ def test_the_printed_interval_has_the_confidence_it_says() -> None:
                 missed += not low <= 0.5 <= high
                 break
     assert missed / 600 <= 0.10
+
+
+def test_the_decider_with_a_referee_decides_at_most_and_mean_scores_on_its_values() -> None:
+    rng = random.Random(2)
+    rare = _Decider(Rule("at_most", "check", 0.95, 0.2, referee="r"), min_runs=1, max_runs=400)
+    while rare.decision is None:
+        p = rare.referee.fraction()
+        rare.add_refereed(0.0, False, 0.0 if rng.random() < p else None, p)
+    assert rare.decision == "pass" and "referee's true value is below" in rare.decided_by
+    # The main judge says 8 every run, the referee 2: the referee's mean decides (a fail).
+    low = _Decider(Rule("mean", "score", 0.95, 6.0, referee="r"), min_runs=1, max_runs=400)
+    while low.decision is None:
+        p = low.referee.fraction()
+        low.add_refereed(8 / 9, True, 2 / 9 if rng.random() < p else None, p)
+    assert low.decision == "fail"
+    estimate, lower, upper, _ = low.figures()
+    assert estimate == pytest.approx(2.0, abs=1.5)
+    assert lower <= 2.0 <= upper and upper < 6.0
