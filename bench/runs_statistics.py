@@ -8,13 +8,17 @@ one run at a time, up to ``max_runs``. It reports, per true rate:
 
 * pass / fail / inconclusive fractions; a pass below the bar is a false pass (target: at most
   ``1 - confidence`` at every rate below the bar), a fail at or above it a false fail;
-* the mean number of runs used;
-* for rates 0.15 and 0.30 from the bar: the smallest fixed n whose exact one-sided binomial
-  test (level ``1 - confidence``) reaches the same rate of correct decisions, and the ratio of
-  the sequential mean to it (goal: at most 0.5 at 0.15 or more from the bar).
+* the mean number of runs used.
 
 Then the same for mean scores (``min_score``, the betting rule, ``stats.BettingTest``):
 scores drawn as Binomial(9, mean/9), bar 6, false passes below it.
+
+Then, at equal power: the rate rule with room to decide (``max_runs`` 1000) against the exact
+fixed-n test with power 0.95 at the same true rate, at level 0.05 and at the level the rule
+really had at the bar (equal error), per distance from the bar.
+
+Then the mean-score bet cap: the same claims with the cap at 0.5 and at 0.75 of capital
+(false passes at and under the bar, runs used above it), vectorised like ``bench/referee.py``.
 
     python bench/runs_statistics.py [--reps 10000] [--max-runs 100 300] [--seed 1]
 """
@@ -89,10 +93,7 @@ def rates(reps: int, max_runs_list: list[int], seed: int) -> None:
                 f"\n-- bar {bar}, max_runs {max_runs} (boundaries in "
                 f"{time.perf_counter() - started:.1f}s)"
             )
-            print(
-                f"{'true':>5} {'pass':>7} {'fail':>7} {'incon.':>7} {'runs':>6} "
-                f"{'fixed n':>7} {'ratio':>6}  note"
-            )
+            print(f"{'true':>5} {'pass':>7} {'fail':>7} {'incon.':>7} {'runs':>6}  note")
             worst_false_pass = 0.0
             for offset in OFFSETS:
                 rate = round(bar + offset, 4)
@@ -108,16 +109,9 @@ def rates(reps: int, max_runs_list: list[int], seed: int) -> None:
                     note = "false pass" if passed else ""
                 elif failed:
                     note = "false fail"
-                n_text = ratio_text = "-"
-                if abs(offset) >= 0.149:
-                    power = passed if rate > bar else failed
-                    n = fixed_n(bar, alpha, rate, power)
-                    if n:
-                        n_text = str(n)
-                        ratio_text = f"{float(np.mean(used)) / n:.2f}"
                 print(
                     f"{rate:5.2f} {passed:7.4f} {failed:7.4f} {inconclusive:7.4f} "
-                    f"{float(np.mean(used)):6.1f} {n_text:>7} {ratio_text:>6}  {note}"
+                    f"{float(np.mean(used)):6.1f}  {note}"
                 )
             verdict = "ok" if worst_false_pass <= alpha else "TOO HIGH"
             print(
@@ -165,16 +159,81 @@ def means(reps: int, seed: int, max_runs: int = 60, bar: float = 6.0) -> None:
     )
 
 
+def equal_power(reps: int, seed: int, max_runs: int = 1000) -> None:
+    alpha = 1 - CONFIDENCE
+    print(
+        f"\n== runs used at equal power (0.95): the rate rule (max_runs {max_runs}) against the "
+        f"exact fixed-n test, {reps} decisions per true rate"
+    )
+    print(
+        f"{'bar':>4} {'true':>5} {'correct':>7} {'runs':>6} {'p95':>5} {'fixed n':>7} "
+        f"{'ratio':>6} {'level':>6} {'fixed n':>7} {'ratio':>6}  (equal error)"
+    )
+    for bar in (0.5, 0.8):
+        rng = np.random.default_rng(seed)
+        boundaries = stats.rate_boundaries(bar, alpha, max_runs)
+        at_bar, _ = decide_many(boundaries, bar, reps, rng)
+        # The rule's real level: how often it passes (or fails) at the bar itself.
+        levels = {1: float(np.mean(at_bar == 1)), -1: float(np.mean(at_bar == -1))}
+        for offset in (-0.30, -0.15, -0.10, -0.05, 0.05, 0.10, 0.15):
+            rate = round(bar + offset, 4)
+            if not 0.0 < rate < 1.0:
+                continue
+            decision, used = decide_many(boundaries, rate, reps, rng)
+            good = 1 if rate > bar else -1
+            correct = float(np.mean(decision == good))
+            n = fixed_n(bar, alpha, rate, 0.95)
+            level = max(levels[good], 1e-4)
+            n_equal = fixed_n(bar, level, rate, 0.95)
+            mean_used = float(np.mean(used))
+            note = "" if correct >= 0.95 else "  power under 0.95 within max_runs"
+            print(
+                f"{bar:4.1f} {rate:5.2f} {correct:7.3f} {mean_used:6.1f} "
+                f"{int(np.percentile(used, 95)):5d} {n or '-':>7} "
+                f"{(mean_used / n if n else float('nan')):6.2f} {level:6.4f} {n_equal or '-':>7} "
+                f"{(mean_used / n_equal if n_equal else float('nan')):6.2f}{note}"
+            )
+
+
+def bet_caps(reps: int, seed: int, max_runs: int = 200, bar: float = 6.0) -> None:
+    from bench.referee import betting_many
+
+    alpha = 1 - CONFIDENCE
+    print(
+        f"\n== the mean-score bet cap: 0.5 against 0.75 of capital, min_score {bar:g}, max_runs "
+        f"{max_runs}, {reps} decisions per mean (false pass: under the bar; runs: above it)"
+    )
+    print(
+        f"{'true':>5} {'pass 0.5':>8} {'pass .75':>8} {'runs 0.5':>8} {'runs .75':>8} {'ratio':>6}"
+    )
+    for mean in (5.5, 5.8, 6.0, 6.5, 7.0, 7.5):
+        rng = np.random.default_rng(seed)
+        scores = rng.binomial(9, mean / 9, size=(reps, max_runs)) / 9
+        half, half_used = betting_many(scores, bar / 9, alpha, 0.5)
+        more, more_used = betting_many(scores, bar / 9, alpha, 0.75)
+        print(
+            f"{mean:5.2f} {float(np.mean(half == 1)):8.4f} {float(np.mean(more == 1)):8.4f} "
+            f"{half_used.mean():8.1f} {more_used.mean():8.1f} "
+            f"{more_used.mean() / half_used.mean():6.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10_000)
     parser.add_argument("--max-runs", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-means", action="store_true")
+    parser.add_argument("--only", choices=("rates", "means", "power", "caps"))
     args = parser.parse_args()
-    rates(args.reps, args.max_runs, args.seed)
-    if not args.skip_means:
+    if args.only in (None, "rates"):
+        rates(args.reps, args.max_runs, args.seed)
+    if args.only in (None, "means") and not args.skip_means:
         means(args.reps, args.seed)
+    if args.only in (None, "power"):
+        equal_power(args.reps, args.seed)
+    if args.only in (None, "caps"):
+        bet_caps(args.reps, args.seed)
 
 
 if __name__ == "__main__":

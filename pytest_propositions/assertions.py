@@ -179,7 +179,7 @@ def soft_claim(
     validate_claim(claim, options, origin)
     rule_options, _ = split_options(options)
     # A claim over runs is checked now too (its rule); its runs are simulated when judged.
-    if check_rule(target, rule_options, threshold, 0.95, origin, holds=expected) is None:
+    if check_rule(target, rule_options, threshold, None, origin, holds=expected) is None:
         validate_target(target, origin)
     where, site = _call_site(frame) if frame is not None else (None, None)
     return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)

@@ -69,11 +69,13 @@ def hosted_connection(
     *,
     api_version: str | None = None,
     key_env: str | None = None,
+    api_key: str | None = None,
 ) -> Connection:
     """A provider's model (or a self-hosted OpenAI-compatible server at ``api_base``), the key
     read from PROP_API_KEY, else from ``key_env`` when given (the variable a reference-library
-    config.ini's provider reads); without either litellm reads the provider's own variable."""
-    api_key = os.environ.get("PROP_API_KEY") or None
+    config.ini's provider reads); without either litellm reads the provider's own variable.
+    ``api_key``, when given, wins over both (a referee's own key)."""
+    api_key = api_key or os.environ.get("PROP_API_KEY") or None
     if api_key is None and key_env is not None:
         api_key = os.environ.get(key_env) or None
         missing = _missing_endpoint(model, api_base, api_key, key_env)

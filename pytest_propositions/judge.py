@@ -9,6 +9,7 @@ requests in flight at once share one call; the counts for the summary are kept h
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -283,6 +284,14 @@ class Judge:
             from .local import local_connection
 
             return local_connection(self.settings)
+        if model == self.settings.referee_model and self.settings.referee_api_base:
+            # The referee of claims over runs, at its own server (and key, when one is given).
+            return hosted_connection(
+                model,
+                self.settings.referee_api_base,
+                api_version=self.settings.api_version,
+                api_key=os.environ.get("PROP_REFEREE_API_KEY") or None,
+            )
         return hosted_connection(
             model,
             self.settings.api_base,

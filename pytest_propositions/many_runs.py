@@ -9,8 +9,13 @@ run verdicts, and a rerun with cached verdicts reaches the same decision without
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
 import math
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -25,11 +30,25 @@ if TYPE_CHECKING:
     from .runtime import Runtime
     from .verdict import Kind, Verdict
 
-__all__ = ["RUNS_OPTION_NAMES", "Runs", "RunsResult", "runs"]
+__all__ = ["RUNS_OPTION_NAMES", "RefereeWarning", "Runs", "RunsResult", "runs"]
+
+
+class RefereeWarning(UserWarning):
+    """A referee that costs more than judging every run with the referee alone would."""
+
 
 # The keywords a claim over runs takes, besides the ordinary claim options.
 RUNS_OPTION_NAMES = frozenset(
-    {"at_least", "at_most", "better_than", "margin", "every_run", "confidence"}
+    {
+        "at_least",
+        "at_most",
+        "better_than",
+        "margin",
+        "every_run",
+        "confidence",
+        "referee",
+        "referee_fraction",
+    }
 )
 # How many runs of a failing claim the report quotes, with the judge's justification.
 QUOTED_RUNS = 3
@@ -136,12 +155,19 @@ class Rule:
     # and for mean scores.
     threshold: int | None = None
     control: Runs | None = None
+    # A second, trusted judge: the decision is about its verdicts (stats.py, "A referee").
+    referee: str | None = None
+    referee_fraction: float = 0.25
+    # min_score 9: a mean of 9 needs every run to score 9, decided as every_run.
+    from_mean: bool = False
 
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
 
     def describe(self) -> str:
+        if self.from_mean:
+            return f"the mean score is at least {MAX_SCORE}: every run must score {MAX_SCORE}"
         held = "holds" if self.threshold is None else f"scores at least {self.threshold}"
         if self.mode == "at_least":
             return f"the claim {held} in at least {self.bar:g} of runs"
@@ -183,7 +209,7 @@ def check_rule(
     target: Any,
     rule_options: Mapping[str, Any],
     threshold: int | None,
-    default_confidence: float,
+    default_confidence: float | None,
     where: str,
     *,
     kind: Literal["check", "score"] | None = None,
@@ -194,7 +220,9 @@ def check_rule(
     ``threshold`` is the claim's score bar (None for a True/False claim); ``kind="score"`` with
     no threshold is ``min_score``'s comparison of mean scores with ``better_than``. ``holds``
     False (a claim that must not hold, or a ``max_score``) has no meaning over runs: the rule
-    ``at_most=q`` says how rarely a claim may hold.
+    ``at_most=q`` says how rarely a claim may hold. ``default_confidence`` None: the run's.
+    A claim that could not pass within its ``max_runs``, even if every run went its way, is
+    refused here, before any run.
     """
     __tracebackhide__ = True
     try:
@@ -203,9 +231,94 @@ def check_rule(
                 "holds=False and max_score do not apply to claims over many runs; to say a "
                 "claim must be rare, write at_most=q (it holds in at most a fraction q of runs)"
             )
-        return _check_rule(target, rule_options, threshold, default_confidence, kind)
+        if not is_runs(target):
+            return _check_rule(target, rule_options, threshold, 0.95, kind)
+        from .runtime import current
+
+        settings = current().settings
+        confidence = settings.confidence if default_confidence is None else default_confidence
+        rule = _check_rule(target, rule_options, threshold, confidence, kind)
+        assert rule is not None
+        rule = _with_referee(rule, rule_options, settings.referee_model, settings.referee_fraction)
+        _check_reachable(rule, target)
+        return rule
     except (TypeError, ValueError) as error:
         raise type(error)(f"{where}: {error}") from None
+
+
+def _with_referee(
+    rule: Rule, options: Mapping[str, Any], run_referee: str | None, run_fraction: float
+) -> Rule:
+    """The rule with its referee: the claim's own, else the run's where the rule takes one."""
+    __tracebackhide__ = True
+    referee = options.get("referee")
+    if "referee" in options and (not isinstance(referee, str) or not referee.strip()):
+        raise TypeError(f"referee must be a judge model's name, got {referee!r}")
+    fraction = options.get("referee_fraction", run_fraction)
+    if "referee_fraction" in options:
+        fraction = _number(fraction, "referee_fraction")
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"referee_fraction must be above 0 and at most 1, got {fraction!r}")
+        if referee is None and run_referee is None:
+            raise TypeError("referee_fraction= goes with a referee (referee=MODEL)")
+    takes_referee = rule.mode in ("at_least", "at_most", "mean") and not rule.from_mean
+    if referee is not None and not takes_referee:
+        what = "min_score 9 (every run must score 9)" if rule.from_mean else f"{rule.mode}="
+        raise TypeError(
+            f"a referee decides at_least=, at_most= and mean scores; {what} is decided on the "
+            "main judge's verdicts: leave referee= out"
+        )
+    chosen = referee.strip() if isinstance(referee, str) else run_referee
+    if chosen is None or not takes_referee or (rule.mode == "mean" and rule.bar <= MIN_SCORE):
+        return rule
+    return dataclasses.replace(rule, referee=chosen, referee_fraction=float(fraction))
+
+
+def _check_reachable(rule: Rule, target: Runs) -> None:
+    """Refuse a claim that could not pass within max_runs even if every run went its way."""
+    __tracebackhide__ = True
+    limit = target.max_runs if rule.control is None else min(target.max_runs, rule.control.max_runs)
+    least = _least_runs(rule)
+    if least is not None and least <= limit:
+        return
+    need = f"max_runs={least} or more" if least is not None else "a lower bar or confidence"
+    raise ValueError(
+        f"this claim cannot pass within max_runs={limit}: even if every run went its way, "
+        f"{rule.describe()} at confidence {rule.confidence:g}"
+        + (f" with referee {rule.referee}" if rule.referee else "")
+        + f" needs {least if least is not None else 'more than a million'} runs; give {need}"
+    )
+
+
+def _least_runs(rule: Rule) -> int | None:
+    if rule.mode == "every_run" or (rule.mode == "mean" and rule.bar <= MIN_SCORE):
+        return 1
+    if rule.mode in ("at_least", "at_most"):
+        direction: Literal["above", "below"] = "above" if rule.mode == "at_least" else "below"
+        kind: Literal["rate", "mean"] = "rate"
+        bar = rule.bar
+    elif rule.mode == "mean":
+        direction, kind, bar = "above", "mean", rule.bar / MAX_SCORE
+    else:
+        from .stats import paired_bar
+
+        margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
+        direction, kind, bar = "above", "mean", paired_bar(margin)
+    return _least_runs_cached(kind, bar, rule.alpha, direction, rule.referee is not None)
+
+
+@functools.lru_cache(maxsize=256)
+def _least_runs_cached(
+    kind: Literal["rate", "mean"],
+    bar: float,
+    alpha: float,
+    direction: Literal["above", "below"],
+    referee: bool,
+) -> int | None:
+    from . import stats
+
+    stats.require_scipy()
+    return stats.least_runs_to_pass(kind, bar, alpha, direction, referee=referee)
 
 
 def _check_rule(
@@ -240,6 +353,10 @@ def _check_rule(
                 "a claim over runs needs its rule: at_least=p, at_most=q, every_run=True, "
                 "better_than=runs(...), or a score bar (min_score) for the mean score"
             )
+        if threshold >= MAX_SCORE:
+            # No run scores above 9: a mean of 9 is every run scoring 9, a rule without a
+            # confidence (like every_run). Said so in the rule's description.
+            return Rule("every_run", "score", confidence, 0.0, MAX_SCORE, from_mean=True)
         return Rule("mean", "score", confidence, bar=float(threshold))
     mode = modes[0]
     value = options[mode]
@@ -292,6 +409,11 @@ class RunVerdict:
     held: bool
     control: Verdict | None = None
     control_held: bool | None = None
+    # With a referee: its verdict on this run when the run was drawn (None otherwise), and the
+    # chance the run had of being drawn.
+    referee: Verdict | None = None
+    referee_held: bool | None = None
+    fraction: float | None = None
 
 
 Decision = Literal["pass", "fail", "inconclusive"]
@@ -357,10 +479,27 @@ class RunsResult:
                         if run.control is not None
                         else {}
                     ),
+                    **(
+                        {"referee_held": run.referee_held, "referee": run.referee.as_dict()}
+                        if run.referee is not None
+                        else {}
+                    ),
                 }
                 for run in self.runs
             ],
         }
+        if rule.referee is not None:
+            checked = [run for run in self.runs if run.referee is not None]
+            data["referee"] = rule.referee
+            data["referee_runs"] = len(checked)
+            # Agreement on what the decision reads: held or not for a rate, the score for a mean.
+            same = [
+                run.referee_held == run.held
+                if rule.mode != "mean"
+                else run.referee is not None and run.referee.value == run.verdict.value
+                for run in checked
+            ]
+            data["agreement"] = _rounded(sum(same) / len(same)) if same else None
         if self.control_estimate is not None:
             data["control_estimate"] = _rounded(self.control_estimate)
         return data
@@ -380,10 +519,17 @@ def _figure(data: Mapping[str, Any], name: str) -> str:
     return f"{value:.2f}"
 
 
+def interval_confidence(mode: str, confidence: float) -> float:
+    """The confidence an interval of the report really has: the bars that neither one-sided
+    test (each wrong at most alpha) rejects, so ``1 - 2 alpha``; every_run's one-sided bound
+    [alpha ** (1/k), 1] keeps ``1 - alpha``."""
+    return confidence if mode == "every_run" else 1.0 - 2.0 * (1.0 - confidence)
+
+
 def figures_line(data: Mapping[str, Any]) -> str:
     """The figures in one line: runs made, runs held, the rate or mean, its interval."""
     made, held = data["runs_made"], data["runs_held"]
-    confidence = f"{data['confidence'] * 100:g}%"
+    confidence = f"{interval_confidence(data['rule'], data['confidence']) * 100:.4g}%"
     if data["rule"] == "mean":
         what = f"mean score {_figure(data, 'estimate')}/{MAX_SCORE}"
     elif data["rule"] == "better_than":
@@ -396,6 +542,14 @@ def figures_line(data: Mapping[str, Any]) -> str:
     interval = f"[{_figure(data, 'lower')}, {_figure(data, 'upper')}]"
     if data["rule"] == "better_than":
         return f"{made} pairs of runs; {what} in {interval} at {confidence}"
+    if data.get("referee"):
+        agreement = data.get("agreement")
+        agreed = "-" if agreement is None else f"{agreement * 100:.0f}%"
+        return (
+            f"{held} of {made} runs held for the main judge; referee {data['referee']} judged "
+            f"{data['referee_runs']} of them (agreeing on {agreed}); the referee's {what}, "
+            f"{confidence} interval {interval}"
+        )
     return f"{held} of {made} runs held; {what}, {confidence} interval {interval}"
 
 
@@ -465,11 +619,35 @@ class _Decider:
         self.values: list[float] = []
         self.control_values: list[float] = []
         self.betting: Any = None
-        if rule.mode == "mean":
+        self.referee: Any = None
+        # With a referee: each run's (main value, referee value or None, fraction), in order.
+        self.triples: list[tuple[float, float | None, float]] = []
+        if rule.referee is not None:
+            bar = rule.bar / MAX_SCORE if rule.mode == "mean" else rule.bar
+            self.referee = stats.RefereeTest(bar, rule.alpha, floor=rule.referee_fraction)
+        elif rule.mode == "mean":
             self.betting = stats.BettingTest(rule.bar / MAX_SCORE, rule.alpha)
         elif rule.mode == "better_than":
             margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
             self.betting = stats.BettingTest(stats.paired_bar(margin), rule.alpha)
+
+    def add_refereed(self, value: float, held: bool, referee: float | None, p: float) -> None:
+        """One run with a referee: its main value, the referee's (None: not drawn), its chance."""
+        self.count += 1
+        self.held += held
+        self.values.append(value)
+        self.triples.append((value, referee, p))
+        self.referee.add(value, referee, p)
+        direction = self.referee.decide()
+        if direction is None or self.count < self.min_runs:
+            return
+        good = "below" if self.rule.mode == "at_most" else "above"
+        self.decision = "pass" if direction == good else "fail"
+        self.decided_by = (
+            f"after {self.count} runs the evidence that the referee's true value is {direction} "
+            f"the bar reached 1/alpha = {1 / self.rule.alpha:.0f} (referee-corrected betting "
+            "confidence sequence, anytime-valid whatever the main judge's errors)"
+        )
 
     def add(self, value: float, held: bool, control: float | None = None) -> None:
         rule, stats = self.rule, self.stats
@@ -513,6 +691,14 @@ class _Decider:
         rule, stats, n = self.rule, self.stats, self.count
         if n == 0:
             return math.nan, math.nan, math.nan, None
+        # Intervals: the bars neither one-sided test rejects, so 1 - 2 alpha two-sided (printed so).
+        if self.referee is not None:
+            scale = MAX_SCORE if rule.mode == "mean" else 1
+            lower, upper = stats.referee_interval(
+                self.referee.values, self.referee.fractions, rule.alpha
+            )
+            estimate = min(1.0, max(0.0, self.referee.mean))
+            return estimate * scale, lower * scale, upper * scale, None
         if rule.mode in ("at_least", "at_most", "every_run"):
             estimate = self.held / n
             if rule.mode == "every_run" and self.held == n:
@@ -555,6 +741,14 @@ class _Decider:
         rule, stats = self.rule, self.stats
         n = self.count
         limit = 20 * n
+        if self.referee is not None:
+            replay = stats.RefereeTest(self.referee.bar, rule.alpha, floor=self.referee.floor)
+            for total in range(1, limit + 1):
+                main, referee, p = self.triples[(total - 1) % n]
+                replay.add(main, referee, p)
+                if total > n and replay.decide() is not None:
+                    return total
+            return None
         if self.betting is None:
             rate = self.held / n
             for total in range(n + 1, limit + 1):
@@ -600,7 +794,7 @@ def judge_over_runs(
     test_id = runtime.current_test
     kind = rule.kind
 
-    def judge_one(run_target: Any) -> Verdict:
+    def judge_one(run_target: Any, model: str | None = None) -> Verdict:
         from .proposition import Proposition
 
         runtime.current_test = test_id
@@ -621,10 +815,21 @@ def judge_over_runs(
             claim_variables=options.get("claim_variables"),
             samples=runtime.settings.samples if samples is None else samples,
             runtime=runtime,
+            model=model,
         )
 
+    seed = _referee_seed(runtime, claim, rule, options) if rule.referee is not None else ""
+
     def judge_unit(run: int, targets: tuple[Any, ...]) -> tuple[Verdict, ...]:
-        return tuple(judge_one(item) for item in targets)
+        verdicts = tuple(judge_one(item) for item in targets)
+        if rule.referee is not None and _draw(seed, run) < rule.referee_fraction:
+            # Drawn whatever the fraction turns out to be (it is never below the floor): the
+            # referee's verdict is asked now, alongside the main judge's.
+            return (*verdicts, judge_one(targets[0], rule.referee))
+        return verdicts
+
+    def referee_verdict(run: int) -> Verdict:
+        return judge_one(target.target(run), rule.referee)
 
     def simulate_unit(run: int) -> tuple[Any, ...]:
         __tracebackhide__ = True
@@ -658,7 +863,14 @@ def judge_over_runs(
                         f"claim {quote_claim(claim)} over runs stopped after {decider.count} runs, "
                         f"undecided ({figures_line(result.as_dict())}): {error}"
                     ) from None
-                _consume(result, decider, rule, consumed, verdicts)
+                try:
+                    _consume(result, decider, rule, consumed, verdicts, seed, referee_verdict)
+                except BudgetExceeded as error:
+                    _finish(result, decider)
+                    raise BudgetExceeded(
+                        f"claim {quote_claim(claim)} over runs stopped after {decider.count} runs, "
+                        f"undecided ({figures_line(result.as_dict())}): {error}"
+                    ) from None
                 continue
             if next_run < limit and next_run - consumed < window:
                 if sim_pool is None:
@@ -681,11 +893,56 @@ def judge_over_runs(
     return result
 
 
+def _referee_seed(runtime: Runtime, claim: str, rule: Rule, options: Mapping[str, Any]) -> str:
+    """The seed of a claim's referee draws: a hash of what names the claim (its text, rule,
+    judges and options), so a rerun draws the same runs and asks the referee nothing new."""
+    material = {
+        "claim": claim,
+        "rule": [rule.mode, rule.kind, rule.bar, rule.threshold, rule.confidence],
+        "referee": [rule.referee, rule.referee_fraction],
+        "model": runtime.settings.judge_model(bool(options.get("use_reasoning_model"))),
+        "options": sorted((name, repr(value)) for name, value in options.items()),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _draw(seed: str, run: int) -> float:
+    from .stats import referee_draw
+
+    return referee_draw(seed, run)
+
+
 def _consume(
-    result: RunsResult, decider: _Decider, rule: Rule, run: int, verdicts: tuple[Verdict, ...]
+    result: RunsResult,
+    decider: _Decider,
+    rule: Rule,
+    run: int,
+    verdicts: tuple[Verdict, ...],
+    seed: str = "",
+    referee_verdict: Callable[[int], Verdict] | None = None,
 ) -> None:
     verdict = verdicts[0]
     held = _held(verdict, rule.threshold)
+    if rule.referee is not None:
+        # The run's chance is fixed from earlier runs only, before its referee verdict is read;
+        # a drawn run is always judged by the referee (an error there is the claim's error).
+        p = decider.referee.fraction()
+        referee: Verdict | None = None
+        if _draw(seed, run) < p:
+            if len(verdicts) > 1:
+                referee = verdicts[1]
+            else:
+                assert referee_verdict is not None
+                referee = referee_verdict(run)
+        referee_held = None if referee is None else _held(referee, rule.threshold)
+        result.runs.append(RunVerdict(run, verdict, held, None, None, referee, referee_held, p))
+        decider.add_refereed(
+            _unit(verdict, held, rule),
+            held,
+            None if referee is None or referee_held is None else _unit(referee, referee_held, rule),
+            p,
+        )
+        return
     if len(verdicts) == 1:
         result.runs.append(RunVerdict(run, verdict, held))
         decider.add(_unit(verdict, held, rule), held)
@@ -697,6 +954,7 @@ def _consume(
 
 
 def _finish(result: RunsResult, decider: _Decider) -> None:
+    _warn_if_dear(result, decider)
     estimate, lower, upper, control = decider.figures()
     result.estimate, result.lower, result.upper = estimate, lower, upper
     result.control_estimate = control
@@ -712,13 +970,41 @@ def _finish(result: RunsResult, decider: _Decider) -> None:
         result.decided_by = decider.decided_by
 
 
+def _warn_if_dear(result: RunsResult, decider: _Decider) -> None:
+    """Warn when, at the agreement seen, the referee alone would have judged for less."""
+    test = decider.referee
+    if test is None or test.checked < 10:
+        return
+    main = [run.verdict.cost_usd for run in result.runs if run.verdict.cost_usd]
+    checked = [run.referee.cost_usd for run in result.runs if run.referee and run.referee.cost_usd]
+    price = (
+        (sum(main) / len(main)) / (sum(checked) / len(checked))
+        if main and checked
+        else decider.stats.MAIN_PRICE_RATIO
+    )
+    ratio = test.cost_ratio(price)
+    if ratio > 1.0:
+        agreement = test.agreed / test.checked
+        warnings.warn(
+            RefereeWarning(
+                f"claim {quote_claim(result.claim)} over runs: the main judge agreed with the "
+                f"referee {result.rule.referee} on {agreement:.0%} of {test.checked} runs; at that "
+                f"agreement judging with the referee alone would cost about {1 / ratio:.0%} of "
+                "this (give the referee as --prop-model, or a better main judge)"
+            ),
+            stacklevel=2,
+        )
+
+
 def summary_verdict(result: RunsResult) -> Verdict:
     """One verdict standing for the claim over runs, for the reports that list verdicts."""
     from .verdict import Usage, Verdict
 
-    verdicts = [run.verdict for run in result.runs] + [
-        run.control for run in result.runs if run.control is not None
-    ]
+    verdicts = (
+        [run.verdict for run in result.runs]
+        + [run.control for run in result.runs if run.control is not None]
+        + [run.referee for run in result.runs if run.referee is not None]
+    )
     # A rate (or every_run) decision is a True/False verdict, even about scored runs; a mean
     # score's stands as the mean, rounded down.
     mean_like = result.rule.kind == "score" and result.rule.threshold is None

@@ -525,8 +525,10 @@ class Proposition:
         samples: int = 1,
         sample_index: int = 0,
         runtime: Runtime | None = None,
+        model: str | None = None,
     ) -> Verdict:
         """Judge the claim and keep the result on this object; returns the full Verdict.
+        ``model``: another judge than the run's (a claim over runs' referee).
 
         With ``samples`` > 1 the judge is asked that many times (each answer cached by its
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
@@ -546,7 +548,7 @@ class Proposition:
             rendered_claim = render_claim(self.claim, variables)
             run = runtime or runtime_module.current()
             answers = [
-                self._judge(kind, targets, rendered_claim, additional_context, index, run)
+                self._judge(kind, targets, rendered_claim, additional_context, index, run, model)
                 for index in range(sample_index, sample_index + samples)
             ]
             verdict = answers[0] if samples == 1 else combine_samples(answers)
@@ -566,6 +568,7 @@ class Proposition:
         additional_context: str | None,
         sample_index: int,
         run: Runtime,
+        model: str | None = None,
     ) -> Verdict:
         context = check_text(
             render_context(
@@ -580,7 +583,7 @@ class Proposition:
             "the target's text",
         )
         messages = build_messages(kind, claim, context, additional_context)
-        model = run.settings.judge_model(self.use_reasoning_model)
+        model = model or run.settings.judge_model(self.use_reasoning_model)
         verdict = run.judge.evaluate(
             JudgeRequest(
                 kind=kind,

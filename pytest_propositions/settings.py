@@ -94,6 +94,18 @@ def _parse_confidence(text: str) -> float:
     return number
 
 
+def _parse_referee_fraction(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(
+            f"expected a number above 0, at most 1 (e.g. 0.25), got {text!r}"
+        ) from None
+    if not 0.0 < number <= 1.0:
+        raise ValueError(f"expected a number above 0, at most 1 (e.g. 0.25), got {text!r}")
+    return number
+
+
 def _parse_cache_mode(text: str) -> str:
     if text not in CACHE_MODES:
         raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
@@ -351,6 +363,38 @@ OPTIONS: tuple[Option, ...] = (
         _parse_confidence,
     ),
     Option(
+        "referee_model",
+        "--prop-referee-model",
+        "PROP_REFEREE_MODEL",
+        None,
+        "A trusted second judge for claims over runs (at_least=, at_most=, mean scores) unless "
+        "the claim names its own referee=: it judges a random share of the runs, and the "
+        "decision is about its verdicts, valid whatever the main judge's errors. Reached like "
+        "the main judge unless --prop-referee-api-base is given.",
+        "MODEL",
+        _parse_text,
+    ),
+    Option(
+        "referee_fraction",
+        "--prop-referee-fraction",
+        "PROP_REFEREE_FRACTION",
+        "0.25",
+        "The least share of runs sent to the referee (it rises when the main judge disagrees "
+        "often) unless the claim gives its own referee_fraction=.",
+        "X",
+        _parse_referee_fraction,
+    ),
+    Option(
+        "referee_api_base",
+        "--prop-referee-api-base",
+        "PROP_REFEREE_API_BASE",
+        None,
+        "Base URL of the referee's OpenAI-compatible server, when it is not --prop-api-base's "
+        "(its key: PROP_REFEREE_API_KEY, else the main judge's).",
+        "URL",
+        _parse_text,
+    ),
+    Option(
         "concurrency",
         "--prop-concurrency",
         "PROP_CONCURRENCY",
@@ -460,6 +504,10 @@ class Settings:
     samples: int = 1
     confirm: int = 0
     confidence: float = 0.95
+    referee_model: str | None = None
+    referee_fraction: float = 0.25
+    # Left out of the repr: the URL may carry a user and password.
+    referee_api_base: str | None = field(default=None, repr=False)
     concurrency: int = 8
     max_cost: float | None = None
     outcome: str = "fail"

@@ -29,9 +29,9 @@ q`` is the mirror test at ``q`` (pass on ``M-``, fail on ``M+``).
 
 Mean scores (``min_score=s``). Scores live in ``0..9``; divided by 9 they lie in ``[0, 1]``.
 For "the mean is above m", capital ``K+_n = prod(1 + l_i (x_i - m))`` with a bet ``l_i`` in
-``[0, 0.5/m]`` chosen from runs before ``i`` only (Waudby-Smith & Ramdas' betting confidence
+``[0, 0.75/m]`` chosen from runs before ``i`` only (Waudby-Smith & Ramdas' betting confidence
 sequences, the aGRAPA bet): each factor is positive and has expectation ``1 + l_i (mu - m) <=
-1`` when the true mean ``mu <= m``. ``K-`` mirrors it (``1 - l_i (x_i - m)``, ``l_i <= 0.5/(1 -
+1`` when the true mean ``mu <= m``. ``K-`` mirrors it (``1 - l_i (x_i - m)``, ``l_i <= 0.75/(1 -
 m)``). No distributional assumption beyond the range.
 
 Comparisons (``better_than=runs(control)``, ``margin=d``). Run ``i`` of each side form a pair;
@@ -45,8 +45,49 @@ Every run (``every_run=True``, pass^k): no statistics; it fails at the first run
 claim does not hold and passes when all ``max_runs`` hold. The report gives the exact
 one-sided lower bound for the rate after ``k`` of ``k``, ``alpha ** (1/k)``.
 
-Reported intervals are the confidence sequences these processes define (the bars no process
-rejects), each bound at the stated confidence, computed on a grid, rounded outward.
+Reported intervals are the bars that neither one-sided process rejects, on a grid, rounded
+outward. Each side is wrong with probability at most ``alpha``, so the interval is a ``1 - 2
+alpha`` confidence sequence (90% at confidence 0.95) and reports print it as such; it agrees
+with the decision (a bar outside it is decided). ``every_run``'s bound is one-sided, ``1 -
+alpha``. ``every_run`` has no error guarantee: a claim with true rate ``r < 1`` passes ``k`` runs
+with probability ``r^k`` (0.77 at ``r = 0.95``, ``k = 5``). ``min_score`` 9 over runs is such a
+rule: a mean of 9 on a scale that ends at 9 means every run scores 9.
+
+A referee (``referee="MODEL"``): the decision is about a second, trusted judge's verdicts, while
+the main judge judges every run and the referee only a random share. Notation: run ``i`` has the
+main judge's value ``M_i`` and the referee's ``R_i``, both in ``[0, 1]`` (1/0 for a rate,
+score/9 for a mean; ``R_i`` exists whether or not it is asked); ``F_{i-1}`` is everything known
+before run ``i``'s referee draw (earlier runs, their draws and verdicts). The runs are i.i.d.,
+so ``E[R_i | F_{i-1}] = mu``, the referee's true rate or mean, the quantity decided.
+
+* The draw. ``p_i`` in ``[floor, 1]`` is a function of ``F_{i-1}`` (``referee_fraction``: it
+  rises with the disagreement seen on earlier drawn runs). ``U_i`` is a uniform number from a
+  hash of the claim's seed and ``i`` (``referee_draw``), which no verdict influences; ``S_i =
+  [U_i < p_i]``, so ``P(S_i = 1 | F_{i-1}, M_i, R_i) = p_i``. The referee is asked exactly when
+  ``S_i = 1``, and its answer is always used: a drawn run is never skipped or redrawn (an
+  error there raises), and a verdict the referee gave an undrawn run is never read.
+* Unbiased. ``X_i = M_i + S_i (R_i - M_i) / p_i``. Given ``F_{i-1}, M_i, R_i`` it is ``M_i +
+  (R_i - M_i) p_i / p_i = R_i`` on average, so ``E[X_i | F_{i-1}] = E[R_i | F_{i-1}] = mu``
+  whatever the main judge does (its errors may depend on the run in any way).
+* Bounded, predictably. ``S_i = 0``: ``X_i = M_i`` in ``[0, 1]``. ``S_i = 1``: ``X_i = M_i (1 -
+  1/p_i) + R_i / p_i``, smallest at ``M_i = 1, R_i = 0`` (``1 - 1/p_i``) and largest at ``M_i =
+  0, R_i = 1`` (``1/p_i``). So ``X_i`` lies in ``[L_i, H_i] = [1 - 1/p_i, 1/p_i]``, known before
+  the run (``[-3, 4]`` at ``p = 0.25``; ``[0, 1]`` at ``p = 1``, the referee alone). Mapped to
+  ``[0, 1]`` by ``(X - L_i)/(H_i - L_i)`` the bar moves to ``(m - L_i)/(H_i - L_i)``, which is
+  the same betting as below in ``X``'s own units.
+* A test martingale. ``K+_n = prod(1 + l_i (X_i - m))`` with ``l_i`` in ``[0, c / (m - L_i)]``
+  a function of ``F_{i-1}`` (aGRAPA on earlier ``X``, ``c = REFEREE_BET_CAP < 1``): every
+  factor is at least ``1 - c > 0`` since ``X_i >= L_i``, and ``E[factor | F_{i-1}] = 1 + l_i
+  (mu - m) <= 1`` when ``mu <= m``. So ``K+`` is a nonnegative supermartingale for every
+  ``mu <= m``, and by Ville's inequality ``P(K+ ever >= 1/alpha) <= alpha``: a pass about the
+  referee's rate or mean is wrong with probability at most ``alpha`` at any stopping time,
+  whatever the main judge's errors. ``K-_n = prod(1 - l_i (X_i - m))``, ``l_i <= c / (H_i -
+  m)``, mirrors it for a wrong fail. A poor main judge makes ``X`` vary more (by ``E[(R - M)^2]
+  (1 - p)/p``) and costs runs, never validity.
+* Validity assumes the referee is the judge of truth and that runs are i.i.d.; nothing about
+  the main judge. ``p_i`` must not depend on run ``i``'s referee verdict (it may depend on
+  ``M_i``; here it does not), and the bet must not depend on ``M_i`` (its conditional mean
+  given ``M_i`` is not ``mu``).
 """
 
 from __future__ import annotations
@@ -61,8 +102,10 @@ Direction = Literal["above", "below"]
 # The alternatives the rate test is quickest against: this far from the bar, this concentrated.
 RATE_PRIOR_SHIFT = 0.15
 RATE_PRIOR_CONCENTRATION = 30.0
-# The largest fraction of capital a bet may put at risk: keeps every factor >= 0.5.
-BET_CAP = 0.5
+# The largest fraction of capital a bet may put at risk: keeps every factor >= 0.25. At 0.75
+# rather than 0.5, mean-score claims 0.5 to 1.5 points above the bar use 19-25% fewer runs, with
+# false passes under the bar of 0.0001 or less either way (bench/runs_statistics.py, "bet cap").
+BET_CAP = 0.75
 GRID_STEPS = 1000
 
 
@@ -317,3 +360,215 @@ def paired_value(treatment: float, control: float) -> float:
 def paired_bar(margin: float) -> float:
     """The bar of paired values for "the difference exceeds ``margin``" (margin in (-1, 1))."""
     return (margin + 1.0) / 2.0
+
+
+# -- a referee: the trusted judge's rate or mean, from a main judge and a sample ------------------
+
+# The referee's betting test may risk this fraction of what its worst case allows; its range
+# already makes each bet small, so a larger share than BET_CAP's is kept (bench/referee.py).
+REFEREE_BET_CAP = 0.75
+# The main judge's price as a fraction of the referee's, when the verdicts carry no costs.
+MAIN_PRICE_RATIO = 0.1
+
+
+def referee_draw(seed: str, run: int) -> float:
+    """Run ``run``'s uniform draw in [0, 1) from the claim's ``seed``: the same on every rerun,
+    independent of every verdict (a hash of the seed and the run number, never of a run)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}\0{run}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def referee_fraction(floor: float, disagreements: int, checked: int, variance: float) -> float:
+    """The chance that the next run goes to the referee, from runs before it only.
+
+    Each run costs about ``(c + p) * (v + d (1 - p) / p)`` referee-prices of judging, per unit
+    of information (``c`` the main judge's price relative to the referee's, ``v`` the variance
+    of a run, ``d`` the mean squared disagreement); its minimum is at ``p = sqrt(c d / (v -
+    d))``, and at 1 once the disagreement is as large as the variance. Never below ``floor``.
+    """
+    d = (disagreements + 0.5) / (checked + 10.0)
+    v = max(variance, 1e-9)
+    best = 1.0 if d >= v else math.sqrt(MAIN_PRICE_RATIO * d / (v - d))
+    return min(1.0, max(floor, best))
+
+
+@dataclass
+class RefereeTest:
+    """Betting on the referee's mean (values in [0, 1]) from every run's main verdict and the
+    referee's verdict on a sample. Per run: ``fraction()`` (before the run's referee verdict
+    is known), then ``add(main, referee, p)`` with ``referee`` None when the run was not drawn.
+
+    Validity: "A referee" in this module's notes.
+    """
+
+    bar: float
+    alpha: float
+    floor: float = 0.25
+    adapt: bool = True
+    log_up: float = 0.0
+    log_down: float = 0.0
+    count: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+    checked: int = 0
+    disagreement: float = 0.0
+    agreed: int = 0
+    main_total: float = 0.0
+    main_squares: float = 0.0
+    values: list[float] = field(default_factory=list)
+    fractions: list[float] = field(default_factory=list)
+
+    def fraction(self) -> float:
+        """The next run's chance of going to the referee (a function of earlier runs only)."""
+        if not self.adapt:
+            return self.floor
+        n = self.count
+        spread = self.main_squares - self.main_total**2 / n if n else 0.0
+        variance = (0.25 + max(spread, 0.0)) / (n + 1)
+        return referee_fraction(self.floor, round(self.disagreement), self.checked, variance)
+
+    def bets(self, p: float) -> tuple[float, float]:
+        """The bets (up, down) for a run drawn with chance ``p``: aGRAPA on earlier values,
+        capped so that no value the run can take makes a factor smaller than 1 - cap."""
+        mean = (0.5 + self.total) / (self.count + 1)
+        variance = (0.25 + self.squares) / (self.count + 1)
+        gap = mean - self.bar
+        raw = gap / (variance + gap * gap) if variance + gap * gap > 0 else 0.0
+        low, high = 1.0 - 1.0 / p, 1.0 / p
+        up_cap = REFEREE_BET_CAP / (self.bar - low)
+        down_cap = REFEREE_BET_CAP / (high - self.bar)
+        return min(max(raw, 0.0), up_cap), min(max(-raw, 0.0), down_cap)
+
+    def add(self, main: float, referee: float | None, p: float) -> float:
+        """Take one run; returns its value ``main + S (referee - main) / p``."""
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"a referee fraction must lie in (0, 1], got {p!r}")
+        for name, value in (("main", main), ("referee", referee)):
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValueError(f"a {name} value must lie in [0, 1], got {value!r}")
+        x = main if referee is None else main + (referee - main) / p
+        up, down = self.bets(p)
+        self.log_up += math.log1p(up * (x - self.bar))
+        self.log_down += math.log1p(-down * (x - self.bar))
+        mean = (0.5 + self.total) / (self.count + 1)
+        self.count += 1
+        self.total += x
+        self.squares += (x - mean) ** 2
+        self.main_total += main
+        self.main_squares += main * main
+        if referee is not None:
+            self.checked += 1
+            self.disagreement += (referee - main) ** 2
+            self.agreed += abs(referee - main) < 1e-9
+        self.values.append(x)
+        self.fractions.append(p)
+        return x
+
+    def decide(self) -> Direction | None:
+        threshold = math.log(1.0 / self.alpha)
+        is_above = self.log_up >= threshold
+        is_below = self.log_down >= threshold
+        if is_above == is_below:
+            return None
+        return "above" if is_above else "below"
+
+    @property
+    def mean(self) -> float:
+        """The unbiased estimate of the referee's mean (it may stray outside [0, 1])."""
+        return self.total / self.count if self.count else math.nan
+
+    def cost_ratio(self, price_ratio: float = MAIN_PRICE_RATIO) -> float:
+        """The expected judging cost of this test over a referee-only one, at what is seen so
+        far: above 1, the referee alone would have been cheaper."""
+        if self.count < 2:
+            return 0.0
+        p = sum(self.fractions) / len(self.fractions)
+        mean = self.main_total / self.count
+        variance = max(self.main_squares / self.count - mean * mean, 0.01)
+        d = self.disagreement / self.checked if self.checked else 0.0
+        return (price_ratio + p) * (1.0 + d * (1.0 - p) / (p * variance))
+
+
+def referee_interval(
+    values: Sequence[float], fractions: Sequence[float], alpha: float
+) -> tuple[float, float]:
+    """The referee test's confidence sequence for the referee's mean: every bar that neither
+    process rejects at ``alpha`` (so ``1 - 2 alpha`` two-sided, like the others), on a grid of
+    0.001, rounded outward. ``values`` as ``RefereeTest.add`` returned them."""
+    import numpy as np
+
+    if not values:
+        return 0.0, 1.0
+    bars = np.arange(1, GRID_STEPS) / GRID_STEPS
+    log_up = np.zeros_like(bars)
+    log_down = np.zeros_like(bars)
+    total = 0.0
+    squares = 0.0
+    for count, (x, p) in enumerate(zip(values, fractions, strict=True)):
+        mean = (0.5 + total) / (count + 1)
+        variance = (0.25 + squares) / (count + 1)
+        gap = mean - bars
+        raw = gap / (variance + gap * gap)
+        low, high = 1.0 - 1.0 / p, 1.0 / p
+        up = np.clip(raw, 0.0, REFEREE_BET_CAP / (bars - low))
+        down = np.clip(-raw, 0.0, REFEREE_BET_CAP / (high - bars))
+        log_up += np.log1p(up * (x - bars))
+        log_down += np.log1p(-down * (x - bars))
+        total += x
+        squares += (x - mean) ** 2
+    threshold = math.log(1.0 / alpha)
+    kept = bars[(log_up < threshold) & (log_down < threshold)]
+    if kept.size == 0:
+        estimate = min(1.0, max(0.0, total / len(values)))
+        return estimate, estimate
+    step = 1.0 / GRID_STEPS
+    return max(0.0, float(kept[0]) - step), min(1.0, float(kept[-1]) + step)
+
+
+def least_runs_to_pass(
+    mode: Literal["rate", "mean"],
+    bar: float,
+    alpha: float,
+    direction: Direction,
+    *,
+    referee: bool = False,
+    limit: int = 1_000_000,
+) -> int | None:
+    """The fewest runs after which a claim could pass at all: every run on the passing side
+    (held for "above", not held for "below"; a mean: every run at the top of the scale). None
+    when not even ``limit`` runs could. ``referee``: the referee test, at its widest bets."""
+    threshold = math.log(1.0 / alpha)
+    if mode == "rate" and not referee:
+
+        def passes(n: int) -> bool:
+            import numpy as np
+
+            held = n if direction == "above" else 0
+            return float(_evidence_by_bar(held, n, np.array([bar]), direction)[0]) >= threshold
+
+        high = 1
+        while not passes(high):
+            if high >= limit:
+                return None
+            high = min(limit, high * 2)
+        low = high // 2  # passes(low) is False (or low is 0)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if passes(middle) else (middle, high)
+        return high
+    best = 1.0 if direction == "above" else 0.0
+    test: BettingTest | RefereeTest = (
+        RefereeTest(bar, alpha, floor=1.0, adapt=False) if referee else BettingTest(bar, alpha)
+    )
+    for n in range(1, limit + 1):
+        if isinstance(test, RefereeTest):
+            test.add(best, best, 1.0)
+        else:
+            test.add(best)
+        if test.decide() == direction:
+            return n
+        if n > 50 and (test.log_up if direction == "above" else test.log_down) <= 0:
+            return None  # the bets never grow: no number of runs will do
+    return None

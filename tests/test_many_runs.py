@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_a_high_rate_passes_early_and_lists_its_figures_under_rA(
             "*proposition over runs*",
             "PASSED over runs: Oscar states the price.",
             "*rule: the claim holds in at least 0.6 of runs (confidence 95%, max_runs 60)",
-            f"*figures: {made} of {made} runs held; rate 1.00, 95% interval [[]0.*, 1.00[]]",
+            f"*figures: {made} of {made} runs held; rate 1.00, 90% interval [[]0.*, 1.00[]]",
             "*decided by: after * runs*above the bar*anytime-valid*",
         ]
     )
@@ -107,7 +108,7 @@ def test_a_low_rate_fails_with_figures_and_the_runs_against_it(
     result.stdout.fnmatch_lines(
         [
             f"E   *PropositionFailed: claim 'Oscar states the price.' over runs failed: the claim "
-            f"holds in at least 0.8 of runs; {held} of {made} runs held; rate *, 95% interval*",
+            f"holds in at least 0.8 of runs; {held} of {made} runs held; rate *, 90% interval*",
             "FAILED over runs: Oscar states the price.",
             "*decided by: after * runs the evidence that the true value is below the bar*",
             "*runs against the claim (*; the first 3):",
@@ -158,10 +159,10 @@ def test_mean_score_passes_above_the_bar_and_fails_below(
     result.stdout.fnmatch_lines(["*rule: the claim scores at least 7 in at least 0.4 of runs*"])
     result.stdout.fnmatch_lines(
         [
-            "*over runs failed: the mean score is at least 6; * runs held; mean score 2.50/9*",
+            "*over runs failed: the mean score is at least 6; * runs held; mean score 2.29/9*",
             "*PASSED over runs: Oscar is polite.",
             "*rule: the mean score is at least 5*",
-            "*mean score 8.00/9, 95% interval*",
+            "*mean score 8.*/9, 90% interval*",
             "*betting confidence sequence*",
         ]
     )
@@ -192,7 +193,7 @@ def test_better_than_passes_when_the_new_runs_do_better(
             "*rule: the rate is higher than the control's*",
             "*pairs of runs; rate 1.00 vs control 0.*, difference in*",
             "*rule: the mean score is higher than the control's by more than 2 points*",
-            "*mean score 8.50 vs control 3.50*",
+            "*mean score 8.* vs control 3.*",
         ]
     )
 
@@ -485,7 +486,7 @@ def test_confidence_from_the_command_line_and_the_claim(
         ("runs(sim, max_runs=3, min_runs=4)", "*min_runs (4) is more than max_runs (3)*"),
         ("runs('sim', max_runs=3)", "*simulate must be a function*"),
         (
-            "assert_proposition(runs(lambda r: 42, max_runs=3), 'c', at_least=0.5)",
+            "assert_proposition(runs(lambda r: 42, max_runs=20), 'c', at_least=0.5)",
             "*simulate(0) returned something that is not a target*",
         ),
         (
@@ -547,3 +548,127 @@ def test_a_claim_over_runs_that_must_not_hold_is_refused_for_at_most(
     )
     pytester.runpytest(*inner_run).assert_outcomes(passed=1)
     assert judge_server.requests == []
+
+
+def script_referee(judge: ScriptedJudge) -> None:
+    """Two models on one server: the main judge upholds every run, the referee only the runs
+    that carry the marker (the truth, a rate of 0.3)."""
+    judge.models.append("referee-model")
+
+    def referee(request: Any) -> bool:
+        return request.model == "referee-model"
+
+    judge.on(
+        lambda r: referee(r) and "MARK-YES" in r.text,
+        verdict(True, justification="He states the price."),
+    )
+    judge.on(referee, verdict(False, justification="No price was stated in this run."))
+    judge.on(lambda r: not referee(r), verdict(True, justification="Looks fine."))
+
+
+def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], tmp_path: Path
+) -> None:
+    judge_server.reset()
+    script_referee(judge_server)
+    pytester.makepyfile(sims=SIMULATIONS)
+    pytester.makepyfile(
+        """
+        from sims import simulation, runs
+        def test_main_only(assert_proposition):
+            assert_proposition(runs(simulation(0.3), max_runs=60), "Oscar states the price.", at_least=0.5)
+        def test_refereed(assert_proposition):
+            assert_proposition(
+                runs(simulation(0.3), max_runs=200), "Oscar states the price.", at_least=0.5,
+                referee="openai/referee-model",
+            )
+        """
+    )
+    cached = [a for a in inner_run if a != "--prop-cache=off"] + [f"--prop-cache-dir={tmp_path}"]
+    first = pytester.runpytest(*cached, "-rA")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(
+        [
+            "*FAILED over runs: Oscar states the price.*",
+            "*figures: * runs held for the main judge; referee openai/referee-model judged * "
+            "(agreeing on *%); the referee's rate *, 90% interval*",
+            "*the referee's true value is below the bar*",
+        ]
+    )
+    # The main judge upholds every run, so the share sent to the referee rises, and the run
+    # says the referee alone would have been cheaper.
+    first.stdout.fnmatch_lines(["*RefereeWarning: *agreed with the referee*alone would cost*"])
+    models = [request.model for request in judge_server.requests]
+    main, referee = models.count("judge-model"), models.count("referee-model")
+    assert 0 < referee <= main
+    second = pytester.runpytest(*cached, "-rA")
+    second.assert_outcomes(passed=1, failed=1)
+    # A rerun asks nothing new for the runs the decision read; a run judged ahead of it (at most
+    # two per claim, with its referee verdict) may be asked if the first run cancelled it.
+    assert len(judge_server.requests) - (main + referee) <= 4
+    assert [line for line in first.outlines if "figures:" in line] == [
+        line for line in second.outlines if "figures:" in line
+    ]
+
+
+def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refused(
+    pytester: pytest.Pytester, project: list[str], judge_server: ScriptedJudge
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from sims import simulation, scored, runs
+        def test_every(assert_proposition):
+            with pytest.raises(TypeError, match="a referee decides at_least="):
+                assert_proposition(runs(simulation(1.0), max_runs=5), "c", every_run=True, referee="m")
+        def test_too_few(assert_proposition):
+            with pytest.raises(ValueError, match="cannot pass within max_runs=40.*max_runs=74 or more"):
+                assert_proposition(runs(simulation(0.0), max_runs=40), "c", at_most=0.05)
+        def test_too_few_at_99(assert_proposition):
+            with pytest.raises(ValueError, match="max_runs=31 or more"):
+                assert_proposition(runs(simulation(1.0), max_runs=30), "c", at_least=0.8, confidence=0.99)
+        def test_nine(min_score):
+            min_score(runs(scored([9]), max_runs=20), "Ana stays in character.", 9)
+        def test_nine_fails(min_score):
+            min_score(runs(scored([9, 9, 8]), max_runs=20), "Ana stays in character.", 9)
+        """
+    )
+    result = pytester.runpytest(*project, "-rA")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(["*the mean score is at least 9: every run must score 9*"])
+
+
+def test_a_referee_for_the_whole_run_from_the_command_line(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.reset()
+    script_referee(judge_server)
+    pytester.makepyfile(sims=SIMULATIONS)
+    pytester.makepyfile(
+        """
+        import pytest
+        from sims import simulation, runs
+        def test_rate(assert_proposition):
+            assert_proposition(runs(simulation(0.3), max_runs=200), "Oscar states the price.", at_least=0.5)
+        def test_every(assert_proposition):
+            # every_run is decided on the main judge's verdicts: the run's referee does not apply.
+            assert_proposition(runs(simulation(0.3), max_runs=3), "Oscar states the price.", every_run=True)
+        def test_fraction_alone(assert_proposition):
+            assert_proposition(
+                runs(simulation(0.3), max_runs=200), "Oscar states the price.", at_least=0.5,
+                referee_fraction=0.5,
+            )
+        """
+    )
+    result = pytester.runpytest(
+        *inner_run, "-rA", "--prop-referee-model=openai/referee-model", "-W", "ignore"
+    )
+    # The rate claims fail on the referee's verdicts (the main judge upholds every run); the
+    # every_run claim passes on the main judge's.
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*FAILED over runs*", "*referee openai/referee-model judged*"])
+    assert sum("referee openai/referee-model judged" in line for line in result.outlines) >= 2
+    # Without a referee anywhere, referee_fraction= alone is a usage error.
+    refused = pytester.runpytest(*inner_run, "-k", "fraction_alone")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines(["*referee_fraction= goes with a referee*"])

@@ -200,3 +200,134 @@ def test_a_missing_scipy_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ImportError, match=r"pytest-propositions\[stats\]"):
         stats.require_scipy()
+
+
+# -- a referee -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [0.1, 0.25, 0.6, 1.0])
+def test_a_refereed_value_is_unbiased_for_the_referee_and_stays_in_its_range(p: float) -> None:
+    for main in (0.0, 1 / 3, 1.0):
+        for referee in (0.0, 2 / 3, 1.0):
+            drawn = stats.RefereeTest(0.5, 0.05).add(main, referee, p)
+            undrawn = stats.RefereeTest(0.5, 0.05).add(main, None, p)
+            # Drawn with chance p: the average over the draw is the referee's value.
+            assert p * drawn + (1 - p) * undrawn == pytest.approx(referee)
+            assert 1 - 1 / p - 1e-12 <= drawn <= 1 / p + 1e-12
+
+
+def refereed_false_passes(
+    rate: float, bar: float, main_says: float | None, reps: int, runs: int, seed: int
+) -> float:
+    """The share of ``reps`` claims passed about a referee whose true rate is ``rate``, with a
+    main judge that says ``main_says`` every run (or agrees with the referee on 70%)."""
+    rng = random.Random(seed)
+    passes = 0
+    for _ in range(reps):
+        test = stats.RefereeTest(bar, 0.05, floor=0.25)
+        for _ in range(runs):
+            truth = float(rng.random() < rate)
+            main = (
+                main_says if main_says is not None else (truth if rng.random() < 0.7 else 1 - truth)
+            )
+            p = test.fraction()
+            test.add(main, truth if rng.random() < p else None, p)
+            if test.decide() is not None:
+                break
+        passes += test.decide() == "above"
+    return passes / reps
+
+
+@pytest.mark.parametrize("main_says", [1.0, None])
+@pytest.mark.parametrize("rate", [0.5, 0.45])
+def test_a_referee_keeps_the_wrong_pass_rate_whatever_the_main_judge_says(
+    main_says: float | None, rate: float
+) -> None:
+    # The main judge upholds every run (or errs on 30%): the referee's rate at or under the bar
+    # is still passed in at most alpha of 1000 claims.
+    assert refereed_false_passes(rate, 0.5, main_says, 1000, 120, seed=11) <= 0.05
+
+
+def test_a_referee_passes_a_good_rate_with_a_share_of_referee_calls() -> None:
+    rng = random.Random(5)
+    decided, calls, runs_used = 0, 0, 0
+    for _ in range(300):
+        test = stats.RefereeTest(0.5, 0.05, floor=0.25)
+        for _ in range(400):
+            truth = float(rng.random() < 0.65)
+            main = truth if rng.random() < 0.95 else 1 - truth
+            p = test.fraction()
+            drawn = rng.random() < p
+            calls += drawn
+            test.add(main, truth if drawn else None, p)
+            if test.decide() is not None:
+                break
+        decided += test.decide() == "above"
+        runs_used += test.count
+    assert decided / 300 >= 0.95
+    assert calls / runs_used < 0.35  # about the floor: the main judge agrees 95% of the time
+
+
+def test_referee_draws_are_fixed_by_the_seed_and_uniform() -> None:
+    draws = [stats.referee_draw("claim-seed", run) for run in range(4000)]
+    assert draws == [stats.referee_draw("claim-seed", run) for run in range(4000)]
+    assert draws != [stats.referee_draw("other-seed", run) for run in range(4000)]
+    assert 0.48 < sum(draws) / len(draws) < 0.52
+    assert 0.23 < sum(d < 0.25 for d in draws) / len(draws) < 0.27
+
+
+def test_the_referee_fraction_never_falls_below_its_floor_and_rises_with_disagreement() -> None:
+    assert stats.referee_fraction(0.25, 0, 100, 0.25) == 0.25
+    assert stats.referee_fraction(0.1, 0, 0, 0.25) >= 0.1
+    assert stats.referee_fraction(0.25, 30, 100, 0.25) == 1.0  # as often wrong as the variance
+    assert 0.25 < stats.referee_fraction(0.25, 12, 100, 0.25) < 1.0
+
+
+def test_the_least_runs_that_could_pass() -> None:
+    # The audit's cases: at_most 0.05 at 95% passes from run 74; at_least 0.8 at 99% from 31.
+    assert stats.least_runs_to_pass("rate", 0.05, 0.05, "below") == 74
+    assert stats.least_runs_to_pass("rate", 0.8, 0.01, "above") == 31
+    assert stats.rate_decision(0, 74, 0.05, 0.05) == "below"
+    assert stats.rate_decision(0, 73, 0.05, 0.05) is None
+    assert stats.least_runs_to_pass("mean", 1.0, 0.05, "above") is None  # a bar at the top
+    # With a referee, at its widest bets (every run drawn): the fewest runs any draw allows.
+    assert stats.least_runs_to_pass("mean", 0.5, 0.05, "above", referee=True) == 8
+
+
+def test_the_printed_interval_has_the_confidence_it_says() -> None:
+    from pytest_propositions.many_runs import interval_confidence
+
+    assert interval_confidence("at_least", 0.95) == pytest.approx(0.90)
+    assert interval_confidence("every_run", 0.95) == 0.95
+    # At the bar, the interval of decided claims leaves the true rate out in at most 10%.
+    rng = random.Random(3)
+    boundaries = stats.rate_boundaries(0.5, 0.05, 100)
+    missed = decided = 0
+    for _ in range(600):
+        held = 0
+        for n in range(1, 101):
+            held += rng.random() < 0.5
+            if boundaries.decide(held, n) is not None:
+                decided += 1
+                low, high = stats.rate_interval(held, n, 0.05)
+                missed += not low <= 0.5 <= high
+                break
+    assert missed / 600 <= 0.10
+
+
+def test_the_decider_with_a_referee_decides_at_most_and_mean_scores_on_its_values() -> None:
+    rng = random.Random(2)
+    rare = _Decider(Rule("at_most", "check", 0.95, 0.2, referee="r"), min_runs=1, max_runs=400)
+    while rare.decision is None:
+        p = rare.referee.fraction()
+        rare.add_refereed(0.0, False, 0.0 if rng.random() < p else None, p)
+    assert rare.decision == "pass" and "referee's true value is below" in rare.decided_by
+    # The main judge says 8 every run, the referee 2: the referee's mean decides (a fail).
+    low = _Decider(Rule("mean", "score", 0.95, 6.0, referee="r"), min_runs=1, max_runs=400)
+    while low.decision is None:
+        p = low.referee.fraction()
+        low.add_refereed(8 / 9, True, 2 / 9 if rng.random() < p else None, p)
+    assert low.decision == "fail"
+    estimate, lower, upper, _ = low.figures()
+    assert estimate == pytest.approx(2.0, abs=1.5)
+    assert lower <= 2.0 <= upper and upper < 6.0

@@ -1,0 +1,279 @@
+"""A referee for claims over runs, by simulation: is the decision about the referee valid
+whatever the main judge does, and what does it save against the referee judging every run?
+
+Pure numpy (the ``stats`` extra); no judge, no pytest. Every simulated run has the referee's
+verdict (the truth the decision is about) and the main judge's, which agrees with it on a set
+share of runs (rates: the verdict flipped; scores: 3 points higher, or lower at 9). The
+referee test is ``stats.RefereeTest`` (bet cap, fraction rule and all) run on thousands of
+claims at once, one run per step; ``check_against_the_plugin`` replays some of them through the
+class itself and stops if they differ. Beside it, the referee alone: the plugin's own rule on
+the referee's verdict of every run (rates: ``stats.rate_boundaries``; scores:
+``stats.BettingTest``, vectorised the same way).
+
+It prints, per agreement (70%, 90%, 95%, 99%), bar (0.5 and 0.8) and true value:
+
+* the false-pass rate against the referee's truth at the bar and 0.05 below it (target: at
+  most ``1 - confidence``), for rates and for mean scores;
+* decided share, runs used, referee calls and judging cost (main judge at a tenth of the
+  referee's price) with the referee sampling, and with the referee alone, at 0.05 and 0.15
+  above the bar;
+* the target: at 95% agreement, 0.15 above a bar of 0.5, confidence 0.95, ``max_runs`` 400,
+  decided in at least 95% of claims with referee calls at most 0.6 of the referee alone's.
+
+    python bench/referee.py [--reps 4000] [--seed 1]     # about a minute on 2 shared cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from pytest_propositions import stats  # noqa: E402
+
+CONFIDENCE = 0.95
+MAX_RUNS = 400
+FLOOR = 0.25
+AGREEMENTS = (0.70, 0.90, 0.95, 0.99)
+PRICE = stats.MAIN_PRICE_RATIO
+
+
+def verdicts(
+    kind: str, truth: float, agreement: float, reps: int, runs: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(referee values, main values), each reps x runs in [0, 1]."""
+    agree = rng.random((reps, runs)) < agreement
+    if kind == "rate":
+        referee = (rng.random((reps, runs)) < truth).astype(float)
+        main = np.where(agree, referee, 1.0 - referee)
+        return referee, main
+    scores = rng.binomial(9, truth, size=(reps, runs))
+    wrong = np.where(scores <= 6, scores + 3, scores - 3)
+    return scores / 9, np.where(agree, scores, wrong) / 9
+
+
+def referee_many(
+    referee: np.ndarray, main: np.ndarray, bar: float, draws: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``stats.RefereeTest`` on every row at once: (decision 1/-1/0, runs used, referee calls)."""
+    reps, runs = referee.shape
+    threshold = math.log(1 / alpha)
+    log_up = np.zeros(reps)
+    log_down = np.zeros(reps)
+    total = np.zeros(reps)
+    squares = np.zeros(reps)
+    main_total = np.zeros(reps)
+    main_squares = np.zeros(reps)
+    checked = np.zeros(reps)
+    disagreement = np.zeros(reps)
+    decision = np.zeros(reps, dtype=int)
+    used = np.full(reps, runs)
+    calls = np.zeros(reps)
+    live = np.ones(reps, dtype=bool)
+    for i in range(runs):
+        # The fraction (stats.RefereeTest.fraction and stats.referee_fraction).
+        spread = main_squares - main_total**2 / i if i else np.zeros(reps)
+        variance = np.maximum((0.25 + np.maximum(spread, 0.0)) / (i + 1), 1e-9)
+        d = (np.round(disagreement) + 0.5) / (checked + 10.0)
+        best = np.where(d >= variance, 1.0, np.sqrt(PRICE * d / np.maximum(variance - d, 1e-12)))
+        p = np.clip(best, FLOOR, 1.0)
+        drawn = draws[:, i] < p
+        m, r = main[:, i], referee[:, i]
+        x = np.where(drawn, m + (r - m) / p, m)
+        # The bets (stats.RefereeTest.bets).
+        mean = (0.5 + total) / (i + 1)
+        var = (0.25 + squares) / (i + 1)
+        gap = mean - bar
+        raw = gap / (var + gap * gap)
+        up = np.clip(raw, 0.0, stats.REFEREE_BET_CAP / (bar - (1 - 1 / p)))
+        down = np.clip(-raw, 0.0, stats.REFEREE_BET_CAP / (1 / p - bar))
+        log_up += live * np.log1p(up * (x - bar))
+        log_down += live * np.log1p(-down * (x - bar))
+        calls += live * drawn
+        total += x
+        squares += (x - mean) ** 2
+        main_total += m
+        main_squares += m * m
+        checked += drawn
+        disagreement += drawn * (r - m) ** 2
+        above = live & (log_up >= threshold) & (log_down < threshold)
+        below = live & (log_down >= threshold) & (log_up < threshold)
+        decision[above], decision[below] = 1, -1
+        used[above | below] = i + 1
+        live &= ~(above | below)
+        if not live.any():
+            break
+    return decision, used, calls
+
+
+def betting_many(
+    values: np.ndarray, bar: float, alpha: float, cap: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``stats.BettingTest`` on every row at once: (decision 1/-1/0, runs used); ``cap``: another
+    bet cap than the plugin's ``stats.BET_CAP``."""
+    cap = stats.BET_CAP if cap is None else cap
+    reps, runs = values.shape
+    threshold = math.log(1 / alpha)
+    log_up = np.zeros(reps)
+    log_down = np.zeros(reps)
+    total = np.zeros(reps)
+    squares = np.zeros(reps)
+    decision = np.zeros(reps, dtype=int)
+    used = np.full(reps, runs)
+    live = np.ones(reps, dtype=bool)
+    for i in range(runs):
+        x = values[:, i]
+        mean = (0.5 + total) / (i + 1)
+        var = (0.25 + squares) / (i + 1)
+        gap = mean - bar
+        raw = gap / (var + gap * gap)
+        up = np.clip(raw, 0.0, cap / bar)
+        down = np.clip(-raw, 0.0, cap / (1 - bar))
+        log_up += live * np.log1p(up * (x - bar))
+        log_down += live * np.log1p(-down * (x - bar))
+        total += x
+        squares += (x - mean) ** 2
+        above = live & (log_up >= threshold) & (log_down < threshold)
+        below = live & (log_down >= threshold) & (log_up < threshold)
+        decision[above], decision[below] = 1, -1
+        used[above | below] = i + 1
+        live &= ~(above | below)
+        if not live.any():
+            break
+    return decision, used
+
+
+_BOUNDARIES: dict[tuple[float, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def rate_many(held: np.ndarray, bar: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The plugin's rate rule (``stats.rate_boundaries``) on every row: (decision, runs used)."""
+    runs = held.shape[1]
+    if (bar, runs) not in _BOUNDARIES:
+        b = stats.rate_boundaries(bar, alpha, runs)
+        _BOUNDARIES[bar, runs] = (
+            np.array([runs + 1 if a is None else a for a in b.above_from]),
+            np.array([-1 if x is None else x for x in b.below_to]),
+        )
+    above_from, below_to = _BOUNDARIES[bar, runs]
+    counts = np.cumsum(held, axis=1)
+    up, down = counts >= above_from, counts <= below_to
+    first_up = np.where(up.any(axis=1), up.argmax(axis=1), runs + 1)
+    first_down = np.where(down.any(axis=1), down.argmax(axis=1), runs + 1)
+    decision = np.where(first_up < first_down, 1, np.where(first_down < first_up, -1, 0))
+    return decision, np.minimum(np.minimum(first_up, first_down) + 1, runs)
+
+
+def check_against_the_plugin(rng: np.random.Generator) -> None:
+    """The vectorised test must be the plugin's: replay 30 claims through stats.RefereeTest."""
+    referee, main = verdicts("rate", 0.6, 0.9, 30, 150, rng)
+    draws = rng.random(referee.shape)
+    decision, used, calls = referee_many(referee, main, 0.5, draws, 0.05)
+    for row in range(30):
+        test = stats.RefereeTest(0.5, 0.05, floor=FLOOR)
+        drawn = 0
+        for i in range(150):
+            p = test.fraction()
+            hit = draws[row, i] < p
+            drawn += hit
+            test.add(float(main[row, i]), float(referee[row, i]) if hit else None, p)
+            if test.decide() is not None:
+                break
+        expected = {"above": 1, "below": -1, None: 0}[test.decide()]
+        if (expected, test.count, drawn) != (decision[row], used[row], calls[row]):
+            raise SystemExit(f"the vectorised referee test differs from stats.RefereeTest ({row})")
+
+
+def validity(reps: int, rng: np.random.Generator) -> bool:
+    alpha = 1 - CONFIDENCE
+    print(
+        f"== false passes against the referee's truth (target <= {alpha:.2f}), {reps} claims each"
+    )
+    print(f"{'kind':>5} {'bar':>4} {'agree':>5}  {'at bar':>7} {'-0.05':>7}")
+    ok = True
+    for kind in ("rate", "mean"):
+        for bar in (0.5, 0.8):
+            for agreement in AGREEMENTS:
+                rates = []
+                for truth in (bar, bar - 0.05):
+                    referee, main = verdicts(kind, truth, agreement, reps, MAX_RUNS, rng)
+                    draws = rng.random(referee.shape)
+                    decision, _, _ = referee_many(referee, main, bar, draws, alpha)
+                    rates.append(float(np.mean(decision == 1)))
+                ok &= max(rates) <= alpha
+                print(f"{kind:>5} {bar:4.1f} {agreement:5.2f}  {rates[0]:7.4f} {rates[1]:7.4f}")
+    print(f"worst within the target: {'yes' if ok else 'NO'}")
+    return ok
+
+
+def savings(reps: int, rng: np.random.Generator) -> bool:
+    alpha = 1 - CONFIDENCE
+    print(
+        f"\n== referee sampling (floor {FLOOR}) vs the referee alone, max_runs {MAX_RUNS}, "
+        f"main judge at {PRICE:g} of the referee's price, {reps} claims each"
+    )
+    print(
+        f"{'kind':>5} {'bar':>4} {'true':>5} {'agree':>5} | {'decided':>7} {'runs':>6} "
+        f"{'calls':>6} {'cost':>6} | {'alone:':>6} {'decided':>7} {'runs':>6} | "
+        f"{'calls':>5} {'cost':>5}  (ratios)"
+    )
+    target_met = False
+    for kind in ("rate", "mean"):
+        for bar in (0.5, 0.8):
+            for offset in (0.05, 0.15):
+                truth = round(bar + offset, 2)
+                for agreement in AGREEMENTS:
+                    referee, main = verdicts(kind, truth, agreement, reps, MAX_RUNS, rng)
+                    draws = rng.random(referee.shape)
+                    decision, used, calls = referee_many(referee, main, bar, draws, alpha)
+                    if kind == "rate":
+                        alone, alone_used = rate_many(referee, bar, alpha)
+                    else:
+                        alone, alone_used = betting_many(referee, bar, alpha)
+                    cost = PRICE * used + calls
+                    call_ratio = calls.mean() / alone_used.mean()
+                    cost_ratio = cost.mean() / alone_used.mean()
+                    decided = float(np.mean(decision == 1))
+                    print(
+                        f"{kind:>5} {bar:4.1f} {truth:5.2f} {agreement:5.2f} | {decided:7.3f} "
+                        f"{used.mean():6.1f} {calls.mean():6.1f} {cost.mean():6.1f} |        "
+                        f"{float(np.mean(alone == 1)):7.3f} {alone_used.mean():6.1f} | "
+                        f"{call_ratio:5.2f} {cost_ratio:5.2f}"
+                        + ("  cheaper" if cost_ratio < 1 else "  DEARER")
+                    )
+                    if (kind, bar, offset, agreement) == ("rate", 0.5, 0.15, 0.95):
+                        target = (decided, call_ratio)
+    decided, call_ratio = target
+    target_met = decided >= 0.95 and call_ratio <= 0.6
+    print(
+        f"\ntarget (rate, 95% agreement, bar 0.5 + 0.15): decided {decided:.3f} (>= 0.95), "
+        f"referee calls {call_ratio:.2f} of the referee alone's (<= 0.6): "
+        f"{'met' if target_met else 'NOT MET'}"
+    )
+    return target_met
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=4000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    started = time.perf_counter()
+    check_against_the_plugin(rng)
+    valid = validity(args.reps, rng)
+    met = savings(args.reps, rng)
+    print(f"\n({time.perf_counter() - started:.0f} s)")
+    raise SystemExit(0 if valid and met else 1)
+
+
+if __name__ == "__main__":
+    main()
