@@ -53,8 +53,8 @@ PROBE = textwrap.dedent(
     import json, os, sys, time
     started = time.perf_counter()
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    from pytest_propositions.judge import Judge, JudgeRequest
-    from pytest_propositions.prompts import build_messages
+    from pytest_propositions.judging.judge import Judge, JudgeRequest
+    from pytest_propositions.judging.prompts import build_messages
     from pytest_propositions.settings import Settings
 
     RECORDING = (

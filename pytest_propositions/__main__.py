@@ -16,14 +16,14 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from .cache import (
+from .calibration import CalibrationError
+from .reports.diff import ReportError
+from .store.cache import (
     CacheError,
     CacheStats,
     ImportLineError,
     VerdictCache,
 )
-from .calibration import CalibrationError
-from .diff import ReportError
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"
@@ -291,7 +291,7 @@ def _run(args: argparse.Namespace) -> int:
     action: str = args.action
     store: str | None = getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
     if store is not None or action == "push":
-        from .store_cli import StoreCommands
+        from .cli.store import StoreCommands
 
         if store is None:
             raise UsageError(f"cache push needs the store: --store URL or ${ENV_STORE}")
@@ -313,7 +313,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"imported {count} {_verdicts(count)} into {cache.directory}")
         return 0
     if action == "rejudge":
-        from .rejudge import run as rejudge
+        from .cli.rejudge import run as rejudge
 
         return rejudge(directory, args.model, args.api_base, args.concurrency)
     cache = _existing(directory)
@@ -359,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return calibrate(args)
         if args.command == "diff":
-            from .diff import run as diff
+            from .reports.diff import run as diff
 
             return diff(args.old, args.new)
         return _run(args)

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .checks import check_claim, check_flag, quote_claim
-from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
-from .proposition import (
+from .claims.proposition import (
     Proposition,
     check_additional_context,
     check_timestamps,
@@ -23,8 +21,10 @@ from .proposition import (
     is_proposition_like,
     render_claim,
 )
+from .claims.targets import as_target_list
+from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .runs.many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
 from .scale import MAX_SCORE, MIN_SCORE
-from .targets import as_target_list
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -404,7 +404,7 @@ def _judge_runs_and_note(
 ) -> tuple[Verdict, bool]:
     """A claim over many runs: decided by its rule, noted once with every run's verdict."""
     __tracebackhide__ = True
-    from .many_runs import summary_verdict
+    from .runs.many_runs import summary_verdict
 
     try:
         result = _decide_over_runs(runtime, target, claim, threshold, options, compare_scores)
@@ -565,7 +565,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if invalid:
         _raise_invalid(invalid, len(results), len(failed), len(errors))
     if failed and runtime.settings.outcome != "report":
-        from .report import short_failure_text
+        from .reports.summary import short_failure_text
 
         first = failed[0]
         assert first.verdict is not None
@@ -682,7 +682,7 @@ def _decide_over_runs(
 ) -> Any:
     """Simulate and judge the runs until the claim's rule decides; the ``RunsResult``."""
     __tracebackhide__ = True
-    from .many_runs import judge_over_runs
+    from .runs.many_runs import judge_over_runs
 
     rule_options, rest = split_options(options)
     rule = check_rule(

@@ -148,7 +148,7 @@ def build_target(spec: Mapping[str, Any], where: str = "target") -> Any:
                 raise _fail(where, 'expected "text" to be a non-empty string')
             return value
         if form == "chat":
-            from .targets import as_target_list
+            from .claims.targets import as_target_list
 
             if not isinstance(value, list) or not value:
                 raise _fail(where, 'expected "chat" to be a non-empty list of chat messages')
@@ -406,7 +406,7 @@ def judge_items(
 
 def judge_identity(settings: Settings, model: str | None = None) -> str:
     """What the cache keys name for this judge (the local model file's checksum for 'local')."""
-    from .judge import Judge
+    from .judging.judge import Judge
 
     return Judge(settings).identity(model or settings.model)
 
@@ -447,7 +447,7 @@ def save_record(cache_dir: Path, key: str, record: Mapping[str, Any]) -> Path:
 
 def find_record(settings: Settings, cache_dir: Path | None) -> tuple[str, dict[str, Any] | None]:
     """The judge's name for messages, and its calibration for the current prompt version."""
-    from .prompts import PROMPT_VERSION
+    from .judging.prompts import PROMPT_VERSION
 
     if cache_dir is None or not (cache_dir / RECORD_NAME).is_file():
         return settings.model, None
@@ -622,7 +622,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     """The ``calibrate`` command; 0 fit or no bar given, 1 a given bar missed, 2 a usage error."""
     from ._version import __version__
     from .errors import JudgeError
-    from .prompts import PROMPT_VERSION
+    from .judging.prompts import PROMPT_VERSION
 
     environ = os.environ if env is None else env
     settings = settings_from(args, environ)

@@ -15,7 +15,7 @@ from .assertions import (
     validate_options,
     validate_threshold,
 )
-from .proposition import claim_and_options, is_proposition_like
+from .claims.proposition import claim_and_options, is_proposition_like
 from .session import SOFT_CLAIMS_KEY
 
 if TYPE_CHECKING:

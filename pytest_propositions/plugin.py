@@ -142,7 +142,7 @@ def pytest_collection_modifyitems(
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from .calibration import header_line as calibration_line
-    from .report import header_line
+    from .reports.summary import header_line
 
     runtime = config.stash[RUNTIME_KEY]
     lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
@@ -150,7 +150,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if calibration is not None:
         lines.append(f"propositions: {calibration}")
     if runtime.settings.store and runtime.settings.cache != "off":
-        from .store import describe_store
+        from .store.postgres import describe_store
 
         lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
     return lines
@@ -193,7 +193,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     runtime = config.stash.get(RUNTIME_KEY, None)
     if runtime is None or not runtime.used or hasattr(config, "workerinput"):
         return
-    from .report import (
+    from .reports.summary import (
         all_cached_line,
         dry_run_line,
         lowest_scores_table,
@@ -215,8 +215,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if cached is not None:
         terminalreporter.write_line(cached)
     if runtime.settings.store and runtime.settings.cache != "off":
-        from .store import describe_store
-        from .tiered import store_summary
+        from .store.postgres import describe_store
+        from .store.tiered import store_summary
 
         where = describe_store(runtime.settings.store)
         for line in store_summary(runtime.store_counts(), where):
@@ -274,7 +274,7 @@ class ClaimReports:
             done = item.stash.get(JUNIT_DONE_KEY, 0)
             new = runtime.outcomes_of(item.nodeid, start=done)
             if new:
-                from .report import junit_properties
+                from .reports.summary import junit_properties
 
                 properties = junit_properties(new, done + 1, runtime.settings.outcome)
                 item.user_properties.extend(properties)
@@ -288,7 +288,7 @@ class ClaimReports:
                     setattr(report, NOT_UPHELD_ATTR, not_upheld)
             if any(o.runs is not None for o in mine):
                 # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
-                from .report import runs_sections
+                from .reports.summary import runs_sections
 
                 report.sections.extend(runs_sections(mine))
         if not report.failed or call.excinfo is None:
@@ -301,7 +301,7 @@ class ClaimReports:
                 item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
         if report.when != "call":
             return report
-        from .report import SECTION_TITLE, failure_section
+        from .reports.summary import SECTION_TITLE, failure_section
 
         outcomes = runtime.outcomes_of(item.nodeid)
         if outcomes:
@@ -311,7 +311,7 @@ class ClaimReports:
             )
             report.sections.append((SECTION_TITLE, section))
         if isinstance(call.excinfo.value, PropositionFailed):
-            from .report import short_failure
+            from .reports.summary import short_failure
 
             # The short summary (-rf) shows the claim, not mostly the exception's module path.
             short_failure(report, call.excinfo.value)
@@ -357,7 +357,7 @@ class ClaimReports:
         runtime = self.config.stash[RUNTIME_KEY]
         if hasattr(self.config, "workerinput") or not runtime.used:
             return
-        from .report import add_junit_run_properties
+        from .reports.summary import add_junit_run_properties
 
         add_junit_run_properties(self.config, runtime)
 
@@ -366,7 +366,7 @@ class ClaimReports:
         # junitxml writes a failing call as <failure>; a judge that could not answer is an
         # <error> (like a broken fixture), so CI tells it apart from a false claim.
         if report.when == "call" and report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
-            from .report import junit_failure_to_error
+            from .reports.summary import junit_failure_to_error
 
             junit_failure_to_error(self.config, report)
 
@@ -383,7 +383,7 @@ class PytestHtmlExtras:
             runtime = item.config.stash[RUNTIME_KEY]
             outcomes = runtime.outcomes_of(item.nodeid)
             if outcomes:
-                from .html_report import pytest_html_extra
+                from .reports.html import pytest_html_extra
 
                 extra = pytest_html_extra(outcomes, runtime.contexts, runtime.settings.outcome)
                 report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]

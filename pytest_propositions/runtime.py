@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from .settings import Settings, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
-    from .cache import VerdictCache
-    from .judge import Judge, JudgeStats
-    from .progress import ProgressLine
+    from .judging.judge import Judge, JudgeStats
+    from .judging.progress import ProgressLine
+    from .store.cache import VerdictCache
     from .verdict import Verdict
 
 
@@ -41,7 +41,7 @@ class Outcome:
 
 def stat_names() -> tuple[str, ...]:
     """The counters of `JudgeStats` (its lock aside), as workers send them to the controller."""
-    from .judge import JudgeStats
+    from .judging.judge import JudgeStats
 
     return tuple(item.name for item in fields(JudgeStats) if item.name != "lock")
 
@@ -54,7 +54,7 @@ class Runtime:
     progress: ProgressLine | None = None
     # On an xdist controller: the folder where workers say what they are judging.
     progress_dir: Path | None = None
-    # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
+    # Asks the pytest_proposition_render_target hook; set by the plugin, read by claims/targets.py.
     render_hook: Callable[[Any, Any], str | None] | None = None
     # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
     # start then, so a suite without claims does not pay for them on every test.
@@ -86,7 +86,7 @@ class Runtime:
         self._first_claim()
         with self._lock:
             if self._judge is None:
-                from .judge import Judge
+                from .judging.judge import Judge
 
                 self._judge = Judge(self.settings, self._open_cache())
                 self._judge.progress = self.progress
@@ -100,15 +100,15 @@ class Runtime:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
         if self.settings.store:
-            from .store import PostgresStore
-            from .tiered import SharedVerdictCache
+            from .store.postgres import PostgresStore
+            from .store.tiered import SharedVerdictCache
 
             return SharedVerdictCache(
                 self.cache_dir,
                 self.settings.cache,  # type: ignore[arg-type]
                 store=PostgresStore(self.settings.store),
             )
-        from .cache import VerdictCache
+        from .store.cache import VerdictCache
 
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
 
@@ -176,7 +176,7 @@ class Runtime:
 
         A snapshot, so the summary and the JSON report agree; it never builds the judge.
         """
-        from .judge import JudgeStats
+        from .judging.judge import JudgeStats
 
         names = stat_names()
         own: dict[str, float] = {}
@@ -192,7 +192,7 @@ class Runtime:
         return merged
 
     def store_counts(self) -> dict[str, int]:
-        """The shared store's counts (tiered.py): this process's cache plus its xdist workers'."""
+        """The shared store's counts (store/tiered.py): this process's cache plus its xdist workers'."""
         counts = dict(self._merged_store)
         cache = self._judge.cache if self._judge is not None else None
         own = getattr(cache, "store_counts", None)
@@ -230,7 +230,7 @@ class Runtime:
         keys = self.used_keys()
         if not keys and not self.used:
             return False
-        from .cache import VerdictCache
+        from .store.cache import VerdictCache
 
         cache = self.cache or VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
         cache.record_usage(keys, self.started_at)

@@ -33,7 +33,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
     except (SettingsError, ReferenceConfigError) as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
     if settings.report:
-        from .report import report_path
+        from .reports.summary import report_path
 
         try:
             report_path(settings.report, config.invocation_params.dir)
@@ -55,12 +55,12 @@ def build_runtime(config: pytest.Config) -> Runtime:
         # judging (when the controller asked for that, see start_progress_relay).
         folder = workerinput.get(PROGRESS_DIR_INPUT)
         if folder:
-            from .progress import ProgressLine, file_publisher
+            from .judging.progress import ProgressLine, file_publisher
 
             path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
             runtime.progress = ProgressLine(None, settings.model, publish=file_publisher(path))
     elif config.get_verbosity() >= -1:
-        from .progress import ProgressLine, TerminalLine
+        from .judging.progress import ProgressLine, TerminalLine
 
         runtime.progress = ProgressLine(
             TerminalLine(config, lambda: runtime.current_test), settings.model
@@ -71,7 +71,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
 def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
     """On an xdist controller, as a worker is configured: have the workers publish what they
     judge into one folder, and show it here."""
-    from .progress import worker_flights
+    from .judging.progress import worker_flights
 
     if runtime.progress is None:  # -qq: nothing to show
         return
@@ -111,11 +111,11 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
         runtime.record_usage()
     problems = []
     if runtime.settings.report:
-        from .report import save_json_report
+        from .reports.summary import save_json_report
 
         problems.append(save_json_report(runtime, config.invocation_params.dir))
     if runtime.settings.html:
-        from .html_report import save_html_report
+        from .reports.html import save_html_report
 
         problems.append(save_html_report(runtime, config.invocation_params.dir))
     return "; ".join(problem for problem in problems if problem) or None
@@ -127,7 +127,7 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         "prop_used_keys": sorted(runtime.used_keys()),
     }
     if runtime.used:
-        from .report import outcome_record, stats_record
+        from .reports.summary import outcome_record, stats_record
 
         output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
         output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
@@ -144,7 +144,7 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
     """On the controller: fold one worker's results in, so reports match a run without xdist."""
     runtime.merge_used_keys(output.get("prop_used_keys", ()))
     if output.get("prop_used"):
-        from .report import outcome_from_record
+        from .reports.summary import outcome_from_record
 
         runtime.merge_worker(
             [outcome_from_record(record) for record in output.get("prop_outcomes", ())],

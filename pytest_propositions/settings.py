@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .families import REASONING_EFFORTS, TRANSPORTS
+from .judging.families import REASONING_EFFORTS, TRANSPORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .reference_config import ReferenceConfig
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
-# How a simulation library's clock lines reach the judge (library_text.py owns the rewriting).
+# How a simulation library's clock lines reach the judge (claims/library_text.py owns the rewriting).
 TIMESTAMP_MODES = ("relative", "absolute", "none")
 OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"

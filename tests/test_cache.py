@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_propositions.cache import (
+from pytest_propositions.store.cache import (
     CACHE_FORMAT,
     CACHE_MODES,
     CacheDirectoryError,
@@ -661,7 +661,7 @@ def test_threads_share_one_cache_object(tmp_path: Path) -> None:
 def test_importing_the_module_does_not_import_diskcache(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "import pytest_propositions.cache as c\n"
+        "import pytest_propositions.store.cache as c\n"
         "cache = c.VerdictCache(sys.argv[1])\n"
         "cache.get(c.cache_key({'a': 1}))\n"
         "assert 'diskcache' not in sys.modules, 'imported too early'\n"

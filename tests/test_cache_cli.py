@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import VerdictCache, cache_key, canonical_json
+from pytest_propositions.store.cache import VerdictCache, cache_key, canonical_json
 
 
 def record(**overrides: Any) -> dict[str, Any]:

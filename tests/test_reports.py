@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_propositions import __version__
-from pytest_propositions.report import (
+from pytest_propositions.reports.summary import (
     lowest_scores_table,
     report_path,
     stats_record,
@@ -696,7 +696,7 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
 
 
 def test_counts_are_singular_and_plural_right() -> None:
-    from pytest_propositions.report import RunCounts, summary_line
+    from pytest_propositions.reports.summary import RunCounts, summary_line
 
     one = RunCounts(1, 0, 0, 1, 0, 0, 0, 1, 1, 0.0, 0.0)
     assert summary_line(one) == (

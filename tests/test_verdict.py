@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import (
+from pytest_propositions.errors import VerdictMissing
+from pytest_propositions.judging.judge import Judge, JudgeRequest
+from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import (
     CacheWarning,
     ImportLineError,
     InvalidRecordError,
     VerdictCache,
     cache_key,
 )
-from pytest_propositions.errors import VerdictMissing
-from pytest_propositions.judge import Judge, JudgeRequest
-from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Usage, Verdict, check_stored_verdict, combine_samples
 
 FULL = Verdict(

@@ -15,8 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .library_text import TIMESTAMP_MODES, normalise_library_text
-from .trace import (
+from ..trace import (
     Agent,
     World,
     _action_head,
@@ -28,6 +27,7 @@ from .trace import (
     _select_window,
     _stimulus_head,
 )
+from .library_text import TIMESTAMP_MODES, normalise_library_text
 
 __all__ = [
     "HookRenderer",
@@ -105,7 +105,7 @@ def _current_hook_renderer() -> HookRenderer | None:
     """The installed callback, else the running pytest session's (set without importing us)."""
     if _hook_renderer is not None:
         return _hook_renderer
-    from . import runtime
+    from .. import runtime
 
     hook: HookRenderer | None = runtime.current().render_hook
     return hook
@@ -173,7 +173,7 @@ def _unsupported(target: Any) -> TypeError:
     return TypeError(
         f"cannot judge a target of type {name}.\n{_ACCEPTED}\n"
         f"To judge {short} objects, register a renderer with "
-        f"pytest_propositions.targets.register_renderer({short}, fn), where "
+        f"pytest_propositions.register_renderer({short}, fn), where "
         f"fn(target, options) returns the context text, or implement the "
         f"pytest_proposition_render_target hook in a conftest.py or plugin."
     )

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from ..errors import CacheUnusable
+from ..redaction import Secret, redact
 from .cache import CacheError
-from .errors import CacheUnusable
-from .redaction import Secret, redact
 
 __all__ = [
     "EXTRA_HINT",

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-from .cache import CacheError, ImportLineError, VerdictCache, _parse_line, canonical_json
-from .store import PostgresStore
+from ..store.cache import CacheError, ImportLineError, VerdictCache, _parse_line, canonical_json
+from ..store.postgres import PostgresStore
 
 
 class StoreCommandError(CacheError):

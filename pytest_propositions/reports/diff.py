@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .scale import MAX_SCORE
+from ..scale import MAX_SCORE
 
 Key = tuple[str, str, str, int]
 

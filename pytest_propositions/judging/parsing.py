@@ -66,10 +66,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from .errors import JudgeReplyInvalid, VerdictUnparsable
+from ..errors import JudgeReplyInvalid, VerdictUnparsable
 
 if TYPE_CHECKING:
-    from .verdict import Kind
+    from ..verdict import Kind
 
 __all__ = [
     "MAX_SCORE",
@@ -80,7 +80,7 @@ __all__ = [
     "parse_reply",
 ]
 
-from .scale import MAX_SCORE, MIN_SCORE
+from ..scale import MAX_SCORE, MIN_SCORE
 
 _VALUE_KEYS = ("value", "verdict", "answer", "result", "score")
 _JUSTIFICATION_KEYS = ("justification", "explanation", "reason", "rationale")

@@ -14,12 +14,12 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .scale import MAX_SCORE, MIN_SCORE
+from ..scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
-    from .report import RunCounts
-    from .runtime import Outcome, Runtime
-    from .settings import Settings
+    from ..runtime import Outcome, Runtime
+    from ..settings import Settings
+    from .summary import RunCounts
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330;background:#fafbfc}
@@ -104,7 +104,7 @@ def _provenance(verdict: Mapping[str, Any]) -> str:
 
 
 def _context_html(messages: Sequence[Mapping[str, Any]] | None) -> str:
-    from .report import plural
+    from .summary import plural
 
     if not messages:
         return "<p class='meta'>No judge request was recorded for this claim.</p>"
@@ -121,7 +121,7 @@ def _context_html(messages: Sequence[Mapping[str, Any]] | None) -> str:
 
 
 def _claim_html(record: Mapping[str, Any], contexts: Mapping[str, Any], mode: str) -> str:
-    from .report import confidence_text, result_word
+    from .summary import confidence_text, result_word
 
     verdict = record["verdict"]
     word = result_word(bool(record["passed"]), mode)
@@ -169,7 +169,7 @@ def _runs_html(runs: Mapping[str, Any] | None) -> str:
     """A claim over runs: its figures, then each run's verdict and justification."""
     if not runs:
         return ""
-    from .many_runs import figures_line
+    from ..runs.many_runs import figures_line
 
     rows = []
     for run in runs["runs"]:
@@ -226,8 +226,8 @@ def render(
 
     The counts are the terminal summary's (``RunCounts``), worded the same way.
     """
-    from ._version import __version__
-    from .report import count_parts, result_word
+    from .._version import __version__
+    from .summary import count_parts, result_word
 
     mode = settings.outcome
     scores = [int(r["verdict"]["value"]) for r in records if r["verdict"]["kind"] == "score"]
@@ -268,7 +268,7 @@ def render(
 
 def save_html_report(runtime: Runtime, base: Path) -> str | None:
     """Write the run's ``--prop-html``; a message saying what went wrong, or None."""
-    from .report import outcome_record, record_order, run_counts, write_text_atomically
+    from .summary import outcome_record, record_order, run_counts, write_text_atomically
 
     configured = runtime.settings.html
     if not configured:
@@ -289,7 +289,7 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
 
 def fragment(outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail") -> str:
     """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
-    from .report import outcome_record
+    from .summary import outcome_record
 
     return "".join(_claim_html(outcome_record(o), contexts, mode) for o in outcomes)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from .cache import CacheMode, CacheWarning, VerdictCache, _record_text
-from .store import PostgresStore, StoreError, StoreLost
+from .postgres import PostgresStore, StoreError, StoreLost
 
 __all__ = ["STORE_COUNTERS", "SharedVerdictCache", "push_command", "store_summary"]
 

@@ -25,8 +25,8 @@ from .families import PROVIDER_ENV
 if TYPE_CHECKING:
     import httpx
 
+    from ..redaction import Secret
     from .families import Profile
-    from .redaction import Secret
 
 __all__ = ["HttpPath", "price_entry"]
 

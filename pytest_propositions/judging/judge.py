@@ -17,12 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import families
-from ._version import __version__
-from .cache import CacheDirectoryError, CacheWarning, cache_key
-from .checks import quote_claim
-from .endpoint import Connection, hosted_connection
-from .errors import (
+from .._version import __version__
+from ..checks import quote_claim
+from ..errors import (
     BudgetExceeded,
     CacheUnusable,
     DryRunSkip,
@@ -32,10 +29,14 @@ from .errors import (
     VerdictMissing,
     VerdictUnparsable,
 )
+from ..store.cache import CacheDirectoryError, CacheWarning, cache_key
+from ..store.recorded import pack_request
+from ..verdict import Usage, Verdict
+from . import families
+from .endpoint import Connection, hosted_connection
 from .families import TEMPERATURE
 from .judge_loop import run_on_judge_loop
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
-from .recorded import pack_request
 from .transport import (
     Transport,
     queue_waits,
@@ -43,14 +44,13 @@ from .transport import (
     reply_cost,
     reply_usage,
 )
-from .verdict import Usage, Verdict
 
 if TYPE_CHECKING:
-    from .cache import VerdictCache
+    from ..settings import Settings
+    from ..store.cache import VerdictCache
+    from ..verdict import Kind
     from .parsing import ParsedReply
     from .progress import ProgressLine
-    from .settings import Settings
-    from .verdict import Kind
 
 logger = logging.getLogger("pytest_propositions")
 
@@ -155,7 +155,7 @@ class Judge:
                     self.stats.cache_hits += 1
                 return verdict
             if self.cache.mode == "replay":
-                from .recorded import explain_miss
+                from ..store.recorded import explain_miss
 
                 nearest = explain_miss(self.cache, material, request.claim, request.test_id)
                 raise VerdictMissing(
@@ -279,7 +279,7 @@ class Judge:
         """The endpoint a model name means: the managed local engine for 'local', else a
         provider's (or the server at --prop-api-base)."""
         if model == "local":
-            from .local import local_connection
+            from ..local.engine import local_connection
 
             return local_connection(self.settings)
         return hosted_connection(

@@ -290,7 +290,7 @@ def _record_text(record: Any) -> str:
     except ValueError as exc:
         raise InvalidRecordError(str(exc)) from None
     # pydantic is loaded here: records arrive only from live judging and imports.
-    from .verdict import check_stored_verdict
+    from ..verdict import check_stored_verdict
 
     try:
         check_stored_verdict(record.get("verdict"))

@@ -13,7 +13,7 @@ import contextlib
 import re
 from datetime import datetime, timedelta
 
-from .settings import TIMESTAMP_MODES
+from ..settings import TIMESTAMP_MODES
 
 __all__ = ["TIMESTAMP_MODES", "normalise_library_text", "relative_timestamps", "strip_style_tags"]
 

@@ -1,7 +1,7 @@
 """Claims over many runs: the ``runs(...)`` target, its rules (at_least, at_most, mean score,
 better_than, every_run), running and judging the simulations, and the decision with its figures.
 
-The statistics are in ``stats.py`` (pure functions). Here: simulations run one at a time by
+The statistics are in ``runs/stats.py`` (pure functions). Here: simulations run one at a time by
 default (simulation libraries keep global state), in the calling thread, while finished runs are
 judged on worker threads; runs are consumed in order, so the decision is a pure function of the
 run verdicts, and a rerun with cached verdicts reaches the same decision without a judge call.
@@ -16,14 +16,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .checks import quote_claim
-from .errors import BudgetExceeded
-from .scale import MAX_SCORE, MIN_SCORE
-from .targets import as_target_list
+from ..checks import quote_claim
+from ..claims.targets import as_target_list
+from ..errors import BudgetExceeded
+from ..scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
-    from .verdict import Kind, Verdict
+    from ..runtime import Runtime
+    from ..verdict import Kind, Verdict
 
 __all__ = ["RUNS_OPTION_NAMES", "Runs", "RunsResult", "runs"]
 
@@ -600,7 +600,7 @@ def judge_over_runs(
     kind = rule.kind
 
     def judge_one(run_target: Any) -> Verdict:
-        from .proposition import Proposition
+        from ..claims.proposition import Proposition
 
         runtime.current_test = test_id
         proposition = Proposition(
@@ -713,7 +713,7 @@ def _finish(result: RunsResult, decider: _Decider) -> None:
 
 def summary_verdict(result: RunsResult) -> Verdict:
     """One verdict standing for the claim over runs, for the reports that list verdicts."""
-    from .verdict import Usage, Verdict
+    from ..verdict import Usage, Verdict
 
     verdicts = [run.verdict for run in result.runs] + [
         run.control for run in result.runs if run.control is not None

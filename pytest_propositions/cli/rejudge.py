@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .cache import VerdictCache
-    from .settings import Settings
-    from .verdict import Verdict
+    from ..settings import Settings
+    from ..store.cache import VerdictCache
+    from ..verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,10 @@ class Plan:
 
 
 def plan(cache: VerdictCache, new_identity: str) -> Plan:
-    from .cache import canonical_json
-    from .judge import JudgeRequest
-    from .prompts import PROMPT_VERSION
-    from .recorded import iter_records, unpack_request
+    from ..judging.judge import JudgeRequest
+    from ..judging.prompts import PROMPT_VERSION
+    from ..store.cache import canonical_json
+    from ..store.recorded import iter_records, unpack_request
 
     requests: list[tuple[Any, Mapping[str, Any]]] = []
     skipped: dict[str, int] = {}
@@ -89,14 +89,14 @@ def rejudge(
     cache_dir: Path, settings: Settings, model: str
 ) -> tuple[list[Rejudged], dict[str, int], dict[str, Any]]:
     """Judge each stored request with ``model``; the results, the skips, and the judge's counts."""
-    from .cache import VerdictCache
-    from .errors import JudgeError
-    from .judge import Judge
+    from ..errors import JudgeError
+    from ..judging.judge import Judge
+    from ..store.cache import VerdictCache
 
     settings = replace(settings, model=model, cache="use")
     reader = VerdictCache(cache_dir)
     if not reader.exists:
-        from .calibration import CalibrationError
+        from ..calibration import CalibrationError
 
         raise CalibrationError(f"no verdict cache at {cache_dir}")
     judge = Judge(settings, VerdictCache(cache_dir, "use"))
@@ -138,9 +138,9 @@ def rejudge(
 
 def run(cache_dir: Path, model: str, api_base: str | None, concurrency: str | None) -> int:
     """The command: list the flips; the last line is ``N re-judged, K flipped``."""
-    from .calibration import CalibrationError
-    from .errors import JudgeError
-    from .settings import SettingsError, resolve
+    from ..calibration import CalibrationError
+    from ..errors import JudgeError
+    from ..settings import SettingsError, resolve
 
     cli = {"model": model, "api_base": api_base, "concurrency": concurrency}
     try:

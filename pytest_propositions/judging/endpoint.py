@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .redaction import Secret, redact_url
+from ..redaction import Secret, redact_url
 
 __all__ = ["Connection", "hosted_connection"]
 
@@ -89,7 +89,7 @@ def hosted_connection(
 def _missing_endpoint(
     model: str, api_base: str | None, api_key: str | None, key_env: str
 ) -> Callable[[], tuple[str, str | None]] | None:
-    from .reference_config import AZURE_ENDPOINT_ENV
+    from ..reference_config import AZURE_ENDPOINT_ENV
 
     problems = []
     if not api_base:
@@ -107,7 +107,7 @@ def _missing_endpoint(
     )
 
     def refuse() -> tuple[str, str | None]:
-        from .errors import JudgeUnavailable
+        from ..errors import JudgeUnavailable
 
         raise JudgeUnavailable(message)
 

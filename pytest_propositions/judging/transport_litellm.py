@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from . import families
 
 if TYPE_CHECKING:
+    from ..redaction import Secret
     from .families import Profile
-    from .redaction import Secret
 
 __all__ = ["LitellmPath", "load_litellm"]
 

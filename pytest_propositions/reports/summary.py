@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .scale import MAX_SCORE
+from ..scale import MAX_SCORE
 
 if TYPE_CHECKING:
-    from .judge import JudgeStats
-    from .runtime import Outcome, Runtime
-    from .settings import Settings
-    from .verdict import Verdict
+    from ..judging.judge import JudgeStats
+    from ..runtime import Outcome, Runtime
+    from ..settings import Settings
+    from ..verdict import Verdict
 
 SECTION_TITLE = "proposition"
 
@@ -73,7 +73,7 @@ def result_word(passed: bool, outcome: str = "fail") -> str:
 
 def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) -> str:
     if outcome.runs is not None:
-        from .many_runs import runs_text
+        from ..runs.many_runs import runs_text
 
         return runs_text(outcome.runs)
     verdict = outcome.verdict
@@ -206,7 +206,7 @@ def short_failure_text(
     holds: bool = True,
 ) -> str:
     """One line for pytest's short summary: the claim first, shortened, then what the judge said."""
-    from .checks import quote_claim
+    from ..checks import quote_claim
 
     if verdict.kind == "check":
         said = f"judged {verdict.value}"
@@ -513,8 +513,8 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
 
 
 def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
-    from .runtime import Outcome
-    from .verdict import Verdict
+    from ..runtime import Outcome
+    from ..verdict import Verdict
 
     return Outcome(
         test_id=record["test_id"],
@@ -528,7 +528,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
 
 
 def stats_record(stats: JudgeStats) -> dict[str, float]:
-    from .runtime import stat_names
+    from ..runtime import stat_names
 
     return {name: getattr(stats, name) for name in stat_names()}
 
@@ -556,7 +556,7 @@ def json_report(
     and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
     ``result`` says "upheld" or "not upheld".
     """
-    from ._version import __version__
+    from .._version import __version__
 
     outcomes = list(outcomes)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))

@@ -21,19 +21,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import JudgeReplyInvalid, JudgeUnavailable
+from ..redaction import Secret, redact, url_credentials
+from ..scale import MAX_SCORE, MIN_SCORE
 from . import families
-from .errors import JudgeReplyInvalid, JudgeUnavailable
-from .redaction import Secret, redact, url_credentials
-from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     import asyncio
 
+    from ..settings import Settings
+    from ..verdict import Kind
     from .endpoint import Connection
     from .families import Profile
     from .prompts import Message
-    from .settings import Settings
-    from .verdict import Kind
 
 logger = logging.getLogger("pytest_propositions")
 
