@@ -407,8 +407,9 @@ def judge_items(
 def judge_identity(settings: Settings, model: str | None = None) -> str:
     """What the cache keys name for this judge (the local model file's checksum for 'local')."""
     from .judging.judge import Judge
+    from .runtime import connector
 
-    return Judge(settings).identity(model or settings.model)
+    return Judge(settings, connect=connector(settings)).identity(model or settings.model)
 
 
 def record_key(identity: str, prompt_version: str, reasoning_effort: str | None = None) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import Settings, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
+    from .judging.endpoint import Connection
     from .judging.judge import Judge, JudgeStats
     from .judging.progress import ProgressLine
     from .store.cache import VerdictCache
@@ -88,7 +89,9 @@ class Runtime:
             if self._judge is None:
                 from .judging.judge import Judge
 
-                self._judge = Judge(self.settings, self._open_cache())
+                self._judge = Judge(
+                    self.settings, self._open_cache(), connect=connector(self.settings)
+                )
                 self._judge.progress = self.progress
             return self._judge
 
@@ -250,6 +253,24 @@ class Runtime:
 
             shutil.rmtree(self.progress_dir, ignore_errors=True)
             self.progress_dir = None
+
+
+def connector(settings: Settings) -> Callable[[str], Connection]:
+    """How a run's judge reaches a model: the managed local engine for 'local' (started on the
+    first cache miss), else the provider's endpoint. The judge never chooses the engine itself."""
+
+    def connect(model: str) -> Connection:
+        if model == "local":
+            from .local.engine import local_connection
+
+            return local_connection(settings)
+        from .judging.endpoint import hosted_connection
+
+        return hosted_connection(
+            model, settings.api_base, api_version=settings.api_version, key_env=settings.api_key_env
+        )
+
+    return connect
 
 
 # A stack, so that a pytest run nested inside another (pytester) restores the outer one's runtime.

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .judging.families import REASONING_EFFORTS, TRANSPORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -25,6 +24,10 @@ if TYPE_CHECKING:
 CACHE_MODES = ("use", "replay", "refresh", "off")
 # How a simulation library's clock lines reach the judge (claims/library_text.py owns the rewriting).
 TIMESTAMP_MODES = ("relative", "absolute", "none")
+# The levels --prop-reasoning-effort takes (judging/families.py says which model takes which).
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+# The paths to a model --prop-transport chooses between (judging/transport.py takes them).
+TRANSPORTS = ("auto", "litellm", "openai")
 OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 

@@ -24,6 +24,7 @@ from pytest_propositions.judging.transport import reply_schema, response_format
 from pytest_propositions.judging.transport_litellm import load_litellm
 from pytest_propositions.local import engine as local
 from pytest_propositions.local.engine import API_KEY, SERVED_MODEL, LocalServer, local_connection
+from pytest_propositions.runtime import connector
 from pytest_propositions.settings import Settings
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
@@ -184,7 +185,7 @@ def test_reusing_read_prompts_never_changes_an_answer(server: LocalServer) -> No
 def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
     """The whole path: identity (the known checksum), lazy start, a verdict, stop."""
     settings = Settings(model="local", timeout=300, retries=1)
-    judge = Judge(settings)
+    judge = Judge(settings, connect=connector(settings))
     request = JudgeRequest(
         kind="check",
         claim=CLAIM,
@@ -215,7 +216,7 @@ def test_the_same_claim_asked_three_times_gets_the_same_verdict() -> None:
     )
     answers = []
     for judges in (2, 1):  # two asks on one server, then one on another
-        judge = Judge(settings)
+        judge = Judge(settings, connect=connector(settings))
         try:
             for _ in range(judges):
                 verdict = judge.evaluate(request)

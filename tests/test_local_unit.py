@@ -556,3 +556,16 @@ def test_prompt_threads_share_the_cores_among_workers(monkeypatch: pytest.Monkey
     monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     assert local.server_threads() == 1
+
+
+def test_the_judge_does_not_choose_the_local_engine() -> None:
+    """The run passes the engine in (runtime.connector): the judge alone refuses 'local'
+    rather than starting a server, and the run's connector provides the local connection."""
+    from pytest_propositions.judging.judge import Judge
+    from pytest_propositions.runtime import connector
+
+    settings = Settings(model="local")
+    with pytest.raises(JudgeUnavailable, match="provided by the run"):
+        Judge(settings, cache=None).identity("local")
+    judge = Judge(settings, cache=None, connect=connector(settings))
+    assert judge.identity("local") == local.bundled_model_identity()

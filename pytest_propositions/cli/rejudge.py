@@ -91,6 +91,7 @@ def rejudge(
     """Judge each stored request with ``model``; the results, the skips, and the judge's counts."""
     from ..errors import JudgeError
     from ..judging.judge import Judge
+    from ..runtime import connector
     from ..store.cache import VerdictCache
 
     settings = replace(settings, model=model, cache="use")
@@ -99,7 +100,7 @@ def rejudge(
         from ..calibration import CalibrationError
 
         raise CalibrationError(f"no verdict cache at {cache_dir}")
-    judge = Judge(settings, VerdictCache(cache_dir, "use"))
+    judge = Judge(settings, VerdictCache(cache_dir, "use"), connect=connector(settings))
     try:
         work = plan(reader, judge.identity(model))
         reader.close()

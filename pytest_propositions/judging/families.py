@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
-REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+from ..settings import REASONING_EFFORTS
 
 # What the judge sends to a model that takes a temperature (the names are claim kinds).
 TEMPERATURE: dict[str, float] = {"check": 0.5, "score": 1.0}
@@ -90,7 +90,6 @@ PROVIDER_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hosted_vllm": (("HOSTED_VLLM_API_BASE",), ("HOSTED_VLLM_API_KEY",)),
     "lm_studio": (("LM_STUDIO_API_BASE",), ("LM_STUDIO_API_KEY",)),
 }
-TRANSPORTS = ("auto", "litellm", "openai")
 
 
 def provider_of(model: str) -> tuple[str | None, str]:

@@ -276,12 +276,13 @@ class Judge:
         return connection
 
     def _default_connection(self, model: str) -> Connection:
-        """The endpoint a model name means: the managed local engine for 'local', else a
-        provider's (or the server at --prop-api-base)."""
+        """A provider's endpoint (or the server at --prop-api-base). The judge does not choose an
+        engine: a managed one (the local judge) comes in as ``connect`` (``runtime.connector``)."""
         if model == "local":
-            from ..local.engine import local_connection
-
-            return local_connection(self.settings)
+            raise JudgeUnavailable(
+                "the local judge's connection is provided by the run (runtime.connector); "
+                "this Judge was built without one"
+            )
         return hosted_connection(
             model,
             self.settings.api_base,
