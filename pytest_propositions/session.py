@@ -1,5 +1,5 @@
-"""What a pytest run adds to the runtime: building it from the options, knowing whether the run
-was complete (for ``cache prune``), and passing results from xdist workers to the controller."""
+"""What a pytest run adds to the runtime: building it from the options, and finishing the run
+(what it used, for ``cache prune``; its reports). xdist's side is in workers.py."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import pytest
 
 from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
+from .workers import PROGRESS_DIR_INPUT
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
-# The workerinput entry naming the folder where xdist workers publish what they are judging.
-PROGRESS_DIR_INPUT = "prop_progress_dir"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -68,22 +67,6 @@ def build_runtime(config: pytest.Config) -> Runtime:
     return runtime
 
 
-def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
-    """On an xdist controller, as a worker is configured: have the workers publish what they
-    judge into one folder, and show it here."""
-    from .judging.progress import worker_flights
-
-    if runtime.progress is None:  # -qq: nothing to show
-        return
-    if runtime.progress_dir is None:
-        import tempfile
-
-        runtime.progress_dir = Path(tempfile.mkdtemp(prefix="propositions-progress-"))
-        folder = runtime.progress_dir
-        runtime.progress.watch_others(lambda: worker_flights(folder))
-    workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
-
-
 def cache_dir(config: pytest.Config, configured: str | None) -> Path:
     """The configured folder, else one inside pytest's cache, else one at the rootdir."""
     if configured:
@@ -119,40 +102,3 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
 
         problems.append(save_html_report(runtime, config.invocation_params.dir))
     return "; ".join(problem for problem in problems if problem) or None
-
-
-def worker_output(runtime: Runtime) -> dict[str, Any]:
-    """What an xdist worker sends the controller: used keys, and what it judged."""
-    output: dict[str, Any] = {
-        "prop_used_keys": sorted(runtime.used_keys()),
-    }
-    if runtime.used:
-        from .reports.summary import outcome_record, stats_record
-
-        output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
-        output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
-        output["prop_stats"] = stats_record(runtime.stats())
-        output["prop_used"] = True
-        if runtime.contexts:
-            output["prop_contexts"] = runtime.contexts
-        if runtime.settings.store:
-            output["prop_store"] = runtime.store_counts()
-    return output
-
-
-def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool) -> None:
-    """On the controller: fold one worker's results in, so reports match a run without xdist."""
-    runtime.merge_used_keys(output.get("prop_used_keys", ()))
-    if output.get("prop_used"):
-        from .reports.summary import outcome_from_record
-
-        runtime.merge_worker(
-            [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
-            [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
-            output.get("prop_stats", {}),
-            used=True,
-        )
-        runtime.contexts.update(output.get("prop_contexts", {}))
-        runtime.merge_store_counts(output.get("prop_store", {}))
-    if crashed:
-        runtime.usage_lost = True
