@@ -5,7 +5,13 @@ interpreter's global machinery."""
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
 FACADE = "__init__"
@@ -319,3 +325,77 @@ def test_no_heavy_library_is_imported_at_module_level() -> None:
                     else [node.module or ""]
                 )
                 assert not any(name.split(".")[0] in HEAVY_OWNERS for name in names), owner
+
+
+# -- the layers, as import-linter contracts (pyproject.toml, [tool.importlinter]) ----------------
+
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
+
+
+def _layer_contract() -> dict[str, Any]:
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [contract] = [c for c in config["contracts"] if c["type"] == "layers"]
+    return dict(contract)
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter over the package found first on ``root`` (its own process: the contract
+    reads whichever ``pytest_propositions`` that path holds)."""
+    code = (
+        "import sys\n"
+        "from importlinter.cli import lint_imports\n"
+        "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_layer_contract_names_every_wing_and_top_module() -> None:
+    """A new wing or top-level module must be given its place in the layers."""
+    named = {
+        part.strip()
+        for layer in _layer_contract()["layers"]
+        for part in layer.replace("|", ":").split(":")
+    }
+    tops = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} | {
+        p.stem for p in PACKAGE.glob("*.py") if p.stem != FACADE
+    }
+    assert tops - named == set()
+    assert named - tops == set()
+    assert len(list(PACKAGE.glob("*.py"))) <= 20  # the top stays small: kernel and face
+
+
+def test_the_wings_import_downward_only() -> None:
+    result = _lint(PACKAGE.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KEPT" in result.stdout
+
+
+def test_a_wing_importing_upward_breaks_the_contract(tmp_path: Path) -> None:
+    shutil.copytree(PACKAGE, tmp_path / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PYPROJECT, tmp_path / "pyproject.toml")
+    store = tmp_path / PACKAGE.name / "store" / "cache.py"
+    # The lowest wing reaching the judge, inside a function: still an import that runs.
+    store.write_text(
+        store.read_text(encoding="utf-8") + "\n\ndef _up():\n    from ..judging import judge\n",
+        encoding="utf-8",
+    )
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "BROKEN" in result.stdout
+    assert "pytest_propositions.store.cache -> pytest_propositions.judging.judge" in result.stdout
+
+
+def test_the_plugin_holds_hooks_and_fixtures_only() -> None:
+    """Logic lives in the wings and the face's other modules (as xdist keeps ``DSession`` apart
+    from its plugin): the entry point stays short enough to read in one sitting."""
+    source = (PACKAGE / "plugin.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 350
+    tree = ast.parse(source)
+    assert not [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            assert fixture or node.name.startswith("pytest_"), node.name
