@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -527,27 +526,21 @@ def resolve(
     return Settings(**values)
 
 
-API_CACHE_FOLDER = os.path.join("pytest-propositions", "verdicts")
+API_APP_NAME = "pytest-propositions"
+API_CACHE_FOLDER = "verdicts"
 
 
-def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+def user_cache_dir() -> Path:
     """Where the Python API keeps verdicts when no folder is configured: the user's cache folder.
 
     Outside pytest there is no project root to anchor a folder to (a notebook or a script may
     start anywhere, even in a read-only folder), and keys are hashes of whole requests, so one
-    folder per user serves every project safely. ``$XDG_CACHE_HOME`` wins where it is set.
+    folder per user serves every project safely. platformdirs knows each system's folder
+    (``$XDG_CACHE_HOME`` wins where it is set); imported here, as only the API's first claim asks.
     """
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_CACHE_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        base = Path(xdg)
-    elif sys.platform == "win32" and env.get("LOCALAPPDATA"):
-        base = Path(env["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path.home() / ".cache"
-    return base / API_CACHE_FOLDER
+    from platformdirs import user_cache_path
+
+    return user_cache_path(API_APP_NAME, appauthor=False, opinion=False) / API_CACHE_FOLDER
 
 
 def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
