@@ -506,21 +506,19 @@ def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", metavar="MODEL", help="the judge (default: $PROP_MODEL, else local)"
-    )
-    parser.add_argument(
-        "--api-base", metavar="URL", help="OpenAI-compatible server (default: $PROP_API_BASE)"
-    )
-    parser.add_argument(
-        "--reasoning-effort",
-        metavar="LEVEL",
-        help="passed to the judge as --prop-reasoning-effort is (default: $PROP_REASONING_EFFORT)",
-    )
-    parser.add_argument(
-        "--samples",
-        metavar="N",
-        help="ask N times per item; reports agreement (default: $PROP_SAMPLES, else 1)",
+    from .settings import add_command_flags
+
+    add_command_flags(
+        parser,
+        {
+            "model": "the judge",
+            "api_base": "OpenAI-compatible server",
+            "reasoning_effort": "passed to the judge as --prop-reasoning-effort is",
+            "samples": "ask N times per item; reports agreement",
+            "min_score": "the bar score items must reach",
+            "concurrency": "items judged at once",
+            "cache": "verdict cache mode",
+        },
     )
     parser.add_argument(
         "--set",
@@ -536,20 +534,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-false-pass", metavar="X", type=_fraction, help="exit 1 above this false-pass rate"
     )
-    parser.add_argument(
-        "--min-score",
-        metavar="N",
-        help="the bar score items must reach (default: $PROP_MIN_SCORE, else 7)",
-    )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument(
-        "--concurrency",
-        metavar="N",
-        help="items judged at once (default: $PROP_CONCURRENCY, else 8)",
-    )
-    parser.add_argument(
-        "--cache", metavar="MODE", help="verdict cache mode (default: $PROP_CACHE, else use)"
-    )
 
 
 def _fraction(text: str) -> float:

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 CACHE_MODES = ("use", "replay", "refresh", "off")
 # How a simulation library's clock lines reach the judge (claims/library_text.py owns the rewriting).
 TIMESTAMP_MODES = ("relative", "absolute", "none")
+OUTCOMES = ("fail", "report")
 # The levels --prop-reasoning-effort takes (judging/families.py says which model takes which).
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 # The paths to a model --prop-transport chooses between (judging/transport.py takes them).
 TRANSPORTS = ("auto", "litellm", "openai")
-OUTCOMES = ("fail", "report")
 DEFAULT_MODEL = "local"
 
 
@@ -96,10 +96,16 @@ def _parse_confidence(text: str) -> float:
     return number
 
 
-def _parse_cache_mode(text: str) -> str:
-    if text not in CACHE_MODES:
-        raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
-    return text
+def _one_of(choices: tuple[str, ...], *, any_case: bool = False) -> Callable[[str], str]:
+    """A parser that takes one of ``choices`` (trimmed and lowercased first when ``any_case``)."""
+
+    def parse(text: str) -> str:
+        value = text.strip().lower() if any_case else text
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _parse_store_url(text: str) -> str:
@@ -113,36 +119,10 @@ def _parse_store_url(text: str) -> str:
     return value
 
 
-def _parse_timestamps(text: str) -> str:
-    if text not in TIMESTAMP_MODES:
-        raise ValueError(f"expected one of {', '.join(TIMESTAMP_MODES)}, got {text!r}")
-    return text
-
-
-def _parse_outcome(text: str) -> str:
-    if text not in OUTCOMES:
-        raise ValueError(f"expected one of {', '.join(OUTCOMES)}, got {text!r}")
-    return text
-
-
 def _parse_text(text: str) -> str:
     if not text.strip():
         raise ValueError("expected a non-empty value")
     return text.strip()
-
-
-def _parse_reasoning_effort(text: str) -> str:
-    lowered = text.strip().lower()
-    if lowered not in REASONING_EFFORTS:
-        raise ValueError(f"expected one of {', '.join(REASONING_EFFORTS)}, got {text!r}")
-    return lowered
-
-
-def _parse_transport(text: str) -> str:
-    lowered = text.strip().lower()
-    if lowered not in TRANSPORTS:
-        raise ValueError(f"expected one of {', '.join(TRANSPORTS)}, got {text!r}")
-    return lowered
 
 
 def _parse_bool(text: str) -> bool:
@@ -206,7 +186,7 @@ OPTIONS: tuple[Option, ...] = (
         "(OpenAI's o-series and gpt-5 models); other models are asked as before. Part of the "
         "cache key when sent.",
         "LEVEL",
-        _parse_reasoning_effort,
+        _one_of(REASONING_EFFORTS, any_case=True),
     ),
     Option(
         "api_base",
@@ -227,7 +207,7 @@ OPTIONS: tuple[Option, ...] = (
         "provider through litellm), litellm (every model through litellm), openai (the plain "
         "HTTP path only; an error for a provider it cannot reach). Not part of the cache key.",
         "PATH",
-        _parse_transport,
+        _one_of(TRANSPORTS, any_case=True),
     ),
     Option(
         "api_version",
@@ -247,7 +227,7 @@ OPTIONS: tuple[Option, ...] = (
         "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
         "error and nothing reaches the network), refresh (judge again and overwrite), off.",
         "MODE",
-        _parse_cache_mode,
+        _one_of(CACHE_MODES),
     ),
     Option(
         "cache_dir",
@@ -279,7 +259,7 @@ OPTIONS: tuple[Option, ...] = (
         "judge (and the cache key): relative (offsets from the target's first time, stable "
         "across runs whose clocks differ), absolute (as written), none (left out).",
         "MODE",
-        _parse_timestamps,
+        _one_of(TIMESTAMP_MODES),
     ),
     Option(
         "min_score",
@@ -369,7 +349,7 @@ OPTIONS: tuple[Option, ...] = (
         "justification; for trying the plugin on a stand-in judge, never for a gate). A judge "
         "error fails either way.",
         "MODE",
-        _parse_outcome,
+        _one_of(OUTCOMES),
     ),
     Option(
         "min_calibration",
@@ -557,6 +537,26 @@ def from_environment(env: Mapping[str, str] | None = None, folder: Path | None =
 
 class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message names the flag, ini or variable."""
+
+
+def add_command_flags(
+    parser: argparse.ArgumentParser, helps: Mapping[str, str], **extra: Any
+) -> None:
+    """Flags of a ``python -m pytest_propositions`` command made from the options' table: each
+    option named in ``helps`` as ``--NAME`` (its pytest flag without ``prop-``), its metavar, the
+    command's own help, and where its default comes from. Values stay strings, for ``resolve``.
+    ``extra`` goes to every ``add_argument`` (``required=True``)."""
+    for name, text in helps.items():
+        option = OPTIONS_BY_NAME[name]
+        default = f"${option.env}" if option.env else "not set"
+        if option.default is not None:
+            default += f", else {option.default}"
+        parser.add_argument(
+            option.flag.replace("--prop-", "--", 1),
+            metavar=option.metavar,
+            help=f"{text} (default: {default})",
+            **extra,
+        )
 
 
 def argparse_type(option: Option) -> Callable[[str], str]:
