@@ -10,7 +10,7 @@ import enum
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 from .. import runtime as runtime_module
 from ..checks import (
@@ -43,6 +43,7 @@ __all__ = ["MAX_SCORE", "MIN_SCORE", "Proposition", "check_proposition", "comput
 logger = logging.getLogger("pytest_propositions")
 
 Precondition = Callable[..., Any]
+_P = ParamSpec("_P")
 
 PRECONDITION_FALSE_JUSTIFICATION = (
     "Not judged: the precondition was false, so the claim holds trivially."
@@ -666,7 +667,8 @@ class Proposition:
         return self._as_targets(target)
 
 
-def check_proposition(
+def _in_one_call(
+    kind: Kind,
     target: Any,
     claim: str | Any,
     additional_context: str | None = None,
@@ -681,38 +683,51 @@ def check_proposition(
     precondition_function: Precondition | _Unset | None = UNSET,
     timestamps: str | _Unset | None = UNSET,
 ) -> Any:
+    """``check_proposition`` and ``compute_score``: one signature and one body, the kind apart."""
+    __tracebackhide__ = True
+    full = check_flag(return_full_response, "return_full_response")
+    options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
+    proposition = Proposition(claim, target, *options, precondition_function, timestamps=timestamps)
+    judge = proposition.check if kind == "check" else proposition.score
+    return judge(None, additional_context, claim_variables, full)
+
+
+def _of_kind(
+    function: Callable[Concatenate[Kind, _P], Any], kind: Kind, name: str, doc: str
+) -> Callable[_P, Any]:
+    """``function`` with its kind bound: the public function, whose signature (for type
+    checkers, ``help()`` and the API reference) is the function's without the kind."""
+    import functools
+    import inspect
+
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> Any:
+        __tracebackhide__ = True
+        return function(kind, *args, **kwargs)
+
+    functools.update_wrapper(call, function)
+    del call.__wrapped__  # type: ignore[attr-defined]
+    signature = inspect.signature(function)
+    call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=list(signature.parameters.values())[1:]
+    )
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
+    return call
+
+
+check_proposition = _of_kind(
+    _in_one_call,
+    "check",
+    "check_proposition",
     """Check a claim (a str or a Proposition-shaped object) in one call.
 
     The positional order is the reference library's; every other option is keyword-only and
     passes through (the reference drops them), winning over a Proposition-shaped claim's own.
-    """
-    __tracebackhide__ = True
-    full = check_flag(return_full_response, "return_full_response")
-    options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
-    return Proposition(claim, target, *options, precondition_function, timestamps=timestamps).check(
-        None, additional_context, claim_variables, full
-    )
-
-
-def compute_score(
-    target: Any,
-    claim: str | Any,
-    additional_context: str | None = None,
-    first_n: int | _Unset | None = UNSET,
-    last_n: int | _Unset | None = UNSET,
-    return_full_response: bool = False,
-    *,
-    claim_variables: Mapping[str, Any] | None = None,
-    include_personas: bool | _Unset = UNSET,
-    double_check: bool | _Unset = UNSET,
-    use_reasoning_model: bool | _Unset = UNSET,
-    precondition_function: Precondition | _Unset | None = UNSET,
-    timestamps: str | _Unset | None = UNSET,
-) -> Any:
-    """Score a claim in one call, from MIN_SCORE to MAX_SCORE; arguments as ``check_proposition``."""
-    __tracebackhide__ = True
-    full = check_flag(return_full_response, "return_full_response")
-    options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
-    return Proposition(claim, target, *options, precondition_function, timestamps=timestamps).score(
-        None, additional_context, claim_variables, full
-    )
+    """,
+)
+compute_score = _of_kind(
+    _in_one_call,
+    "score",
+    "compute_score",
+    """Score a claim in one call, from MIN_SCORE to MAX_SCORE; arguments as ``check_proposition``.""",
+)
