@@ -135,19 +135,9 @@ def pytest_collection_modifyitems(
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from .calibration import header_line as calibration_line
-    from .reports.summary import header_line
+    from .session import header_lines
 
-    runtime = config.stash[RUNTIME_KEY]
-    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
-    calibration = calibration_line(runtime.settings, runtime.cache_dir)
-    if calibration is not None:
-        lines.append(f"propositions: {calibration}")
-    if runtime.settings.store and runtime.settings.cache != "off":
-        from .store.postgres import describe_store
-
-        lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
-    return lines
+    return header_lines(config.stash[RUNTIME_KEY])
 
 
 @pytest.hookimpl(wrapper=True)

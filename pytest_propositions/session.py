@@ -102,3 +102,19 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
 
         problems.append(save_html_report(runtime, config.invocation_params.dir))
     return "; ".join(problem for problem in problems if problem) or None
+
+
+def header_lines(runtime: Runtime) -> list[str]:
+    """pytest's header: the judge and the cache, the judge's calibration, the shared store."""
+    from .calibration import header_line as calibration_line
+    from .reports.summary import header_line
+
+    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
+    calibration = calibration_line(runtime.settings, runtime.cache_dir)
+    if calibration is not None:
+        lines.append(f"propositions: {calibration}")
+    if runtime.settings.store and runtime.settings.cache != "off":
+        from .store.postgres import describe_store
+
+        lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
+    return lines
