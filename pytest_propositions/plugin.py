@@ -86,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
         from .reports.hooks import PytestHtmlExtras
 
-        runtime.keep_contexts = True
+        runtime.record.keep_contexts = True
         config.pluginmanager.register(PytestHtmlExtras(runtime), "propositions-pytest-html")
 
 

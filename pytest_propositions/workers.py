@@ -56,12 +56,12 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
     if runtime.used:
         from .reports.summary import outcome_record, stats_record
 
-        output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
-        output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
+        output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.record.outcomes]
+        output["prop_judge_errors"] = [list(error) for error in runtime.record.judge_errors]
         output["prop_stats"] = stats_record(runtime.stats())
         output["prop_used"] = True
-        if runtime.contexts:
-            output["prop_contexts"] = runtime.contexts
+        if runtime.record.contexts:
+            output["prop_contexts"] = runtime.record.contexts
         if runtime.settings.store:
             output["prop_store"] = runtime.store_counts()
     return output
@@ -69,17 +69,17 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
 
 def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool) -> None:
     """On the controller: fold one worker's results in, so reports match a run without xdist."""
-    runtime.merge_used_keys(output.get("prop_used_keys", ()))
+    runtime.record.merge_used_keys(output.get("prop_used_keys", ()))
     if output.get("prop_used"):
         from .reports.summary import outcome_from_record
 
-        runtime.merge_worker(
+        runtime.record.merge_worker(
             [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
             [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
             output.get("prop_stats", {}),
             used=True,
         )
-        runtime.contexts.update(output.get("prop_contexts", {}))
-        runtime.merge_store_counts(output.get("prop_store", {}))
+        runtime.record.contexts.update(output.get("prop_contexts", {}))
+        runtime.record.merge_store_counts(output.get("prop_store", {}))
     if crashed:
-        runtime.usage_lost = True
+        runtime.record.usage_lost = True

@@ -78,10 +78,10 @@ def test_contexts_are_kept_only_for_the_html_report() -> None:
     messages = [{"role": "user", "content": "x"}]
     plain = Runtime(Settings())
     plain.remember_context("k", messages)
-    assert plain.contexts == {}
+    assert plain.record.contexts == {}
     with_html = Runtime(Settings(html="r.html"))
     with_html.remember_context("k", messages)
-    assert with_html.contexts == {"k": messages}
+    assert with_html.record.contexts == {"k": messages}
 
 
 CHROMIUM = find_chromium()

@@ -404,8 +404,8 @@ def test_runtime_merges_worker_results() -> None:
     assert runtime.stats().verdicts == 0
     check = Verdict(kind="check", claim="c", value=False)
     worker = {"verdicts": 2, "judge_calls": 3, "prompt_tokens": 10, "cost_usd": 0.5}
-    runtime.merge_worker([Outcome("t::a", check, None, False)], [], worker, used=True)
-    runtime.merge_worker([], [("t::b", "JudgeUnavailable: down")], worker, used=True)
+    runtime.record.merge_worker([Outcome("t::a", check, None, False)], [], worker, used=True)
+    runtime.record.merge_worker([], [("t::b", "JudgeUnavailable: down")], worker, used=True)
     stats = runtime.stats()
     assert stats_record(stats) | {"judge_seconds": 0.0} == {
         "verdicts": 4,
@@ -420,8 +420,8 @@ def test_runtime_merges_worker_results() -> None:
     }
     assert isinstance(stats.verdicts, int)
     assert runtime.used
-    assert runtime.outcomes_of("t::a")[0].verdict is check
-    assert runtime.judge_errors == [("t::b", "JudgeUnavailable: down")]
+    assert runtime.record.outcomes_of("t::a")[0].verdict is check
+    assert runtime.record.judge_errors == [("t::b", "JudgeUnavailable: down")]
 
 
 def test_xdist_run_reports_the_same_as_a_single_process(

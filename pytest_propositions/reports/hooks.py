@@ -47,11 +47,11 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     stats = runtime.stats()
     mode = runtime.settings.outcome
     very_verbose = config.option.verbose > 1
-    if runtime.outcomes and (mode == "report" or very_verbose):
+    if runtime.record.outcomes and (mode == "report" or very_verbose):
         terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
-        for line in verdict_listing(runtime.outcomes, mode, reasoning=very_verbose):
+        for line in verdict_listing(runtime.record.outcomes, mode, reasoning=very_verbose):
             terminalreporter.write_line(line)
-    counts = run_counts(runtime.outcomes, runtime.judge_errors, stats)
+    counts = run_counts(runtime.record.outcomes, runtime.record.judge_errors, stats)
     terminalreporter.write_line(summary_line(counts, mode))
     cached = all_cached_line(counts)
     if cached is not None:
@@ -66,7 +66,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     if runtime.settings.dry_run:
         terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
     if config.option.verbose > 0:
-        for line in lowest_scores_table(runtime.outcomes):
+        for line in lowest_scores_table(runtime.record.outcomes):
             terminalreporter.write_line(line)
 
 
@@ -88,11 +88,11 @@ class ClaimReports:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         runtime = self.runtime
-        if report.when != "setup" and runtime.outcomes:
+        if report.when != "setup" and runtime.record.outcomes:
             # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
             # report, which copies item.user_properties; claims judged in teardown are added there.
             done = item.stash.get(JUNIT_DONE_KEY, 0)
-            new = runtime.outcomes_of(item.nodeid, start=done)
+            new = runtime.record.outcomes_of(item.nodeid, start=done)
             if new:
                 from .summary import junit_properties
 
@@ -101,7 +101,7 @@ class ClaimReports:
                 report.user_properties.extend(properties)
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
         if report.passed and report.when == "call":
-            mine = runtime.outcomes_of(item.nodeid)
+            mine = runtime.record.outcomes_of(item.nodeid)
             if runtime.settings.outcome == "report":
                 not_upheld = sum(1 for o in mine if not o.passed)
                 if not_upheld:
@@ -123,7 +123,7 @@ class ClaimReports:
             return report
         from .summary import SECTION_TITLE, failure_section
 
-        outcomes = runtime.outcomes_of(item.nodeid)
+        outcomes = runtime.record.outcomes_of(item.nodeid)
         if outcomes:
             # The judge's reasoning is long: shown under -vv only (the HTML report has it too).
             section = failure_section(
@@ -204,10 +204,12 @@ class PytestHtmlExtras:
         report = yield
         if report.when == "call":
             runtime = self.runtime
-            outcomes = runtime.outcomes_of(item.nodeid)
+            outcomes = runtime.record.outcomes_of(item.nodeid)
             if outcomes:
                 from .html import pytest_html_extra
 
-                extra = pytest_html_extra(outcomes, runtime.contexts, runtime.settings.outcome)
+                extra = pytest_html_extra(
+                    outcomes, runtime.record.contexts, runtime.settings.outcome
+                )
                 report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report

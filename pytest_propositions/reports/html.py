@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from ..scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
-    from ..runtime import Outcome, Runtime
+    from ..record import Outcome
+    from ..runtime import Runtime
     from ..settings import Settings
     from .summary import RunCounts
 
@@ -210,10 +211,10 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
     path = base / Path(configured).expanduser()
     if path.is_dir():
         return f"--prop-html: {configured!r} is a directory; give a file name"
-    records = sorted((outcome_record(o) for o in runtime.outcomes), key=record_order)
-    errors = sorted(runtime.judge_errors, key=lambda error: (error[0] or "", error[1]))
-    counts = run_counts(runtime.outcomes, errors, runtime.stats())
-    page = render(runtime.settings, records, errors, runtime.contexts, counts)
+    records = sorted((outcome_record(o) for o in runtime.record.outcomes), key=record_order)
+    errors = sorted(runtime.record.judge_errors, key=lambda error: (error[0] or "", error[1]))
+    counts = run_counts(runtime.record.outcomes, errors, runtime.stats())
+    page = render(runtime.settings, records, errors, runtime.record.contexts, counts)
     try:
         write_text_atomically(path, page)
     except OSError as error:

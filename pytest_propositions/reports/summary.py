@@ -18,7 +18,8 @@ from ..scale import MAX_SCORE
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats
-    from ..runtime import Outcome, Runtime
+    from ..record import Outcome
+    from ..runtime import Runtime
     from ..settings import Settings
     from ..verdict import Verdict
 
@@ -444,7 +445,7 @@ def add_junit_run_properties(config: Any, runtime: Runtime) -> None:
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
-    counts = run_counts(runtime.outcomes, runtime.judge_errors, runtime.stats())
+    counts = run_counts(runtime.record.outcomes, runtime.record.judge_errors, runtime.stats())
     for name, value in junit_run_properties(counts, runtime.settings.outcome):
         xml.add_global_property(name, value)
 
@@ -513,7 +514,7 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
 
 
 def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
-    from ..runtime import Outcome
+    from ..record import Outcome
     from ..verdict import Verdict
 
     return Outcome(
@@ -528,7 +529,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
 
 
 def stats_record(stats: JudgeStats) -> dict[str, float]:
-    from ..runtime import stat_names
+    from ..record import stat_names
 
     return {name: getattr(stats, name) for name in stat_names()}
 
@@ -636,7 +637,7 @@ def save_json_report(runtime: Runtime, base: Path) -> str | None:
     try:
         path = report_path(configured, base)
         payload = json_report(
-            runtime.settings, runtime.stats(), runtime.outcomes, runtime.judge_errors
+            runtime.settings, runtime.stats(), runtime.record.outcomes, runtime.record.judge_errors
         )
         write_json_report(path, payload)
     except ValueError as error:
