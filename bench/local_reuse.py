@@ -54,8 +54,8 @@ def recorded_requests() -> list[dict[str, Any]]:
 
 
 def ask(base_url: str, material: dict[str, Any], *, cold: bool) -> dict[str, Any]:
+    from pytest_propositions.judging import transport
     from pytest_propositions.local import engine as local
-    from pytest_propositions.local import transport
 
     payload: dict[str, Any] = {
         "model": local.SERVED_MODEL,

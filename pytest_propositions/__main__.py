@@ -57,7 +57,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=(
             f"act on the shared PostgreSQL verdict store instead (default: ${ENV_STORE} if "
-            "set): stats, export, import, prune, and push (the local cache up to the store)"
+            "set): stats, export, import, prune, repair, and push (the local cache up to the store)"
         ),
     )
     parser = argparse.ArgumentParser(
@@ -107,7 +107,8 @@ def _build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="merge verdicts from an export",
         description="Merge the verdicts of an export into the cache; on a shared key the "
-        "file wins. Every line is checked first: one bad line and nothing is imported. "
+        "file wins (a store keeps the verdict it holds). Every line is checked: the good ones "
+        "are imported, each bad one is named, and the exit code is 1 when there was one. "
         "Creates the cache if there is none.",
     )
     imp.add_argument("file", metavar="FILE", help="an export file, or - for standard input")
@@ -138,13 +139,29 @@ def _build_parser() -> argparse.ArgumentParser:
     rejudge.add_argument(
         "--concurrency", metavar="N", help="requests at once (default: $PROP_CONCURRENCY, else 8)"
     )
-    actions.add_parser(
+    push = actions.add_parser(
         "push",
         parents=[common],
         help="send the local cache's verdicts to the shared store (--store)",
         description="Send every verdict of the local cache to the shared store, those a run "
-        "could not share (the store was lost) included. The store keeps the first verdict of "
-        "each request: where it already holds another, the local cache takes the store's.",
+        "could not share (the store was lost or refused them) included. The store keeps the "
+        "first verdict of each request, and the local cache is never changed: where the store "
+        "holds another value, the output says how many.",
+    )
+    push.add_argument(
+        "--replace",
+        action="store_true",
+        help="the store's owner's: replace the stored verdicts with this machine's (after a "
+        "--prop-cache=refresh the store refused; the role needs UPDATE)",
+    )
+    actions.add_parser(
+        "repair",
+        parents=[common],
+        help="remove the shared store's damaged records (--store; the role needs DELETE)",
+        description="Remove every record of the shared store that is not a verdict this "
+        "version can read (not JSON, a wrong shape or value, a verdict of the other kind than "
+        "its record), naming each. Runs then judge those claims once and 'cache push' refills "
+        "them. Only the store: a damaged record of the local cache is replaced by the next run.",
     )
     actions.add_parser(
         "clear",
@@ -286,32 +303,57 @@ def _read_import(source: str) -> tuple[str, list[str]]:
     return name, text.splitlines()
 
 
+def _store_url(args: argparse.Namespace) -> str | None:
+    return getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
+
+
+def _at_fault(args: argparse.Namespace) -> str:
+    """What an unexpected error is named after: the store when a command acts on one."""
+    store = _store_url(args) if getattr(args, "command", None) == "cache" else None
+    if store is not None:
+        from .store.postgres import describe_store
+
+        return f"the verdict store {describe_store(store)}"
+    return f"the verdict cache at {_cache_dir(args)}"
+
+
 def _run(args: argparse.Namespace) -> int:
     directory = _cache_dir(args)
     action: str = args.action
-    store: str | None = getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
-    if store is not None or action == "push":
+    store = _store_url(args)
+    if store is not None or action in ("push", "repair"):
         from .cli.store import StoreCommands
 
         if store is None:
-            raise UsageError(f"cache push needs the store: --store URL or ${ENV_STORE}")
+            raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
         with StoreCommands(store, directory, _warn) as commands:
             if action == "export":
                 _export(commands.export_lines(), commands.where, args.output)
+                if commands.damaged:
+                    print(
+                        f"error: {len(commands.damaged)} damaged record(s) in {commands.where} "
+                        "were left out (named above); its owner removes them with "
+                        f"'{PROG} cache repair --store {commands.where}'",
+                        file=sys.stderr,
+                    )
+                    return 1
                 return 0
             if action == "import":
                 name, lines = _read_import(args.file)
                 return commands.import_lines(name, lines)
-            return commands.run(action)
+            return commands.run(action, replace=getattr(args, "replace", False))
     if action == "import":
         name, lines = _read_import(args.file)
         cache = VerdictCache(directory, warn=_warn)
-        try:
-            count = cache.import_lines(lines)
-        except ImportLineError as exc:
-            raise UsageError(f"{name}:{exc.lineno}: {exc.expected}") from None
-        print(f"imported {count} {_verdicts(count)} into {cache.directory}")
-        return 0
+        bad: list[ImportLineError] = []
+        count = cache.import_lines(lines, bad=bad)
+        for exc in bad:
+            _warn(f"{name}:{exc.lineno}: {exc.expected}; this line was not imported")
+        print(
+            f"imported {count} {_verdicts(count)} into {cache.directory}"
+            + (f"; {len(bad)} bad line(s) of {name} left out" if bad else "")
+        )
+        return 1 if bad else 0
     if action == "rejudge":
         from .cli.rejudge import run as rejudge
 
@@ -382,15 +424,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except sqlite3.Error as exc:  # e.g. a read-only database file
-        print(f"error: cannot use the verdict cache at {_cache_dir(args)}: {exc}", file=sys.stderr)
+        print(f"error: cannot use {_at_fault(args)}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         # Whatever else a damaged cache can raise: a message, never a traceback.
         print(
-            f"error: cannot use the verdict cache at {_cache_dir(args)}: "
-            f"{type(exc).__name__}: {exc}",
+            f"error: cannot use {_at_fault(args)}: {type(exc).__name__}: {exc}",
             file=sys.stderr,
         )
         return 1

@@ -19,6 +19,7 @@ __all__ = [
     "check_text",
     "check_variable_value",
     "quote_claim",
+    "terminal_text",
 ]
 
 #: How many characters of a claim a one-line message quotes; the report section has the rest.
@@ -28,6 +29,32 @@ _WHITESPACE = re.compile(r"\s+")
 # The default repr of objects (and of functions, classes' instances...) carries a memory
 # address, which differs between runs: a claim holding it would miss the cache every time.
 _ADDRESS = re.compile(r"\bat 0x[0-9A-Fa-f]{4,}")
+
+
+# What a terminal acts on rather than shows: C0 and C1 controls (ESC sequences clear the screen,
+# set the title or make links; CR rewrites a line; a newline starts one that may pass for a
+# result line in a CI log), DEL, the line and paragraph separators, and bidi controls, which
+# reorder what follows them.
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    named = _NAMED_ESCAPES.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """Text from a claim or a judge (a justification, reasoning) as a terminal may print it:
+    one line, each control or bidi character shown as its escape (a newline as ``\\n``), so
+    the text cannot move the cursor, restyle the terminal or forge a line of pytest's output."""
+    return _TERMINAL_UNSAFE.sub(_escape, text)
 
 
 def quote_claim(claim: str, limit: int = CLAIM_QUOTE_LIMIT) -> str:

@@ -104,9 +104,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         getattr(logging_plugin, name, None)
         for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler")
     ]
-    hide_credentials_in_logs(
-        [h for h in handlers if isinstance(h, logging.Handler)], runtime.settings.api_base
-    )
+    hide_credentials_in_logs([h for h in handlers if isinstance(h, logging.Handler)])
 
 
 def _has_proposition_marker(item: pytest.Item) -> bool:

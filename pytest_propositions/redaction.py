@@ -1,15 +1,65 @@
-"""Keeping credentials out of sight: the ``Secret`` wrapper, text and URL redaction, and a log
-filter. Everything that may show an API key or an api_base's password goes through here."""
+"""Keeping credentials out of sight: the ``Secret`` wrapper, text and URL redaction, the secret
+values known to this process, and a log filter. Everything that may show an API key, an
+api_base's password or the store's password goes through here."""
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote
 
 _SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
-# "https://user:pass@host/v1": the credentials between the scheme and the "@".
-_URL_USERINFO = re.compile(r"(?<=://)[^/?#@\s'\"]+@")
+# "https://user:pass@host/v1": the credentials, from the scheme to the URL's LAST "@", whether
+# or not a URL parser would read it so: an unencoded password may hold "/", "?", "#" and "@".
+_URL_USERINFO = re.compile(r"(?<=://)[^\s'\"<>`]*@")
+# Secrets this long are replaced wherever they appear; shorter ones only where they sit in a
+# URL's credentials or query, or in an authorization header (elsewhere they are ordinary words).
+LONG_SECRET = 8
+_SHORT_SECRET_PLACES = (
+    r"(?i)((?:authorization|api[-_]?key|x-api-key|password|passwd|token)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:bearer|basic|token)\s+)?|bearer\s+)"
+)
+
+# The secret values this process holds (judge keys, passwords): replaced in every text redact()
+# sees, so a reply quoting one cannot carry it into the cache, a report or a log.
+_known: frozenset[str] = frozenset()
+_known_lock = threading.Lock()
+
+
+def remember_secrets(*values: str | Secret | None) -> None:
+    """Add secret values to those replaced wherever the plugin writes text (the value as given,
+    and percent-decoded when it differs: a server may quote either)."""
+    global _known
+    found: set[str] = set()
+    for value in values:
+        text = value.reveal() if isinstance(value, Secret) else value
+        if text:
+            found.update(v for v in (text, unquote(text)) if v.strip())
+    if found - _known:
+        with _known_lock:
+            _known = _known | found
+
+
+def known_secrets() -> frozenset[str]:
+    return _known
+
+
+def _replace_values(text: str, values: Iterable[str]) -> str:
+    # Longest first: a URL's user-and-password goes whole before its password alone.
+    for value in sorted(set(values), key=len, reverse=True):
+        if value not in text:
+            continue
+        if len(value) >= LONG_SECRET:
+            text = text.replace(value, "[redacted]")
+        else:
+            pattern = _SHORT_SECRET_PLACES + re.escape(value) + r"(?![\w\-.~+/=])"
+            text = re.sub(pattern, r"\1[redacted]", text)
+    return text
+
+
 # "...?api_key=...&token=...": credentials in a query string.
 _URL_QUERY_SECRET = re.compile(
     r"(?<=[?&])((?:api[_-]?key|key|token|access_token|auth|sig|signature|password)=)[^&#\s'\"]+",
@@ -20,16 +70,22 @@ _URL_QUERY_SECRET = re.compile(
 def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
     """Remove the given secrets, and anything that looks like a credential, from the text.
 
-    Providers often quote the key back ("Incorrect API key provided: ..."), whatever its shape;
-    URLs lose the user and password they carry.
+    Providers often quote the key back ("Incorrect API key provided: ..."), whatever its shape,
+    and so may a judge's successful reply; URLs lose the user and password they carry. The
+    secrets given and those remembered (:func:`remember_secrets`) are replaced: those of
+    ``LONG_SECRET`` characters or more everywhere, shorter ones in URLs and headers.
     """
-    for secret in secrets:
-        value = secret.reveal() if isinstance(secret, Secret) else secret
-        if value and len(value) >= 4:
-            text = text.replace(value, "[redacted]")
+    text = redact_values(text, secrets)
     text = _URL_USERINFO.sub("[redacted]@", text)
     text = _URL_QUERY_SECRET.sub(r"\1[redacted]", text)
     return _SECRET_PATTERN.sub("[redacted]", text)
+
+
+def redact_values(text: str, secrets: Iterable[str | Secret | None] = ()) -> str:
+    """Only the secret values (given and remembered) replaced: for text the plugin builds
+    itself, such as a URL it describes with the user shown."""
+    given = (secret.reveal() if isinstance(secret, Secret) else secret for secret in secrets)
+    return _replace_values(text, {value for value in given if value} | _known)
 
 
 def redact_url(url: str | None) -> str | None:
@@ -48,17 +104,17 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "@" in message or "sk-" in message or "key=" in message.lower():
+        suspect = "@" in message or "sk-" in message or "key=" in message.lower()
+        if suspect or any(value in message for value in _known):
             shown = redact(message)
             if shown != message:
                 record.msg, record.args = shown, None
         return True
 
 
-def hide_credentials_in_logs(handlers: list[logging.Handler], api_base: str | None) -> None:
-    """Put a RedactingFilter on pytest's log handlers when the api_base carries credentials."""
-    if api_base is None or redact_url(api_base) == api_base:
-        return  # nothing to hide: no filter, no cost per log record
+def hide_credentials_in_logs(handlers: list[logging.Handler]) -> None:
+    """Put a RedactingFilter on pytest's log handlers: a key or password may reach a log line
+    (a client's DEBUG request line, a reply quoted by a warning) whatever the settings."""
     for handler in handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
@@ -95,12 +151,18 @@ class Secret:
         raise TypeError("a Secret is not pickled: it would be written out in the clear")
 
 
-def url_credentials(api_base: Secret | None) -> tuple[Secret, ...]:
-    """The user-and-password part of the URL and the password alone, to redact wherever seen."""
-    if api_base is None:
+def url_credentials(url: Secret | str | None) -> tuple[Secret, ...]:
+    """The user-and-password part of the URL and the password alone, to redact wherever seen.
+
+    Read as the masker reads it (up to the URL's last "@"), not as a parser would: a password
+    holding "/" or "@" makes parsers read it as a host or a path, and it is still a password.
+    """
+    if url is None:
         return ()
-    found = re.search(r"://([^/?#@\s]+)@", api_base.reveal())
-    if found is None:
+    text = url.reveal() if isinstance(url, Secret) else url
+    _, sep, rest = text.strip().partition("://")
+    userinfo, at, _host = rest.rpartition("@")
+    if not sep or not at or not userinfo:
         return ()
-    userinfo = found.group(1)
-    return (Secret(userinfo), Secret(userinfo.partition(":")[2]))
+    password = userinfo.partition(":")[2]
+    return (Secret(userinfo), Secret(password)) if password else (Secret(userinfo),)

@@ -276,9 +276,21 @@ OPTIONS: tuple[Option, ...] = (
         "--prop-timeout",
         "PROP_TIMEOUT",
         "60",
-        "Seconds to wait for one judge reply before it counts as a failed attempt.",
+        "Seconds one attempt at a judge call may take in all (connecting, sending, reading "
+        "the whole reply) before it counts as a failed attempt; each retry gets as long again.",
         "SECONDS",
         _parse_positive_float,
+    ),
+    Option(
+        "max_reply_bytes",
+        "--prop-max-reply-bytes",
+        "PROP_MAX_REPLY_BYTES",
+        "1048576",
+        "Largest judge reply read, in bytes of decompressed body; a larger one is a judge "
+        "error, stopped while it is read (the plain HTTP path only: litellm reads a reply "
+        "whole).",
+        "BYTES",
+        _parse_positive_int,
     ),
     Option(
         "retries",
@@ -425,6 +437,7 @@ class Settings:
     timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0
+    max_reply_bytes: int = 1024 * 1024
     retries: int = 3
     samples: int = 1
     confirm: int = 0

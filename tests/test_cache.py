@@ -42,7 +42,7 @@ MATERIAL: dict[str, Any] = {
         {"role": "user", "content": "Claim: Oscar mentions travel."},
     ],
     "sampling": {"temperature": 0.0, "max_tokens": 300},
-    "kind": "bool",
+    "kind": "check",
     "sample_index": 0,
 }
 
@@ -56,7 +56,7 @@ def record(**overrides: Any) -> dict[str, Any]:
         "model": "openai/gpt-4.1-mini",
         "recorded_at": "2025-03-01T12:00:00+00:00",
         "claim": "Oscar mentions his travel preferences.",
-        "kind": "bool",
+        "kind": "check",
         "verdict": {
             "kind": "check",
             "claim": "Oscar mentions his travel preferences.",

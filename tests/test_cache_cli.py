@@ -20,7 +20,7 @@ def record(**overrides: Any) -> dict[str, Any]:
         "model": "openai/gpt-4.1-mini",
         "recorded_at": "2025-03-01T12:00:00+00:00",
         "claim": "Oscar mentions his travel preferences.",
-        "kind": "bool",
+        "kind": "check",
         "verdict": {
             "kind": "check",
             "claim": "Oscar mentions his travel preferences.",
@@ -185,14 +185,21 @@ def test_import_a_malformed_line(filled: Path, tmp_path: Path) -> None:
     good = canonical_json({"key": key(9), "record": record()})
     bad.write_text(f"{good}\n\n{json.dumps({'key': key(8), 'record': {'model': 'm'}})}\n")
     result = cli("cache", "import", str(bad), "--cache-dir", str(filled), cwd=tmp_path)
-    assert_clean_error(result, f"error: {bad}:3: ", '"recorded_at"')
-    assert "".join(VerdictCache(filled).export_lines()) == before
+    # The good line is imported, the bad one named; exit 1 says the import was not whole.
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"warning: {bad}:3: " in result.stderr and '"recorded_at"' in result.stderr
+    assert "imported 1 verdict " in result.stdout and "1 bad line(s)" in result.stdout
+    assert "".join(VerdictCache(filled).export_lines()) == "".join(
+        sorted([*before.splitlines(keepends=True), good + "\n"])
+    )
 
 
 def test_import_bad_json_from_stdin(tmp_path: Path) -> None:
     target = tmp_path / "c"
     result = cli("cache", "import", "-", "--cache-dir", str(target), cwd=tmp_path, stdin="{oops\n")
-    assert_clean_error(result, "error: <stdin>:1: expected a JSON object")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "warning: <stdin>:1: expected a JSON object" in result.stderr
+    assert "imported 0 verdicts" in result.stdout
     assert not target.exists()
 
 

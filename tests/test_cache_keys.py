@@ -40,11 +40,11 @@ class AnyKeyCache:
     def __init__(self) -> None:
         self.keys: list[str] = []
 
-    def get(self, key: str) -> dict[str, Any]:
+    def get(self, key: str, kind: str = "check") -> dict[str, Any]:
         self.keys.append(key)
         return {
             "recorded_at": "2025-01-01T00:00:00+00:00",
-            "verdict": {"kind": "check", "claim": "stand-in", "value": True},
+            "verdict": {"kind": kind, "claim": "stand-in", "value": True if kind == "check" else 9},
         }
 
 

@@ -722,3 +722,129 @@ def test_the_azure_route_wants_its_api_key_header(judge_server: ScriptedJudge) -
     assert post({"api-key": "any"}) == 401
     assert post({"api-key": "the-key"}) == 200
     assert len(judge_server.requests) == 2  # refused requests never reach the rules
+
+
+# --------------------------------------------------------------------------- hostile replies
+# What an attacker's server sends, over a raw socket client (no library in between to tidy it).
+
+
+def raw_post(judge: ScriptedJudge, read_body: bool = True) -> tuple[Any, bytes]:
+    """One chat request with http.client: the response (headers) and its body as sent."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", judge.port, timeout=10)
+    payload = json.dumps({"model": "judge-model", "messages": [{"role": "user", "content": "x"}]})
+    connection.request(
+        "POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"}
+    )
+    response = connection.getresponse()
+    body = response.read() if read_body else b""
+    connection.close()
+    return response, body
+
+
+def test_a_redirect_carries_its_location_and_a_verdict_in_its_body(
+    judge_server: ScriptedJudge,
+) -> None:
+    from tests.support.judge_server import redirect
+
+    judge_server.default = redirect(302, "http://127.0.0.1:9/v1/chat/completions")
+    response, body = raw_post(judge_server)
+    assert response.status == 302
+    assert response.getheader("Location") == "http://127.0.0.1:9/v1/chat/completions"
+    content = json.loads(json.loads(body)["choices"][0]["message"]["content"])
+    assert content["value"] is True
+    with pytest.raises(ValueError, match="3xx"):
+        redirect(200, "/x")
+
+
+def test_a_gzip_bomb_is_small_on_the_wire_and_a_valid_completion_inflated(
+    judge_server: ScriptedJudge,
+) -> None:
+    import zlib
+
+    from tests.support.judge_server import gzip_bomb
+
+    judge_server.default = gzip_bomb(8 * 1024 * 1024)
+    response, body = raw_post(judge_server)
+    assert response.getheader("Content-Encoding") == "gzip"
+    assert len(body) < 64 * 1024
+    inflated = zlib.decompress(body, zlib.MAX_WBITS | 16)  # checks the crc and length too
+    assert len(inflated) >= 8 * 1024 * 1024
+    completion = json.loads(inflated)
+    assert json.loads(completion["choices"][0]["message"]["content"])["value"] is True
+
+
+def test_repeated_keys_and_several_choices_are_sent_as_written(
+    judge_server: ScriptedJudge,
+) -> None:
+    from tests.support.judge_server import choices, repeated_key
+
+    judge_server.default = repeated_key("content", "first", "second")
+    _, body = raw_post(judge_server)
+    assert body.count(b'"content": ') == 2
+    assert b'"content": "first", "content": "second"' in body
+    judge_server.default = repeated_key("model", "a", "b")
+    _, body = raw_post(judge_server)
+    assert b'"model": "a", "model": "b"' in body
+    judge_server.default = choices("true", "false")
+    _, body = raw_post(judge_server)
+    assert [c["message"]["content"] for c in json.loads(body)["choices"]] == ["true", "false"]
+
+
+def test_a_trickle_sends_headers_at_once_and_stops_with_the_server() -> None:
+    from tests.support.judge_server import trickle
+
+    judge = ScriptedJudge().start()
+    judge.default = trickle(0.05)
+    try:
+        response, _ = raw_post(judge, read_body=False)
+        assert response.status == 200
+        first = response.read(5)  # arrives a byte at a time
+        assert first == b'{"id"'
+    finally:
+        judge.stop()  # the handler ends its loop, however much body is left
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "raw-deflate", "identity", ""])
+def test_the_light_path_decodes_what_it_asks_for_in_small_steps(coding: str) -> None:
+    import asyncio
+    import zlib
+    from collections.abc import AsyncIterator
+
+    import httpx
+
+    from pytest_propositions.judging.transport_http import ReplyTooLarge, _read_body
+
+    data = b'{"value": true} ' * 1000
+    encoded = {
+        "gzip": zlib.compress(data, wbits=31),
+        "deflate": zlib.compress(data),
+        "raw-deflate": zlib.compress(data)[2:-4],  # "deflate" as many servers send it
+    }.get(coding, data)
+
+    class Chunks(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for start in range(0, len(encoded), 7):
+                yield encoded[start : start + 7]
+
+    def response() -> httpx.Response:
+        header = "deflate" if coding == "raw-deflate" else coding
+        return httpx.Response(200, headers={"content-encoding": header}, stream=Chunks())
+
+    assert asyncio.run(_read_body(response(), len(data), cut=False)) == data
+    with pytest.raises(ReplyTooLarge, match=f"larger than {len(data) - 1} bytes"):
+        asyncio.run(_read_body(response(), len(data) - 1, cut=False))
+    assert asyncio.run(_read_body(response(), 100, cut=True)) == data[:100]
+
+
+def test_the_light_path_refuses_a_coding_it_did_not_ask_for() -> None:
+    import asyncio
+
+    import httpx
+
+    from pytest_propositions.judging.transport_http import UnsupportedEncoding, _read_body
+
+    response = httpx.Response(200, headers={"content-encoding": "br"}, content=b"x")
+    with pytest.raises(UnsupportedEncoding, match="'br', which the client did not ask for"):
+        asyncio.run(_read_body(response, 100, cut=False))

@@ -17,6 +17,7 @@ from pytest_propositions.judging.parsing import (
     ParsedReply,
     coerce_check,
     coerce_score,
+    parse_choices,
     parse_reply,
 )
 
@@ -898,6 +899,90 @@ def test_a_repeated_key_of_another_field_is_ambiguous_too() -> None:
 def test_a_key_repeated_with_the_same_value_says_one_thing() -> None:
     parsed = parse_reply('{"value": true, "value": true, "justification": "j"}', "check")
     assert parsed.value is True and parsed.justification == "j"
+
+
+# --- a verdict named under several keys: they must all say the same ------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # The four that passed before, read as the "value" key said.
+        ('{"answer": false, "value": true}', "check"),
+        ('{"verdict": {"value": false}, "value": true}', "check"),
+        ('{"value": true, "Verdict": false}', "check"),
+        ('{"value": true, "score": 0}', "check"),
+        # Other verdict keys, any case, any depth, lists included.
+        ('{"value": true, "HOLDS": false}', "check"),
+        ('{"value": true, "holds": "no"}', "check"),
+        ('{"value": true, "result": "False. He never travels."}', "check"),
+        ('{"value": true, "details": {"inner": {"decision": false}}}', "check"),
+        ('{"value": true, "evidence": [{"passed": false}]}', "check"),
+        ('{"Verdict": {"Value": true, "Answer": false}}', "check"),
+        ("{'value': True, 'is_true': False}", "check"),
+        ('Verdict follows: {"value": true, "outcome": "no"}', "check"),
+        # A number beside a check's boolean: only 0 can be placed (false on every scale).
+        ('{"value": true, "score": 9}', "check"),
+        ('{"value": false, "score": 1}', "check"),
+        ('{"value": true, "rating": "7/9"}', "check"),
+        # A score: two scores that differ; a boolean is no score.
+        ('{"value": 7, "score": 2}', "score"),
+        ('{"score": 7, "rating": "2/9"}', "score"),
+        ('{"value": 7, "details": {"grade": 3}}', "score"),
+        ('{"value": 7, "holds": true}', "score"),
+        ('{"value": 7, "result": 12}', "score"),
+    ],
+)
+def test_verdict_keys_that_disagree_are_contradicting_verdicts(text: str, kind: str) -> None:
+    with pytest.raises(VerdictUnparsable, match="contradicting verdicts") as caught:
+        parse_reply(text, kind)  # type: ignore[arg-type]
+    assert caught.value.raw_reply == text
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('{"value": true, "result": "The claim does not hold."}', "check"),
+        ('{"value": true, "verdict": "pass"}', "check"),
+        ('{"verdict": {"value": true, "answer": ["yes", "no"]}}', "check"),
+        ('{"value": 7, "rating": "good"}', "score"),
+    ],
+)
+def test_a_verdict_key_beside_the_verdict_that_states_none_is_unparsable(
+    text: str, kind: str
+) -> None:
+    with pytest.raises(VerdictUnparsable, match="states no verdict"):
+        parse_reply(text, kind)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "want"),
+    [
+        ('{"value": true, "answer": true, "Verdict": "True"}', "check", True),
+        ('{"verdict": {"value": false}, "value": false, "holds": "no"}', "check", False),
+        ('{"value": false, "score": 0}', "check", False),
+        ('{"value": 7, "score": 7, "rating": "7/9"}', "score", 7),
+        ('{"value": true, "answer": null, "result": ""}', "check", True),
+        # Deeper than the verdict's object and its wrappers, text that is no verdict is quoted
+        # evidence (a tool call's result), not a second answer.
+        ('{"value": true, "evidence": [{"tool": "search", "result": "ok"}]}', "check", True),
+    ],
+)
+def test_verdict_keys_that_agree_are_one_verdict(text: str, kind: str, want: object) -> None:
+    parsed = parse_reply(text, kind)  # type: ignore[arg-type]
+    assert parsed.value == want and type(parsed.value) is type(want)
+
+
+def test_several_choices_are_one_verdict_only_when_they_agree() -> None:
+    yes, no = '{"value": true}', '{"value": false}'
+    assert parse_choices([yes], "check").value is True
+    assert parse_choices([yes, "True."], "check").value is True
+    for texts in ([yes, no], [no, yes], [yes, yes, no], [yes, ""], [yes, "I cannot say."]):
+        with pytest.raises(VerdictUnparsable, match="choices whose verdicts disagree"):
+            parse_choices(texts, "check")
+    assert parse_choices(['{"value": 7}', "7/9"], "score").value == 7
+    with pytest.raises(VerdictUnparsable, match="choices whose verdicts disagree"):
+        parse_choices(['{"value": 1}', '{"value": true}'], "score")
 
 
 @pytest.mark.parametrize(

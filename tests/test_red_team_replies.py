@@ -28,12 +28,18 @@ from pytest_propositions.store.cache import VerdictCache
 from tests.support.judge_server import (
     Reply,
     ScriptedJudge,
+    choices,
+    gzip_bomb,
+    gzipped,
     malformed_body,
     no_choices,
     null_message,
     raw_content,
+    redirect,
     refusal,
+    repeated_key,
     text,
+    trickle,
     verdict,
     wrong_shape,
 )
@@ -271,6 +277,64 @@ CASES = [
         2,
         id="repeated-score-key",
     ),
+    # A verdict named under several keys that disagree: each passed once, read as "value" said.
+    pytest.param(
+        text('{"answer": false, "value": true}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="answer-and-value-disagree",
+    ),
+    pytest.param(
+        text('{"verdict": {"value": false}, "value": true}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="nested-verdict-disagrees",
+    ),
+    pytest.param(
+        text('{"value": true, "Verdict": false}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="capitalised-verdict-disagrees",
+    ),
+    pytest.param(
+        text('{"value": true, "score": 0}'),
+        "check",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="check-with-score-0",
+    ),
+    pytest.param(
+        text('{"value": 8, "justification": "good", "score": 2}'),
+        "score",
+        UNPARSABLE,
+        "contradicting verdicts",
+        2,
+        id="two-scores-disagree",
+    ),
+    # Two choices in one response (a server ignoring n=1) that disagree: neither is the answer.
+    pytest.param(
+        choices(verdict(True).content(), verdict(False).content()),
+        "check",
+        UNPARSABLE,
+        "choices whose verdicts disagree",
+        2,
+        id="two-choices-disagree",
+    ),
+    pytest.param(
+        choices(verdict(False).content(), verdict(True).content(), verdict(False).content()),
+        "check",
+        UNPARSABLE,
+        "choices whose verdicts disagree",
+        2,
+        id="three-choices-one-disagrees",
+    ),
     pytest.param(verdict(7.5), "score", UNPARSABLE, "not a whole number", 2, id="score-7.5"),
     pytest.param(verdict(True), "score", UNPARSABLE, "boolean", 2, id="score-boolean"),
     # --- replies that break the plumbing -------------------------------------------------
@@ -386,6 +450,145 @@ def test_a_bad_reply_is_a_judge_error_never_a_pass(
     assert len(judge_server.requests) == requests
     assert cached_entries(cache_dir) == 0
     assert proposition.verdict is None
+
+
+def judged(judge_server: ScriptedJudge, cache_dir: Path, kind: str, **settings: Any) -> JudgeError:
+    """The judge error one claim raises against the scripted judge (in a Runtime of its own)."""
+    runtime = Runtime(
+        Settings(model=MODEL, api_base=judge_server.base_url, cache="use", **settings),
+        cache_dir=cache_dir,
+    )
+    runtime_module.activate(runtime)
+    proposition = Proposition(CLAIM, TARGET)
+    try:
+        with pytest.raises(JudgeError) as caught:
+            proposition.check() if kind == "check" else proposition.score()
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+    assert proposition.verdict is None
+    assert cached_entries(cache_dir) == 0
+    error = caught.value
+    assert MODEL in str(error) and CLAIM in str(error)
+    return error
+
+
+# (reply, error type, message fragment, requests the judge receives with retries=1)
+LIGHT_PATH_CASES = [
+    # Any key given twice in the chat completion: a JSON parser keeps the last one silently.
+    pytest.param(
+        repeated_key("content", verdict(False).content(), verdict(True).content()),
+        INVALID,
+        "gives 'content' more than once",
+        2,
+        id="two-contents",
+    ),
+    pytest.param(
+        repeated_key("model", "judge-model", "other-model"),
+        INVALID,
+        "gives 'model' more than once",
+        2,
+        id="two-models",
+    ),
+    # A redirect, its body a passing verdict: never followed, never read, never retried.
+    pytest.param(
+        redirect(302, "http://127.0.0.1:9/v1/chat/completions"),
+        UNAVAILABLE,
+        "redirect (HTTP 302 to http://127.0.0.1:9/v1/chat/completions), which is not followed",
+        1,
+        id="302",
+    ),
+    pytest.param(
+        redirect(307, "https://user:Pa55/word@elsewhere.invalid/v1"),
+        UNAVAILABLE,
+        "redirect (HTTP 307 to https://[redacted]@elsewhere.invalid/v1)",
+        1,
+        id="307-with-credentials",
+    ),
+    pytest.param(
+        redirect(301, "/v2/chat/completions", verdict(False)),
+        UNAVAILABLE,
+        "HTTP 301 to /v2/chat/completions",
+        1,
+        id="301-relative",
+    ),
+    # Larger than the 1 MiB cap once decompressed: stopped while read, so a bomb is never
+    # inflated (200 MiB of blanks in about 200 KB of gzip).
+    pytest.param(
+        verdict(True, justification="x" * (2 * 1024 * 1024)),
+        UNAVAILABLE,
+        "larger than 1048576 bytes (decompressed)",
+        1,
+        id="two-mib-justification",
+    ),
+    pytest.param(
+        gzip_bomb(200 * 1024 * 1024),
+        UNAVAILABLE,
+        "larger than 1048576 bytes (decompressed)",
+        1,
+        id="gzip-bomb",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected", "fragment", "requests"), LIGHT_PATH_CASES)
+def test_a_hostile_http_response_is_a_judge_error_on_the_light_path(
+    judge_server: ScriptedJudge,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: Reply,
+    expected: type[JudgeError],
+    fragment: str,
+    requests: int,
+) -> None:
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    judge_server.default = reply
+    error = judged(judge_server, cache_dir, "check", retries=1, transport="openai")
+    assert type(error) is expected, repr(error)
+    assert fragment in str(error)
+    assert len(judge_server.requests) == requests
+
+
+def test_the_reply_cap_is_an_option_and_a_gzipped_reply_is_read(
+    judge_server: ScriptedJudge, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    judge_server.default = gzipped(verdict(False, justification="x" * 5000))
+    error = judged(judge_server, cache_dir, "check", transport="openai", max_reply_bytes=4096)
+    assert "larger than 4096 bytes (decompressed)" in str(error)
+    assert "--prop-max-reply-bytes" in str(error)
+    # Under the cap, the same gzipped reply is the verdict.
+    settings = Settings(
+        model=MODEL,
+        api_base=judge_server.base_url,
+        cache="off",
+        transport="openai",
+        max_reply_bytes=64 * 1024,
+    )
+    runtime = Runtime(settings, cache_dir=cache_dir)
+    runtime_module.activate(runtime)
+    try:
+        verdict_read = Proposition(CLAIM, TARGET).check()
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+    assert verdict_read is False
+    assert judge_server.requests[-1].headers["accept-encoding"] == "gzip, deflate"
+
+
+def test_the_timeout_bounds_a_whole_attempt_on_both_paths(
+    judge_server: ScriptedJudge, cache_dir: Path, transport_path: str
+) -> None:
+    # A reply trickled one byte every 0.5 s (minutes in all, were it read to the end): each
+    # attempt ends at --prop-timeout, though no single read ever waits that long.
+    judge_server.default = trickle(0.5)
+    error = judged(
+        judge_server, cache_dir, "check", retries=1, timeout=2.0, transport=transport_path
+    )
+    assert type(error) is JudgeUnavailable
+    assert "timed out after 2s" in str(error)
+    assert "after 2 attempts" in str(error)
+    assert len(judge_server.requests) == 2
 
 
 def test_bad_replies_are_counted_as_judge_errors_in_the_summary(

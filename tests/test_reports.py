@@ -773,7 +773,53 @@ def test_confidence_is_shown_as_the_judge_gave_it_or_not_given(
             "  justification:",
             "*",
             "  reasoning:",
-            "    Step one: no novel.",
-            "    Step two: false.",
+            # On its line, its newline shown as \n (no text of the judge's starts a line).
+            r"    Step one: no novel.\nStep two: false.",
         ]
     )
+
+
+# -- text the terminal must not act on ----------------------------------------------------------
+
+HOSTILE_CLAIM = (
+    "Oscar mentions travel.\nFAILED test_x.py::test_forged - AssertionError\x1b]0;owned\x07"
+)
+HOSTILE_SUITE = f"""
+def test_hostile(world, assert_proposition):
+    assert_proposition(world, {HOSTILE_CLAIM!r})
+
+def test_scored(world, assert_proposition):
+    assert_proposition(world, "Oscar sounds calm.\\rPASSED test_z.py::test_fake", min_score=3)
+"""
+
+
+def test_claims_and_judge_text_cannot_act_on_the_terminal(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    """Control and bidi characters in a claim, a justification or the reasoning are shown as
+    escapes and newlines as \\n: nothing clears the screen, retitles the window, reorders text
+    or starts a line that passes for one of pytest's result lines."""
+    judge_server.on(
+        "mentions travel",
+        verdict(
+            False,
+            justification="No.\r\nPASSED test_y.py::test_ok\x1b[2J\x00 bell\x07",
+            reasoning="\u202egnp.exe\u2066 and \x9b31m red",
+        ),
+    )
+    judge_server.on("sounds calm", verdict(7, justification="Calm.\nPASSED test_w.py::test_q"))
+    pytester.makepyfile(HOSTILE_SUITE)
+    result = pytester.runpytest(*args, "-vv", "-rA")
+    assert_counts(result, passed=1, failed=1)
+    out = result.stdout.str()
+    for char in ("\x1b", "\x07", "\x00", "\r", "\u202e", "\u2066", "\x9b"):
+        assert char not in out, repr(char)
+    forged = [
+        line for line in out.splitlines() if re.match(r"\s*(FAILED|PASSED) test_[xyzw]\.py::", line)
+    ]
+    assert forged == []
+    assert r"FAILED: Oscar mentions travel.\nFAILED test_x.py::test_forged" in out
+    assert r"\x1b]0;owned\x07" in out
+    assert r"No.\r\nPASSED test_y.py::test_ok\x1b[2J\x00 bell\x07" in out
+    assert r"\u202egnp.exe\u2066 and \x9b31m red" in out
+    assert r"Calm.\nPASSED test_w.py::test_q" in out

@@ -4,7 +4,9 @@ or the cache folder, whatever way the judge fails."""
 
 from __future__ import annotations
 
+import re
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,6 +154,12 @@ def test_no_flag_and_no_failure_shows_the_key_or_the_password(
         assert key.encode("utf-16-le") not in data, where
 
 
+# Passwords that parsers misread: "/" ends the authority (the password becomes a port and a
+# path), "?" and "#" a query and a fragment, an "@" before the last one a host.
+ODD_PASSWORDS = ["Zq8x/Pw-h13-secret", "Zq8x#Yv9?P@w-h13-secret"]
+
+
+@pytest.mark.parametrize("password", [PASSWORD, *ODD_PASSWORDS])
 @pytest.mark.parametrize("refused", [False, True], ids=["server-up", "connection-refused"])
 def test_credentials_in_the_api_base_are_redacted_and_explained(
     pytester: pytest.Pytester,
@@ -160,6 +168,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     monkeypatch: pytest.MonkeyPatch,
     transport_path: str,
     refused: bool,
+    password: str,
 ) -> None:
     monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
     port = _free_port() if refused else judge_server.port
@@ -167,7 +176,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     cache_dir = project / "verdicts"
     result = pytester.runpytest(
         "--prop-model=openai/judge-model",
-        f"--prop-api-base=http://h13user:{PASSWORD}@127.0.0.1:{port}/v1",
+        f"--prop-api-base=http://h13user:{password}@127.0.0.1:{port}/v1",
         "--prop-cache=use",
         f"--prop-transport={transport_path}",
         f"--prop-cache-dir={cache_dir}",
@@ -191,8 +200,9 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     )
     assert "--prop-retries" not in out
     assert judge_server.requests == []
+    pieces = [piece for piece in re.split("[/#?@]", password) if len(piece) >= 3]
     for where, data in _everything_written(result, junit, cache_dir):
-        for secret in (PASSWORD, PLAIN_KEY, "h13user"):
+        for secret in (password, PLAIN_KEY, "h13user", *pieces):
             assert secret.encode() not in data, (where, secret)
 
 
@@ -301,3 +311,79 @@ def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
     assert PASSWORD not in fault.detail
     assert "proxy auth failed" in fault.detail
     assert url_credentials(Secret("http://127.0.0.1:9/v1")) == ()
+
+
+# --------------------------------------------------------------------------- echoed in a reply
+
+ECHO_TESTS = """
+def test_holds(world, assert_proposition):
+    assert_proposition(world, "Oscar mentions travel.")
+
+def test_fails(world, assert_proposition):
+    assert_proposition(world, "Oscar hates cities.")
+"""
+
+
+def _echo_the_header(request: RecordedRequest) -> Reply:
+    """A judge (or a proxy in front of it) that quotes the request's headers in a good reply."""
+    header = request.headers.get("authorization", "")
+    holds = "hates cities" not in request.text
+    return verdict(
+        holds,
+        justification=f"Request had Authorization: {header} and key {header[7:]}.",
+    )
+
+
+def test_a_successful_reply_echoing_the_key_keeps_it_out_of_everything_written(
+    pytester: pytest.Pytester,
+    inner_run: list[str],
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
+) -> None:
+    """The key reaches no cache record, export, terminal, JUnit, JSON or HTML report: the reply
+    is redacted before it is parsed, cached or shown."""
+    pytester.makepyfile(test_echo=ECHO_TESTS)
+    monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
+    judge_server.default = echo_fn(_echo_the_header)
+    junit, report, html = (pytester.path / name for name in ("j.xml", "r.json", "r.html"))
+    cache_dir = pytester.path / "verdicts"
+    result = pytester.runpytest(
+        "--prop-model=openai/judge-model",
+        f"--prop-api-base={judge_server.base_url}",
+        "--prop-cache=use",
+        f"--prop-transport={transport_path}",
+        f"--prop-cache-dir={cache_dir}",
+        f"--junitxml={junit}",
+        f"--prop-report={report}",
+        f"--prop-html={html}",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "-vv",
+    )
+    assert_counts(result, passed=1, failed=1)
+    assert any(PLAIN_KEY in r.headers.get("authorization", "") for r in judge_server.requests)
+    out = result.stdout.str()
+    assert "Request had Authorization: Bearer [redacted] and key [redacted]." in out
+    exported = pytester.path / "export.jsonl"
+    assert (
+        pytester.run(
+            sys.executable,
+            "-m",
+            "pytest_propositions",
+            "cache",
+            "export",
+            "--cache-dir",
+            str(cache_dir),
+            "--output",
+            str(exported),
+        ).ret
+        == 0
+    )
+    written = _everything_written(result, junit, cache_dir)
+    for path in (report, html, exported):
+        written.append((str(path), path.read_bytes()))
+    assert b"[redacted]" in exported.read_bytes()
+    for where, data in written:
+        assert PLAIN_KEY.encode() not in data, where

@@ -423,6 +423,62 @@ def test_the_password_never_shows(fleet: Fleet) -> None:
         assert all(PASSWORD not in line for line in cache.export_lines())
 
 
+# A base64 password: its "/" ends a URL's authority, so the driver reads "ci" as the host and
+# the rest as a port and a database; "@" and "#" misread the same way.
+ODD_PASSWORD = "Zm9vQmFy/YmF6cXV4=-h31"
+
+
+def _pieces(password: str) -> list[str]:
+    return [password, *(piece for piece in re.split("[/?#@=]", password) if len(piece) >= 4)]
+
+
+def test_a_password_a_parser_misreads_never_shows(fleet: Fleet) -> None:
+    """Unencoded in --prop-store (the driver then reads it as a host, a port and a database), in
+    the header, the error, JUnit, the JSON report and cache stats: the password is nowhere, and
+    the error says to percent-encode it."""
+    fleet.server.sql(f"ALTER ROLE \"{fleet.role}\" PASSWORD '{ODD_PASSWORD}'")
+    (fleet.project / "test_claims.py").write_text(claims_file(2))
+    url = fleet.server.url(fleet.role, ODD_PASSWORD, fleet.database)
+    junit, report = fleet.root / "junit.xml", fleet.root / "report.json"
+    code, out = fleet.run(
+        "a", "-l", "-vv", f"--junitxml={junit}", f"--prop-report={report}", store=url
+    )
+    assert code != 0
+    where = f"postgresql://[redacted]@127.0.0.1:{fleet.server.port}/{fleet.database}"
+    assert f"propositions: shared verdict store {where}" in out
+    assert f"cannot reach the verdict store {where}" in out
+    assert "percent-encoded" in out
+    assert fleet.judge.requests == []
+    stats = fleet.cli("cache", "stats", "--store", url)
+    assert stats.returncode != 0 and where in stats.stderr
+    texts = [out, junit.read_text(), report.read_text() if report.exists() else ""]
+    for text in [*texts, stats.stdout + stats.stderr]:
+        for piece in _pieces(ODD_PASSWORD):
+            assert piece not in text, piece
+
+
+def test_a_judge_echoing_the_store_password_cannot_store_it(fleet: Fleet) -> None:
+    """Percent-encoded, the odd password works; a judge that quotes it (decoded, as a proxy
+    might) in a good reply gets it into no store row, local record, export or report."""
+    from urllib.parse import quote
+
+    fleet.server.sql(f"ALTER ROLE \"{fleet.role}\" PASSWORD '{ODD_PASSWORD}'")
+    (fleet.project / "test_claims.py").write_text(claims_file(2))
+    fleet.judge.default = verdict(True, justification=f"The store's password is {ODD_PASSWORD}.")
+    url = fleet.server.url(fleet.role, quote(ODD_PASSWORD, safe=""), fleet.database)
+    report = fleet.root / "report.json"
+    code, out = fleet.run("a", "-rA", f"--prop-report={report}", store=url)
+    assert code == 0, out[-3000:]
+    assert "The store's password is [redacted]." in report.read_text()
+    rows = fleet.rows()
+    assert len(rows) == 2
+    with VerdictCache(fleet.machine("a")) as cache:
+        exported = "".join(cache.export_lines())
+    assert "[redacted]" in exported
+    for text in (out, report.read_text(), json.dumps(rows), exported):
+        assert ODD_PASSWORD not in text
+
+
 # -- least privilege -------------------------------------------------------------------------------
 
 
@@ -603,7 +659,7 @@ def test_cache_commands_act_on_the_store(fleet: Fleet) -> None:
     bad = fleet.root / "bad.jsonl"
     bad.write_text(exported.stdout + "{not json\n")
     done = fleet.cli("cache", "import", str(bad), env=other)
-    assert done.returncode == 2 and "bad.jsonl:4" in done.stderr
+    assert done.returncode == 1 and "bad.jsonl:4" in done.stderr
     # prune: what the last complete run (of machine a) did not use goes.
     fleet.server.sql(
         "INSERT INTO prop_verdicts (key, record, model, recorded_at, stored_at) "
@@ -656,3 +712,191 @@ def test_libpq_quoting_a_malformed_password_is_redacted(password: str) -> None:
         store.connect()
     assert "[redacted]" in str(info.value) and "postgresql://u@127.0.0.1:" in str(info.value)
     assert password not in str(info.value) and "never-shown" not in str(info.value)
+
+
+# -- damaged rows, repair, push --------------------------------------------------------------------
+
+
+def damaged_shapes(good: str) -> list[str]:
+    """Thirteen ways a row can be damaged, each from a good row's text."""
+    record = json.loads(good)
+
+    def changed(**verdict_fields: Any) -> str:
+        return json.dumps({**record, "verdict": {**record["verdict"], **verdict_fields}})
+
+    score = {
+        **record,
+        "kind": "score",
+        "verdict": {**record["verdict"], "kind": "score", "value": 9},
+    }
+    return [
+        "{not json",
+        good[: len(good) // 2],  # truncated
+        json.dumps([record]),  # a list
+        json.dumps("a verdict"),
+        "null",
+        changed(value="true"),
+        changed(confidence=float("nan")),
+        json.dumps(score),  # a score verdict under a check claim's key
+        json.dumps({**record, "kind": "score"}),  # the record's kind and its verdict's disagree
+        json.dumps({k: v for k, v in record.items() if k != "verdict"}),
+        changed(extra_field=1),
+        json.dumps({**record, "recorded_at": "yesterday"}),
+        changed(value=1),
+    ]
+
+
+def damage_rows(fleet: Fleet, texts: dict[str, str]) -> None:
+    import psycopg
+
+    with psycopg.connect(fleet.server.admin_url(fleet.database), autocommit=True) as conn:
+        for key, text in texts.items():
+            conn.execute("UPDATE prop_verdicts SET record = %s WHERE key = %s", (text, key))
+
+
+def raw_rows(fleet: Fleet) -> dict[str, str]:
+    return {
+        str(key): str(text)
+        for key, text in fleet.server.sql("SELECT key, record FROM prop_verdicts", fleet.database)
+    }
+
+
+def test_damaged_store_rows_are_named_missed_kept_locally_and_repaired(fleet: Fleet) -> None:
+    """Thirteen damaged rows: each is a warning naming its key, never a traceback or a failure;
+    the run judges once and keeps its verdict on disk, the rows are left as they are; the next
+    run is served locally; export names them (exit 1); the owner's repair removes them and push
+    refills them."""
+    count = 15
+    (fleet.project / "test_claims.py").write_text(claims_file(count))
+    code, out = fleet.run("a")
+    assert code == 0, out[-3000:]
+    good = raw_rows(fleet)
+    keys = sorted(good)[:13]
+    damaged = {key: text for key, text in zip(keys, damaged_shapes(good[keys[0]]), strict=True)}
+    damage_rows(fleet, damaged)
+    fleet.judge.clear_requests()
+    code, out = fleet.run("b", "-p", "no:randomly")
+    assert code == 0, out[-3000:]
+    assert summary_counts(out) == (count, count - 13, 13)
+    assert len(fleet.judge.requests) == 13
+    for key in keys:
+        assert f"holds a damaged record {key}" in out, key
+    for word in ("Traceback", "InvalidRecordError", "JSONDecodeError", "FAILED", "AssertionError"):
+        assert word not in out, word
+    assert "13 damaged records in the store" in out
+    assert f"cache repair --store postgresql://{fleet.role}@" in out
+    assert raw_rows(fleet) == {**good, **damaged}  # no row written over
+    with VerdictCache(fleet.machine("b")) as cache:
+        assert len(cache) == count  # the fresh verdicts are kept locally
+    # The next run on this machine is served by its disk cache: no judge call.
+    fleet.judge.clear_requests()
+    code, out = fleet.run("b")
+    assert code == 0 and summary_counts(out) == (count, count, 0), out[-3000:]
+    # export: every good row, each damaged one named, exit 1.
+    env = {**fleet.env(), "PROP_STORE": fleet.url}
+    exported = fleet.cli("cache", "export", env=env)
+    assert exported.returncode == 1, exported.stderr
+    assert len(exported.stdout.splitlines()) == count - 13
+    for key in keys:
+        assert key in exported.stderr
+    assert "verdict cache at" not in exported.stderr and "Traceback" not in exported.stderr
+    # push cannot refill a damaged row: it says so, and changes nothing locally.
+    pushed = fleet.cli("cache", "push", "--cache-dir", str(fleet.machine("b")), env=env)
+    assert pushed.returncode == 1 and "13 damaged in the store" in pushed.stdout, pushed.stderr
+    assert raw_rows(fleet) == {**good, **damaged}
+    # The owner's repair removes the damaged rows; push then refills them.
+    repaired = fleet.cli("cache", "repair", env=env)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "removed 13 damaged record(s)" in repaired.stdout
+    assert sorted(raw_rows(fleet)) == sorted(set(good) - set(keys))
+    pushed = fleet.cli("cache", "push", "--cache-dir", str(fleet.machine("b")), env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "13 new" in pushed.stdout
+    exported = fleet.cli("cache", "export", env=env)
+    assert exported.returncode == 0 and len(exported.stdout.splitlines()) == count
+    for result in (exported, pushed, repaired):
+        assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_import_keeps_the_good_lines_and_names_the_bad_ones(fleet: Fleet) -> None:
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    code, out = fleet.run("a")
+    assert code == 0, out[-3000:]
+    lines = fleet.cli("cache", "export", "--cache-dir", str(fleet.machine("a"))).stdout
+    first = json.loads(lines.splitlines()[0])
+    other_kind = {
+        **first["record"],
+        "kind": "score",
+        "verdict": {**first["record"]["verdict"], "kind": "check"},
+    }
+    bad = "{not json\n" + json.dumps({"key": "b" * 64, "record": other_kind}) + "\n"
+    path = fleet.root / "verdicts.jsonl"
+    path.write_text(bad + lines)
+    role, database = make_store(fleet.server)
+    env = {**fleet.env(), "PROP_STORE": fleet.server.url(role, PASSWORD, database)}
+    done = fleet.cli("cache", "import", str(path), env=env)
+    assert done.returncode == 1, done.stderr
+    assert "imported 3 verdicts" in done.stdout
+    assert "verdicts.jsonl:1:" in done.stderr and "verdicts.jsonl:2:" in done.stderr
+    local = fleet.cli("cache", "import", str(path), "--cache-dir", str(fleet.root / "fresh"))
+    assert local.returncode == 1 and "imported 3 verdicts" in local.stdout, local.stderr
+    assert "verdicts.jsonl:2:" in local.stderr and "a check verdict in a record" in local.stderr
+
+
+def test_push_never_changes_a_local_verdict_and_a_refused_refresh_names_the_owners_command(
+    fleet: Fleet,
+) -> None:
+    """A CI role that may not UPDATE refreshes: the store refuses, the refreshed verdicts stay
+    local, the warning names 'cache push --replace'; push keeps them, counts only differing
+    values as different; the owner's push --replace makes them the fleet's."""
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    code, out = fleet.run("a")
+    assert code == 0, out[-3000:]
+    runner = f"{fleet.role}_ci"
+    fleet.server.create_role(runner, PASSWORD)
+    fleet.server.sql(f'GRANT CONNECT ON DATABASE "{fleet.database}" TO "{runner}"')
+    fleet.server.sql(
+        f'GRANT SELECT, INSERT ON prop_verdicts TO "{runner}"; '
+        f'GRANT SELECT ON prop_schema TO "{runner}"',
+        fleet.database,
+    )
+    ci = fleet.server.url(runner, PASSWORD, fleet.database)
+    before = raw_rows(fleet)
+    # The judge now says claim 0 fails, and words the others differently (same value).
+    fleet.judge.on("subject number 0.", verdict(False, justification="Not any more."))
+    fleet.judge.default = echo_fn(lambda request: verdict(True, justification="Still so."))
+    code, out = fleet.run("a", "--prop-cache=refresh", "-p", "no:randomly", store=ci)
+    assert code == 1, out[-3000:]
+    where = f"postgresql://{runner}@127.0.0.1:{fleet.server.port}/{fleet.database}"
+    assert f"cache push --replace --store {where}" in out
+    assert "3 refreshed verdicts NOT written to the store" in out
+    assert raw_rows(fleet) == before
+
+    def local_values() -> dict[str, Any]:
+        with VerdictCache(fleet.machine("a")) as cache:
+            return {
+                json.loads(line)["key"]: json.loads(line)["record"]["verdict"]
+                for line in cache.export_lines()
+            }
+
+    refreshed = local_values()
+    assert sorted(v["value"] for v in refreshed.values()) == [False, True, True]
+    env = {**fleet.env(), "PROP_STORE": ci}
+    pushed = fleet.cli("cache", "push", "--cache-dir", str(fleet.machine("a")), env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "0 new, 3 already there" in pushed.stdout
+    assert "1 with a different value" in pushed.stdout  # not 3: two differ only in wording
+    assert "cache push --replace" in pushed.stdout
+    assert local_values() == refreshed and raw_rows(fleet) == before
+    # The CI role may not replace; the owner may.
+    refused = fleet.cli(
+        "cache", "push", "--replace", "--cache-dir", str(fleet.machine("a")), env=env
+    )
+    assert refused.returncode == 2 and "permission denied" in refused.stderr
+    assert "verdict cache at" not in refused.stderr
+    owner = {**fleet.env(), "PROP_STORE": fleet.url}
+    replaced = fleet.cli(
+        "cache", "push", "--replace", "--cache-dir", str(fleet.machine("a")), env=owner
+    )
+    assert replaced.returncode == 0 and "3 added or replaced" in replaced.stdout, replaced.stderr
+    assert {k: json.loads(v)["verdict"] for k, v in raw_rows(fleet).items()} == refreshed

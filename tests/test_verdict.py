@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.errors import VerdictMissing
+from pytest_propositions.errors import DryRunSkip, VerdictMissing
 from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.settings import Settings
 from pytest_propositions.store.cache import (
@@ -22,6 +22,7 @@ from pytest_propositions.store.cache import (
     InvalidRecordError,
     VerdictCache,
     cache_key,
+    canonical_json,
 )
 from pytest_propositions.verdict import Usage, Verdict, check_stored_verdict, combine_samples
 
@@ -170,7 +171,7 @@ class OneRecordCache:
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
 
-    def get(self, key: str) -> dict[str, Any]:
+    def get(self, key: str, kind: str | None = None) -> dict[str, Any]:
         return self.record
 
 
@@ -219,3 +220,52 @@ def test_reading_a_verdict_back_does_not_import_pydantic() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# -- a verdict of the other kind under a claim's key ----------------------------------------------
+
+
+def _other_kind_line(judge: Judge, request: JudgeRequest, stored_kind: str) -> tuple[str, str]:
+    """An export line holding a ``stored_kind`` verdict under ``request``'s key."""
+    key = cache_key(judge._key_material(request, judge._connection(request.model)))
+    value: bool | int = True if stored_kind == "check" else 9
+    record = {
+        "claim": request.claim,
+        "kind": stored_kind,
+        "model": request.model,
+        "recorded_at": "2025-03-01T12:00:00+00:00",
+        "verdict": {"kind": stored_kind, "claim": request.claim, "value": value},
+    }
+    return key, canonical_json({"key": key, "record": record})
+
+
+@pytest.mark.parametrize(("stored", "asked"), [("check", "score"), ("score", "check")])
+@pytest.mark.parametrize("mode", ["replay", "use"])
+def test_a_verdict_of_the_other_kind_is_a_damaged_record_never_a_pass(
+    tmp_path: Path, stored: str, asked: str, mode: str
+) -> None:
+    """Imported (the line itself is consistent), then looked up by a claim of the other kind:
+    a warning naming the key and a miss, never that verdict and never a crash."""
+    settings = Settings(model="openai/judge-model", cache=mode, dry_run=mode == "use")
+    cache = VerdictCache(tmp_path / "verdicts", mode)  # type: ignore[arg-type]
+    judge = Judge(settings, cache=cache)
+    request = JudgeRequest(asked, "Oscar stays in character.", settings.model, ())  # type: ignore[arg-type]
+    key, line = _other_kind_line(judge, request, stored)
+    assert VerdictCache(tmp_path / "verdicts").import_lines([line]) == 1
+    with pytest.warns(CacheWarning) as caught, pytest.raises((VerdictMissing, DryRunSkip)):
+        judge.evaluate(request)
+    message = " ".join(str(w.message) for w in caught)
+    assert key[:16] in message and f"a {stored} verdict under the key of a {asked} claim" in message
+    assert cache.damaged == {key: f"a {stored} verdict under the key of a {asked} claim"}
+
+
+def test_a_record_whose_kinds_disagree_is_refused_at_import(tmp_path: Path) -> None:
+    record = {
+        "kind": "score",
+        "model": "m",
+        "recorded_at": "2025-03-01T12:00:00+00:00",
+        "verdict": {"kind": "check", "claim": "c", "value": True},
+    }
+    line = json.dumps({"key": "a" * 64, "record": record})
+    with pytest.raises(ImportLineError, match="a check verdict in a record of kind 'score'"):
+        VerdictCache(tmp_path / "verdicts").import_lines([line])

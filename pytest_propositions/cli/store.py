@@ -1,5 +1,5 @@
 """``cache ... --store URL``: the cache commands on the shared store (stats, export, import,
-prune) and ``cache push``, which sends a local cache's verdicts up."""
+prune, repair) and ``cache push``, which sends a local cache's verdicts up."""
 
 from __future__ import annotations
 
@@ -8,8 +8,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-from ..store.cache import CacheError, ImportLineError, VerdictCache, _parse_line, canonical_json
+from ..store.cache import (
+    CacheError,
+    InvalidRecordError,
+    VerdictCache,
+    canonical_json,
+    read_lines,
+    stored_record,
+)
 from ..store.postgres import PostgresStore
+from ..store.tiered import push_command, repair_command
 
 
 class StoreCommandError(CacheError):
@@ -24,6 +32,8 @@ class StoreCommands:
         self.where = self.store.where
         self.directory = directory
         self._warn = warn
+        #: Damaged rows found (key -> what is wrong); each was named in a warning.
+        self.damaged: dict[str, str] = {}
 
     def __enter__(self) -> StoreCommands:
         return self
@@ -36,11 +46,13 @@ class StoreCommands:
     ) -> None:
         self.store.close()
 
-    def run(self, action: str) -> int:
+    def run(self, action: str, *, replace: bool = False) -> int:
         if action == "stats":
             self._stats()
         elif action == "push":
-            self._push()
+            return self._push(replace=replace)
+        elif action == "repair":
+            return self._repair()
         elif action == "prune":
             self._prune()
         else:
@@ -51,22 +63,24 @@ class StoreCommands:
         return 0
 
     def export_lines(self) -> Iterator[str]:
-        """The store's verdicts as the local cache exports them: one sorted canonical line each."""
+        """The store's verdicts as the local cache exports them: one sorted canonical line each.
+
+        A damaged row is named in a warning and left out (``damaged`` says which)."""
         for key, text in self.store.records():
-            yield canonical_json({"key": key, "record": json.loads(text)}) + "\n"
+            try:
+                record = stored_record(text)
+            except InvalidRecordError as problem:
+                self._damaged_row(key, str(problem))
+                continue
+            yield canonical_json({"key": key, "record": record}) + "\n"
 
     def import_lines(self, name: str, lines: list[str]) -> int:
-        """Every line checked first; then insert-if-absent: the store keeps a verdict it has."""
-        entries: dict[str, str] = {}
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                key, text = _parse_line(lineno, line.strip())
-            except ImportLineError as error:
-                raise StoreCommandError(f"{name}:{error.lineno}: {error.expected}") from None
-            entries[key] = text
-        new, standing = self.store.insert_many(entries)
+        """Every line checked; the good ones inserted if absent (the store keeps a verdict it
+        has), each bad one named. Exit code 1 when a line was bad."""
+        entries, bad = read_lines(lines)
+        for error in bad:
+            self._warn(f"{name}:{error.lineno}: {error.expected}; this line was not imported")
+        new, standing = self.store.insert_many(entries) if entries else (0, {})
         kept = sum(1 for key, text in entries.items() if standing.get(key) != text)
         print(
             f"imported {new} verdicts into {self.where}"
@@ -75,8 +89,13 @@ class StoreCommands:
                 if kept
                 else ""
             )
+            + (f"; {len(bad)} bad line(s) of {name} left out" if bad else "")
         )
-        return 0
+        return 1 if bad else 0
+
+    def _damaged_row(self, key: str, problem: str) -> None:
+        self.damaged[key] = problem
+        self._warn(f"the verdict store {self.where} holds a damaged record {key} ({problem[:300]})")
 
     def _stats(self) -> None:
         stats = self.store.stats()
@@ -99,25 +118,84 @@ class StoreCommands:
             raise StoreCommandError(f"no verdict cache at {self.directory}")
         return cache
 
-    def _push(self) -> None:
+    def _push(self, *, replace: bool) -> int:
+        """This machine's verdicts up: what the store lacks is added, and the local cache is
+        never changed. ``replace`` (the owner's): the store takes this machine's verdicts."""
         with self._local() as cache:
-            entries: dict[str, str] = {}
-            for lineno, line in enumerate(cache.export_lines(), start=1):
-                key, text = _parse_line(lineno, line.strip())
-                entries[key] = text
-            new, standing = self.store.insert_many(entries)
-            differ = {key: text for key, text in standing.items() if entries.get(key) != text}
-            if differ:
-                # The store's verdict is the fleet's: this machine takes it too.
-                cache.import_lines(
-                    canonical_json({"key": key, "record": json.loads(text)})
-                    for key, text in differ.items()
+            entries, bad = read_lines(cache.export_lines())
+            for error in bad:
+                self._warn(
+                    f"a record of the verdict cache at {self.directory} was not pushed: "
+                    f"{error.expected}"
                 )
+            local_damage = len(cache.damaged) + len(bad)
+        if replace:
+            changed = self.store.replace_many(entries)
+            print(
+                f"pushed {len(entries)} verdicts from {self.directory} to {self.where}, "
+                f"replacing what it held: {changed} added or replaced, "
+                f"{len(entries) - changed} already the same"
+            )
+            return 1 if local_damage else 0
+        new, standing = self.store.insert_many(entries)
+        differ = damaged = 0
+        for key, text in sorted(standing.items()):
+            if text == entries[key]:
+                continue
+            try:
+                theirs = stored_record(text)
+            except InvalidRecordError as problem:
+                damaged += 1
+                self._damaged_row(key, str(problem))
+                continue
+            mine = json.loads(entries[key])
+            if theirs["verdict"]["value"] != mine["verdict"]["value"]:
+                differ += 1
+        notes = []
+        if differ:
+            notes.append(
+                f"{differ} with a different value: the store's stands for the fleet, this "
+                f"machine keeps its own; the store's owner makes this machine's the fleet's with "
+                f"'{push_command(self.where, replace=True)}'"
+            )
+        if damaged:
+            notes.append(
+                f"{damaged} damaged in the store (named above), left as they are: its owner "
+                f"removes them with '{repair_command(self.where)}', then push again"
+            )
         print(
             f"pushed {len(entries)} verdicts from {self.directory} to {self.where}: {new} new, "
-            f"{len(entries) - new} already there"
-            + (f" ({len(differ)} differently: the local cache took the store's)" if differ else "")
+            f"{len(entries) - new} already there; the local cache is unchanged"
+            + "".join(f"\n  {note}" for note in notes)
         )
+        return 1 if damaged or local_damage else 0
+
+    def _repair(self) -> int:
+        """Remove the store's damaged rows (the owner's: the role needs DELETE); a run or
+        'cache push' then stores good verdicts in their place."""
+        found: dict[str, str] = {}
+        for key, text in self.store.records():
+            try:
+                stored_record(text)
+            except InvalidRecordError as problem:
+                self._damaged_row(key, str(problem))
+                found[key] = text
+        removed = self.store.delete_records(found) if found else 0
+        print(
+            f"removed {removed} damaged record(s) from {self.where}"
+            + (
+                f" ({len(found) - removed} changed meanwhile and were left)"
+                if removed < len(found)
+                else ""
+            )
+            + (
+                "; 'cache push' or the next run stores good verdicts in their place"
+                if removed
+                else ""
+            )
+        )
+        self.damaged.clear()  # removed: no longer an incomplete result
+        return 0
 
     def _prune(self) -> None:
         with self._local() as cache:

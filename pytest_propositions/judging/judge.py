@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._version import __version__
-from ..checks import quote_claim
+from ..checks import quote_claim, terminal_text
 from ..errors import (
     BudgetExceeded,
     CacheUnusable,
@@ -31,7 +31,7 @@ from ..errors import (
 )
 from ..store.cache import CacheDirectoryError, CacheWarning, cache_key
 from ..store.recorded import pack_request
-from ..verdict import Usage, Verdict
+from ..verdict import Usage, Verdict, verdict_of_record
 from . import families
 from .endpoint import Connection, hosted_connection
 from .families import TEMPERATURE
@@ -39,6 +39,7 @@ from .judge_loop import run_on_judge_loop
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
 from .transport import (
     Transport,
+    other_choices,
     queue_waits,
     reply_content,
     reply_cost,
@@ -147,8 +148,8 @@ class Judge:
         material = self._key_material(request, connection)
         key = cache_key(material)
         if self.cache is not None:
-            record = _cache_step(self.cache.get, key)
-            verdict = self._from_record(record, key) if record is not None else None
+            record = _cache_step(self.cache.get, key, request.kind)
+            verdict = self._from_record(record, key, request.kind) if record is not None else None
             if verdict is not None:
                 with self.stats.lock:
                     self.stats.verdicts += 1
@@ -203,7 +204,7 @@ class Judge:
                 if standing is not record:
                     # A shared store already held a verdict for this request (another machine
                     # judged it at the same moment): the first one stored is everyone's verdict.
-                    stored = self._from_record(dict(standing), key)
+                    stored = self._from_record(dict(standing), key, request.kind)
                     if stored is None:
                         raise CacheUnusable(
                             f"the shared verdict {key[:16]} cannot be read by this version, "
@@ -343,13 +344,12 @@ class Judge:
 
     # -- cached records ------------------------------------------------------------------------
 
-    def _from_record(self, record: dict[str, Any], key: str) -> Verdict | None:
-        """The stored verdict; None (a miss, with a warning) if the record cannot be read."""
+    def _from_record(self, record: dict[str, Any], key: str, kind: Kind) -> Verdict | None:
+        """The stored verdict; None (a miss, with a warning) if the record cannot be read as a
+        verdict of the request's kind."""
         try:
-            return Verdict.from_dict(
-                record["verdict"], cached=True, recorded_at=record.get("recorded_at"), key=key
-            )
-        except (KeyError, TypeError, ValueError) as error:
+            return verdict_of_record(record, kind, key=key)
+        except ValueError as error:
             import warnings
 
             warnings.warn(
@@ -443,7 +443,7 @@ class Judge:
         self, connection: Connection, messages: list[Message], request: JudgeRequest
     ) -> _Answer:
         """One parsed answer; an unparsable reply is asked again once before giving up."""
-        from .parsing import parse_reply  # only a live reply needs the parser
+        from .parsing import parse_choices  # only a live reply needs the parser
 
         profile = self.transport.profile(connection)
         last_error: VerdictUnparsable | None = None
@@ -478,12 +478,13 @@ class Judge:
                 continue
             if refusal:
                 last_error = VerdictUnparsable(
-                    f"the judge refused to answer: {_printable(refusal[:200])} ({where})",
+                    f"the judge refused to answer: {terminal_text(_printable(refusal[:200]))} ({where})",
                     raw_reply=refusal,
                 )
                 continue
             try:
-                parsed = parse_reply(profile.reply_text(content), request.kind)
+                texts = [content, *other_choices(response)]
+                parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
             except VerdictUnparsable as error:
                 # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
                 last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)

@@ -13,6 +13,19 @@ Format (lenient)
   "answer", "result", "score"), possibly in one wrapper object such as {"verdict": {...}}.
   Several objects must agree.  Prose around the JSON is allowed, but an explicit verdict
   statement in it (below) that differs from the JSON's value raises.
+* Every key that names a verdict, at any depth of an object (lists included) and in any case:
+  "value", "verdict", "answer", "result", "score", "holds", "rating", "grade", "decision",
+  "conclusion", "judgment", "outcome", "truth", "is_true", "passes", "passed", "correct",
+  "is_correct". Each must agree with the verdict read, or the reply holds contradicting
+  verdicts and raises (``{"answer": false, "value": true}``, ``{"verdict": {"value": false},
+  "value": true}``). A value is read with the claim's rules, widened only to see disagreement:
+  for a check, a number can only be placed without knowing its scale when it is 0 (false on
+  every scale); any other number (1 may mean true, or a low score) disagrees with both
+  verdicts, so ``{"value": true, "score": 0}`` and ``{"value": true, "score": 9}`` both raise;
+  for a score, a boolean disagrees with every score (the threshold is not the judge's). A value
+  that reads as no verdict at all (prose, a list) raises where it sits in the verdict's own
+  object or one of its wrappers, and is ignored deeper down (a judge quoting a tool call's
+  ``"result": "ok"`` as evidence). Null and "" are absent.
 * An object that gives one key twice with different values (``{"value": false, "value":
   true}``, or "value" and "Value") is never read last-key-wins or first-key-wins: it holds
   contradicting answers, and raises like two disagreeing objects do; so does a Python-literal
@@ -77,12 +90,36 @@ __all__ = [
     "ParsedReply",
     "coerce_check",
     "coerce_score",
+    "parse_choices",
     "parse_reply",
 ]
 
 from ..scale import MAX_SCORE, MIN_SCORE
 
 _VALUE_KEYS = ("value", "verdict", "answer", "result", "score")
+# Keys that name a verdict: the ones read above, and more that a judge may add beside them.
+# None of the extra ones is read as the verdict; each must agree with it (see the module doc).
+_VERDICT_KEYS = frozenset(
+    (
+        *_VALUE_KEYS,
+        "holds",
+        "rating",
+        "grade",
+        "decision",
+        "conclusion",
+        "judgment",
+        "judgement",
+        "outcome",
+        "truth",
+        "truth_value",
+        "is_true",
+        "passes",
+        "passed",
+        "pass",
+        "correct",
+        "is_correct",
+    )
+)
 _JUSTIFICATION_KEYS = ("justification", "explanation", "reason", "rationale")
 _REASONING_KEYS = ("reasoning", "analysis", "thoughts", "thinking", "chain_of_thought")
 _CONFIDENCE_KEYS = ("confidence",)
@@ -141,6 +178,28 @@ def parse_reply(text: str | None, kind: Kind) -> ParsedReply:
             raw,
         )
     return parsed
+
+
+def parse_choices(texts: Sequence[str], kind: Kind) -> ParsedReply:
+    """The verdict of a response's choices: the first one's, when every other one agrees.
+
+    A response should hold one choice; one holding several is read as one answer only when
+    each gives the same verdict, since picking one of disagreeing answers would be a guess.
+    """
+    first = parse_reply(texts[0], kind)
+    for index, other in enumerate(texts[1:], start=2):
+        try:
+            value: bool | int | str = parse_reply(other, kind).value
+        except VerdictUnparsable:
+            value = "no verdict"
+        if value != first.value or type(value) is not type(first.value):
+            _fail(
+                f"the response holds {len(texts)} choices whose verdicts disagree: the first "
+                f"says {first.value!r}, choice {index} {value!r}",
+                kind,
+                texts[0],
+            )
+    return first
 
 
 class _RepeatedKey(Exception):
@@ -216,14 +275,16 @@ def _parse_unambiguous(text: str, kind: Kind, raw: str) -> ParsedReply:
         depth = _nesting(obj)
         if depth > _MAX_NESTING:
             _fail_invalid(f"the reply's JSON is nested {depth} levels deep", raw)
-        path = _verdict_path(obj, 0)
-        if path is None:
+        levels = _verdict_path(obj, 0)
+        if levels is None:
             continue
+        path = [normalised for normalised, _ in levels]
         raw_value = next(path[0][key] for key in _VALUE_KEYS if key in path[0])
         try:
             value = _coerce(raw_value, kind)
         except ValueError as exc:
             _fail(f"the JSON value is unusable: {exc}", kind, raw)
+        _check_verdict_keys(obj, {id(original) for _, original in levels}, value, kind, raw)
         found.append((value, path))
 
     if found:
@@ -511,11 +572,14 @@ def _rewrite(text: str, *, python: bool) -> str:
     return "".join(out)
 
 
-def _verdict_path(obj: Mapping[object, object], depth: int) -> list[dict[str, object]] | None:
-    """The dict holding the value, followed by its wrappers; None if there is no single one."""
+def _verdict_path(
+    obj: Mapping[object, object], depth: int
+) -> list[tuple[dict[str, object], Mapping[object, object]]] | None:
+    """The dict holding the value, followed by its wrappers (each with its keys normalised,
+    and as loaded); None if there is no single one."""
     normalised = {_normalise_key(key): item for key, item in reversed(list(obj.items()))}
     if any(key in normalised and not _is_mapping(normalised[key]) for key in _VALUE_KEYS):
-        return [normalised]
+        return [(normalised, obj)]
     if depth >= _MAX_WRAPPER_DEPTH:
         return None
     inner = [
@@ -525,7 +589,93 @@ def _verdict_path(obj: Mapping[object, object], depth: int) -> list[dict[str, ob
     ]
     if len(inner) != 1:
         return None
-    return [*inner[0], normalised]
+    return [*inner[0], (normalised, obj)]
+
+
+class _Unplaced:
+    """A verdict that cannot be placed on the claim's scale: it agrees with no verdict."""
+
+    def __repr__(self) -> str:
+        return "a value on an unknown scale"
+
+
+_UNPLACED = _Unplaced()
+
+
+def _reading(item: object, kind: Kind) -> bool | int | _Unplaced | None:
+    """What a value under a verdict key says, to compare with the verdict read; None: no verdict.
+
+    Wider than the reading of the verdict itself (a number beside a check's true/false is
+    read, to see whether it disagrees), never used to read the verdict.
+    """
+    if isinstance(item, bool):
+        return item if kind == "check" else _UNPLACED
+    if isinstance(item, int | float):
+        if kind == "score":
+            try:
+                return coerce_score(item)
+            except ValueError:
+                return _UNPLACED
+        return False if item == 0 else _UNPLACED
+    if isinstance(item, str):
+        try:
+            return _coerce(item, kind)
+        except ValueError:
+            pass
+        if kind == "check":
+            try:
+                score = coerce_score(item)
+            except ValueError:
+                return None
+            return False if score == 0 else _UNPLACED
+        try:
+            return _UNPLACED if isinstance(coerce_check(item), bool) else None
+        except ValueError:
+            return None
+    return None
+
+
+def _check_verdict_keys(
+    obj: Mapping[object, object], strict: set[int], value: bool | int, kind: Kind, raw: str
+) -> None:
+    """Raise if any key naming a verdict, anywhere in ``obj``, says something else than ``value``.
+
+    ``strict``: the ids of the verdict's own object and its wrappers, where a verdict key
+    holding no verdict at all is unparsable too.
+    """
+    stack: list[object] = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list | tuple):
+            stack.extend(item)
+            continue
+        if not isinstance(item, Mapping):
+            continue
+        for key, child in item.items():
+            name = _normalise_key(key)
+            if isinstance(child, Mapping | list | tuple):
+                stack.append(child)
+                if not (name in _VERDICT_KEYS and isinstance(child, list | tuple)):
+                    continue
+            if name not in _VERDICT_KEYS or child is None or child == "":
+                continue
+            reading = _reading(child, kind)
+            if reading is None:
+                if id(item) in strict:
+                    _fail(
+                        f"the reply names its verdict under {key!r} too, as {_short(child)}, "
+                        "which states no verdict",
+                        kind,
+                        raw,
+                    )
+                continue
+            if isinstance(reading, _Unplaced) or reading != value:
+                _fail(
+                    f"the reply holds contradicting verdicts: its verdict is {value!r} but "
+                    f"{key!r} says {_short(child)}",
+                    kind,
+                    raw,
+                )
 
 
 def _normalise_key(key: object) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JudgeReplyInvalid, JudgeUnavailable
-from ..redaction import Secret, redact, url_credentials
+from ..redaction import Secret, redact, remember_secrets, url_credentials
 from ..scale import MAX_SCORE, MIN_SCORE
 from . import families
 
@@ -192,6 +193,25 @@ def _is_transient(error: BaseException) -> bool:
     return "timeout" in name or "connection" in name
 
 
+def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
+    """The keys the provider's own variables hold, which the paths read when PROP_API_KEY and
+    config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the providers it alone knows)."""
+    names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
+    prefix = profile.model.split("/", 1)[0].upper() if "/" in profile.model else "OPENAI"
+    names.add(f"{prefix}_API_KEY")
+    return tuple(os.environ.get(name) for name in sorted(names))
+
+
+def _credentials_in_url(connection: Connection) -> str:
+    shown_base = connection.shown_base
+    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
+    return (
+        f"the judge ({where}) cannot be called with a user and password inside "
+        "--prop-api-base: the HTTP client refuses to send them along with the API key. "
+        "Remove them from the URL and give the key with PROP_API_KEY."
+    )
+
+
 def _key_hint(model: str) -> str:
     provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
     return f"{provider}_API_KEY (or PROP_API_KEY)"
@@ -258,7 +278,7 @@ class Transport:
                 else:
                     from .transport_http import HttpPath
 
-                    path = HttpPath(self.settings.timeout)
+                    path = HttpPath(self.settings.timeout, self.settings.max_reply_bytes)
                 self._paths[profile.path] = path
             return path
 
@@ -359,6 +379,12 @@ class Transport:
             api_base, api_key = connection.secret_endpoint()
         else:
             api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
+        # Whatever the judge (or a proxy) says back may quote these: its reply is redacted of them.
+        remember_secrets(api_key, *url_credentials(api_base), *_provider_keys(profile))
+        if url_credentials(api_base):
+            # Refused before any client parses the URL: a password holding "/", "?", "#" or
+            # "@" is misread as a port or a path, and the parser's error quotes the pieces.
+            raise JudgeUnavailable(_credentials_in_url(connection), status=None)
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
@@ -416,6 +442,8 @@ class Transport:
         status = fault.status
         detail = fault.detail
         client_side = fault.client_side
+        if fault.own_words:  # a reply the light path would not read: a redirect, a bomb
+            raise JudgeUnavailable(f"the judge ({where}) {detail}.", status=status)
         if fault.format_rejected:
             raise JudgeUnavailable(
                 (
@@ -435,12 +463,7 @@ class Transport:
                 status=None,
             )
         if fault.url_credentials:
-            raise JudgeUnavailable(
-                f"the judge ({where}) cannot be called with a user and password inside "
-                "--prop-api-base: the HTTP client refuses to send them along with the API key. "
-                "Remove them from the URL and give the key with PROP_API_KEY.",
-                status=status,
-            )
+            raise JudgeUnavailable(_credentials_in_url(connection), status=status)
         if fault.refused:
             raise JudgeUnavailable(
                 f"cannot connect to the judge ({where}); is the server running? "
@@ -493,7 +516,9 @@ class Transport:
 
 
 def reply_content(response: Any) -> tuple[str, str | None]:
-    """The reply text and, when the provider flagged one, its refusal."""
+    """The reply text and, when the provider flagged one, its refusal; both redacted of every
+    known secret (a judge or a proxy may echo the request's Authorization header) before
+    anything parses, caches or shows them."""
     try:
         choices = response.choices
         message = choices[0].message if choices else None
@@ -506,14 +531,41 @@ def reply_content(response: Any) -> tuple[str, str | None]:
             "message: a provider's content filter or a broken proxy)",
             raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
         )
+    repeated = getattr(response, "repeated_keys", ())
+    if repeated:
+        shown = redact(str(getattr(message, "content", "")))[:2000]
+        raise JudgeReplyInvalid(
+            "the judge's response gives "
+            + ", ".join(repr(key) for key in repeated)
+            + " more than once: a chat completion that reads two ways, which no reply may",
+            raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
+        )
     refusal = getattr(message, "refusal", None)
     if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields
         extra = getattr(message, "provider_specific_fields", None)
         refusal = extra.get("refusal") if isinstance(extra, dict) else None
     content = getattr(message, "content", None)
+    text = redact(content) if isinstance(content, str) else ""
     if isinstance(refusal, str) and refusal.strip():
-        return content or "", refusal
-    return (content if isinstance(content, str) else ""), None
+        return text, redact(refusal)
+    return text, None
+
+
+def other_choices(response: Any) -> list[str]:
+    """The texts of a response's choices after the first (a refusal or no text gives ""); the
+    judge reads a response with several choices only when they all agree."""
+    try:
+        choices = list(response.choices)[1:]
+    except (AttributeError, TypeError):
+        return []
+    texts: list[str] = []
+    for choice in choices:
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        refusal = getattr(message, "refusal", None)
+        refused = isinstance(refusal, str) and refusal.strip()
+        texts.append(content if isinstance(content, str) and not refused else "")
+    return texts
 
 
 def reply_cost(response: Any) -> float | None:
@@ -562,6 +614,7 @@ class _Fault:
     url_credentials: bool
     client_side: bool
     retry_after: float | None = None
+    own_words: bool = False
 
     @classmethod
     def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
@@ -585,6 +638,7 @@ class _Fault:
                 "credentials encoded in url" in str(link).lower() for link in _chain(error)
             ),
             retry_after=_retry_after(error),
+            own_words=getattr(error, "own_words", False) is True,
             invalid_response=any(
                 marker in link_text
                 for link in _chain(error)

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
@@ -113,6 +114,29 @@ class InvalidResponse(APIError):
     transient = True
 
 
+class RefusedReply(APIError):
+    """A reply the client will not read as an answer; the message says why in full.
+
+    Not transient: a redirect or an oversized reply comes back the same way (and a retry of a
+    compression bomb would only cost more).
+    """
+
+    own_words = True
+
+
+class Redirect(RefusedReply, APIStatusError):
+    """An HTTP 3xx: only a 2xx is a reply, and a redirect is never followed (the request, and
+    its key, would go to a host the user did not name)."""
+
+
+class ReplyTooLarge(RefusedReply):
+    """The body grew past --prop-max-reply-bytes (counted decompressed, while it was read)."""
+
+
+class UnsupportedEncoding(RefusedReply):
+    """A body in a content coding the client did not ask for (it asks for gzip or deflate)."""
+
+
 _BY_STATUS: dict[int, type[APIStatusError]] = {
     400: BadRequestError,
     401: AuthenticationError,
@@ -187,6 +211,8 @@ class Completion:
     model: str | None
     # litellm's name for where it keeps the call's price; the reader takes it from here.
     _hidden_params: dict[str, Any] = field(default_factory=dict)
+    # Keys the body gave more than once (JSON allows it; a parser silently keeps the last).
+    repeated_keys: tuple[str, ...] = ()
 
 
 def _text(value: Any) -> str | None:
@@ -197,10 +223,29 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def _repeated_keys(found: list[str]) -> Any:
+    """An object_pairs_hook that notes every key an object gives more than once."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen and key not in found:
+                found.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    return hook
+
+
 def read_completion(data: bytes, content_type: str) -> Completion:
-    """The body of an HTTP 200 as a completion; InvalidResponse if it is not one."""
+    """The body of an HTTP 200 as a completion; InvalidResponse if it is not one.
+
+    A key given twice anywhere in it (two ``content``, two ``choices``) is noted, not resolved:
+    the completion's ``repeated_keys`` makes the judge treat the reply as unreadable.
+    """
+    repeated: list[str] = []
     try:
-        payload = json.loads(data)
+        payload = json.loads(data, object_pairs_hook=_repeated_keys(repeated))
     except ValueError:
         shown = data[:300].decode("utf-8", "replace")
         raise InvalidResponse(
@@ -240,7 +285,91 @@ def read_completion(data: bytes, content_type: str) -> Completion:
         read,
         Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached),
         _text(payload.get("model")),
+        repeated_keys=tuple(repeated),
     )
+
+
+# -- reading a body, bounded ------------------------------------------------------------------
+
+# An error body is read for its message only: its first bytes are enough.
+_ERROR_BODY_BYTES = 64 * 1024
+_ACCEPT_ENCODING = "gzip, deflate"
+
+
+class _Decoder:
+    """A body's content coding undone step by step, never producing more than it is asked for:
+    a few kilobytes of compressed zeros (a bomb) cannot inflate past the cap."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self._inflater: Any = None
+        self._raw_deflate = False
+        if coding in ("gzip", "x-gzip"):
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif coding == "deflate":
+            self._inflater = zlib.decompressobj()
+        elif coding not in ("", "identity"):
+            raise UnsupportedEncoding(
+                f"sent a reply in the content coding {coding[:40]!r}, which the client did not "
+                f"ask for (it asks for {_ACCEPT_ENCODING})"
+            )
+        self._started = False
+
+    def decode(self, data: bytes, room: int) -> bytes:
+        """Up to ``room`` decoded bytes of ``data``; reaching ``room`` means there may be more."""
+        if self._inflater is None:
+            return data[:room]
+        try:
+            out: bytes = self._inflater.decompress(data, room)
+        except zlib.error:
+            if self.coding == "deflate" and not self._started and not self._raw_deflate:
+                # "deflate" is often sent without its zlib header, as a raw stream.
+                self._raw_deflate = True
+                self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                return self.decode(data, room)
+            raise InvalidResponse(
+                f"invalid response object: the body's {self.coding} coding is broken"
+            ) from None
+        self._started = True
+        return out
+
+
+async def _read_body(response: httpx.Response, limit: int, *, cut: bool) -> bytes:
+    """The decoded body, counted while it is read; past ``limit`` bytes ReplyTooLarge, or with
+    ``cut`` its first ``limit`` bytes (an error body: only its message is wanted)."""
+    decoder = _Decoder(response.headers.get("content-encoding", "").strip().lower())
+    body = bytearray()
+    async for raw in response.aiter_raw():
+        room = limit + 1 - len(body)
+        body += decoder.decode(raw, room)
+        if len(body) > limit:
+            if cut:
+                return bytes(body[:limit])
+            raise ReplyTooLarge(
+                f"sent a reply larger than {limit} bytes (decompressed), which was not read "
+                "further; raise --prop-max-reply-bytes if the judge really writes that much"
+            )
+    return bytes(body)
+
+
+async def _refuse_redirect(response: httpx.Response) -> None:
+    """A 3xx is refused as soon as its headers arrive: its body is never read (a redirect's page
+    is not the judge's answer), and its Location is never parsed (httpx would parse it to build
+    the next request, and fail on a password holding a "/")."""
+    status = response.status_code
+    if 300 <= status < 400:
+        location = _shown_location(response.headers.get("location", ""))
+        raise Redirect(
+            status,
+            f"answered with a redirect (HTTP {status} to {location}), which is not followed: "
+            "only a 2xx response is a reply. Point --prop-api-base at the endpoint itself",
+        )
+
+
+def _shown_location(location: str) -> str:
+    """A redirect's target as a message may show it: no user or password, and not too long."""
+    shown = re.sub(r"(?<=://).*@", "[redacted]@", location.strip())
+    return (shown[:200] + "...") if len(shown) > 200 else (shown or "no Location header")
 
 
 # -- prices: litellm's table, read as data ---------------------------------------------------------
@@ -361,8 +490,9 @@ def _connect_reason(error: BaseException) -> str:
 class HttpPath:
     """Calls to OpenAI-compatible endpoints, on one pooled HTTP client per run."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, max_reply_bytes: int = 1024 * 1024) -> None:
         self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
         # One pooled client per URL scheme: a plain-HTTP endpoint (a local server) gets one
         # that never loads the certificate store it would not use.
         self._clients: dict[str, httpx.AsyncClient] = {}
@@ -428,6 +558,8 @@ class HttpPath:
         api_key: Secret | None,
     ) -> Completion:
         """One POST of the request body; a completion, or an APIError saying what went wrong."""
+        import asyncio
+
         import httpx
 
         url = self._url(profile, api_base)
@@ -444,12 +576,46 @@ class HttpPath:
                 follow_redirects=False,
                 trust_env=True,
                 verify=scheme == "https",
+                event_hooks={"response": [_refuse_redirect]},
             )
         payload = json.dumps({"model": profile.wire_model, **body}).encode()
+        headers = self._headers(profile, api_key)
+        headers["Accept-Encoding"] = _ACCEPT_ENCODING
+        # The deadline bounds the whole attempt: connecting, sending, and every byte of the
+        # reply (httpx's own timeout is per read, which a body trickling a byte at a time never
+        # trips). Its message names the timeout, which the transport reads as transient.
         try:
-            response = await client.post(
-                url, content=payload, headers=self._headers(profile, api_key)
-            )
+            async with asyncio.timeout(self.timeout):
+                data, content_type = await self._exchange(client, url, payload, headers)
+        except TimeoutError as error:
+            raise Timeout(
+                f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
+                "attempt, the reply's last byte included)"
+            ) from error
+        completion = read_completion(data, content_type)
+        completion._hidden_params["response_cost"] = _cost(profile, completion)
+        return completion
+
+    async def _exchange(
+        self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
+    ) -> tuple[bytes, str]:
+        """One POST, its body read as a stream: a 2xx's body and content type, or an APIError."""
+        import httpx
+
+        try:
+            request = client.build_request("POST", url, content=payload, headers=headers)
+            response = await client.send(request, stream=True)
+            try:
+                status = response.status_code
+                if not 200 <= status < 300:
+                    error_body = await _read_body(
+                        response, min(_ERROR_BODY_BYTES, self.max_reply_bytes), cut=True
+                    )
+                    raise _status_error(status, error_body, _retry_after(response.headers))
+                data = await _read_body(response, self.max_reply_bytes, cut=False)
+                return data, response.headers.get("content-type", "")
+            finally:
+                await response.aclose()
         except httpx.TimeoutException as error:
             raise Timeout(f"Request timed out after {self.timeout:g}s") from error
         except httpx.ConnectError as error:
@@ -458,13 +624,6 @@ class HttpPath:
             raise APIConnectionError(
                 f"Connection error: {type(error).__name__}: {error or 'no response'}"
             ) from error
-        if response.status_code >= 400:
-            raise _status_error(
-                response.status_code, response.content, _retry_after(response.headers)
-            )
-        completion = read_completion(response.content, response.headers.get("content-type", ""))
-        completion._hidden_params["response_cost"] = _cost(profile, completion)
-        return completion
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}

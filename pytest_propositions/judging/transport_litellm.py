@@ -89,6 +89,12 @@ def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
         return None
 
 
+class AttemptTimeout(Exception):
+    """The whole attempt outlasted --prop-timeout (the transport retries it as a timeout)."""
+
+    transient = True
+
+
 class LitellmPath:
     """Calls through litellm; what litellm knows of a model is asked once per model."""
 
@@ -119,15 +125,29 @@ class LitellmPath:
         api_base: Secret | None,
         api_key: Secret | None,
     ) -> Any:
+        """One call; the deadline covers all of it, whatever litellm's client does per read.
+
+        What this path cannot bound: the reply's size (litellm reads the body whole, inflated,
+        before handing it over), nor see a key a body repeats (it parses the JSON itself).
+        """
+        import asyncio
+
         litellm = load_litellm()
-        return await litellm.acompletion(
-            model=profile.model,
-            **body,
-            timeout=self.timeout,
-            max_retries=0,  # retries are ours, so they are counted and bounded in one place
-            **({"api_version": profile.api_version} if profile.api_version else {}),
-            **_revealed(api_base=api_base, api_key=api_key),
-        )
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await litellm.acompletion(
+                    model=profile.model,
+                    **body,
+                    timeout=self.timeout,
+                    max_retries=0,  # retries are ours, so they are counted and bounded here
+                    **({"api_version": profile.api_version} if profile.api_version else {}),
+                    **_revealed(api_base=api_base, api_key=api_key),
+                )
+        except TimeoutError as error:
+            raise AttemptTimeout(
+                f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
+                "attempt)"
+            ) from error
 
     async def aclose(self) -> None:
         """litellm keeps its own clients; nothing of ours to close."""

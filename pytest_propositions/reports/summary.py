@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..checks import terminal_text
 from ..scale import MAX_SCORE
 
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ SECTION_TITLE = "proposition"
 
 
 def _indent(text: str) -> str:
-    return textwrap.indent(text.strip() or "(none given)", "    ")
+    """A judge's text under its heading: one line, escaped (``terminal_text``), indented."""
+    return textwrap.indent(terminal_text(text.strip()) or "(none given)", "    ")
 
 
 def provenance(verdict: Verdict) -> str:
@@ -80,7 +82,7 @@ def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) 
     verdict = outcome.verdict
     label = result_word(outcome.passed, mode).upper()
     lines = [
-        f"{label}: {verdict.claim}",
+        f"{label}: {terminal_text(verdict.claim)}",
         f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold, outcome.holds)}",
     ]
     if outcome.where:
@@ -288,7 +290,7 @@ def verdict_listing(
         verdict = outcome.verdict
         label = result_word(outcome.passed, mode).upper()
         lines.append(f"{label:<10}  {outcome.test_id or '-'}")
-        lines.append(f"    claim:   {verdict.claim}")
+        lines.append(f"    claim:   {terminal_text(verdict.claim)}")
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
@@ -303,7 +305,7 @@ def verdict_listing(
         if reasoning and not verdict.precondition_skipped:
             texts.append(("reasoning:", verdict.reasoning))
         for name, text in texts:
-            words = " ".join(text.split()) or "(none given)"
+            words = " ".join(terminal_text(text).split()) or "(none given)"
             lines.extend(
                 textwrap.wrap(
                     words,
@@ -366,7 +368,7 @@ def lowest_scores_table(
             test = "..." + test[-(_TEST_COLUMN_MAX - 3) :]
         prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
         room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
-        lines.append(prefix + _clip(outcome.verdict.claim, room))
+        lines.append(prefix + _clip(terminal_text(outcome.verdict.claim), room))
     return lines
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..checks import quote_claim
+from ..checks import quote_claim, terminal_text
 from ..claims.targets import as_target_list
 from ..errors import BudgetExceeded
 from ..scale import MAX_SCORE, MIN_SCORE
@@ -403,7 +403,7 @@ def runs_text(data: Mapping[str, Any]) -> str:
     """The report of a claim over runs: decision, figures, rule, and the runs against it."""
     label = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}[data["decision"]]
     lines = [
-        f"{label} over runs: {data['claim']}",
+        f"{label} over runs: {terminal_text(data['claim'])}",
         f"  rule: {data['rule_text']} (confidence {data['confidence'] * 100:g}%, max_runs {data['max_runs']})",
         f"  figures: {figures_line(data)}",
         f"  decided by: {data['decided_by']}",
@@ -421,7 +421,8 @@ def runs_text(data: Mapping[str, Any]) -> str:
         )
         for run in against[:QUOTED_RUNS]:
             verdict = run["verdict"]
-            why = " ".join(str(verdict.get("justification", "")).split()) or "(none given)"
+            why = " ".join(terminal_text(str(verdict.get("justification", ""))).split())
+            why = why or "(none given)"
             lines.append(f"    run {run['run']}: {verdict['value']}: {why}")
     return "\n".join(lines)
 

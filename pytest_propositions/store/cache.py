@@ -23,6 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from ..verdict import kind_problem, verdict_of_record
+
 __all__ = [
     "CACHE_FORMAT",
     "CACHE_MODES",
@@ -296,7 +298,27 @@ def _record_text(record: Any) -> str:
         check_stored_verdict(record.get("verdict"))
     except ValueError as exc:
         raise InvalidRecordError(f'bad "verdict": {exc}') from None
+    try:
+        _check_kind(dict(record), None, "")
+    except _RecordDamage as damage:
+        raise InvalidRecordError(str(damage)) from None
     return text
+
+
+def stored_record(text: str, kind: str | None = None) -> dict[str, Any]:
+    """A record's text as read from outside this machine (a shared store's row), checked as an
+    import line is, and for the request's ``kind``; InvalidRecordError saying what is wrong."""
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRecordError(f"not JSON: {exc}") from None
+    _record_text(record)
+    if kind is not None:
+        try:
+            _check_kind(record, kind, "")
+        except _RecordDamage as damage:
+            raise InvalidRecordError(str(damage)) from None
+    return dict(record)
 
 
 # --- damage --------------------------------------------------------------------------------
@@ -372,8 +394,11 @@ class VerdictCache:
 
     # -- the judge's traffic (hot path) --
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored record for ``key``, or None; hits + misses counts every call."""
+    def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
+        """The stored record for ``key``, or None; hits + misses counts every call.
+
+        With the request's ``kind``, a record that holds no readable verdict of that kind is
+        damage: one warning naming it, and a miss."""
         if self.mode in _READ_MODES:
             cache = self._cache
             if cache is None:
@@ -382,7 +407,12 @@ class VerdictCache:
                 record = None
                 try:
                     record = _read_record(cache, key)
+                    if record is not None and kind is not None:
+                        problem = kind_problem(record, kind)
+                        if problem is not None:
+                            raise _RecordDamage(problem)
                 except _RecordDamage as damage:
+                    record = None
                     self._record_damaged(key, damage)
                 except Exception as exc:
                     self._recover(cache, exc)
@@ -576,6 +606,8 @@ class VerdictCache:
         for key in keys:
             try:
                 record = self._call(_reader(key), create=False)
+                if record is not None:
+                    _check_kind(record, None, key)
             except _RecordDamage as damage:
                 self._record_damaged(key, damage)
                 continue
@@ -593,27 +625,20 @@ class VerdictCache:
             if record is not None:
                 yield key, record
 
-    def import_lines(self, lines: Iterable[str]) -> int:
+    def import_lines(
+        self, lines: Iterable[str], *, bad: list[ImportLineError] | None = None
+    ) -> int:
         """Merge exported lines (the file wins on a shared key); return how many were written.
 
-        Every line is checked before anything is written, and the writes are one transaction:
-        a bad line leaves the cache as it was.
+        Every line is checked before anything is written, and the writes are one transaction.
+        Without ``bad``, a bad line leaves the cache as it was (ImportLineError); with it, the
+        good lines are written and each bad one is added to ``bad``.
         """
-        entries: dict[str, str] = {}
-        first_seen: dict[str, int] = {}
-        for lineno, line in enumerate(lines, start=1):
-            stripped = line.strip()
-            if not stripped:
-                continue
-            key, text = _parse_line(lineno, stripped)
-            if key in entries and entries[key] != text:
-                raise ImportLineError(
-                    lineno,
-                    f"one record per key, but key {key} already had a different record "
-                    f"on line {first_seen[key]}",
-                )
-            entries[key] = text
-            first_seen.setdefault(key, lineno)
+        entries, errors = read_lines(lines)
+        if errors:
+            if bad is None:
+                raise errors[0]
+            bad.extend(errors)
         if not entries:
             return 0
         stamp = time.time()
@@ -926,6 +951,38 @@ def _read_record(cache: Any, key: str) -> dict[str, Any] | None:
     return record
 
 
+def _check_kind(record: dict[str, Any], kind: str | None, key: str) -> None:
+    """_RecordDamage unless ``record`` holds a readable verdict of the request's ``kind``.
+
+    Without the request (maintenance: export, import, a store's rows), the kind of the request
+    the record keeps stands in for it, so a verdict moved under another kind's key is found."""
+    try:
+        verdict = verdict_of_record(record, kind, key=key)
+    except ValueError as error:
+        raise _RecordDamage(str(error)) from None
+    if kind is None:
+        asked = _kept_request_kind(record)
+        if asked is not None and asked != verdict.kind:
+            raise _RecordDamage(
+                f"a {verdict.kind} verdict for a {str(asked)[:20]!r} request (its 'request' field)"
+            )
+
+
+def _kept_request_kind(record: dict[str, Any]) -> object:
+    """The kind in the request a record keeps (recorded.py packs it); None if it keeps none."""
+    import base64
+    import zlib
+
+    stored = record.get("request")
+    if not isinstance(stored, dict) or stored.get("encoding") != "zlib+base64":
+        return None
+    try:
+        material = json.loads(zlib.decompress(base64.b64decode(str(stored.get("data")))))
+    except (ValueError, zlib.error, RecursionError):
+        return None
+    return material.get("kind") if isinstance(material, dict) else None
+
+
 def _reader(key: str) -> Callable[[Any], dict[str, Any] | None]:
     return lambda cache: _read_record(cache, key)
 
@@ -1058,6 +1115,36 @@ def _tree_size(directory: Path) -> int:
             with contextlib.suppress(OSError):  # removed meanwhile
                 total += os.path.getsize(os.path.join(root, name))
     return total
+
+
+def read_lines(lines: Iterable[str]) -> tuple[dict[str, str], list[ImportLineError]]:
+    """Export lines checked: each good line's key and record text, and each bad line's error.
+
+    A key given again with another record is a bad line (the first one is kept)."""
+    entries: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
+    errors: list[ImportLineError] = []
+    for lineno, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            key, text = _parse_line(lineno, stripped)
+        except ImportLineError as error:
+            errors.append(error)
+            continue
+        if key in entries and entries[key] != text:
+            errors.append(
+                ImportLineError(
+                    lineno,
+                    f"one record per key, but key {key} already had a different record "
+                    f"on line {first_seen[key]}",
+                )
+            )
+            continue
+        entries[key] = text
+        first_seen.setdefault(key, lineno)
+    return entries, errors
 
 
 def _parse_line(lineno: int, line: str) -> tuple[str, str]:

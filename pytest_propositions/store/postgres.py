@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
+from urllib.parse import unquote, urlsplit
 
 from ..errors import CacheUnusable
-from ..redaction import Secret, redact
+from ..redaction import Secret, redact, redact_values, remember_secrets, url_credentials
 from .cache import CacheError
 
 __all__ = [
@@ -97,28 +99,56 @@ class StoreStats:
 def describe_store(url: str, env: Mapping[str, str] | None = None) -> str:
     """The store as messages name it: ``postgresql://user@host:port/dbname``, never a password.
 
-    What the URL leaves out comes from the ``PG*`` variables, as libpq would take it.
+    What the URL leaves out comes from the ``PG*`` variables, as libpq would take it. A password
+    holding "/", "?", "#" or "@" unencoded is read by the driver as a host, a port or a database:
+    the URL is then named as its credentials end (at its last "@"), with them masked.
     """
     env = os.environ if env is None else env
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        parts = {k: str(v) for k, v in conninfo_to_dict(url).items() if v is not None}
-    except Exception:
-        parts = _parse_url_roughly(url)
+    parts = _driver_reading(url)
+    credentials = url_credentials(url)
+    masked = False
+    if credentials:
+        user, _, password = credentials[0].reveal().partition(":")
+        if (unquote(user), unquote(password)) != (parts.get("user", ""), parts.get("password", "")):
+            parts = _driver_reading("postgresql://" + url.strip().rpartition("@")[2])
+            masked = True
     host = parts.get("host") or env.get("PGHOST") or "localhost"
     port = parts.get("port") or env.get("PGPORT") or "5432"
-    user = parts.get("user") or env.get("PGUSER") or ""
+    user = "[redacted]" if masked else parts.get("user") or env.get("PGUSER") or ""
     dbname = parts.get("dbname") or env.get("PGDATABASE") or user or "?"
     shown_user = f"{user}@" if user else ""
     if host.startswith("/"):
-        return f"postgresql://{shown_user}/{dbname} (socket {host}, port {port})"
-    return f"postgresql://{shown_user}{host}:{port}/{dbname}"
+        shown = f"postgresql://{shown_user}/{dbname} (socket {host}, port {port})"
+    else:
+        shown = f"postgresql://{shown_user}{host}:{port}/{dbname}"
+    return redact_values(shown, credentials[1:])
+
+
+def _misread(url: str) -> tuple[str, ...]:
+    """The pieces of a URL's password that the driver reads as something else (a host, a port,
+    a database: the password holds "/", "?", "#" or "@" unencoded); none if read as a password.
+    Its error messages may quote these pieces, which are redacted from them."""
+    credentials = url_credentials(url)
+    if len(credentials) < 2 or unquote(credentials[1].reveal()) == _driver_reading(url).get(
+        "password", ""
+    ):
+        return ()
+    pieces = re.split(r"[/?#@:]", credentials[1].reveal())
+    return tuple(piece for piece in pieces if len(piece) >= 3)
+
+
+def _driver_reading(url: str) -> dict[str, str]:
+    """The URL's parts as the driver reads them (roughly, without the driver)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        return {k: str(v) for k, v in conninfo_to_dict(url).items() if v is not None}
+    except Exception:
+        return _parse_url_roughly(url)
 
 
 def _parse_url_roughly(url: str) -> dict[str, str]:
-    """Host, port, user and database of a URL when psycopg is not there to parse it."""
-    from urllib.parse import urlsplit
+    """Host, port, user, password and database of a URL when psycopg cannot parse it."""
 
     try:
         parts = urlsplit(url)
@@ -128,20 +158,20 @@ def _parse_url_roughly(url: str) -> dict[str, str]:
     found = {
         "host": parts.hostname or "",
         "port": str(port) if port else "",
-        "user": parts.username or "",
+        "user": unquote(parts.username or ""),
+        "password": unquote(parts.password or ""),
         "dbname": parts.path.lstrip("/"),
     }
     return {k: v for k, v in found.items() if v}
 
 
 def _password_of(url: str) -> str | None:
+    """The password the driver reads in the URL (``url_credentials`` has the masker's reading)."""
     try:
         from psycopg.conninfo import conninfo_to_dict
 
         value = conninfo_to_dict(url).get("password")
     except Exception:
-        from urllib.parse import urlsplit
-
         try:
             value = urlsplit(url).password
         except ValueError:
@@ -208,6 +238,9 @@ class PostgresStore:
         self._url = Secret(url, shown=describe_store(url))
         self.where = describe_store(url)
         self._password = Secret(_password_of(url) or "")
+        self._misread = tuple(Secret(piece) for piece in _misread(url))
+        # Whatever shows the store or its errors is redacted of its password, however given.
+        remember_secrets(self._password, *url_credentials(url), os.environ.get("PGPASSWORD"))
         self._connect_timeout = connect_timeout
         self._conn: Any = None
         self._lock = threading.RLock()
@@ -259,6 +292,42 @@ class PostgresStore:
         return new, standing
 
     # -- maintenance (the CLI) --
+
+    def replace_many(self, items: Mapping[str, str]) -> int:
+        """Store each pair, replacing what the store holds (the owner's ``cache push
+        --replace``; the role needs UPDATE); how many rows were added or changed."""
+        changed = 0
+        keys = sorted(items)
+        for start in range(0, len(keys), BATCH):
+            chunk = keys[start : start + BATCH]
+            columns = [(key, items[key], *_columns(items[key])) for key in chunk]
+            rows = self._rows(
+                f"INSERT INTO {VERDICT_TABLE} AS t (key, record, model, recorded_at) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
+                "ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, model = "
+                "EXCLUDED.model, recorded_at = EXCLUDED.recorded_at, stored_at = now() "
+                "WHERE t.record IS DISTINCT FROM EXCLUDED.record RETURNING t.key",
+                tuple([c[i] for c in columns] for i in range(4)),
+            )
+            changed += len(rows)
+        return changed
+
+    def delete_records(self, rows: Mapping[str, str]) -> int:
+        """Remove each row whose record is still the text given (a row replaced meanwhile
+        stays); how many were removed."""
+        keys = sorted(rows)
+        removed = 0
+        for start in range(0, len(keys), BATCH):
+            chunk = keys[start : start + BATCH]
+            removed += len(
+                self._rows(
+                    f"DELETE FROM {VERDICT_TABLE} t USING unnest(%s::text[], %s::text[]) "
+                    "AS d(key, record) WHERE t.key = d.key AND t.record = d.record "
+                    "RETURNING t.key",
+                    (chunk, [rows[key] for key in chunk]),
+                )
+            )
+        return removed
 
     def keys(self) -> list[str]:
         return [row[0] for row in self._rows(f"SELECT key FROM {VERDICT_TABLE} ORDER BY key")]
@@ -336,11 +405,19 @@ class PostgresStore:
                     **self._defaults(psycopg),
                 )
             except psycopg.Error as error:
+                hint = (
+                    " (a password in the URL holding /, ?, # or @ must have them percent-"
+                    "encoded: %2F, %3F, %23, %40)"
+                    if self._misread
+                    else ""
+                )
                 raise StoreUnavailable(
                     f"cannot reach the verdict store {self.where}: {self._shown(error)}. Nothing "
                     "was judged. Check the server, the user and the password (from the URL, "
-                    "PGPASSWORD or ~/.pgpass), or run without --prop-store"
+                    f"PGPASSWORD or ~/.pgpass){hint}, or run without --prop-store"
                 ) from None
+            # The password libpq used, from the URL, PGPASSWORD or the .pgpass line it matched.
+            remember_secrets(getattr(conn.info, "password", None))
             try:
                 self.schema_version = self._ensure_schema(conn)
             except BaseException:
@@ -431,7 +508,7 @@ class PostgresStore:
     def _shown(self, error: BaseException) -> str:
         """A driver error as it may be shown: one line, no password, no URL credentials."""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return redact(text, (self._password, self._url))
+        return redact(text, (self._password, self._url, *self._misread))
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._rows(sql, params, fetch=False)

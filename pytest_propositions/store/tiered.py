@@ -7,27 +7,54 @@ A store lost mid-run leaves verdicts on disk only, counted, to be pushed later.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from .cache import CacheMode, CacheWarning, VerdictCache, _record_text
+from .cache import (
+    CacheMode,
+    CacheWarning,
+    InvalidRecordError,
+    VerdictCache,
+    _record_text,
+    canonical_json,
+    stored_record,
+)
 from .postgres import PostgresStore, StoreError, StoreLost
 
-__all__ = ["STORE_COUNTERS", "SharedVerdictCache", "push_command", "store_summary"]
+__all__ = [
+    "STORE_COUNTERS",
+    "SharedVerdictCache",
+    "push_command",
+    "repair_command",
+    "store_summary",
+]
 
 _T = TypeVar("_T")
 
 #: The counters the summary shows; xdist workers send them to the controller (session.py).
-STORE_COUNTERS = ("store_hits", "store_shared", "store_races", "store_unshared")
+STORE_COUNTERS = (
+    "store_hits",
+    "store_shared",
+    "store_races",
+    "store_unshared",
+    "store_unreplaced",
+    "store_damaged",
+)
 
 
-def push_command(where: str) -> str:
-    """The command that sends verdicts the store did not get; the store named without secrets."""
-    return f"python -m pytest_propositions cache push --store {where}"
+def push_command(where: str, *, replace: bool = False) -> str:
+    """The command that sends verdicts the store did not get; the store named without secrets.
+    ``replace``: the owner's, which replaces the stored verdicts with this machine's."""
+    flag = " --replace" if replace else ""
+    return f"python -m pytest_propositions cache push{flag} --store {where}"
+
+
+def repair_command(where: str) -> str:
+    """The owner's command that removes a store's damaged rows."""
+    return f"python -m pytest_propositions cache repair --store {where}"
 
 
 class SharedVerdictCache(VerdictCache):
@@ -47,6 +74,9 @@ class SharedVerdictCache(VerdictCache):
         self.store_shared = 0
         self.store_races = 0
         self.store_unshared = 0
+        self.store_unreplaced = 0
+        self.store_damaged = 0
+        self._damaged_rows: set[str] = set()
         self._reached = False
         self._failed: StoreError | None = None
         self._lost: str | None = None
@@ -60,23 +90,17 @@ class SharedVerdictCache(VerdictCache):
 
     # -- the judge's traffic --
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        record = super().get(key)
+    def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
+        record = super().get(key, kind)
         if record is not None or self.mode not in ("use", "replay"):
             return record
         text = self._on_store(self.store.get, key)
         if text is None:
             return None
         try:
-            record = json.loads(text)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict):
-            self._warn_once(
-                f"store-record:{key}",
-                f"the verdict store {self.store.where} holds a record {key[:16]} that is not a "
-                "JSON object; treating it as a miss",
-            )
+            record = stored_record(text, kind)
+        except InvalidRecordError as problem:
+            self._store_damaged(key, str(problem))
             return None
         with self._lock:
             self.hits += 1
@@ -99,22 +123,32 @@ class SharedVerdictCache(VerdictCache):
         """Store ``record`` in the store, then on disk; returns the record that stands.
 
         When another process stored a verdict for ``key`` first, that one stands: it is what
-        this process keeps and uses, so every machine reports the same verdict.
+        this process keeps and uses, so every machine reports the same verdict. A damaged row
+        there is left as it is (the owner's 'cache repair' removes it): this verdict stands
+        here and is kept on disk, so this machine pays for it once.
         """
         text = _record_text(record)
         standing: Mapping[str, Any] = record
         if self.mode in ("use", "refresh"):
             write = self.store.insert if self.mode == "use" else self.store.upsert
             stored = self._on_store(write, key, text, writing=True)
+            damaged = False
+            if stored is not None and stored != text:
+                try:
+                    standing = stored_record(stored, str(record.get("kind") or "") or None)
+                except InvalidRecordError as problem:
+                    damaged = True
+                    self._store_damaged(key, str(problem))
             with self._lock:
                 if stored is None:
-                    self.store_unshared += 1
+                    if self.mode == "refresh":
+                        self.store_unreplaced += 1
+                    else:
+                        self.store_unshared += 1
                 elif stored == text:
                     self.store_shared += 1
-                else:
+                elif not damaged:
                     self.store_races += 1
-            if stored is not None and stored != text:
-                standing = json.loads(stored)
         super().put(key, standing)
         return standing
 
@@ -138,21 +172,45 @@ class SharedVerdictCache(VerdictCache):
                 self._failed = error
                 raise error.with_traceback(None) from None
             if isinstance(error, StoreLost) or writing:
-                self._mark_lost(str(error))
+                self._mark_lost(str(error), refused=not isinstance(error, StoreLost))
                 return None
             raise error.with_traceback(None) from None
         self._reached = True
         return result
 
-    def _mark_lost(self, reason: str) -> None:
+    def _mark_lost(self, reason: str, *, refused: bool = False) -> None:
         with self._lock:
             if self._lost is not None:
                 return
             self._lost = reason
+        where = self.store.where
+        if self.mode == "refresh":
+            what = "refused the refreshed verdict" if refused else "is lost"
+            self._emit_store(
+                f"{reason}. The store {what}: verdicts refreshed from now on replace those of "
+                "the local cache only, and the store keeps its own. Its owner (a role that may "
+                f"UPDATE) replaces them with this machine's: '{push_command(where, replace=True)}'"
+            )
+            return
         self._emit_store(
             f"{reason}. Verdicts judged from now on are kept in the local cache only; the "
-            f"summary says how many were not shared: send them with '{push_command(self.store.where)}'"
+            f"summary says how many were not shared: send them with '{push_command(where)}'"
         )
+
+    def _store_damaged(self, key: str, problem: str) -> None:
+        """A row that is no verdict of this request: named once, a miss, never overwritten."""
+        with self._lock:
+            first = key not in self._damaged_rows
+            self._damaged_rows.add(key)
+            if first:
+                self.store_damaged += 1
+        if first:
+            self._emit_store(
+                f"the verdict store {self.store.where} holds a damaged record {key} "
+                f"({problem[:300]}); treating it as a miss: a verdict judged here is kept in the "
+                f"local cache, and the row is left as it is. Its owner removes damaged rows "
+                f"with '{repair_command(self.store.where)}'; 'cache push' then refills them"
+            )
 
     def _emit_store(self, message: str) -> None:
         if self._warn is not None:
@@ -161,15 +219,8 @@ class SharedVerdictCache(VerdictCache):
             warnings.warn(message, CacheWarning, stacklevel=4)
 
     def _keep_locally(self, key: str, record: dict[str, Any]) -> None:
-        try:
-            text = _record_text(record)
-        except ValueError as error:
-            self._warn_once(
-                f"store-record:{key}",
-                f"the verdict store {self.store.where} holds a record {key[:16]} this version "
-                f"cannot check ({error}); it is used but not copied to the local cache",
-            )
-            return
+        """A copy of a store row that ``stored_record`` checked."""
+        text = canonical_json(record)
         if self.read_only:
             return
         stamp = time.time()
@@ -183,7 +234,9 @@ class SharedVerdictCache(VerdictCache):
 
 def store_summary(counts: Mapping[str, float], where: str) -> list[str]:
     """The summary's lines about the store: what it served and took, and what it did not get."""
-    hits, shared, races, unshared = (int(counts.get(name, 0)) for name in STORE_COUNTERS)
+    hits, shared, races, unshared, unreplaced, damaged = (
+        int(counts.get(name, 0)) for name in STORE_COUNTERS
+    )
     lines = [
         f"propositions: verdict store {where}: {hits} read from it, {shared} stored in it, "
         f"{races} judged elsewhere first (their stored verdict was used)"
@@ -193,5 +246,19 @@ def store_summary(counts: Mapping[str, float], where: str) -> list[str]:
             f"propositions: {unshared} verdict{'s' if unshared != 1 else ''} NOT shared (the "
             "store was lost or refused them); they are in the local cache: send them with "
             f"'{push_command(where)}'"
+        )
+    if unreplaced:
+        lines.append(
+            f"propositions: {unreplaced} refreshed verdict{'s' if unreplaced != 1 else ''} NOT "
+            "written to the store (it was lost or refused the update); they are in the local "
+            f"cache: the store's owner replaces the stored ones with "
+            f"'{push_command(where, replace=True)}'"
+        )
+    if damaged:
+        lines.append(
+            f"propositions: {damaged} damaged record{'s' if damaged != 1 else ''} in the store "
+            "(named above) were not used; their claims were judged here and kept in the local "
+            f"cache. The store's owner removes them with '{repair_command(where)}', then "
+            f"'{push_command(where)}' refills them"
         )
     return lines

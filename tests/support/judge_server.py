@@ -19,8 +19,10 @@ model that writes a ``<think>`` block before every answer.
 from __future__ import annotations
 
 import json
+import struct
 import threading
 import urllib.parse
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,36 +36,48 @@ __all__ = [
     "AZURE_MODEL_JSON_SCHEMA_REJECTION",
     "CREATED",
     "JSON_SCHEMA_REJECTION",
+    "Choices",
     "Delay",
     "Disconnect",
     "EchoFn",
+    "GzipBomb",
+    "Gzipped",
     "MalformedBody",
     "Matcher",
     "NoChoices",
     "NullMessage",
     "RawContent",
     "RecordedRequest",
+    "Redirect",
     "Refusal",
+    "RepeatedKey",
     "Reply",
     "Rule",
     "ScriptedJudge",
     "Sequence",
     "Status",
     "Text",
+    "Trickle",
     "VerdictReply",
     "WrongShape",
+    "choices",
     "delay",
     "disconnect",
     "echo_fn",
+    "gzip_bomb",
+    "gzipped",
     "malformed_body",
     "message_text",
     "no_choices",
     "null_message",
     "raw_content",
+    "redirect",
     "refusal",
+    "repeated_key",
     "sequence",
     "status",
     "text",
+    "trickle",
     "verdict",
     "wrong_shape",
 ]
@@ -278,6 +292,59 @@ class Delay:
 
 
 @dataclass(frozen=True)
+class Redirect:
+    """An HTTP 3xx with a ``Location``, whose body is ``then``'s (a verdict, say): a proxy or a
+    moved endpoint; a client must neither follow it nor read its body as the answer."""
+
+    code: int
+    location: str
+    then: Reply
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """``then``'s response, its body sent one byte every ``interval`` seconds (headers at once),
+    as a hostile or stalled server does; it stops when the body ends, the client hangs up, or
+    the server is stopped."""
+
+    interval: float
+    then: Reply
+
+
+@dataclass(frozen=True)
+class Gzipped:
+    """``then``'s response with its body gzip-compressed (``Content-Encoding: gzip``), as most
+    providers send it."""
+
+    then: Reply
+
+
+@dataclass(frozen=True)
+class GzipBomb:
+    """HTTP 200, ``Content-Encoding: gzip``: a chat completion whose JSON holds ``inflated``
+    bytes of blanks once decompressed, sent as a few hundred kilobytes."""
+
+    inflated: int
+
+
+@dataclass(frozen=True)
+class RepeatedKey:
+    """HTTP 200, a chat completion giving ``key`` twice: the message's ``content`` or a key of
+    the completion itself (``model``, ``choices``). JSON parsers silently keep the second."""
+
+    key: str
+    first: Any
+    second: Any
+
+
+@dataclass(frozen=True)
+class Choices:
+    """HTTP 200, a chat completion with one choice per content (a server ignoring ``n``)."""
+
+    contents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class EchoFn:
     """Build the reply from the request itself."""
 
@@ -326,6 +393,12 @@ Reply: TypeAlias = (
     | Delay
     | Sequence
     | EchoFn
+    | Redirect
+    | Trickle
+    | Gzipped
+    | GzipBomb
+    | RepeatedKey
+    | Choices
 )
 
 
@@ -384,6 +457,58 @@ def raw_content(json_text: str) -> RawContent:
 
 def delay(seconds: float, then: Reply) -> Delay:
     return Delay(seconds, then)
+
+
+def redirect(code: int, location: str, then: Reply | None = None) -> Redirect:
+    """A 3xx to ``location`` whose body holds ``then`` (by default a passing verdict)."""
+    if not 300 <= code < 400:
+        raise ValueError("redirect() needs a 3xx status")
+    return Redirect(code, location, verdict(True) if then is None else then)
+
+
+def trickle(interval: float, then: Reply | None = None) -> Trickle:
+    """``then`` (by default a passing verdict) sent one body byte every ``interval`` seconds."""
+    return Trickle(interval, verdict(True) if then is None else then)
+
+
+def gzipped(then: Reply) -> Gzipped:
+    return Gzipped(then)
+
+
+def gzip_bomb(inflated: int) -> GzipBomb:
+    return GzipBomb(inflated)
+
+
+def repeated_key(key: str, first: Any, second: Any) -> RepeatedKey:
+    return RepeatedKey(key, first, second)
+
+
+def choices(*contents: str) -> Choices:
+    if not contents:
+        raise ValueError("choices() needs at least one content")
+    return Choices(contents)
+
+
+_BOMB_BLOCK = 1 << 20
+
+
+def _gzip_bomb_body(prefix: bytes, inflated: int, suffix: bytes) -> bytes:
+    """``prefix``, ``inflated`` bytes of blanks and ``suffix``, gzip-compressed cheaply: one
+    megabyte of blanks is compressed once (flushed so that it stands alone) and repeated."""
+    blocks = max(1, inflated // _BOMB_BLOCK)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    head = squeeze.compress(prefix) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    block = squeeze.compress(b" " * _BOMB_BLOCK) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    tail = squeeze.compress(suffix) + squeeze.flush()
+    crc = zlib.crc32(prefix)
+    blank = b" " * _BOMB_BLOCK
+    for _ in range(blocks):
+        crc = zlib.crc32(blank, crc)
+    crc = zlib.crc32(suffix, crc)
+    size = len(prefix) + blocks * _BOMB_BLOCK + len(suffix)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    trailer = struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF)
+    return header + head + block * blocks + tail + trailer
 
 
 def sequence(*replies: Reply) -> Sequence:
@@ -550,12 +675,34 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- replies
 
+    # Set by the wrapping replies (Redirect, Trickle, Gzipped) for the one response they wrap.
+    _status_override: int | None = None
+    _extra_headers: dict[str, str] | None = None
+    _trickle: float | None = None
+    _gzip = False
+
     def _answer(self, request: RecordedRequest, reply: Reply) -> None:
         judge = self.server.judge
+        self._status_override, self._extra_headers, self._trickle, self._gzip = (
+            None,
+            None,
+            None,
+            False,
+        )
         # Resolve the wrappers first; each level may pick another reply.
         for _ in range(100):
             if isinstance(reply, Delay):
                 judge._sleep(reply.seconds)
+                reply = reply.then
+            elif isinstance(reply, Redirect):
+                self._status_override = reply.code
+                self._extra_headers = {"Location": reply.location}
+                reply = reply.then
+            elif isinstance(reply, Trickle):
+                self._trickle = reply.interval
+                reply = reply.then
+            elif isinstance(reply, Gzipped):
+                self._gzip = True
                 reply = reply.then
             elif isinstance(reply, Sequence):
                 reply = reply.next()
@@ -608,6 +755,35 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, data.encode(), "application/json")
         elif isinstance(reply, Disconnect):
             self.close_connection = True
+        elif isinstance(reply, GzipBomb):
+            marker = "\u0000bomb\u0000"
+            message = {"role": "assistant", "content": VerdictReply(True).content()}
+            body = self._completion_body(request, message, "")
+            body["system_fingerprint"] = marker
+            prefix, suffix = json.dumps(body).split(json.dumps(marker))
+            data = _gzip_bomb_body((prefix + '"').encode(), reply.inflated, ('"' + suffix).encode())
+            self._send_raw(200, data, "application/json", {"Content-Encoding": "gzip"})
+        elif isinstance(reply, RepeatedKey):
+            marker = "\u0000repeated\u0000"
+            content = marker if reply.key == "content" else VerdictReply(True).content()
+            message = {"role": "assistant", "content": content}
+            body = self._completion_body(request, message, VerdictReply(True).content())
+            if reply.key != "content":
+                body[reply.key] = marker
+            both = f"{json.dumps(reply.first)}, {json.dumps(reply.key)}: {json.dumps(reply.second)}"
+            data = json.dumps(body).replace(json.dumps(marker), both)
+            self._send_raw(200, data.encode(), "application/json")
+        elif isinstance(reply, Choices):
+            body = self._completion_body(request, None, " ".join(reply.contents))
+            body["choices"] = [
+                {
+                    "index": index,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+                for index, content in enumerate(reply.contents)
+            ]
+            self._send_json(200, body)
         else:
             self._send_error(500, f"ScriptedJudge: not a reply spec: {reply!r}", "server_error")
 
@@ -666,6 +842,13 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str,
         headers: dict[str, str] | None = None,
     ) -> None:
+        if self._status_override is not None:
+            code = self._status_override
+        headers = {**(headers or {}), **(self._extra_headers or {})}
+        if self._gzip:
+            squeeze = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+            data = squeeze.compress(data) + squeeze.flush()
+            headers["Content-Encoding"] = "gzip"
         try:
             # Headers and body leave in one write, as real servers send them: two small writes
             # on a keep-alive connection wait on Nagle's algorithm and the client's delayed ACK
@@ -678,10 +861,21 @@ class _Handler(BaseHTTPRequestHandler):
                 f"Content-Type: {content_type}",
                 f"Content-Length: {len(data)}",
             ]
-            lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+            lines += [f"{name}: {value}" for name, value in headers.items()]
             head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-            self.wfile.write(head + data)
+            if self._trickle is None:
+                self.wfile.write(head + data)
+                self.wfile.flush()
+                return
+            self.wfile.write(head)
             self.wfile.flush()
+            judge = self.server.judge
+            for index in range(len(data)):  # bounded by the body; ends early on stop()
+                if judge._stopping.is_set():
+                    break
+                self.wfile.write(data[index : index + 1])
+                self.wfile.flush()
+                judge._sleep(self._trickle)
         except OSError:
             # The client gave up (e.g. its timeout fired during a Delay); nothing to tell it.
             self.close_connection = True
