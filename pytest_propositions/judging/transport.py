@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,11 +56,31 @@ _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
 
 
-class _Path(Protocol):
-    """What each path provides: the first mode, litellm's up-front refusal (the light path has
-    none), one call, and closing what it holds."""
+class _Transient(Exception):
+    """A fault worth another attempt, as retries see it: the fault as read, never the provider's
+    error (whose text may quote the key)."""
+
+    def __init__(self, fault: _Fault) -> None:
+        super().__init__(fault.type_name)
+        self.fault = fault
+
+
+def _transient_fault(state: Any) -> _Fault:
+    outcome = state.outcome
+    error = outcome.exception() if outcome is not None else None
+    assert isinstance(error, _Transient)
+    return error.fault
+
+
+class TransportPath(Protocol):
+    """What each path to a model provides (``transport_http.HttpPath``,
+    ``transport_litellm.LitellmPath``): the first response mode, its refusal of a request
+    before sending it (a sentence, or None: the light path refuses nothing), one call, and
+    closing what it holds. ``Transport`` asks these of whichever path a model takes."""
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
+
+    def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None: ...
 
     async def send(
         self,
@@ -246,7 +266,7 @@ class Transport:
         self._sleep = sleep
         self._modes: dict[str, int] = {}
         self._profiles: dict[str, Profile] = {}
-        self._paths: dict[str, _Path] = {}
+        self._paths: dict[str, TransportPath] = {}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._lock = threading.Lock()
 
@@ -267,7 +287,7 @@ class Transport:
                 profile = self._profiles.setdefault(model, profile)
         return profile
 
-    def _path(self, profile: Profile) -> _Path:
+    def _path(self, profile: Profile) -> TransportPath:
         with self._lock:
             path = self._paths.get(profile.path)
             if path is None:
@@ -356,16 +376,12 @@ class Transport:
         """
         profile = self.profile(connection)
         path = self._path(profile)
-        if profile.path == "litellm":
-            from .transport_litellm import LitellmPath
-
-            assert isinstance(path, LitellmPath)
-            refusal = path.refusal(profile, sampling)
-            if refusal is not None:
-                raise JudgeUnavailable(
-                    f"litellm refused the request before sending it: {refusal}; no request "
-                    f"reached the server (model {connection.identity}). Please report this model."
-                )
+        refusal = path.refusal(profile, sampling)
+        if refusal is not None:
+            raise JudgeUnavailable(
+                f"{refusal}; no request reached the server (model {connection.identity}). "
+                "Please report this model."
+            )
         body: dict[str, Any] = {"messages": messages, **sampling}
         fmt = response_format(mode, kind, grammar=connection.grammar)
         if fmt is not None:
@@ -386,7 +402,9 @@ class Transport:
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
             raise JudgeUnavailable(_credentials_in_url(connection), status=None)
         attempts = self.settings.retries + 1
-        for attempt in range(attempts):
+        secrets = (api_key, *url_credentials(api_base))
+
+        async def attempt(number: int) -> Any:
             try:
                 queued = time.perf_counter()
                 async with self._semaphore(connection):
@@ -397,22 +415,65 @@ class Transport:
             except Exception as error:
                 # Read the provider's error here and let it go: its text (and its traceback's
                 # frames) may quote the key, so no frame shown later may hold it.
-                fault = _Fault.read(error, (api_key, *url_credentials(api_base)))
-            self._raise_if_final(fault, connection, attempt, attempts)
-            delay = min(_BACKOFF_SECONDS * 2**attempt, _BACKOFF_CAP_SECONDS)
-            if fault.retry_after is not None:  # the server said how long (a 429, a 503)
+                fault = _Fault.read(error, secrets)
+            # Outside the handler, so nothing raised from here chains the provider's error.
+            self._raise_if_final(fault, connection, number, attempts)
+            raise _Transient(fault)
+
+        return await self._with_retries(attempt, attempts, connection)
+
+    async def _with_retries(
+        self, attempt: Callable[[int], Awaitable[Any]], attempts: int, connection: Connection
+    ) -> Any:
+        """``attempt`` until it answers; a transient fault waits first. The wait is drawn at
+        random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so a
+        fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
+        a 503) is the least it waits. tenacity (imported on a live call only) runs the loop."""
+        import asyncio
+
+        from tenacity import (
+            AsyncRetrying,
+            RetryCallState,
+            retry_if_exception_type,
+            stop_after_attempt,
+            wait_random_exponential,
+        )
+
+        jitter = wait_random_exponential(multiplier=_BACKOFF_SECONDS, max=_BACKOFF_CAP_SECONDS)
+
+        def wait(state: RetryCallState) -> float:
+            delay = float(jitter(state))
+            fault = _transient_fault(state)
+            if fault.retry_after is not None:  # the server said how long
                 delay = max(delay, min(fault.retry_after, _BACKOFF_CAP_SECONDS))
+            return delay
+
+        def log(state: RetryCallState) -> None:
             logger.info(
                 "judge call to %s failed (%s); retry %d of %d in %.2fs",
                 connection.identity,
-                fault.type_name,
-                attempt + 1,
+                _transient_fault(state).type_name,
+                state.attempt_number,
                 attempts - 1,
-                delay,
+                state.upcoming_sleep,
             )
-            pause = (self._sleep or asyncio.sleep)(delay)
-            if inspect.isawaitable(pause):
-                await pause
+
+        async def pause(delay: float) -> None:
+            result = (self._sleep or asyncio.sleep)(delay)
+            if inspect.isawaitable(result):
+                await result
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait,
+            retry=retry_if_exception_type(_Transient),
+            before_sleep=log,
+            sleep=pause,
+            reraise=True,
+        )
+        async for trial in retrying:
+            with trial:
+                return await attempt(trial.retry_state.attempt_number - 1)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _semaphore(self, connection: Connection) -> asyncio.Semaphore:

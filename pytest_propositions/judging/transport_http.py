@@ -497,6 +497,10 @@ class HttpPath:
         # that never loads the certificate store it would not use.
         self._clients: dict[str, httpx.AsyncClient] = {}
 
+    def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None:
+        """This path sends what the table chose: it refuses nothing before sending."""
+        return None
+
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
         litellm's table says has no response schema, start at JSON mode. Called before the

@@ -113,7 +113,10 @@ class LitellmPath:
         with self._lock:
             if key in self._refusals:
                 return self._refusals[key]
-        refusal = families.refusal_by_litellm(load_litellm(), profile.model, sampling)
+        reason = families.refusal_by_litellm(load_litellm(), profile.model, sampling)
+        refusal = (
+            None if reason is None else f"litellm refused the request before sending it: {reason}"
+        )
         with self._lock:
             self._refusals[key] = refusal
         return refusal
