@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .judging.endpoint import Connection
     from .judging.judge import Judge, JudgeStats
     from .judging.progress import ProgressLine
-    from .store.cache import VerdictCache
+    from .store.base import VerdictStore
     from .verdict import Verdict
 
 __all__ = ["Outcome", "Runtime", "activate", "connector", "current", "deactivate"]
@@ -64,10 +64,10 @@ class Runtime:
             return self._judge
 
     @property
-    def cache(self) -> VerdictCache | None:
+    def cache(self) -> VerdictStore | None:
         return self.judge.cache if self._judge is not None else None
 
-    def _open_cache(self) -> VerdictCache | None:
+    def _open_cache(self) -> VerdictStore | None:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
         if self.settings.store:
@@ -155,9 +155,8 @@ class Runtime:
         """The shared store's counts (store/tiered.py): this process's cache plus its workers'."""
         counts = dict(self.record.merged_store)
         cache = self._judge.cache if self._judge is not None else None
-        own = getattr(cache, "store_counts", None)
-        if own is not None:
-            for name, value in own().items():
+        if cache is not None:
+            for name, value in cache.store_counts().items():
                 counts[name] = counts.get(name, 0) + value
         return counts
 

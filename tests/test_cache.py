@@ -674,3 +674,19 @@ def test_importing_the_module_does_not_import_diskcache(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(tmp_path / "c")], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_shared_tier_holds_a_disk_cache_rather_than_being_one(tmp_path: Path) -> None:
+    """Both are verdict stores (``store.base.VerdictStore``); the shared tier composes the disk
+    cache and the PostgreSQL store instead of extending the disk cache."""
+    from pytest_propositions.store.postgres import PostgresStore
+    from pytest_propositions.store.tiered import SharedVerdictCache
+
+    store = PostgresStore("postgresql://ci@127.0.0.1:1/verdicts")  # never connected here
+    shared = SharedVerdictCache(tmp_path, "replay", store=store)
+    assert not isinstance(shared, VerdictCache)
+    assert isinstance(shared.disk, VerdictCache) and shared.disk.directory == shared.directory
+    assert (shared.mode, shared.used_keys) == ("replay", shared.disk.used_keys)
+    assert shared.store_counts()["store_hits"] == 0
+    disk = VerdictCache(tmp_path)
+    assert disk.disk is disk and disk.store_counts() == {}

@@ -48,7 +48,7 @@ from .transport import (
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from ..store.cache import VerdictCache
+    from ..store.base import VerdictStore
     from ..verdict import Kind
     from .parsing import ParsedReply
     from .progress import ProgressLine
@@ -122,7 +122,7 @@ class Judge:
     def __init__(
         self,
         settings: Settings,
-        cache: VerdictCache | None = None,
+        cache: VerdictStore | None = None,
         connect: Callable[[str], Connection] | None = None,
         sleep: Callable[[float], object] | None = None,
     ) -> None:
@@ -158,7 +158,7 @@ class Judge:
             if self.cache.mode == "replay":
                 from ..store.recorded import explain_miss
 
-                nearest = explain_miss(self.cache, material, request.claim, request.test_id)
+                nearest = explain_miss(self.cache.disk, material, request.claim, request.test_id)
                 raise VerdictMissing(
                     f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")

@@ -389,6 +389,36 @@ class VerdictCache:
             return (self.directory / DB_NAME).is_file()
         except OSError as exc:
             raise CacheDirectoryError(
+    @property
+    def disk(self) -> VerdictCache:
+        """This cache (``base.VerdictStore``: the disk cache behind a store)."""
+        return self
+
+    def store_counts(self) -> dict[str, int]:
+        """No shared store here (``base.VerdictStore``)."""
+        return {}
+
+    def served_elsewhere(self, key: str) -> None:
+        """A miss here that a shared store served: counted as a hit, and the key as used."""
+        with self._lock:
+            self.hits += 1
+            self.misses -= 1
+        self.used_keys.add(key)
+
+    def keep_copy(self, key: str, record: Mapping[str, Any]) -> None:
+        """A copy of a record another store served (and checked), so the next run needs no
+        round trip for it; a cache that cannot be written says so once."""
+        text = canonical_json(record)
+        if self.read_only:
+            return
+        stamp = time.time()
+        try:
+            self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
+        except OSError as error:
+            self._warn_once(
+                "store-copy", f"cannot copy store verdicts to {self.directory}: {error}"
+            )
+
                 f"cannot read the verdict cache at {self.directory}: {exc.strerror or exc}"
             ) from exc
 
@@ -429,7 +459,7 @@ class VerdictCache:
         """Store ``record`` under ``key`` (use/refresh); validated in every mode.
 
         Returns the record that stands for ``key``: here the one given; a shared store's may be
-        another process's (``tiered.SharedVerdictCache``)."""
+        another process's (``tiered.SharedVerdictCache``, ``base.VerdictStore``)."""
         if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
             raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
         text = _record_text(record)

@@ -8,9 +8,11 @@ A store lost mid-run leaves verdicts on disk only, counted, to be pushed later.
 from __future__ import annotations
 
 import os
-import time
+import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .cache import (
@@ -19,7 +21,6 @@ from .cache import (
     InvalidRecordError,
     VerdictCache,
     _record_text,
-    canonical_json,
     stored_record,
 )
 from .postgres import PostgresStore, StoreError, StoreLost
@@ -57,8 +58,9 @@ def repair_command(where: str) -> str:
     return f"python -m pytest_propositions cache repair --store {where}"
 
 
-class SharedVerdictCache(VerdictCache):
-    """A :class:`VerdictCache` whose misses are asked of a :class:`PostgresStore` next."""
+class SharedVerdictCache:
+    """The disk cache first, then a :class:`PostgresStore`: a ``base.VerdictStore`` made of the
+    two (it holds a :class:`VerdictCache`, ``disk``, rather than extending one)."""
 
     def __init__(
         self,
@@ -68,7 +70,7 @@ class SharedVerdictCache(VerdictCache):
         store: PostgresStore,
         warn: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__(directory, mode, warn=warn)
+        self.disk = VerdictCache(directory, mode, warn=warn)
         self.store = store
         self.store_hits = 0
         self.store_shared = 0
@@ -80,18 +82,35 @@ class SharedVerdictCache(VerdictCache):
         self._reached = False
         self._failed: StoreError | None = None
         self._lost: str | None = None
+        self._warn = warn
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SharedVerdictCache({str(self.directory)!r}, mode={self.mode!r}, {self.store!r})"
+
+    @property
+    def mode(self) -> CacheMode:
+        return self.disk.mode
+
+    @property
+    def used_keys(self) -> set[str]:
+        return self.disk.used_keys
+
+    @property
+    def directory(self) -> Path:
+        return self.disk.directory
 
     def store_counts(self) -> dict[str, int]:
         with self._lock:
             return {name: getattr(self, name) for name in STORE_COUNTERS}
 
+    def record_usage(self, used: Iterable[str], started_at: datetime) -> None:
+        self.disk.record_usage(used, started_at)
+
     # -- the judge's traffic --
 
     def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
-        record = super().get(key, kind)
+        record = self.disk.get(key, kind)
         if record is not None or self.mode not in ("use", "replay"):
             return record
         text = self._on_store(self.store.get, key)
@@ -102,20 +121,18 @@ class SharedVerdictCache(VerdictCache):
         except InvalidRecordError as problem:
             self._store_damaged(key, str(problem))
             return None
+        self.disk.served_elsewhere(key)
         with self._lock:
-            self.hits += 1
-            self.misses -= 1
             self.store_hits += 1
-        self.used_keys.add(key)
         if self.mode == "use":
             # A copy on disk: the next run on this machine needs no round trip for it.
-            self._keep_locally(key, record)
+            self.disk.keep_copy(key, record)
         return record
 
     def prepare_write(self) -> None:
         """Before a paid call: the disk cache must take the verdict, and the store (if not
         lost) must be reachable; a store that never answered stops here, before the judge."""
-        super().prepare_write()
+        self.disk.prepare_write()
         if self.mode in ("use", "refresh") and not self._reached:
             self._on_store(self.store.connect)
 
@@ -149,11 +166,11 @@ class SharedVerdictCache(VerdictCache):
                     self.store_shared += 1
                 elif not damaged:
                     self.store_races += 1
-        super().put(key, standing)
+        self.disk.put(key, standing)
         return standing
 
     def close(self) -> None:
-        super().close()
+        self.disk.close()
         self.store.close()
 
     # -- the store's faults --
@@ -217,19 +234,6 @@ class SharedVerdictCache(VerdictCache):
             self._warn(message)
         else:
             warnings.warn(message, CacheWarning, stacklevel=4)
-
-    def _keep_locally(self, key: str, record: dict[str, Any]) -> None:
-        """A copy of a store row that ``stored_record`` checked."""
-        text = canonical_json(record)
-        if self.read_only:
-            return
-        stamp = time.time()
-        try:
-            self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
-        except OSError as error:
-            self._warn_once(
-                "store-copy", f"cannot copy store verdicts to {self.directory}: {error}"
-            )
 
 
 def store_summary(counts: Mapping[str, float], where: str) -> list[str]:
