@@ -54,8 +54,15 @@ CACHE_MODES: tuple[str, ...] = ("use", "replay", "refresh", "off")
 _READ_MODES = frozenset({"use", "replay"})
 _WRITE_MODES = frozenset({"use", "refresh"})
 
-#: The sqlite file diskcache keeps in the directory; its presence is what "a cache exists" means.
-DB_NAME = "cache.db"
+
+def _db_path(directory: Path) -> Path:
+    """The sqlite file diskcache keeps in the directory (its own constant, read from it, not
+    copied); the file's presence is what "a cache exists" means."""
+    from diskcache.core import DBNAME
+
+    name: str = DBNAME
+    return directory / name
+
 
 # Reserved keys: never 64 hex digits, so they cannot collide with a verdict key.
 _META_USAGE = "meta:usage"
@@ -383,13 +390,6 @@ class VerdictCache:
         return f"VerdictCache({str(self.directory)!r}, mode={self.mode!r})"
 
     @property
-    def exists(self) -> bool:
-        """Whether a cache database is there; reading a missing one must not create it."""
-        try:
-            return (self.directory / DB_NAME).is_file()
-        except OSError as exc:
-            raise CacheDirectoryError(
-    @property
     def disk(self) -> VerdictCache:
         """This cache (``base.VerdictStore``: the disk cache behind a store)."""
         return self
@@ -419,6 +419,13 @@ class VerdictCache:
                 "store-copy", f"cannot copy store verdicts to {self.directory}: {error}"
             )
 
+    @property
+    def exists(self) -> bool:
+        """Whether a cache database is there; reading a missing one must not create it."""
+        try:
+            return _db_path(self.directory).is_file()
+        except OSError as exc:
+            raise CacheDirectoryError(
                 f"cannot read the verdict cache at {self.directory}: {exc.strerror or exc}"
             ) from exc
 
@@ -765,7 +772,7 @@ class VerdictCache:
             directory = self.directory
             try:
                 is_dir, present = directory.is_dir(), directory.exists()
-                found = is_dir and (directory / DB_NAME).exists()
+                found = is_dir and _db_path(directory).exists()
             except OSError as exc:
                 raise CacheDirectoryError(
                     f"cannot read the verdict cache at {directory}: {exc.strerror or exc}"
@@ -777,7 +784,7 @@ class VerdictCache:
             if not found and not create:
                 return None
             if found and not create:
-                self._note_empty_file(directory / DB_NAME)
+                self._note_empty_file(_db_path(directory))
             try:
                 self._cache = self._connect()
             except CacheDirectoryError as exc:
@@ -844,10 +851,10 @@ class VerdictCache:
         directory = self.directory
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            self._db_identity = _file_identity(directory / DB_NAME)
-            _refuse_foreign_database(directory / DB_NAME)
+            self._db_identity = _file_identity(_db_path(directory))
+            _refuse_foreign_database(_db_path(directory))
             cache = diskcache.Cache(str(directory), **_SETTINGS)
-            self._db_identity = _file_identity(directory / DB_NAME)
+            self._db_identity = _file_identity(_db_path(directory))
         except sqlite3.Error as exc:
             if _is_corruption(exc):
                 raise
@@ -876,7 +883,7 @@ class VerdictCache:
     def _quarantine(self, exc: Exception, seen: tuple[int, int] | None) -> None:
         """Move the damaged directory to ``<dir>.corrupt-<n>``, keeping the user's data."""
         directory = self.directory
-        db = directory / DB_NAME
+        db = _db_path(directory)
         current = _file_identity(db)
         if seen is not None and current != seen:
             return  # another process already moved it aside and started afresh
@@ -1047,7 +1054,7 @@ class _ReadOnlyStore:
     def __init__(self, directory: Path) -> None:
         import sqlite3
 
-        uri = (directory / DB_NAME).as_uri()
+        uri = _db_path(directory).as_uri()
         connection = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
         try:
             connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
@@ -1080,10 +1087,12 @@ class _ReadOnlyStore:
         )
         if not rows:
             return (default, None) if tag else default
+        from diskcache.core import MODE_RAW, MODE_TEXT
+
         mode, filename, value, stored_tag = rows[0]
-        if mode == 1:  # diskcache's MODE_RAW: the text is in the row
+        if mode == MODE_RAW:  # the text is in the row
             result = value
-        elif mode == 3 and isinstance(filename, str):  # MODE_TEXT: a side file
+        elif mode == MODE_TEXT and isinstance(filename, str):  # a side file
             try:
                 with open(self._directory / filename, encoding="utf-8") as handle:
                     result = handle.read()
