@@ -336,8 +336,10 @@ def _nesting(value: object) -> int:
     return deepest
 
 
-def _unquoted(text: str, start: int, quotes: str) -> Iterator[tuple[int, str]]:
-    """Each character of ``text`` from ``start`` that stands outside a quoted string."""
+def _scan(text: str, start: int, quotes: str) -> Iterator[tuple[int, str, str]]:
+    """Each character of ``text`` from ``start``, with where it stands: ``"out"`` of any quoted
+    string, ``"in"`` one (its quotes included), or ``"escaped"`` (after a backslash in one).
+    The one quote-aware reading of a reply, for matching braces, measuring depth and rewriting."""
     quote = ""
     escaped = False
     for index in range(start, len(text)):
@@ -345,14 +347,23 @@ def _unquoted(text: str, start: int, quotes: str) -> Iterator[tuple[int, str]]:
         if quote:
             if escaped:
                 escaped = False
-            elif char == "\\":
+                yield index, char, "escaped"
+                continue
+            if char == "\\":
                 escaped = True
             elif char == quote:
                 quote = ""
+            yield index, char, "in"
         elif char in quotes:
             quote = char
+            yield index, char, "in"
         else:
-            yield index, char
+            yield index, char, "out"
+
+
+def _unquoted(text: str, start: int, quotes: str) -> Iterator[tuple[int, str]]:
+    """Each character of ``text`` from ``start`` that stands outside a quoted string."""
+    return ((index, char) for index, char, where in _scan(text, start, quotes) if where == "out")
 
 
 def _too_deep_to_load(text: str) -> bool:
@@ -522,6 +533,10 @@ def _literal(text: str) -> object:
     return loaded
 
 
+_CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_PYTHON_WORDS = {"true": "True", "false": "False", "null": "None"}
+
+
 def _rewrite(text: str, *, python: bool) -> str:
     """Drop trailing commas and escape raw control characters inside strings.
 
@@ -529,46 +544,29 @@ def _rewrite(text: str, *, python: bool) -> str:
     dict that mixes both styles still loads through ``ast.literal_eval``.
     """
     out: list[str] = []
-    quote = ""
-    escaped = False
-    index = 0
-    length = len(text)
-    while index < length:
-        char = text[index]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-            elif char in "\n\r\t":
-                char = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[char]
-            out.append(char)
-            index += 1
-        elif char in "\"'":
-            quote = char
-            out.append(char)
-            index += 1
-        elif char == ",":
+    word: list[str] = []
+    for index, char, where in _scan(text, 0, "\"'"):
+        if where == "out" and (char.isalpha() or char == "_" or (word and char.isalnum())):
+            word.append(char)
+            continue
+        if word:
+            spelled = "".join(word)
+            out.append(_PYTHON_WORDS.get(spelled, spelled) if python else spelled)
+            word.clear()
+        if where == "in":
+            out.append(_CONTROL_ESCAPES.get(char, char))
+        elif where == "out" and char == ",":
             ahead = index + 1
-            while ahead < length and text[ahead].isspace():
+            while ahead < len(text) and text[ahead].isspace():
                 ahead += 1
-            if ahead >= length or text[ahead] not in "}]":
-                out.append(char)
-            index += 1
-        elif char.isalpha() or char == "_":
-            end = index
-            while end < length and (text[end].isalnum() or text[end] == "_"):
-                end += 1
-            word = text[index:end]
-            if python:
-                word = {"true": "True", "false": "False", "null": "None"}.get(word, word)
-            out.append(word)
-            index = end
+            if ahead < len(text) and text[ahead] in "}]":
+                continue  # a trailing comma
+            out.append(char)
         else:
             out.append(char)
-            index += 1
+    if word:
+        spelled = "".join(word)
+        out.append(_PYTHON_WORDS.get(spelled, spelled) if python else spelled)
     return "".join(out)
 
 
