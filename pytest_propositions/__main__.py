@@ -132,12 +132,16 @@ def _build_parser() -> argparse.ArgumentParser:
         "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
         "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
     )
-    rejudge.add_argument("--model", metavar="NEW", required=True, help="the other judge")
-    rejudge.add_argument(
-        "--api-base", metavar="URL", help="its OpenAI-compatible server (default: $PROP_API_BASE)"
-    )
-    rejudge.add_argument(
-        "--concurrency", metavar="N", help="requests at once (default: $PROP_CONCURRENCY, else 8)"
+    from .settings import add_command_flags
+
+    add_command_flags(
+        rejudge,
+        {
+            "model": "the other judge",
+            "api_base": "its OpenAI-compatible server",
+            "concurrency": "requests at once",
+        },
+        required=("model",),
     )
     push = actions.add_parser(
         "push",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -553,12 +553,13 @@ class SettingsError(ValueError):
 
 
 def add_command_flags(
-    parser: argparse.ArgumentParser, helps: Mapping[str, str], **extra: Any
+    parser: argparse.ArgumentParser, helps: Mapping[str, str], *, required: Iterable[str] = ()
 ) -> None:
     """Flags of a ``python -m pytest_propositions`` command made from the options' table: each
     option named in ``helps`` as ``--NAME`` (its pytest flag without ``prop-``), its metavar, the
-    command's own help, and where its default comes from. Values stay strings, for ``resolve``.
-    ``extra`` goes to every ``add_argument`` (``required=True``)."""
+    command's own help, and where its default comes from (none for a ``required`` one). Values
+    stay strings, for ``resolve``."""
+    must = set(required)
     for name, text in helps.items():
         option = OPTIONS_BY_NAME[name]
         default = f"${option.env}" if option.env else "not set"
@@ -567,8 +568,8 @@ def add_command_flags(
         parser.add_argument(
             option.flag.replace("--prop-", "--", 1),
             metavar=option.metavar,
-            help=f"{text} (default: {default})",
-            **extra,
+            required=name in must,
+            help=text if name in must else f"{text} (default: {default})",
         )
 
 
