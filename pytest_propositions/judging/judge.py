@@ -158,7 +158,7 @@ class Judge:
             if self.cache.mode == "replay":
                 from ..store.recorded import explain_miss
 
-                nearest = explain_miss(self.cache.disk, material, request.claim, request.test_id)
+                nearest = explain_miss(self.cache, material, request.claim, request.test_id)
                 raise VerdictMissing(
                     f"no recorded verdict for claim {quote_claim(request.claim)}"
                     + (f" in {request.test_id}" if request.test_id else "")

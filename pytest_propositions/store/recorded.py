@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .base import VerdictStore
     from .cache import VerdictCache
 
 ENCODING = "zlib+base64"
@@ -27,7 +28,7 @@ _MAX_SCAN = 100_000
 
 def pack_request(material: Mapping[str, Any]) -> dict[str, str]:
     """The stored form of a request's key material; the model is left out (the record has it)."""
-    from .cache import canonical_json
+    from .keys import canonical_json
 
     text = canonical_json({name: value for name, value in material.items() if name != "model"})
     data = base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
@@ -127,12 +128,13 @@ def differences(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[
 
 
 def explain_miss(
-    cache: VerdictCache, wanted: Mapping[str, Any], claim: str, test_id: str | None
+    store: VerdictStore, wanted: Mapping[str, Any], claim: str, test_id: str | None
 ) -> str:
-    """A sentence naming the nearest recorded request for this claim and what differs from it."""
+    """A sentence naming the nearest recorded request for this claim and what differs from it
+    (read from the store's disk cache)."""
     best: tuple[tuple[int, int, int], str, dict[str, Any], dict[str, Any]] | None = None
     try:
-        for scanned, (key, record) in enumerate(iter_records(cache)):
+        for scanned, (key, record) in enumerate(iter_records(store.disk)):
             if scanned >= _MAX_SCAN:
                 break
             if record.get("claim") != claim:
