@@ -48,7 +48,7 @@ class Plan:
 def plan(cache: VerdictCache, new_identity: str) -> Plan:
     from ..judging.judge import JudgeRequest
     from ..judging.prompts import PROMPT_VERSION
-    from ..store.cache import canonical_json
+    from ..store.keys import canonical_json
     from ..store.recorded import iter_records, unpack_request
 
     requests: list[tuple[Any, Mapping[str, Any]]] = []

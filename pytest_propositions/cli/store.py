@@ -12,10 +12,10 @@ from ..store.cache import (
     CacheError,
     InvalidRecordError,
     VerdictCache,
-    canonical_json,
     read_lines,
     stored_record,
 )
+from ..store.keys import canonical_json
 from ..store.postgres import PostgresStore
 from ..store.tiered import push_command, repair_command
 

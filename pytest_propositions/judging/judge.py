@@ -29,7 +29,8 @@ from ..errors import (
     VerdictMissing,
     VerdictUnparsable,
 )
-from ..store.cache import CacheDirectoryError, CacheWarning, cache_key
+from ..store.cache import CacheDirectoryError, CacheWarning
+from ..store.keys import cache_key
 from ..store.recorded import pack_request
 from ..verdict import Usage, Verdict, verdict_of_record
 from . import families

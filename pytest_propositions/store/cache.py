@@ -1,18 +1,15 @@
 """The verdict cache: judge verdicts on disk, keyed by the fully rendered request.
 
-It owns the key (a sha256 of canonical JSON), the record modes, the store that pytest-xdist
-workers share, damage recovery, and the export/import/prune maintenance the CLI exposes.
+It owns the record modes, the store that pytest-xdist workers share, damage recovery, and the
+export/import/prune maintenance the CLI exposes; the key rules are keys.py's.
 diskcache is imported only when the cache is first touched, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import json
 import os
-import re
 import threading
 import time
 import warnings
@@ -24,6 +21,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from ..verdict import kind_problem, verdict_of_record
+from .keys import CACHE_FORMAT, KEY_PATTERN, _check_names, cache_key, canonical_json
 
 __all__ = [
     "CACHE_FORMAT",
@@ -44,9 +42,6 @@ __all__ = [
     "canonical_json",
 ]
 
-#: Part of every key: bump it when the meaning of a stored record changes, and old entries
-#: simply stop matching instead of being misread.
-CACHE_FORMAT: int = 1
 
 CacheMode = Literal["use", "replay", "refresh", "off"]
 CACHE_MODES: tuple[str, ...] = ("use", "replay", "refresh", "off")
@@ -70,7 +65,6 @@ _META_USAGE = "meta:usage"
 _META_COMPLETE_RUN = "meta:complete-run"
 _META_KEYS = (_META_USAGE, _META_COMPLETE_RUN)
 
-_KEY_RE = re.compile(r"[0-9a-f]{64}")
 
 # diskcache evicts past 1 GB by default; a verdict must never vanish silently.
 _SETTINGS: dict[str, Any] = {
@@ -82,40 +76,6 @@ _SETTINGS: dict[str, Any] = {
     # Keep records inside cache.db (not side files) so the database alone is the whole cache.
     "disk_min_file_size": 2**22,
 }
-
-_CREDENTIAL_NAMES = frozenset(
-    {
-        "token",
-        "bearer",
-        "cookie",
-        "set_cookie",
-        "auth",
-        "passphrase",
-    }
-)
-_CREDENTIAL_SUFFIXES = (
-    "api_key",
-    "apikey",
-    "api_base",
-    "apibase",
-    "base_url",
-    "baseurl",
-    "secret",
-    "secret_key",
-    "private_key",
-    "password",
-    "passwd",
-    "authorization",
-    "credential",
-    "credentials",
-    "access_token",
-    "refresh_token",
-    "auth_token",
-    "api_token",
-    "bearer_token",
-    "session_token",
-    "id_token",
-)
 
 _T = TypeVar("_T")
 
@@ -209,61 +169,6 @@ class CacheStats:
 
 
 # --- keys and records --------------------------------------------------------------------
-
-
-def canonical_json(value: Any) -> str:
-    """One text per JSON value: what keys hash and what the store and the export hold."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-
-
-@functools.lru_cache(maxsize=1024)
-def _looks_like_credential(name: str) -> bool:
-    # Cached: the same few names ("role", "content", ...) come back in every key.
-    norm = name.lower().replace("-", "_")
-    return norm in _CREDENTIAL_NAMES or norm.endswith(_CREDENTIAL_SUFFIXES)
-
-
-# Scalars cannot hold names; testing their exact type first spares them the slow ABC check
-# (a key is computed for every claim, and most of its values are strings).
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _check_names(value: Any, path: str, what: str) -> None:
-    """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return
-    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
-        for name, item in value.items():
-            if not isinstance(name, str):
-                raise ValueError(f"{what}: expected string keys, got {name!r} at {path or '.'}")
-            if _looks_like_credential(name):
-                where = f"{path}.{name}" if path else name
-                raise ValueError(
-                    f"{what}: {where!r} looks like a credential; credentials and the API base "
-                    "never enter the verdict cache"
-                )
-            if type(item) not in _SCALARS:
-                _check_names(item, f"{path}.{name}" if path else name, what)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            if type(item) not in _SCALARS:
-                _check_names(item, f"{path}[{index}]", what)
-
-
-def cache_key(material: Mapping[str, Any]) -> str:
-    """The sha256 of everything that decides a verdict, so a changed request never hits."""
-    if "cache_format" in material:
-        raise ValueError("cache key material: 'cache_format' is reserved")
-    full = {"cache_format": CACHE_FORMAT, **material}
-    try:
-        text = canonical_json(full)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"cache key material is not plain JSON: {exc}") from None
-    _check_names(full, "", "cache key material")
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _parse_time(text: str) -> datetime:
@@ -467,7 +372,7 @@ class VerdictCache:
 
         Returns the record that stands for ``key``: here the one given; a shared store's may be
         another process's (``tiered.SharedVerdictCache``, ``base.VerdictStore``)."""
-        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+        if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
             raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
         text = _record_text(record)
         self.used_keys.add(key)
@@ -956,7 +861,9 @@ def _read_usage(cache: Any) -> Usage | None:
 
 def _verdict_keys(cache: Any) -> list[str]:
     """The verdict keys, sorted; reserved metadata keys are not verdicts."""
-    return sorted(key for key in cache.iterkeys() if type(key) is str and _KEY_RE.fullmatch(key))
+    return sorted(
+        key for key in cache.iterkeys() if type(key) is str and KEY_PATTERN.fullmatch(key)
+    )
 
 
 class _RecordDamage(Exception):
@@ -1198,7 +1105,7 @@ def _parse_line(lineno: int, line: str) -> tuple[str, str]:
     if not isinstance(data, dict) or set(data) != {"key", "record"}:
         raise ImportLineError(lineno, f"expected {shape} with exactly those two fields")
     key = data["key"]
-    if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise ImportLineError(
             lineno, f'expected "key" to be a sha256 hex digest (64 lowercase hex), got {key!r}'
         )
