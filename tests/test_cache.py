@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_propositions.store.cache import (
-    CACHE_FORMAT,
     CACHE_MODES,
     CacheDirectoryError,
     CacheError,
@@ -29,6 +28,9 @@ from pytest_propositions.store.cache import (
     InvalidRecordError,
     NoUsageRecordedError,
     VerdictCache,
+)
+from pytest_propositions.store.keys import (
+    CACHE_FORMAT,
     _looks_like_credential,
     cache_key,
     canonical_json,
