@@ -399,3 +399,9 @@ def test_the_plugin_holds_hooks_and_fixtures_only() -> None:
         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
             fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
             assert fixture or node.name.startswith("pytest_"), node.name
+
+
+def test_main_only_hands_over_to_the_cli_wing() -> None:
+    source = (PACKAGE / "__main__.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 20
+    assert "from .cli.main import main" in source

@@ -275,7 +275,7 @@ def test_the_commands_judge_flags_are_the_options_table() -> None:
     the same metavar, and the help names the same variable and default."""
     import argparse
 
-    from pytest_propositions.__main__ import _build_parser
+    from pytest_propositions.cli.main import _build_parser
     from pytest_propositions.settings import OPTIONS
 
     def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
