@@ -76,9 +76,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
     runtime.render_hook = hook_renderer
 
-    from .reports.hooks import report_claims
+    def first_claim() -> None:
+        # Imported at the first claim: a suite that makes none never loads the reporting hooks.
+        from .reports.hooks import report_claims
 
-    runtime.on_first_claim = lambda: report_claims(config, runtime)
+        report_claims(config, runtime)
+
+    runtime.on_first_claim = first_claim
     if config.pluginmanager.hasplugin("xdist"):
         from .workers import XdistHooks
 
