@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .assertions import check_over_runs
     from .claims.proposition import Proposition, check_proposition, compute_score
     from .claims.targets import RenderOptions, register_renderer
-    from .runs.many_runs import Runs, RunsResult, runs
+    from .over_runs.many_runs import Runs, RunsResult, runs
     from .trace import Agent, World
     from .verdict import Verdict
 
@@ -40,9 +40,9 @@ _LAZY = {
     "Agent": "trace",
     "World": "trace",
     "Verdict": "verdict",
-    "runs": "runs.many_runs",
-    "Runs": "runs.many_runs",
-    "RunsResult": "runs.many_runs",
+    "runs": "over_runs.many_runs",
+    "Runs": "over_runs.many_runs",
+    "RunsResult": "over_runs.many_runs",
     "check_over_runs": "assertions",
 }
 

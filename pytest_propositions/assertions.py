@@ -23,7 +23,7 @@ from .claims.proposition import (
 )
 from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .runs.many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
+from .over_runs.many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -404,7 +404,7 @@ def _judge_runs_and_note(
 ) -> tuple[Verdict, bool]:
     """A claim over many runs: decided by its rule, noted once with every run's verdict."""
     __tracebackhide__ = True
-    from .runs.many_runs import summary_verdict
+    from .over_runs.many_runs import summary_verdict
 
     try:
         result = _decide_over_runs(runtime, target, claim, threshold, options, compare_scores)
@@ -682,7 +682,7 @@ def _decide_over_runs(
 ) -> Any:
     """Simulate and judge the runs until the claim's rule decides; the ``RunsResult``."""
     __tracebackhide__ = True
-    from .runs.many_runs import judge_over_runs
+    from .over_runs.many_runs import judge_over_runs
 
     rule_options, rest = split_options(options)
     rule = check_rule(

@@ -405,3 +405,12 @@ def test_main_only_hands_over_to_the_cli_wing() -> None:
     source = (PACKAGE / "__main__.py").read_text(encoding="utf-8")
     assert len(source.splitlines()) <= 20
     assert "from .cli.main import main" in source
+
+
+def test_no_wing_is_named_like_a_public_name() -> None:
+    """Importing a wing binds its name on the package, where it would hide a public name the
+    facade loads lazily (``runs`` the function, shadowed by a ``runs/`` wing)."""
+    import pytest_propositions
+
+    wings = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert wings & set(pytest_propositions.__all__) == set()

@@ -11,11 +11,11 @@ import pytest
 
 scipy = pytest.importorskip("scipy")
 
+from pytest_propositions.runs import stats  # noqa: E402
 from scipy import integrate  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-from pytest_propositions.runs import stats  # noqa: E402
-from pytest_propositions.runs.many_runs import Rule, _Decider  # noqa: E402
+from pytest_propositions.over_runs.many_runs import Rule, _Decider  # noqa: E402
 
 
 @pytest.mark.parametrize(("held", "runs", "bar"), [(0, 5, 0.5), (7, 10, 0.6), (18, 20, 0.8)])

@@ -124,7 +124,7 @@ def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A claim over runs: its figures, then each run's verdict and justification."""
     if not runs:
         return None
-    from ..runs.many_runs import figures_line
+    from ..over_runs.many_runs import figures_line
 
     rows = [
         {

@@ -76,7 +76,7 @@ def result_word(passed: bool, outcome: str = "fail") -> str:
 
 def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) -> str:
     if outcome.runs is not None:
-        from ..runs.many_runs import runs_text
+        from ..over_runs.many_runs import runs_text
 
         return runs_text(outcome.runs)
     verdict = outcome.verdict
