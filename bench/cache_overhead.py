@@ -44,7 +44,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench._common import environment, fmt, import_times, mark  # noqa: E402
-from pytest_propositions.cache import VerdictCache, cache_key  # noqa: E402
+from pytest_propositions.store.cache import VerdictCache, cache_key  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 
 MODEL = "openai/judge-model"
@@ -202,7 +202,7 @@ def lookup_seconds(folder: Path, entries: int, gets: int, seed: int = 7) -> floa
 
 LOCAL_IDENTITY_PROBE = """
 import time
-from pytest_propositions.local import default_model_path, model_identity
+from pytest_propositions.local.engine import default_model_path, model_identity
 path = default_model_path()
 started = time.perf_counter()
 model_identity(path)
@@ -240,12 +240,12 @@ def stage_breakdown(cache_dir: Path, tests: int) -> dict[str, float]:
     imports and the database, the second is measured. The whole ``Proposition.evaluate`` is
     timed on its own pass, so its figure includes the glue between the steps.
     """
-    from pytest_propositions.judge import Judge, JudgeRequest
-    from pytest_propositions.prompts import build_messages
-    from pytest_propositions.proposition import Proposition, render_claim
+    from pytest_propositions.claims.proposition import Proposition, render_claim
+    from pytest_propositions.claims.targets import RenderOptions, as_target_list, render_context
+    from pytest_propositions.judging.judge import Judge, JudgeRequest
+    from pytest_propositions.judging.prompts import build_messages
     from pytest_propositions.runtime import Runtime
     from pytest_propositions.settings import Settings
-    from pytest_propositions.targets import RenderOptions, as_target_list, render_context
 
     settings = Settings(model=MODEL, cache="replay", cache_dir=str(cache_dir))
     steps = ["claim (chevron)", "context", "messages", "key (sha256)", "cache get", "Verdict"]

@@ -53,8 +53,9 @@ PROBE = textwrap.dedent(
     import json, os, sys, time
     started = time.perf_counter()
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    from pytest_propositions.judge import Judge, JudgeRequest
-    from pytest_propositions.prompts import build_messages
+    from pytest_propositions.judging.judge import Judge, JudgeRequest
+    from pytest_propositions.judging.prompts import build_messages
+    from pytest_propositions.runtime import connector
     from pytest_propositions.settings import Settings
 
     RECORDING = (
@@ -72,7 +73,8 @@ PROBE = textwrap.dedent(
         ("score", "Oscar is talkative."),
     ]
     count = int(sys.argv[1])
-    judge = Judge(Settings(model="local", cache="off", timeout=600, retries=1))
+    settings = Settings(model="local", cache="off", timeout=600, retries=1)
+    judge = Judge(settings, connect=connector(settings))
     rows = []
     try:
         for index in range(count):

@@ -85,7 +85,7 @@ def text():
 # Only for --xdist: what giving each worker's server its share of the cores would change. Every
 # xdist worker starts its own llama.cpp server; the plugin now gives each its share itself.
 if os.environ.get("BENCH_SPLIT_THREADS"):
-    import pytest_propositions.local as local
+    import pytest_propositions.local.engine as local
 
     shipped = local.server_command
 
@@ -139,7 +139,7 @@ def write_suite(root: Path) -> Path:
 
 def server_startups(starts: int) -> list[float]:
     """Seconds from ``LocalServer.start()`` until the server answers, for a few fresh starts."""
-    from pytest_propositions.local import LocalServer, default_model_path
+    from pytest_propositions.local.engine import LocalServer, default_model_path
 
     path = default_model_path()
     samples = []

@@ -37,13 +37,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench._common import machine, revision  # noqa: E402
-from pytest_propositions.local_serve import SLOTS, generation_threads  # noqa: E402
+from pytest_propositions.local.serve import SLOTS, generation_threads  # noqa: E402
 
 RECORDED = REPO / "conftest_examples" / "verdicts.jsonl"
 
 
 def recorded_requests() -> list[dict[str, Any]]:
-    from pytest_propositions.recorded import unpack_request
+    from pytest_propositions.store.recorded import unpack_request
 
     requests = []
     for line in RECORDED.read_text().splitlines():
@@ -54,7 +54,8 @@ def recorded_requests() -> list[dict[str, Any]]:
 
 
 def ask(base_url: str, material: dict[str, Any], *, cold: bool) -> dict[str, Any]:
-    from pytest_propositions import local, transport
+    from pytest_propositions.judging import transport
+    from pytest_propositions.local import engine as local
 
     payload: dict[str, Any] = {
         "model": local.SERVED_MODEL,
@@ -77,7 +78,7 @@ def ask(base_url: str, material: dict[str, Any], *, cold: bool) -> dict[str, Any
 
 
 def session(order: list[int], requests: list[dict[str, Any]], *, cold: bool) -> dict[str, Any]:
-    from pytest_propositions import local
+    from pytest_propositions.local import engine as local
 
     server = local.LocalServer(local.default_model_path(), threads=1 if cold else None)
     started = time.perf_counter()
@@ -118,7 +119,7 @@ def main() -> int:
     if missing:
         print(f"skipped: {', '.join(missing)} not installed (the local judge's engine and model)")
         return 0
-    from pytest_propositions import local
+    from pytest_propositions.local import engine as local
 
     requests = recorded_requests()
     order = list(range(len(requests)))

@@ -37,7 +37,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from pytest_propositions import stats  # noqa: E402
+from pytest_propositions.over_runs import stats  # noqa: E402
 
 CONFIDENCE = 0.95
 MAX_RUNS = 400

@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 
 from bench._common import environment  # noqa: E402
 from bench.cache_overhead import pytest_command, write_suites  # noqa: E402
-from pytest_propositions.store import PostgresStore  # noqa: E402
+from pytest_propositions.store.postgres import PostgresStore  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 from tests.support.postgres import find_bindir, running_server  # noqa: E402
 

@@ -73,7 +73,7 @@ print(time.perf_counter() - started)
 PLUGIN_LOAD = """
 import time
 started = time.perf_counter()
-from pytest_propositions.transport_litellm import load_litellm
+from pytest_propositions.judging.transport_litellm import load_litellm
 load_litellm("openai/judge-model")
 print(time.perf_counter() - started)
 """

@@ -24,25 +24,25 @@ from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .assertions import check_over_runs
-    from .many_runs import Runs, RunsResult, runs
-    from .proposition import Proposition, check_proposition, compute_score
-    from .targets import RenderOptions, register_renderer
+    from .claims.proposition import Proposition, check_proposition, compute_score
+    from .claims.targets import RenderOptions, register_renderer
+    from .over_runs.many_runs import Runs, RunsResult, runs
     from .trace import Agent, World
     from .verdict import Verdict
 
 
 _LAZY = {
-    "Proposition": "proposition",
-    "check_proposition": "proposition",
-    "compute_score": "proposition",
-    "RenderOptions": "targets",
-    "register_renderer": "targets",
+    "Proposition": "claims.proposition",
+    "check_proposition": "claims.proposition",
+    "compute_score": "claims.proposition",
+    "RenderOptions": "claims.targets",
+    "register_renderer": "claims.targets",
     "Agent": "trace",
     "World": "trace",
     "Verdict": "verdict",
-    "runs": "many_runs",
-    "Runs": "many_runs",
-    "RunsResult": "many_runs",
+    "runs": "over_runs.many_runs",
+    "Runs": "over_runs.many_runs",
+    "RunsResult": "over_runs.many_runs",
     "check_over_runs": "assertions",
 }
 

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .checks import check_claim, check_flag, quote_claim
-from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
-from .proposition import (
+from .claims.proposition import (
     Proposition,
     check_additional_context,
     check_timestamps,
@@ -23,8 +21,10 @@ from .proposition import (
     is_proposition_like,
     render_claim,
 )
+from .claims.targets import as_target_list
+from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .over_runs.many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
 from .scale import MAX_SCORE, MIN_SCORE
-from .targets import as_target_list
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -404,7 +404,7 @@ def _judge_runs_and_note(
 ) -> tuple[Verdict, bool]:
     """A claim over many runs: decided by its rule, noted once with every run's verdict."""
     __tracebackhide__ = True
-    from .many_runs import summary_verdict
+    from .over_runs.many_runs import summary_verdict
 
     try:
         result = _decide_over_runs(runtime, target, claim, threshold, options, compare_scores)
@@ -565,7 +565,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if invalid:
         _raise_invalid(invalid, len(results), len(failed), len(errors))
     if failed and runtime.settings.outcome != "report":
-        from .report import short_failure_text
+        from .reports.summary import short_failure_text
 
         first = failed[0]
         assert first.verdict is not None
@@ -682,7 +682,7 @@ def _decide_over_runs(
 ) -> Any:
     """Simulate and judge the runs until the claim's rule decides; the ``RunsResult``."""
     __tracebackhide__ = True
-    from .many_runs import judge_over_runs
+    from .over_runs.many_runs import judge_over_runs
 
     rule_options, rest = split_options(options)
     rule = check_rule(
@@ -695,3 +695,72 @@ def _decide_over_runs(
     )
     assert rule is not None
     return judge_over_runs(runtime, target, claim, rule, rest)
+
+
+# -- the fixtures' bodies (plugin.py holds only the fixtures themselves) ---------------------------
+
+
+def assert_min_score(
+    runtime: Runtime,
+    target: Any,
+    claim: Any,
+    threshold: int | None,
+    marker_value: int | None,
+    options: dict[str, Any],
+) -> Verdict:
+    """``min_score(target, claim, threshold)``: the bar from the argument, the mark, the option."""
+    __tracebackhide__ = True
+    # A proposition object's own options are checked like the call's, which win over them.
+    target, claim, options = normalise_claim(target, claim, options)
+    validate_options(options, "min_score")
+    if "better_than" in options:
+        # Over runs: mean scores compared with the control's; no bar is involved.
+        if threshold is not None:
+            raise TypeError(
+                "min_score: better_than= compares mean scores; give no threshold with it"
+            )
+        return assert_claim(runtime, target, claim, threshold=None, compare_scores=True, **options)
+    bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
+    return assert_claim(runtime, target, claim, threshold=bar, **options)
+
+
+def assert_batch(
+    runtime: Runtime, target: Any, claims: Any, options: dict[str, Any]
+) -> list[Verdict]:
+    """``assert_propositions``: every item checked before any is judged, then judged together."""
+    __tracebackhide__ = True
+    validate_options(options, "assert_propositions")
+    pending = []
+    for item, threshold, holds in batch_items(claims):
+        own_target, claim, own_options = normalise_claim(target, item, options)
+        # batch_items has checked the expectation: hand it on as a floor or a ceiling.
+        low, high = (threshold, None) if holds else (None, threshold)
+        pending.append(
+            soft_claim(
+                own_target,
+                claim,
+                low,
+                own_options,
+                "assert_propositions",
+                max_score=high,
+                holds=holds if threshold is None else True,
+            )
+        )
+    return judge_pending(runtime, pending)
+
+
+def judge_without_asserting(
+    runtime: Runtime, target: Any, claim: Any, kind: str, options: dict[str, Any]
+) -> Verdict:
+    """``proposition_judge``: the verdict, noted for the reports, never asserted."""
+    __tracebackhide__ = True
+    # A proposition object's own options are checked like the call's, which win over them.
+    target, claim, options = normalise_claim(target, claim, options)
+    validate_options(options, "proposition_judge")
+    try:
+        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+    except JudgeError as error:
+        runtime.note_error(error)
+        raise error.with_traceback(None) from None
+    runtime.note(verdict, None, True)
+    return verdict

@@ -148,7 +148,7 @@ def build_target(spec: Mapping[str, Any], where: str = "target") -> Any:
                 raise _fail(where, 'expected "text" to be a non-empty string')
             return value
         if form == "chat":
-            from .targets import as_target_list
+            from .claims.targets import as_target_list
 
             if not isinstance(value, list) or not value:
                 raise _fail(where, 'expected "chat" to be a non-empty list of chat messages')
@@ -406,9 +406,10 @@ def judge_items(
 
 def judge_identity(settings: Settings, model: str | None = None) -> str:
     """What the cache keys name for this judge (the local model file's checksum for 'local')."""
-    from .judge import Judge
+    from .judging.judge import Judge
+    from .runtime import connector
 
-    return Judge(settings).identity(model or settings.model)
+    return Judge(settings, connect=connector(settings)).identity(model or settings.model)
 
 
 def record_key(identity: str, prompt_version: str, reasoning_effort: str | None = None) -> str:
@@ -447,7 +448,7 @@ def save_record(cache_dir: Path, key: str, record: Mapping[str, Any]) -> Path:
 
 def find_record(settings: Settings, cache_dir: Path | None) -> tuple[str, dict[str, Any] | None]:
     """The judge's name for messages, and its calibration for the current prompt version."""
-    from .prompts import PROMPT_VERSION
+    from .judging.prompts import PROMPT_VERSION
 
     if cache_dir is None or not (cache_dir / RECORD_NAME).is_file():
         return settings.model, None
@@ -505,21 +506,19 @@ def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", metavar="MODEL", help="the judge (default: $PROP_MODEL, else local)"
-    )
-    parser.add_argument(
-        "--api-base", metavar="URL", help="OpenAI-compatible server (default: $PROP_API_BASE)"
-    )
-    parser.add_argument(
-        "--reasoning-effort",
-        metavar="LEVEL",
-        help="passed to the judge as --prop-reasoning-effort is (default: $PROP_REASONING_EFFORT)",
-    )
-    parser.add_argument(
-        "--samples",
-        metavar="N",
-        help="ask N times per item; reports agreement (default: $PROP_SAMPLES, else 1)",
+    from .settings import add_command_flags
+
+    add_command_flags(
+        parser,
+        {
+            "model": "the judge",
+            "api_base": "OpenAI-compatible server",
+            "reasoning_effort": "passed to the judge as --prop-reasoning-effort is",
+            "samples": "ask N times per item; reports agreement",
+            "min_score": "the bar score items must reach",
+            "concurrency": "items judged at once",
+            "cache": "verdict cache mode",
+        },
     )
     parser.add_argument(
         "--set",
@@ -535,20 +534,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-false-pass", metavar="X", type=_fraction, help="exit 1 above this false-pass rate"
     )
-    parser.add_argument(
-        "--min-score",
-        metavar="N",
-        help="the bar score items must reach (default: $PROP_MIN_SCORE, else 7)",
-    )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument(
-        "--concurrency",
-        metavar="N",
-        help="items judged at once (default: $PROP_CONCURRENCY, else 8)",
-    )
-    parser.add_argument(
-        "--cache", metavar="MODE", help="verdict cache mode (default: $PROP_CACHE, else use)"
-    )
 
 
 def _fraction(text: str) -> float:
@@ -622,7 +608,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     """The ``calibrate`` command; 0 fit or no bar given, 1 a given bar missed, 2 a usage error."""
     from ._version import __version__
     from .errors import JudgeError
-    from .prompts import PROMPT_VERSION
+    from .judging.prompts import PROMPT_VERSION
 
     environ = os.environ if env is None else env
     settings = settings_from(args, environ)

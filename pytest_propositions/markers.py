@@ -15,7 +15,7 @@ from .assertions import (
     validate_options,
     validate_threshold,
 )
-from .proposition import claim_and_options, is_proposition_like
+from .claims.proposition import claim_and_options, is_proposition_like
 from .session import SOFT_CLAIMS_KEY
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def judge_soft_claims_after(runtime: Runtime, item: pytest.Item, error: BaseExce
     del item.stash[SOFT_CLAIMS_KEY]
     if not pending:
         return
-    before = len(runtime.outcomes_of(item.nodeid))
+    before = len(runtime.record.outcomes_of(item.nodeid))
     outcome = ""
     try:
         judge_pending(runtime, pending)
@@ -149,7 +149,7 @@ def judge_soft_claims_after(runtime: Runtime, item: pytest.Item, error: BaseExce
         outcome = f": not judged ({skip.msg})"
     except Exception as soft:
         outcome = f": {type(soft).__name__}: {soft}"
-    judged = runtime.outcomes_of(item.nodeid, start=before)
+    judged = runtime.record.outcomes_of(item.nodeid, start=before)
     failed = sum(1 for judged_claim in judged if not judged_claim.passed)
     word = "not upheld" if runtime.settings.outcome == "report" else "failed"
     count = (

@@ -10,23 +10,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import runtime as runtime_module
-from .errors import JudgeError, PropositionFailed
-from .session import (
-    SOFT_CLAIMS_KEY,
-    build_runtime,
-    finish_run,
-    merge_worker_output,
-    worker_output,
-)
+from .errors import PropositionFailed
+from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run
 from .settings import OPTIONS, argparse_type
 
 if TYPE_CHECKING:
     from .verdict import Verdict
 
+# The run's runtime, for hooks (they get the config). Fixtures and the API reach it through
+# runtime.current(), the one documented way (see runtime.py).
 RUNTIME_KEY = pytest.StashKey[runtime_module.Runtime]()
-# How many of a test's outcomes are already JUnit properties (claims may come in any phase).
-JUNIT_DONE_KEY = pytest.StashKey[int]()
-CLAIM_REPORTS = "propositions-reports"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -74,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     runtime = build_runtime(config)
     if runtime.settings.cache == "replay" and config.pluginmanager.hasplugin("recording"):
         # pytest-recording's cassettes are read only too (the simulation's calls replay).
-        from .recording import ReplayCassettes, check_record_mode
+        from .store.cassettes import ReplayCassettes, check_record_mode
 
         check_record_mode(config)
         config.pluginmanager.register(ReplayCassettes(), "propositions-replay-cassettes")
@@ -89,12 +82,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
     runtime.render_hook = hook_renderer
 
-    runtime.on_first_claim = lambda: _report_claims(config)
+    def first_claim() -> None:
+        # Imported at the first claim: a suite that makes none never loads the reporting hooks.
+        from .reports.hooks import report_claims
+
+        report_claims(config, runtime)
+
+    runtime.on_first_claim = first_claim
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(), "propositions-xdist")
+        from .workers import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(runtime), "propositions-xdist")
     if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
-        runtime.keep_contexts = True
-        config.pluginmanager.register(PytestHtmlExtras(), "propositions-pytest-html")
+        from .reports.hooks import PytestHtmlExtras
+
+        runtime.record.keep_contexts = True
+        config.pluginmanager.register(PytestHtmlExtras(runtime), "propositions-pytest-html")
 
 
 @pytest.hookimpl(trylast=True)
@@ -112,11 +115,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         for name in ("caplog_handler", "report_handler", "log_file_handler", "log_cli_handler")
     ]
     hide_credentials_in_logs([h for h in handlers if isinstance(h, logging.Handler)])
-
-
-def _report_claims(config: pytest.Config) -> None:
-    if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
-        config.pluginmanager.register(ClaimReports(config), CLAIM_REPORTS)
 
 
 def _has_proposition_marker(item: pytest.Item) -> bool:
@@ -145,19 +143,9 @@ def pytest_collection_modifyitems(
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from .calibration import header_line as calibration_line
-    from .report import header_line
+    from .session import header_lines
 
-    runtime = config.stash[RUNTIME_KEY]
-    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
-    calibration = calibration_line(runtime.settings, runtime.cache_dir)
-    if calibration is not None:
-        lines.append(f"propositions: {calibration}")
-    if runtime.settings.store and runtime.settings.cache != "off":
-        from .store import describe_store
-
-        lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
-    return lines
+    return header_lines(config.stash[RUNTIME_KEY])
 
 
 @pytest.hookimpl(wrapper=True)
@@ -197,39 +185,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     runtime = config.stash.get(RUNTIME_KEY, None)
     if runtime is None or not runtime.used or hasattr(config, "workerinput"):
         return
-    from .report import (
-        all_cached_line,
-        dry_run_line,
-        lowest_scores_table,
-        run_counts,
-        summary_line,
-        verdict_listing,
-    )
+    from .reports.hooks import terminal_summary
 
-    stats = runtime.stats()
-    mode = runtime.settings.outcome
-    very_verbose = config.option.verbose > 1
-    if runtime.outcomes and (mode == "report" or very_verbose):
-        terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
-        for line in verdict_listing(runtime.outcomes, mode, reasoning=very_verbose):
-            terminalreporter.write_line(line)
-    counts = run_counts(runtime.outcomes, runtime.judge_errors, stats)
-    terminalreporter.write_line(summary_line(counts, mode))
-    cached = all_cached_line(counts)
-    if cached is not None:
-        terminalreporter.write_line(cached)
-    if runtime.settings.store and runtime.settings.cache != "off":
-        from .store import describe_store
-        from .tiered import store_summary
-
-        where = describe_store(runtime.settings.store)
-        for line in store_summary(runtime.store_counts(), where):
-            terminalreporter.write_line(line, yellow="NOT shared" in line)
-    if runtime.settings.dry_run:
-        terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
-    if config.option.verbose > 0:
-        for line in lowest_scores_table(runtime.outcomes):
-            terminalreporter.write_line(line)
+    terminal_summary(terminalreporter, config, runtime)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -238,6 +196,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if hasattr(session.config, "workerinput"):
         # A worker hands its results to the controller, which records and reports the run.
+        from .workers import worker_output
+
         session.config.workeroutput.update(worker_output(runtime))  # type: ignore[attr-defined]
         return
     problem = finish_run(runtime, session.config, exitstatus)
@@ -247,167 +207,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"ERROR: pytest-propositions: {problem}", red=True, bold=True)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-
-# Set on a test's report (xdist carries them to the controller): the JudgeError's class name,
-# and how many of the test's claims were not upheld under --prop-outcome=report.
-JUDGE_ERROR_ATTR = "propositions_judge_error"
-NOT_UPHELD_ATTR = "propositions_not_upheld"
-
-
-class ClaimReports:
-    """Per-test reporting of claims: JUnit properties, the failure report's sections, and the
-    outcomes of their own (a judge error, a claim not upheld in report mode).
-
-    Registered at the session's first claim (``Runtime.on_first_claim``), so a suite that makes
-    none pays nothing for it on each test; on an xdist controller, as workers are configured.
-    """
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        runtime = item.config.stash[RUNTIME_KEY]
-        if report.when != "setup" and runtime.outcomes:
-            # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
-            # report, which copies item.user_properties; claims judged in teardown are added there.
-            done = item.stash.get(JUNIT_DONE_KEY, 0)
-            new = runtime.outcomes_of(item.nodeid, start=done)
-            if new:
-                from .report import junit_properties
-
-                properties = junit_properties(new, done + 1, runtime.settings.outcome)
-                item.user_properties.extend(properties)
-                report.user_properties.extend(properties)
-                item.stash[JUNIT_DONE_KEY] = done + len(new)
-        if report.passed and report.when == "call":
-            mine = runtime.outcomes_of(item.nodeid)
-            if runtime.settings.outcome == "report":
-                not_upheld = sum(1 for o in mine if not o.passed)
-                if not_upheld:
-                    setattr(report, NOT_UPHELD_ATTR, not_upheld)
-            if any(o.runs is not None for o in mine):
-                # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
-                from .report import runs_sections
-
-                report.sections.extend(runs_sections(mine))
-        if not report.failed or call.excinfo is None:
-            return report
-        judge_error = isinstance(call.excinfo.value, JudgeError)
-        if judge_error:
-            setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
-            if getattr(call.excinfo.value, "stops_run", False):
-                # The shared store never answered: every further claim would fail the same way.
-                item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
-        if report.when != "call":
-            return report
-        from .report import SECTION_TITLE, failure_section
-
-        outcomes = runtime.outcomes_of(item.nodeid)
-        if outcomes:
-            # The judge's reasoning is long: shown under -vv only (the HTML report has it too).
-            section = failure_section(
-                outcomes, runtime.settings.outcome, reasoning=item.config.option.verbose > 1
-            )
-            report.sections.append((SECTION_TITLE, section))
-        if isinstance(call.excinfo.value, PropositionFailed):
-            from .report import short_failure
-
-            # The short summary (-rf) shows the claim, not mostly the exception's module path.
-            short_failure(report, call.excinfo.value)
-        if judge_error:
-            report.sections.append(
-                (
-                    f"{SECTION_TITLE} judge error",
-                    f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
-                )
-            )
-        return report
-
-    def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
-    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        # A judge error stays in pytest's "failed" category while the run goes on, so pytest
-        # shows its traceback and lists it in the short summary (with this word); the terminal
-        # summary then counts it apart (pytest_terminal_summary below).
-        if report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
-            return "failed", "J", ("JUDGE ERROR", {"red": True})
-        if report.passed and getattr(report, NOT_UPHELD_ATTR, None):
-            return "not upheld", "n", ("NOT UPHELD", {"yellow": True})
-        return None
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
-        # Outermost, so this runs after pytest's failure sections and short summary, and just
-        # before its last line counts the categories: judge errors get a count of their own.
-        try:
-            return (yield)
-        finally:
-            failed = terminalreporter.stats.get("failed", [])
-            errors = [report for report in failed if getattr(report, JUDGE_ERROR_ATTR, None)]
-            if errors:
-                # The "failed" key stays, even empty: it keeps pytest's last line red.
-                failed[:] = [report for report in failed if report not in errors]
-                word = "judge error" if len(errors) == 1 else "judge errors"
-                terminalreporter.stats.setdefault(word, []).extend(errors)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        # Before junitxml writes its file: the run's counts as testsuite properties.
-        runtime = self.config.stash[RUNTIME_KEY]
-        if hasattr(self.config, "workerinput") or not runtime.used:
-            return
-        from .report import add_junit_run_properties
-
-        add_junit_run_properties(self.config, runtime)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # junitxml writes a failing call as <failure>; a judge that could not answer is an
-        # <error> (like a broken fixture), so CI tells it apart from a false claim.
-        if report.when == "call" and report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
-            from .report import junit_failure_to_error
-
-            junit_failure_to_error(self.config, report)
-
-
-class PytestHtmlExtras:
-    """Registered only when pytest-html is active: each test's claims go into its report."""
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if report.when == "call":
-            runtime = item.config.stash[RUNTIME_KEY]
-            outcomes = runtime.outcomes_of(item.nodeid)
-            if outcomes:
-                from .html_report import pytest_html_extra
-
-                extra = pytest_html_extra(outcomes, runtime.contexts, runtime.settings.outcome)
-                report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
-        return report
-
-
-class XdistHooks:
-    """Registered only when pytest-xdist is installed: gather workers' results on the controller."""
-
-    def pytest_configure_node(self, node: Any) -> None:
-        # The controller shows the workers' judge errors and progress: its reporting starts now.
-        from .session import start_progress_relay
-
-        config = node.config
-        _report_claims(config)
-        start_progress_relay(config.stash[RUNTIME_KEY], node.workerinput)
-
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", None) or {}
-        merge_worker_output(node.config.stash[RUNTIME_KEY], output, crashed=bool(error))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -455,28 +254,15 @@ def assert_proposition() -> Callable[..., Verdict]:
 @pytest.fixture
 def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """Assert that a claim about a target scores at least a threshold (argument, mark, option, 7)."""
-    from .assertions import assert_claim, normalise_claim, resolve_threshold, validate_options
+    from .assertions import assert_min_score
     from .markers import min_score_marker
 
-    runtime = request.config.stash[RUNTIME_KEY]
+    runtime = runtime_module.current()
     marker_value = min_score_marker(request.node)
 
     def min_score(target: Any, claim: Any, threshold: int | None = None, **options: Any) -> Verdict:
         __tracebackhide__ = True
-        # A proposition object's own options are checked like the call's, which win over them.
-        target, claim, options = normalise_claim(target, claim, options)
-        validate_options(options, "min_score")
-        if "better_than" in options:
-            # Over runs: mean scores compared with the control's; no bar is involved.
-            if threshold is not None:
-                raise TypeError(
-                    "min_score: better_than= compares mean scores; give no threshold with it"
-                )
-            return assert_claim(
-                runtime, target, claim, threshold=None, compare_scores=True, **options
-            )
-        bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
-        return assert_claim(runtime, target, claim, threshold=bar, **options)
+        return assert_min_score(runtime, target, claim, threshold, marker_value, options)
 
     return min_score
 
@@ -521,37 +307,13 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
-    from .assertions import (
-        batch_items,
-        judge_pending,
-        normalise_claim,
-        soft_claim,
-        validate_options,
-    )
+    from .assertions import assert_batch
 
     runtime = runtime_module.current()
 
     def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
         __tracebackhide__ = True
-        validate_options(options, "assert_propositions")
-        # Every item is checked before any is judged: one bad item judges none.
-        pending = []
-        for item, threshold, holds in batch_items(claims):
-            own_target, claim, own_options = normalise_claim(target, item, options)
-            # batch_items has checked the expectation: hand it on as a floor or a ceiling.
-            low, high = (threshold, None) if holds else (None, threshold)
-            pending.append(
-                soft_claim(
-                    own_target,
-                    claim,
-                    low,
-                    own_options,
-                    "assert_propositions",
-                    max_score=high,
-                    holds=holds if threshold is None else True,
-                )
-            )
-        return judge_pending(runtime, pending)
+        return assert_batch(runtime, target, claims, options)
 
     return assert_propositions
 
@@ -559,7 +321,7 @@ def assert_propositions() -> Callable[..., list[Verdict]]:
 @pytest.fixture(scope="session")
 def proposition_judge() -> Callable[..., Verdict]:
     """Evaluate a claim without asserting: returns the Verdict (kind="check" or "score")."""
-    from .assertions import judge_claim, normalise_claim, validate_options
+    from .assertions import judge_without_asserting
 
     runtime = runtime_module.current()
 
@@ -567,16 +329,7 @@ def proposition_judge() -> Callable[..., Verdict]:
         target: Any, claim: Any, *, kind: str = "check", **options: Any
     ) -> Verdict:
         __tracebackhide__ = True
-        # A proposition object's own options are checked like the call's, which win over them.
-        target, claim, options = normalise_claim(target, claim, options)
-        validate_options(options, "proposition_judge")
-        try:
-            verdict = judge_claim(runtime, target, claim, kind=kind, **options)
-        except JudgeError as error:
-            runtime.note_error(error)
-            raise error.with_traceback(None) from None
-        runtime.note(verdict, None, True)
-        return verdict
+        return judge_without_asserting(runtime, target, claim, kind, options)
 
     return proposition_judge
 

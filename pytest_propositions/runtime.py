@@ -1,81 +1,50 @@
-"""The state of one run: settings, the judge and cache built on first need, and what was judged.
+"""The state of one run: what judges (settings, the judge and cache built on first need) and,
+in ``record``, what the run records (``record.py``: outcomes, judge errors, workers' results).
 
-Inside pytest the plugin activates a runtime built from the session's options; outside pytest
-the first claim builds one from environment variables, caching verdicts in the user's cache
-folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` say otherwise.
+``current()`` is the one way fixtures and the Python API reach it: inside pytest the plugin
+activates a runtime built from the session's options (hooks read the same object from the
+config's stash); outside pytest the first claim builds one from environment variables, caching
+verdicts in the user's cache folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` say otherwise.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .record import Outcome, RunRecord, stat_names
 from .settings import Settings, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
-    from .cache import VerdictCache
-    from .judge import Judge, JudgeStats
-    from .progress import ProgressLine
+    from .judging.endpoint import Connection
+    from .judging.judge import Judge, JudgeStats
+    from .judging.progress import ProgressLine
+    from .store.base import VerdictStore
     from .verdict import Verdict
 
-
-@dataclass(frozen=True)
-class Outcome:
-    """One evaluated claim of a test, as the reports need it."""
-
-    test_id: str | None
-    verdict: Verdict
-    threshold: int | None
-    passed: bool
-    # False: the claim was expected not to hold (a score: to be at most the threshold).
-    holds: bool = True
-    # Where a claim judged after the test body was made ("test_x.py:12"); None otherwise.
-    where: str | None = None
-    # A claim over many runs: its figures and each run's verdict (plain JSON data).
-    runs: dict[str, Any] | None = None
-
-
-def stat_names() -> tuple[str, ...]:
-    """The counters of `JudgeStats` (its lock aside), as workers send them to the controller."""
-    from .judge import JudgeStats
-
-    return tuple(item.name for item in fields(JudgeStats) if item.name != "lock")
+__all__ = ["Outcome", "Runtime", "activate", "connector", "current", "deactivate"]
 
 
 @dataclass
 class Runtime:
+    """What judges in a run: its settings, the judge and cache (built on first need), the test
+    being run; and ``record``, what the run records."""
+
     settings: Settings
     cache_dir: Path | None = None
     current_test: str | None = None
     progress: ProgressLine | None = None
     # On an xdist controller: the folder where workers say what they are judging.
     progress_dir: Path | None = None
-    # Asks the pytest_proposition_render_target hook; set by the plugin, read by targets.py.
+    # Asks the pytest_proposition_render_target hook; set by the plugin, read by claims/targets.py.
     render_hook: Callable[[Any, Any], str | None] | None = None
     # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
     # start then, so a suite without claims does not pay for them on every test.
     on_first_claim: Callable[[], None] | None = None
-    outcomes: list[Outcome] = field(default_factory=list)
-    judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
-    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # Set when an xdist worker crashed: its used verdicts never reached the controller, so the
-    # run cannot tell prune what it used.
-    usage_lost: bool = False
-    _merged_keys: set[str] = field(default_factory=set, repr=False)
-    # On an xdist controller: the workers' judge counters, summed, and whether any used claims.
-    _merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
-    _workers_used: bool = field(default=False, repr=False)
-    _merged_store: dict[str, int] = field(default_factory=dict, repr=False)
-    # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
-    _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
-    # With --prop-html: each judge request's messages by cache key (the context the judge saw).
-    contexts: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
-    # Keep contexts without --prop-html too (pytest-html writing a report sets it).
-    keep_contexts: bool = False
+    record: RunRecord = field(default_factory=RunRecord)
     _judge: Judge | None = field(default=None, repr=False)
     _claimed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -86,29 +55,31 @@ class Runtime:
         self._first_claim()
         with self._lock:
             if self._judge is None:
-                from .judge import Judge
+                from .judging.judge import Judge
 
-                self._judge = Judge(self.settings, self._open_cache())
+                self._judge = Judge(
+                    self.settings, self._open_cache(), connect=connector(self.settings)
+                )
                 self._judge.progress = self.progress
             return self._judge
 
     @property
-    def cache(self) -> VerdictCache | None:
+    def cache(self) -> VerdictStore | None:
         return self.judge.cache if self._judge is not None else None
 
-    def _open_cache(self) -> VerdictCache | None:
+    def _open_cache(self) -> VerdictStore | None:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
         if self.settings.store:
-            from .store import PostgresStore
-            from .tiered import SharedVerdictCache
+            from .store.postgres import PostgresStore
+            from .store.tiered import SharedVerdictCache
 
             return SharedVerdictCache(
                 self.cache_dir,
                 self.settings.cache,  # type: ignore[arg-type]
                 store=PostgresStore(self.settings.store),
             )
-        from .cache import VerdictCache
+        from .store.cache import VerdictCache
 
         return VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
 
@@ -121,6 +92,8 @@ class Runtime:
         if first and self.on_first_claim is not None:
             self.on_first_claim()
 
+    # -- filing what was judged in the record, under the test being run -------------------------
+
     def note(
         self,
         verdict: Verdict,
@@ -131,52 +104,40 @@ class Runtime:
         runs: dict[str, Any] | None = None,
     ) -> None:
         self._first_claim()
-        outcome = Outcome(self.current_test, verdict, threshold, passed, holds, where, runs)
-        with self._lock:
-            self.outcomes.append(outcome)
-            self._by_test.setdefault(outcome.test_id, []).append(outcome)
-
-    def remember_context(self, key: str, messages: Iterable[Mapping[str, str]]) -> None:
-        """Keep what the judge was shown, for an HTML report; nothing when none is written."""
-        if key and (self.settings.html or self.keep_contexts):
-            with self._lock:
-                self.contexts[key] = [dict(message) for message in messages]
+        self.record.add(Outcome(self.current_test, verdict, threshold, passed, holds, where, runs))
 
     def note_error(self, error: BaseException) -> None:
         self._first_claim()
-        with self._lock:
-            self.judge_errors.append((self.current_test, f"{type(error).__name__}: {error}"))
+        self.record.add_error(self.current_test, error)
+
+    def remember_context(self, key: str, messages: Any) -> None:
+        """Keep what the judge was shown, for an HTML report; nothing when none is written."""
+        self.record.remember_context(key, messages, wanted=bool(self.settings.html))
+
+    # -- the run as a whole: this process's judge and cache, plus the record's merged parts ----
 
     @property
     def used(self) -> bool:
         """Whether any claim was evaluated in this run (the summary stays silent otherwise)."""
+        record = self.record
         return (
             self._judge is not None
-            or self._workers_used
-            or bool(self.outcomes or self.judge_errors)
+            or record.workers_used
+            or bool(record.outcomes or record.judge_errors)
         )
-
-    def outcomes_of(self, test_id: str, start: int = 0) -> list[Outcome]:
-        """The outcomes filed under a test, in the order they were noted, from ``start`` on."""
-        with self._lock:
-            return self._by_test.get(test_id, [])[start:]
 
     def used_keys(self) -> set[str]:
         """Cache keys this process (and, on an xdist controller, its workers) read or stored."""
         cache = self.cache
         own = set(cache.used_keys) if cache is not None else set()
-        return own | self._merged_keys
-
-    def merge_used_keys(self, keys: Iterable[str]) -> None:
-        with self._lock:
-            self._merged_keys.update(keys)
+        return own | self.record.merged_keys
 
     def stats(self) -> JudgeStats:
         """This run's counters: this process's judge plus, on an xdist controller, its workers'.
 
         A snapshot, so the summary and the JSON report agree; it never builds the judge.
         """
-        from .judge import JudgeStats
+        from .judging.judge import JudgeStats
 
         names = stat_names()
         own: dict[str, float] = {}
@@ -185,55 +146,35 @@ class Runtime:
             with judge_stats.lock:
                 own = {name: getattr(judge_stats, name) for name in names}
         merged = JudgeStats()
-        with self._lock:
-            for name in names:
-                value = own.get(name, 0) + self._merged_stats.get(name, 0)
-                setattr(merged, name, type(getattr(merged, name))(value))
+        for name in names:
+            value = own.get(name, 0) + self.record.merged_stat(name)
+            setattr(merged, name, type(getattr(merged, name))(value))
         return merged
 
     def store_counts(self) -> dict[str, int]:
-        """The shared store's counts (tiered.py): this process's cache plus its xdist workers'."""
-        counts = dict(self._merged_store)
+        """The shared store's counts (store/tiered.py): this process's cache plus its workers'."""
+        counts = dict(self.record.merged_store)
         cache = self._judge.cache if self._judge is not None else None
-        own = getattr(cache, "store_counts", None)
-        if own is not None:
-            for name, value in own().items():
+        if cache is not None:
+            for name, value in cache.store_counts().items():
                 counts[name] = counts.get(name, 0) + value
         return counts
 
-    def merge_store_counts(self, counts: Mapping[str, int]) -> None:
-        with self._lock:
-            for name, value in counts.items():
-                self._merged_store[name] = self._merged_store.get(name, 0) + int(value)
-
-    def merge_worker(
-        self,
-        outcomes: Iterable[Outcome],
-        judge_errors: Iterable[tuple[str | None, str]],
-        stats: Mapping[str, float],
-        used: bool,
-    ) -> None:
-        """Take in what an xdist worker judged, so the controller reports the whole run."""
-        with self._lock:
-            for outcome in outcomes:
-                self.outcomes.append(outcome)
-                self._by_test.setdefault(outcome.test_id, []).append(outcome)
-            self.judge_errors.extend(judge_errors)
-            for name, value in stats.items():
-                self._merged_stats[name] = self._merged_stats.get(name, 0) + value
-            self._workers_used = self._workers_used or used
-
     def record_usage(self) -> bool:
         """Tell the cache which verdicts this finished run used: `cache prune` keeps those."""
-        if self.usage_lost or self.settings.cache in ("off", "replay") or self.cache_dir is None:
+        if (
+            self.record.usage_lost
+            or self.settings.cache in ("off", "replay")
+            or self.cache_dir is None
+        ):
             return False
         keys = self.used_keys()
         if not keys and not self.used:
             return False
-        from .cache import VerdictCache
+        from .store.cache import VerdictCache
 
         cache = self.cache or VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
-        cache.record_usage(keys, self.started_at)
+        cache.record_usage(keys, self.record.started_at)
         if cache is not self.cache:
             cache.close()
         return True
@@ -250,6 +191,24 @@ class Runtime:
 
             shutil.rmtree(self.progress_dir, ignore_errors=True)
             self.progress_dir = None
+
+
+def connector(settings: Settings) -> Callable[[str], Connection]:
+    """How a run's judge reaches a model: the managed local engine for 'local' (started on the
+    first cache miss), else the provider's endpoint. The judge never chooses the engine itself."""
+
+    def connect(model: str) -> Connection:
+        if model == "local":
+            from .local.engine import local_connection
+
+            return local_connection(settings)
+        from .judging.endpoint import hosted_connection
+
+        return hosted_connection(
+            model, settings.api_base, api_version=settings.api_version, key_env=settings.api_key_env
+        )
+
+    return connect
 
 
 # A stack, so that a pytest run nested inside another (pytester) restores the outer one's runtime.

@@ -1,5 +1,5 @@
-"""What a pytest run adds to the runtime: building it from the options, knowing whether the run
-was complete (for ``cache prune``), and passing results from xdist workers to the controller."""
+"""What a pytest run adds to the runtime: building it from the options, and finishing the run
+(what it used, for ``cache prune``; its reports). xdist's side is in workers.py."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import pytest
 
 from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
+from .workers import PROGRESS_DIR_INPUT
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
-# The workerinput entry naming the folder where xdist workers publish what they are judging.
-PROGRESS_DIR_INPUT = "prop_progress_dir"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -33,7 +32,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
     except (SettingsError, ReferenceConfigError) as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
     if settings.report:
-        from .report import report_path
+        from .reports.summary import report_path
 
         try:
             report_path(settings.report, config.invocation_params.dir)
@@ -55,33 +54,17 @@ def build_runtime(config: pytest.Config) -> Runtime:
         # judging (when the controller asked for that, see start_progress_relay).
         folder = workerinput.get(PROGRESS_DIR_INPUT)
         if folder:
-            from .progress import ProgressLine, file_publisher
+            from .judging.progress import ProgressLine, file_publisher
 
             path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
             runtime.progress = ProgressLine(None, settings.model, publish=file_publisher(path))
     elif config.get_verbosity() >= -1:
-        from .progress import ProgressLine, TerminalLine
+        from .judging.progress import ProgressLine, TerminalLine
 
         runtime.progress = ProgressLine(
             TerminalLine(config, lambda: runtime.current_test), settings.model
         )
     return runtime
-
-
-def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
-    """On an xdist controller, as a worker is configured: have the workers publish what they
-    judge into one folder, and show it here."""
-    from .progress import worker_flights
-
-    if runtime.progress is None:  # -qq: nothing to show
-        return
-    if runtime.progress_dir is None:
-        import tempfile
-
-        runtime.progress_dir = Path(tempfile.mkdtemp(prefix="propositions-progress-"))
-        folder = runtime.progress_dir
-        runtime.progress.watch_others(lambda: worker_flights(folder))
-    workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
 
 
 def cache_dir(config: pytest.Config, configured: str | None) -> Path:
@@ -111,48 +94,27 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
         runtime.record_usage()
     problems = []
     if runtime.settings.report:
-        from .report import save_json_report
+        from .reports.summary import save_json_report
 
         problems.append(save_json_report(runtime, config.invocation_params.dir))
     if runtime.settings.html:
-        from .html_report import save_html_report
+        from .reports.html import save_html_report
 
         problems.append(save_html_report(runtime, config.invocation_params.dir))
     return "; ".join(problem for problem in problems if problem) or None
 
 
-def worker_output(runtime: Runtime) -> dict[str, Any]:
-    """What an xdist worker sends the controller: used keys, and what it judged."""
-    output: dict[str, Any] = {
-        "prop_used_keys": sorted(runtime.used_keys()),
-    }
-    if runtime.used:
-        from .report import outcome_record, stats_record
+def header_lines(runtime: Runtime) -> list[str]:
+    """pytest's header: the judge and the cache, the judge's calibration, the shared store."""
+    from .calibration import header_line as calibration_line
+    from .reports.summary import header_line
 
-        output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.outcomes]
-        output["prop_judge_errors"] = [list(error) for error in runtime.judge_errors]
-        output["prop_stats"] = stats_record(runtime.stats())
-        output["prop_used"] = True
-        if runtime.contexts:
-            output["prop_contexts"] = runtime.contexts
-        if runtime.settings.store:
-            output["prop_store"] = runtime.store_counts()
-    return output
+    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
+    calibration = calibration_line(runtime.settings, runtime.cache_dir)
+    if calibration is not None:
+        lines.append(f"propositions: {calibration}")
+    if runtime.settings.store and runtime.settings.cache != "off":
+        from .store.postgres import describe_store
 
-
-def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool) -> None:
-    """On the controller: fold one worker's results in, so reports match a run without xdist."""
-    runtime.merge_used_keys(output.get("prop_used_keys", ()))
-    if output.get("prop_used"):
-        from .report import outcome_from_record
-
-        runtime.merge_worker(
-            [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
-            [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
-            output.get("prop_stats", {}),
-            used=True,
-        )
-        runtime.contexts.update(output.get("prop_contexts", {}))
-        runtime.merge_store_counts(output.get("prop_store", {}))
-    if crashed:
-        runtime.usage_lost = True
+        lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
+    return lines

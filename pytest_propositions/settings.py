@@ -10,22 +10,24 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .families import REASONING_EFFORTS, TRANSPORTS
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
     from .reference_config import ReferenceConfig
 
 CACHE_MODES = ("use", "replay", "refresh", "off")
-# How a simulation library's clock lines reach the judge (library_text.py owns the rewriting).
+# How a simulation library's clock lines reach the judge (claims/library_text.py owns the rewriting).
 TIMESTAMP_MODES = ("relative", "absolute", "none")
 OUTCOMES = ("fail", "report")
+# The levels --prop-reasoning-effort takes (judging/families.py says which model takes which).
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+# The paths to a model --prop-transport chooses between (judging/transport.py takes them).
+TRANSPORTS = ("auto", "litellm", "openai")
 DEFAULT_MODEL = "local"
 
 
@@ -106,10 +108,16 @@ def _parse_referee_fraction(text: str) -> float:
     return number
 
 
-def _parse_cache_mode(text: str) -> str:
-    if text not in CACHE_MODES:
-        raise ValueError(f"expected one of {', '.join(CACHE_MODES)}, got {text!r}")
-    return text
+def _one_of(choices: tuple[str, ...], *, any_case: bool = False) -> Callable[[str], str]:
+    """A parser that takes one of ``choices`` (trimmed and lowercased first when ``any_case``)."""
+
+    def parse(text: str) -> str:
+        value = text.strip().lower() if any_case else text
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _parse_store_url(text: str) -> str:
@@ -123,36 +131,10 @@ def _parse_store_url(text: str) -> str:
     return value
 
 
-def _parse_timestamps(text: str) -> str:
-    if text not in TIMESTAMP_MODES:
-        raise ValueError(f"expected one of {', '.join(TIMESTAMP_MODES)}, got {text!r}")
-    return text
-
-
-def _parse_outcome(text: str) -> str:
-    if text not in OUTCOMES:
-        raise ValueError(f"expected one of {', '.join(OUTCOMES)}, got {text!r}")
-    return text
-
-
 def _parse_text(text: str) -> str:
     if not text.strip():
         raise ValueError("expected a non-empty value")
     return text.strip()
-
-
-def _parse_reasoning_effort(text: str) -> str:
-    lowered = text.strip().lower()
-    if lowered not in REASONING_EFFORTS:
-        raise ValueError(f"expected one of {', '.join(REASONING_EFFORTS)}, got {text!r}")
-    return lowered
-
-
-def _parse_transport(text: str) -> str:
-    lowered = text.strip().lower()
-    if lowered not in TRANSPORTS:
-        raise ValueError(f"expected one of {', '.join(TRANSPORTS)}, got {text!r}")
-    return lowered
 
 
 def _parse_bool(text: str) -> bool:
@@ -216,7 +198,7 @@ OPTIONS: tuple[Option, ...] = (
         "(OpenAI's o-series and gpt-5 models); other models are asked as before. Part of the "
         "cache key when sent.",
         "LEVEL",
-        _parse_reasoning_effort,
+        _one_of(REASONING_EFFORTS, any_case=True),
     ),
     Option(
         "api_base",
@@ -237,7 +219,7 @@ OPTIONS: tuple[Option, ...] = (
         "provider through litellm), litellm (every model through litellm), openai (the plain "
         "HTTP path only; an error for a provider it cannot reach). Not part of the cache key.",
         "PATH",
-        _parse_transport,
+        _one_of(TRANSPORTS, any_case=True),
     ),
     Option(
         "api_version",
@@ -257,7 +239,7 @@ OPTIONS: tuple[Option, ...] = (
         "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
         "error and nothing reaches the network), refresh (judge again and overwrite), off.",
         "MODE",
-        _parse_cache_mode,
+        _one_of(CACHE_MODES),
     ),
     Option(
         "cache_dir",
@@ -289,7 +271,7 @@ OPTIONS: tuple[Option, ...] = (
         "judge (and the cache key): relative (offsets from the target's first time, stable "
         "across runs whose clocks differ), absolute (as written), none (left out).",
         "MODE",
-        _parse_timestamps,
+        _one_of(TIMESTAMP_MODES),
     ),
     Option(
         "min_score",
@@ -423,7 +405,7 @@ OPTIONS: tuple[Option, ...] = (
         "justification; for trying the plugin on a stand-in judge, never for a gate). A judge "
         "error fails either way.",
         "MODE",
-        _parse_outcome,
+        _one_of(OUTCOMES),
     ),
     Option(
         "min_calibration",
@@ -585,27 +567,21 @@ def resolve(
     return Settings(**values)
 
 
-API_CACHE_FOLDER = os.path.join("pytest-propositions", "verdicts")
+API_APP_NAME = "pytest-propositions"
+API_CACHE_FOLDER = "verdicts"
 
 
-def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+def user_cache_dir() -> Path:
     """Where the Python API keeps verdicts when no folder is configured: the user's cache folder.
 
     Outside pytest there is no project root to anchor a folder to (a notebook or a script may
     start anywhere, even in a read-only folder), and keys are hashes of whole requests, so one
-    folder per user serves every project safely. ``$XDG_CACHE_HOME`` wins where it is set.
+    folder per user serves every project safely. platformdirs knows each system's folder
+    (``$XDG_CACHE_HOME`` wins where it is set); imported here, as only the API's first claim asks.
     """
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_CACHE_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        base = Path(xdg)
-    elif sys.platform == "win32" and env.get("LOCALAPPDATA"):
-        base = Path(env["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path.home() / ".cache"
-    return base / API_CACHE_FOLDER
+    from platformdirs import user_cache_path
+
+    return user_cache_path(API_APP_NAME, appauthor=False, opinion=False) / API_CACHE_FOLDER
 
 
 def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
@@ -622,6 +598,27 @@ def from_environment(env: Mapping[str, str] | None = None, folder: Path | None =
 
 class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message names the flag, ini or variable."""
+
+
+def add_command_flags(
+    parser: argparse.ArgumentParser, helps: Mapping[str, str], *, required: Iterable[str] = ()
+) -> None:
+    """Flags of a ``python -m pytest_propositions`` command made from the options' table: each
+    option named in ``helps`` as ``--NAME`` (its pytest flag without ``prop-``), its metavar, the
+    command's own help, and where its default comes from (none for a ``required`` one). Values
+    stay strings, for ``resolve``."""
+    must = set(required)
+    for name, text in helps.items():
+        option = OPTIONS_BY_NAME[name]
+        default = f"${option.env}" if option.env else "not set"
+        if option.default is not None:
+            default += f", else {option.default}"
+        parser.add_argument(
+            option.flag.replace("--prop-", "--", 1),
+            metavar=option.metavar,
+            required=name in must,
+            help=text if name in must else f"{text} (default: {default})",
+        )
 
 
 def argparse_type(option: Option) -> Callable[[str], str]:

@@ -2,7 +2,7 @@
 
 It renders the same trajectory notation the judge reads for real simulation objects, and the
 helpers that write that notation (numbered entries, windows, omission notes) live here so the
-chat-transcript renderer in ``targets.py`` writes exactly the same shape.
+chat-transcript renderer in ``claims/targets.py`` writes exactly the same shape.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ Role = Literal["stimulus", "action"]
 
 
 # --------------------------------------------------------------------------------------------
-# The notation, shared with targets.py
+# The notation, shared with claims/targets.py
 
 
 def _check_count(name: str, value: object, minimum: int = 1) -> int | None:

@@ -116,7 +116,12 @@ def test_prop_cache_dir_and_prop_cache_are_honoured(
         ({"XDG_CACHE_HOME": "rel"}, Path.home() / ".cache" / "pytest-propositions" / "verdicts"),
     ],
 )
-def test_user_cache_dir(env: dict[str, str], expected: Path) -> None:
+def test_user_cache_dir(
+    env: dict[str, str], expected: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if sys.platform != "linux":
         pytest.skip("the fallback folder is platform-specific")
-    assert user_cache_dir(env) == expected
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert user_cache_dir() == expected

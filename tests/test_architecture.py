@@ -5,14 +5,29 @@ interpreter's global machinery."""
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
 FACADE = "__init__"
 
 
+def _module_name(package: Path, path: Path) -> str:
+    """A module's dotted name inside the package: ``judging.judge``; a wing's ``__init__`` is the
+    wing's name, the package's own is ``__init__`` (the facade)."""
+    parts = list(path.relative_to(package).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
 def _modules(package: Path) -> set[str]:
-    return {p.stem for p in package.glob("*.py")}
+    return {_module_name(package, p) for p in package.rglob("*.py")}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -21,15 +36,16 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(source: str, modules: set[str]) -> set[str]:
-    """Sibling modules a module imports at run time: at module level or inside functions, but
-    not under ``if TYPE_CHECKING:`` (its ``else:`` branch does run). ``from . import name`` of a
-    name that is no module reads the package's facade: that is an import of ``__init__``."""
+def _imports(source: str, modules: set[str], here: str = "") -> set[str]:
+    """Package modules a module imports at run time: at module level or inside functions, but
+    not under ``if TYPE_CHECKING:`` (its ``else:`` branch does run). ``here`` is the importing
+    module's own package (``judging`` for ``judging.judge``). ``from . import name`` of a name
+    that is no module reads that package's ``__init__``: at the top, the facade."""
     found: set[str] = set()
+    base = here.split(".") if here else []
 
-    def add_from_package(names: list[ast.alias]) -> None:
-        for alias in names:
-            found.add(alias.name if alias.name in modules else FACADE)
+    def package_init(parts: list[str]) -> str:
+        return ".".join(parts) if parts else FACADE
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
@@ -37,29 +53,35 @@ def _imports(source: str, modules: set[str]) -> set[str]:
                 visit(child)
             return
         if isinstance(node, ast.ImportFrom):
-            package_level = node.level == 1 or (
-                node.level == 0
-                and node.module is not None
-                and node.module.split(".")[0] == PACKAGE.name
-            )
-            if package_level:
-                parts = (node.module or "").split(".")
-                if node.level == 0:
-                    parts = parts[1:]
-                if parts and parts[0]:
-                    found.add(parts[0])
+            parts: list[str] | None = None
+            if node.level >= 1:
+                up = node.level - 1
+                parts = base[: len(base) - up] if up else list(base)
+                parts = [*parts, *((node.module or "").split(".") if node.module else [])]
+            elif node.module is not None and node.module.split(".")[0] == PACKAGE.name:
+                parts = node.module.split(".")[1:]
+            if parts is not None:
+                dotted = ".".join(parts)
+                if parts and dotted in modules and not _is_package(dotted, modules):
+                    found.add(dotted)
                 else:
-                    add_from_package(node.names)
+                    for alias in node.names:
+                        name = ".".join([*parts, alias.name])
+                        found.add(name if name in modules else package_init(parts))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
                 if parts[0] == PACKAGE.name:
-                    found.add(parts[1] if len(parts) > 1 else FACADE)
+                    found.add(".".join(parts[1:]) or FACADE)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
     visit(ast.parse(source))
     return found & modules
+
+
+def _is_package(dotted: str, modules: set[str]) -> bool:
+    return any(m.startswith(dotted + ".") for m in modules)
 
 
 def _lazy_names(source: str, modules: set[str]) -> set[str]:
@@ -77,12 +99,14 @@ def _lazy_names(source: str, modules: set[str]) -> set[str]:
 def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     modules = _modules(package)
     graph: dict[str, set[str]] = {}
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(package.rglob("*.py")):
+        name = _module_name(package, path)
+        here = name if path.stem == "__init__" and name != FACADE else name.rpartition(".")[0]
         source = path.read_text(encoding="utf-8")
-        edges = _imports(source, modules)
-        if path.stem == FACADE:
+        edges = _imports(source, modules, here)
+        if name == FACADE:
             edges |= _lazy_names(source, modules)
-        graph[path.stem] = edges - {path.stem}
+        graph[name] = edges - {name}
     return graph
 
 
@@ -118,7 +142,7 @@ def test_no_module_imports_the_facade() -> None:
     names (and could see it half-initialized)."""
     graph = _graph()
     assert sorted(m for m, edges in graph.items() if FACADE in edges) == []
-    assert {"proposition", "verdict"} <= graph[FACADE]  # its lazy names are seen as edges
+    assert {"claims.proposition", "verdict"} <= graph[FACADE]  # its lazy names are seen as edges
 
 
 def test_the_local_engine_and_the_transport_do_not_know_the_judge() -> None:
@@ -136,12 +160,13 @@ def test_the_local_engine_and_the_transport_do_not_know_the_judge() -> None:
                     todo.append(nxt)
         return seen
 
-    transports = ("transport", "transport_http", "transport_litellm")
-    for lower in ("local", *transports, "endpoint", "redaction", "judge_loop"):
-        assert "judge" not in reaches(lower), lower
+    transports = ("judging.transport", "judging.transport_http", "judging.transport_litellm")
+    lower = ("local.engine", *transports, "judging.endpoint", "redaction", "judging.judge_loop")
+    for module in lower:
+        assert "judging.judge" not in reaches(module), module
     for transport in transports:
-        assert transport not in reaches("local")
-        assert "local" not in reaches(transport)
+        assert transport not in reaches("local.engine")
+        assert "local.engine" not in reaches(transport)
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
@@ -217,15 +242,15 @@ def _forbidden_uses(source: str) -> set[str]:
 # Each exception names its reason. The local judge's server process must not outlive the
 # interpreter: its stop is registered while the process runs and unregistered when it stops
 # (the test below checks the pair), so no hook is left behind once the server is down.
-ALLOWED = {("local.py", "atexit.register")}
+ALLOWED = {("local/engine.py", "atexit.register")}
 
 
 def test_no_interpreter_global_machinery() -> None:
     offenders = sorted(
-        f"{path.name}: {use}"
+        f"{path.relative_to(PACKAGE).as_posix()}: {use}"
         for path in PACKAGE.rglob("*.py")
         for use in _forbidden_uses(path.read_text(encoding="utf-8"))
-        if (path.name, use) not in ALLOWED
+        if (path.relative_to(PACKAGE).as_posix(), use) not in ALLOWED
     )
     assert offenders == []
 
@@ -257,17 +282,17 @@ def test_the_machinery_finder_finds_uses() -> None:
 
 HEAVY_OWNERS = {
     # one module each; litellm and the openai SDK are one provider library
-    "litellm": "transport_litellm",
-    "openai": "transport_litellm",
-    "httpx": "transport_http",
-    "diskcache": "cache",
-    "psycopg": "store",  # the optional [postgres] extra
+    "litellm": "judging.transport_litellm",
+    "openai": "judging.transport_litellm",
+    "httpx": "judging.transport_http",
+    "diskcache": "store.cache",
+    "psycopg": "store.postgres",  # the optional [postgres] extra
 }
 
 
 def _importers(top_level: str) -> set[str]:
     importers = set()
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = (
                 [alias.name for alias in node.names]
@@ -277,7 +302,7 @@ def _importers(top_level: str) -> set[str]:
                 else []
             )
             if any(name.split(".")[0] == top_level for name in names):
-                importers.add(path.stem)
+                importers.add(_module_name(PACKAGE, path))
     return importers
 
 
@@ -291,7 +316,7 @@ def test_each_heavy_library_is_imported_by_exactly_one_module() -> None:
 
 def test_no_heavy_library_is_imported_at_module_level() -> None:
     for owner in set(HEAVY_OWNERS.values()):
-        tree = ast.parse((PACKAGE / f"{owner}.py").read_text(encoding="utf-8"))
+        tree = ast.parse((PACKAGE / f"{owner.replace('.', '/')}.py").read_text(encoding="utf-8"))
         for node in tree.body:
             if isinstance(node, ast.Import | ast.ImportFrom) and node.col_offset == 0:
                 names = (
@@ -300,3 +325,92 @@ def test_no_heavy_library_is_imported_at_module_level() -> None:
                     else [node.module or ""]
                 )
                 assert not any(name.split(".")[0] in HEAVY_OWNERS for name in names), owner
+
+
+# -- the layers, as import-linter contracts (pyproject.toml, [tool.importlinter]) ----------------
+
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
+
+
+def _layer_contract() -> dict[str, Any]:
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [contract] = [c for c in config["contracts"] if c["type"] == "layers"]
+    return dict(contract)
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter over the package found first on ``root`` (its own process: the contract
+    reads whichever ``pytest_propositions`` that path holds)."""
+    code = (
+        "import sys\n"
+        "from importlinter.cli import lint_imports\n"
+        "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_layer_contract_names_every_wing_and_top_module() -> None:
+    """A new wing or top-level module must be given its place in the layers."""
+    named = {
+        part.strip()
+        for layer in _layer_contract()["layers"]
+        for part in layer.replace("|", ":").split(":")
+    }
+    tops = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} | {
+        p.stem for p in PACKAGE.glob("*.py") if p.stem != FACADE
+    }
+    assert tops - named == set()
+    assert named - tops == set()
+    assert len(list(PACKAGE.glob("*.py"))) <= 20  # the top stays small: kernel and face
+
+
+def test_the_wings_import_downward_only() -> None:
+    result = _lint(PACKAGE.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KEPT" in result.stdout
+
+
+def test_a_wing_importing_upward_breaks_the_contract(tmp_path: Path) -> None:
+    shutil.copytree(PACKAGE, tmp_path / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PYPROJECT, tmp_path / "pyproject.toml")
+    store = tmp_path / PACKAGE.name / "store" / "cache.py"
+    # The lowest wing reaching the judge, inside a function: still an import that runs.
+    store.write_text(
+        store.read_text(encoding="utf-8") + "\n\ndef _up():\n    from ..judging import judge\n",
+        encoding="utf-8",
+    )
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "BROKEN" in result.stdout
+    assert "pytest_propositions.store.cache -> pytest_propositions.judging.judge" in result.stdout
+
+
+def test_the_plugin_holds_hooks_and_fixtures_only() -> None:
+    """Logic lives in the wings and the face's other modules (as xdist keeps ``DSession`` apart
+    from its plugin): the entry point stays short enough to read in one sitting."""
+    source = (PACKAGE / "plugin.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 350
+    tree = ast.parse(source)
+    assert not [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            assert fixture or node.name.startswith("pytest_"), node.name
+
+
+def test_main_only_hands_over_to_the_cli_wing() -> None:
+    source = (PACKAGE / "__main__.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 20
+    assert "from .cli.main import main" in source
+
+
+def test_no_wing_is_named_like_a_public_name() -> None:
+    """Importing a wing binds its name on the package, where it would hide a public name the
+    facade loads lazily (``runs`` the function, shadowed by a ``runs/`` wing)."""
+    import pytest_propositions
+
+    wings = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert wings & set(pytest_propositions.__all__) == set()

@@ -19,8 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_propositions.cache import (
-    CACHE_FORMAT,
+from pytest_propositions.store.cache import (
     CACHE_MODES,
     CacheDirectoryError,
     CacheError,
@@ -29,6 +28,9 @@ from pytest_propositions.cache import (
     InvalidRecordError,
     NoUsageRecordedError,
     VerdictCache,
+)
+from pytest_propositions.store.keys import (
+    CACHE_FORMAT,
     _looks_like_credential,
     cache_key,
     canonical_json,
@@ -661,7 +663,7 @@ def test_threads_share_one_cache_object(tmp_path: Path) -> None:
 def test_importing_the_module_does_not_import_diskcache(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "import pytest_propositions.cache as c\n"
+        "import pytest_propositions.store.cache as c\n"
         "cache = c.VerdictCache(sys.argv[1])\n"
         "cache.get(c.cache_key({'a': 1}))\n"
         "assert 'diskcache' not in sys.modules, 'imported too early'\n"
@@ -674,3 +676,19 @@ def test_importing_the_module_does_not_import_diskcache(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(tmp_path / "c")], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_shared_tier_holds_a_disk_cache_rather_than_being_one(tmp_path: Path) -> None:
+    """Both are verdict stores (``store.base.VerdictStore``); the shared tier composes the disk
+    cache and the PostgreSQL store instead of extending the disk cache."""
+    from pytest_propositions.store.postgres import PostgresStore
+    from pytest_propositions.store.tiered import SharedVerdictCache
+
+    store = PostgresStore("postgresql://ci@127.0.0.1:1/verdicts")  # never connected here
+    shared = SharedVerdictCache(tmp_path, "replay", store=store)
+    assert not isinstance(shared, VerdictCache)
+    assert isinstance(shared.disk, VerdictCache) and shared.disk.directory == shared.directory
+    assert (shared.mode, shared.used_keys) == ("replay", shared.disk.used_keys)
+    assert shared.store_counts()["store_hits"] == 0
+    disk = VerdictCache(tmp_path)
+    assert disk.disk is disk and disk.store_counts() == {}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import VerdictCache, cache_key, canonical_json
+from pytest_propositions.store.cache import VerdictCache, cache_key, canonical_json
 
 
 def record(**overrides: Any) -> dict[str, Any]:
@@ -268,3 +268,35 @@ def test_the_cli_loads_neither_litellm_nor_pydantic(filled: Path, tmp_path: Path
         [sys.executable, "-c", code, str(filled)], capture_output=True, text=True, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_commands_judge_flags_are_the_options_table() -> None:
+    """calibrate's and cache rejudge's --model, --api-base, ... are made from settings.OPTIONS:
+    the same metavar, and the help names the same variable and default."""
+    import argparse
+
+    from pytest_propositions.cli.main import _build_parser
+    from pytest_propositions.settings import OPTIONS
+
+    def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found += [sub, *subparsers(sub)]
+        return found
+
+    by_flag = {option.flag.replace("--prop-", "--", 1): option for option in OPTIONS}
+    commands = {p.prog.split()[-1]: p for p in subparsers(_build_parser())}
+    seen = 0
+    for name in ("calibrate", "rejudge"):
+        for action in commands[name]._actions:
+            flag = next((f for f in action.option_strings if f in by_flag), None)
+            if flag is None or flag in ("--cache-dir", "--store"):
+                continue
+            option = by_flag[flag]
+            seen += 1
+            assert action.metavar == option.metavar, (name, flag)
+            if not action.required:
+                assert f"(default: ${option.env}" in (action.help or ""), (name, flag)
+    assert seen >= 10

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import CacheReadOnlyError, VerdictCache
+from pytest_propositions.store.cache import CacheReadOnlyError, VerdictCache
 from tests.support.judge_server import ScriptedJudge, verdict
 from tests.support.outcomes import assert_counts
 from tests.test_cache import key, record
@@ -372,7 +372,7 @@ def test_a_damaged_record_in_a_run_is_judged_again_with_a_warning(
 
 
 def test_a_read_only_store_refuses_writes_by_name(tmp_path: Path) -> None:
-    from pytest_propositions.cache import _ReadOnlyStore
+    from pytest_propositions.store.cache import _ReadOnlyStore
 
     stored(tmp_path / "c")
     store = _ReadOnlyStore(tmp_path / "c")
@@ -387,7 +387,7 @@ def test_a_read_only_store_refuses_writes_by_name(tmp_path: Path) -> None:
 
 READ_ONLY_PROBE = """
 import sys
-from pytest_propositions.cache import VerdictCache, cache_key
+from pytest_propositions.store.cache import VerdictCache, cache_key
 cache = VerdictCache(sys.argv[1], sys.argv[2], warn=lambda m: print("WARN", m))
 print("GOT", cache.get(cache_key({"n": 1})))
 cache.prepare_write()

@@ -16,15 +16,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_propositions import judge as judge_module
-from pytest_propositions.cache import cache_key
-from pytest_propositions.endpoint import Connection
-from pytest_propositions.judge import Judge, JudgeRequest
-from pytest_propositions.prompts import build_messages
-from pytest_propositions.proposition import Proposition, render_claim
+from pytest_propositions.claims.proposition import Proposition, render_claim
+from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions.judging import judge as judge_module
+from pytest_propositions.judging.endpoint import Connection
+from pytest_propositions.judging.judge import Judge, JudgeRequest
+from pytest_propositions.judging.prompts import build_messages
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
-from pytest_propositions.targets import RenderOptions, render_context
+from pytest_propositions.store.cache import cache_key
 from pytest_propositions.trace import Agent, World
 
 BASE = Settings(model="openai/judge-model", api_base="http://127.0.0.1:9/v1")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import VerdictCache
+from pytest_propositions.store.cache import VerdictCache
 from tests.support.judge_server import ScriptedJudge, refusal, status, text, verdict
 from tests.support.outcomes import assert_counts
 

@@ -21,8 +21,8 @@ from pytest_propositions.calibration import (
     score_auc,
     shipped_set,
 )
-from pytest_propositions.prompts import build_messages
-from pytest_propositions.targets import RenderOptions, render_context
+from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions.judging.prompts import build_messages
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -74,7 +74,7 @@ def test_the_options_page_names_every_option(site: Path) -> None:
 
 def test_the_api_reference_is_read_from_the_docstrings(site: Path) -> None:
     html = (site / "api" / "index.html").read_text(encoding="utf-8")
-    from pytest_propositions.targets import register_renderer
+    from pytest_propositions.claims.targets import register_renderer
 
     first_line = (register_renderer.__doc__ or "").splitlines()[0]
     assert first_line and first_line.split("``")[0].strip() in html

@@ -15,16 +15,17 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions import JudgeUnavailable, Proposition, families
+from pytest_propositions import JudgeUnavailable, Proposition
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.cache import cache_key
-from pytest_propositions.endpoint import Connection
-from pytest_propositions.judge import Judge, JudgeRequest
-from pytest_propositions.prompts import PROMPT_VERSION
+from pytest_propositions.judging import families
+from pytest_propositions.judging.endpoint import Connection
+from pytest_propositions.judging.judge import Judge, JudgeRequest
+from pytest_propositions.judging.prompts import PROMPT_VERSION
+from pytest_propositions.judging.transport import _received_status
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import OPTIONS_BY_NAME, Settings, SettingsError, resolve
+from pytest_propositions.store.cache import cache_key
 from pytest_propositions.trace import Agent, World
-from pytest_propositions.transport import _received_status
 from tests.support.judge_server import (
     AZURE_JSON_SCHEMA_REJECTION,
     AZURE_MODEL_JSON_SCHEMA_REJECTION,

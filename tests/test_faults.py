@@ -24,9 +24,9 @@ from pytest_propositions import (
     VerdictUnparsable,
 )
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.cache import VerdictCache
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import VerdictCache
 from tests.support.judge_server import (
     Reply,
     ScriptedJudge,
@@ -177,6 +177,28 @@ def test_rate_limit_then_success_is_retried_and_cached_once(
     assert judge_server.requests == []  # served from the cache
 
 
+@pytest.mark.parametrize(("draw", "expected"), [("low", [0.0, 0.0]), ("high", [0.25, 0.5])])
+def test_backoff_is_full_jitter_up_to_an_exponential_bound(
+    judge_server: ScriptedJudge,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    draw: str,
+    expected: list[float],
+) -> None:
+    """Each wait is drawn from 0 up to 0.25 s, 0.5 s, ... (capped): machines that failed
+    together do not retry together. The draw is pinned here to each end of its range."""
+    import random
+
+    monkeypatch.setattr(random, "uniform", lambda low, high: low if draw == "low" else high)
+    waits: list[float] = []
+    runtime.judge.transport._sleep = waits.append
+    trouble = status(500, "upstream trouble", error_type="server_error")
+    judge_server.default = sequence(trouble, trouble, verdict(True))
+
+    assert check() is True
+    assert waits == expected
+
+
 @pytest.mark.parametrize(
     ("code", "error_type"),
     [
@@ -232,8 +254,9 @@ def test_reply_slower_than_the_timeout_is_retried_then_names_the_timeout_setting
     assert "after 3 attempts" in message
     assert "--prop-timeout" in message
     assert len(judge_server.requests) == 3
-    # Each attempt waited for the full timeout, plus the 0.25s and 0.5s backoffs between them.
-    assert elapsed >= 3 * 1.0 + 0.25 + 0.5
+    # Each attempt waited for the full timeout (the backoffs between them are drawn at random
+    # from 0 up, see test_backoff_is_full_jitter_up_to_an_exponential_bound).
+    assert elapsed >= 3 * 1.0
     assert cached_entries(cache_dir) == 0
 
     assert_recovers(judge_server, cache_dir)

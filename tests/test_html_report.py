@@ -62,12 +62,12 @@ def test_every_claim_is_in_the_page_and_every_value_is_escaped(report: Path) -> 
     assert "He answers &lt;quickly&gt;." in page
     assert "http://" not in page and "https://" not in page  # nothing to fetch
     assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", page)
-    assert page.count("data-status='passed'") == 2
-    assert page.count("data-status='failed'") == 1
-    assert page.count("data-status='error'") == 1
+    assert page.count('data-status="passed"') == 2
+    assert page.count('data-status="failed"') == 1
+    assert page.count('data-status="error"') == 1
     assert "8/9, minimum 6" in page and "VerdictUnparsable" in page
     # The exact request: system instructions and the user turn with the fenced recording.
-    assert page.count("<details class='context'>") == 3
+    assert page.count('<details class="context">') == 3
     assert "<h4>system</h4>" in page and "RECORDING" in page
 
 
@@ -78,10 +78,10 @@ def test_contexts_are_kept_only_for_the_html_report() -> None:
     messages = [{"role": "user", "content": "x"}]
     plain = Runtime(Settings())
     plain.remember_context("k", messages)
-    assert plain.contexts == {}
+    assert plain.record.contexts == {}
     with_html = Runtime(Settings(html="r.html"))
     with_html.remember_context("k", messages)
-    assert with_html.contexts == {"k": messages}
+    assert with_html.record.contexts == {"k": messages}
 
 
 CHROMIUM = find_chromium()
@@ -150,7 +150,7 @@ def test_claims_go_into_pytest_html_when_it_is_installed(
     assert "<script" not in extra["content"]
     # The context the judge saw comes along, escaped and collapsed.
     assert "&lt;script&gt;window.__pwned = 1" in extra["content"]
-    assert "<details class='context'>" in extra["content"]
+    assert '<details class="context">' in extra["content"]
 
 
 def test_under_xdist_the_controller_gets_the_workers_contexts(
@@ -164,5 +164,18 @@ def test_under_xdist_the_controller_gets_the_workers_contexts(
     result = pytester.runpytest_subprocess(*inner_run, "-n", "2", "--prop-html=r.html")
     result.assert_outcomes(passed=2)
     page = (pytester.path / "r.html").read_text(encoding="utf-8")
-    assert page.count("<details class='context'>") == 2
+    assert page.count('<details class="context">') == 2
     assert "No judge request was recorded" not in page
+
+
+def test_the_templates_quote_every_attribute_with_double_quotes() -> None:
+    """chevron escapes ``"`` in values but not ``'``: an attribute quoted with ``'`` would let a
+    value close it. Every attribute of the package's templates is quoted with ``"``."""
+    from importlib.resources import files
+
+    from pytest_propositions.reports.html import TEMPLATES
+
+    for name in TEMPLATES:
+        if name.endswith(".mustache"):
+            text = (files("pytest_propositions.reports") / "templates" / name).read_text()
+            assert re.findall(r"=\s*'", text) == [], name

@@ -217,7 +217,7 @@ def test_text_reply_can_set_finish_reason(judge_server: ScriptedJudge) -> None:
 def test_a_refusal_litellm_returns_is_read_as_one(judge_server: ScriptedJudge) -> None:
     # Where litellm puts OpenAI's `refusal` field depends on its release (1.106 moved it into
     # provider_specific_fields, 1.110 keeps it on the message): the plugin must find it in both.
-    from pytest_propositions.transport import reply_content
+    from pytest_propositions.judging.transport import reply_content
 
     judge_server.default = refusal("I won't judge that.")
     response = complete(judge_server)
@@ -520,9 +520,9 @@ def light(judge: ScriptedJudge, content: str = "Is the claim true?", **kwargs: A
     """One call at the judge through the light path, as the transport makes it."""
     import asyncio
 
-    from pytest_propositions.families import profile_of
+    from pytest_propositions.judging.families import profile_of
+    from pytest_propositions.judging.transport_http import HttpPath
     from pytest_propositions.redaction import Secret
-    from pytest_propositions.transport_http import HttpPath
 
     model = kwargs.pop("model", MODEL)
     base = kwargs.pop("api_base", judge.base_url)
@@ -549,7 +549,7 @@ def chain_of(error: BaseException) -> list[BaseException]:
 
 @pytest.mark.parametrize("path", ["litellm", "openai"])
 def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) -> None:
-    from pytest_propositions.transport import reply_content, reply_usage
+    from pytest_propositions.judging.transport import reply_content, reply_usage
 
     judge_server.default = verdict(False, justification="No.")
     response = (complete if path == "litellm" else light)(judge_server, "one two three")
@@ -562,7 +562,7 @@ def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) 
 
 
 def test_the_light_path_reads_a_refusal_from_the_message(judge_server: ScriptedJudge) -> None:
-    from pytest_propositions.transport import reply_content
+    from pytest_propositions.judging.transport import reply_content
 
     judge_server.default = refusal("I must decline.")
     assert reply_content(light(judge_server)) == ("", "I must decline.")
@@ -570,8 +570,8 @@ def test_the_light_path_reads_a_refusal_from_the_message(judge_server: ScriptedJ
 
 def test_both_paths_price_a_call_alike(judge_server: ScriptedJudge) -> None:
     # The light path reads litellm's price table as data; litellm prices the same usage.
-    from pytest_propositions.transport import reply_cost
-    from pytest_propositions.transport_http import price_entry
+    from pytest_propositions.judging.transport import reply_cost
+    from pytest_propositions.judging.transport_http import price_entry
 
     model = "openai/gpt-4o-mini"
     judge_server.default = verdict(True)
@@ -606,7 +606,7 @@ def test_both_paths_price_a_call_alike(judge_server: ScriptedJudge) -> None:
 def test_the_light_paths_exception_mapping(
     judge_server: ScriptedJudge, code: int, name: str, transient: bool
 ) -> None:
-    from pytest_propositions.transport import _is_transient
+    from pytest_propositions.judging.transport import _is_transient
 
     judge_server.default = status(code, f"scripted {code}")
     with pytest.raises(Exception) as info:
@@ -625,7 +625,7 @@ def test_the_light_paths_exception_mapping(
 def test_a_body_that_is_no_completion_is_an_invalid_response(
     judge_server: ScriptedJudge, reply: Reply
 ) -> None:
-    from pytest_propositions.transport_http import InvalidResponse
+    from pytest_propositions.judging.transport_http import InvalidResponse
 
     judge_server.default = reply
     with pytest.raises(InvalidResponse, match="invalid response object") as info:
@@ -636,7 +636,7 @@ def test_a_body_that_is_no_completion_is_an_invalid_response(
 def test_the_light_path_names_a_dropped_connection_and_a_timeout(
     judge_server: ScriptedJudge,
 ) -> None:
-    from pytest_propositions.transport_http import APIConnectionError, Timeout
+    from pytest_propositions.judging.transport_http import APIConnectionError, Timeout
 
     judge_server.default = disconnect()
     with pytest.raises(APIConnectionError, match="Connection error"):
@@ -651,7 +651,7 @@ def test_the_light_path_says_a_connection_was_refused() -> None:
 
     import httpx
 
-    from pytest_propositions.transport import _is_connection_refused
+    from pytest_propositions.judging.transport import _is_connection_refused
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -814,7 +814,7 @@ def test_the_light_path_decodes_what_it_asks_for_in_small_steps(coding: str) -> 
 
     import httpx
 
-    from pytest_propositions.transport_http import ReplyTooLarge, _read_body
+    from pytest_propositions.judging.transport_http import ReplyTooLarge, _read_body
 
     data = b'{"value": true} ' * 1000
     encoded = {
@@ -843,7 +843,7 @@ def test_the_light_path_refuses_a_coding_it_did_not_ask_for() -> None:
 
     import httpx
 
-    from pytest_propositions.transport_http import UnsupportedEncoding, _read_body
+    from pytest_propositions.judging.transport_http import UnsupportedEncoding, _read_body
 
     response = httpx.Response(200, headers={"content-encoding": "br"}, content=b"x")
     with pytest.raises(UnsupportedEncoding, match="'br', which the client did not ask for"):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.library_text import relative_timestamps, strip_style_tags
+from pytest_propositions.claims.library_text import relative_timestamps, strip_style_tags
+from pytest_propositions.claims.targets import RenderOptions, render_context
 from pytest_propositions.settings import SettingsError, resolve
-from pytest_propositions.targets import RenderOptions, render_context
 from tests.support.judge_server import ScriptedJudge, verdict
 from tests.support.tinytroupe_like import LibraryPerson, LibraryWorld, travel_chat
 
@@ -186,7 +186,7 @@ def test_absolute_mode_renders_the_raw_clock() -> None:
 PROCESS = """
 import json, sys
 from pytest_propositions import Proposition
-from pytest_propositions.targets import RenderOptions, render_context
+from pytest_propositions.claims.targets import RenderOptions, render_context
 from tests.support.tinytroupe_like import travel_chat
 
 world = travel_chat()

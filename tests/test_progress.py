@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.progress import ProgressLine, file_publisher, worker_flights
+from pytest_propositions.judging.progress import ProgressLine, file_publisher, worker_flights
 from tests.support.judge_server import ScriptedJudge, delay, verdict
 from tests.support.outcomes import assert_counts
 

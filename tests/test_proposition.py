@@ -19,7 +19,7 @@ from pytest_propositions import (
     compute_score,
 )
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.prompts import DOUBLE_CHECK_PROMPT, RECOMMENDATIONS_PROMPT
+from pytest_propositions.judging.prompts import DOUBLE_CHECK_PROMPT, RECOMMENDATIONS_PROMPT
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.trace import Agent, World

@@ -16,10 +16,10 @@ import pytest
 
 from pytest_propositions import Proposition, check_proposition, compute_score
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.cache import VerdictCache
 from pytest_propositions.checks import CLAIM_QUOTE_LIMIT, quote_claim
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import VerdictCache
 from pytest_propositions.trace import Agent, World
 from tests.support.judge_server import ScriptedJudge, verdict
 

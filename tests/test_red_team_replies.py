@@ -22,9 +22,9 @@ from pytest_propositions import (
     VerdictUnparsable,
 )
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.cache import VerdictCache
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import VerdictCache
 from tests.support.judge_server import (
     Reply,
     ScriptedJudge,

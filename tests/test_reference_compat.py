@@ -18,7 +18,7 @@ import pytest
 
 from pytest_propositions import Proposition, check_proposition, compute_score
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.proposition import PRECONDITION_FALSE_JUSTIFICATION
+from pytest_propositions.claims.proposition import PRECONDITION_FALSE_JUSTIFICATION
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import RecordedRequest, ScriptedJudge, echo_fn, text, verdict

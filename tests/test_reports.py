@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_propositions import __version__
-from pytest_propositions.report import (
+from pytest_propositions.reports.summary import (
     lowest_scores_table,
     report_path,
     stats_record,
@@ -404,8 +404,8 @@ def test_runtime_merges_worker_results() -> None:
     assert runtime.stats().verdicts == 0
     check = Verdict(kind="check", claim="c", value=False)
     worker = {"verdicts": 2, "judge_calls": 3, "prompt_tokens": 10, "cost_usd": 0.5}
-    runtime.merge_worker([Outcome("t::a", check, None, False)], [], worker, used=True)
-    runtime.merge_worker([], [("t::b", "JudgeUnavailable: down")], worker, used=True)
+    runtime.record.merge_worker([Outcome("t::a", check, None, False)], [], worker, used=True)
+    runtime.record.merge_worker([], [("t::b", "JudgeUnavailable: down")], worker, used=True)
     stats = runtime.stats()
     assert stats_record(stats) | {"judge_seconds": 0.0} == {
         "verdicts": 4,
@@ -420,8 +420,8 @@ def test_runtime_merges_worker_results() -> None:
     }
     assert isinstance(stats.verdicts, int)
     assert runtime.used
-    assert runtime.outcomes_of("t::a")[0].verdict is check
-    assert runtime.judge_errors == [("t::b", "JudgeUnavailable: down")]
+    assert runtime.record.outcomes_of("t::a")[0].verdict is check
+    assert runtime.record.judge_errors == [("t::b", "JudgeUnavailable: down")]
 
 
 def test_xdist_run_reports_the_same_as_a_single_process(
@@ -616,7 +616,7 @@ def terminal_counts(stdout: str, mode: str) -> dict[str, int]:
 
 
 def html_counts(page: str, mode: str) -> dict[str, int]:
-    found = re.search(r"<div class='counts'>(.*?)</div>", page)
+    found = re.search(r'<div class="counts">(.*?)</div>', page)
     assert found is not None
     spans = re.findall(r"<span>(.*?)</span>", found.group(1))
     return terminal_counts("propositions: " + ", ".join(spans[:-1]), mode)
@@ -677,7 +677,7 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
     page = (pytester.path / "run.html").read_text(encoding="utf-8")
     assert html_counts(page, mode) == expected
     # One card per claim: seven, of which one is the judge error.
-    assert page.count("<section class='claim") == expected["claims"]
+    assert page.count('<section class="claim') == expected["claims"]
 
     # The claim the judge rejected, worded the same in every report.
     word = "failed" if mode == "fail" else "not upheld"
@@ -686,8 +686,8 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
     false_case = junit_cases(pytester.path / "run.xml")["test_false"]
     assert false_case["proposition[1].result"] == word
     status_class = word.replace(" ", "-")
-    assert page.count(f"data-status='{status_class}'") == 1
-    assert page.count("data-status='failed'") == (1 if mode == "fail" else 0)
+    assert page.count(f'data-status="{status_class}"') == 1
+    assert page.count('data-status="failed"') == (1 if mode == "fail" else 0)
     if mode == "report":
         assert "Outcome report" in page and "not failed" in page
         result.stdout.fnmatch_lines(["NOT UPHELD  test_story.py::test_false"])
@@ -696,7 +696,7 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
 
 
 def test_counts_are_singular_and_plural_right() -> None:
-    from pytest_propositions.report import RunCounts, summary_line
+    from pytest_propositions.reports.summary import RunCounts, summary_line
 
     one = RunCounts(1, 0, 0, 1, 0, 0, 0, 1, 1, 0.0, 0.0)
     assert summary_line(one) == (
@@ -762,7 +762,7 @@ def test_confidence_is_shown_as_the_judge_gave_it_or_not_given(
     assert "<dt>confidence</dt><dd>not given (not judged: the precondition was false)</dd>" in page
     # The reasoning, collapsed, escaped.
     assert (
-        "<details class='reasoning'><summary>The judge's reasoning</summary>"
+        '<details class="reasoning"><summary>The judge\'s reasoning</summary>'
         "<pre>Step one: no novel.\nStep two: false.</pre></details>"
     ) in page
 

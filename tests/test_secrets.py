@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.endpoint import Connection
+from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.redaction import Secret, redact, redact_url
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import (
@@ -302,8 +302,8 @@ def test_a_retried_call_logs_no_secret(
 
 
 def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
+    from pytest_propositions.judging.transport import _Fault
     from pytest_propositions.redaction import url_credentials
-    from pytest_propositions.transport import _Fault
 
     base = Secret(f"http://h13user:{PASSWORD}@127.0.0.1:9/v1")
     error = RuntimeError(f"proxy auth failed for password {PASSWORD} (user h13user:{PASSWORD})")

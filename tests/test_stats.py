@@ -11,11 +11,11 @@ import pytest
 
 scipy = pytest.importorskip("scipy")
 
+from pytest_propositions.over_runs import stats  # noqa: E402
 from scipy import integrate  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-from pytest_propositions import stats  # noqa: E402
-from pytest_propositions.many_runs import Rule, _Decider  # noqa: E402
+from pytest_propositions.over_runs.many_runs import Rule, _Decider  # noqa: E402
 
 
 @pytest.mark.parametrize(("held", "runs", "bar"), [(0, 5, 0.5), (7, 10, 0.6), (18, 20, 0.8)])
@@ -295,7 +295,7 @@ def test_the_least_runs_that_could_pass() -> None:
 
 
 def test_the_printed_interval_has_the_confidence_it_says() -> None:
-    from pytest_propositions.many_runs import interval_confidence
+    from pytest_propositions.over_runs.many_runs import interval_confidence
 
     assert interval_confidence("at_least", 0.95) == pytest.approx(0.90)
     assert interval_confidence("every_run", 0.95) == 0.95

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import VerdictCache
-from pytest_propositions.store import (
+from pytest_propositions.store.cache import VerdictCache
+from pytest_propositions.store.postgres import (
     SCHEMA_VERSION,
     PostgresStore,
     StoreError,
@@ -518,7 +518,7 @@ def datetime_now() -> Any:
 
 
 def record_text(claim: str, value: bool = True) -> str:
-    from pytest_propositions.cache import canonical_json
+    from pytest_propositions.store.cache import canonical_json
 
     return canonical_json(
         {

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions import targets as targets_module
-from pytest_propositions.targets import (
+from pytest_propositions.claims import targets as targets_module
+from pytest_propositions.claims.targets import (
     RenderOptions,
     as_target_list,
     describe_target,

@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.cache import (
+from pytest_propositions.errors import DryRunSkip, VerdictMissing
+from pytest_propositions.judging.judge import Judge, JudgeRequest
+from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import (
     CacheWarning,
     ImportLineError,
     InvalidRecordError,
@@ -21,9 +24,6 @@ from pytest_propositions.cache import (
     cache_key,
     canonical_json,
 )
-from pytest_propositions.errors import DryRunSkip, VerdictMissing
-from pytest_propositions.judge import Judge, JudgeRequest
-from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Usage, Verdict, check_stored_verdict, combine_samples
 
 FULL = Verdict(

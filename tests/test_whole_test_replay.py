@@ -193,7 +193,7 @@ def test_a_proxy_from_the_environment_goes_through_the_judges_own_transport(
     judge's calls through a proxy stay out of cassettes as well."""
     import httpx
 
-    from pytest_propositions.transport_http import _client_class, _transport_class
+    from pytest_propositions.judging.transport_http import _client_class, _transport_class
 
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     monkeypatch.delenv("NO_PROXY", raising=False)

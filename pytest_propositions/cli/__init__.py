@@ -1,0 +1,1 @@
+"""The commands of ``python -m pytest_propositions`` (cache, store, rejudge, diff, calibrate)."""

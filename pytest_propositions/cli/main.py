@@ -1,0 +1,441 @@
+"""The commands of ``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
+
+The cache commands load only the cache module (never litellm or pydantic), so they are quick
+and work on machines without a judge configured; ``calibrate`` judges, so it loads the judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from ..calibration import CalibrationError
+from ..reports.diff import ReportError
+from ..store.cache import (
+    CacheError,
+    CacheStats,
+    ImportLineError,
+    VerdictCache,
+)
+
+PROG = "python -m pytest_propositions"
+ENV_CACHE_DIR = "PROP_CACHE_DIR"
+ENV_STORE = "PROP_STORE"
+#: Where the plugin keeps verdicts unless told otherwise: pytest's cache dir + ``d/propositions``.
+DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; reported as ``error: ...`` with exit code 2, no traceback."""
+
+
+def _verdicts(count: int) -> str:
+    return "verdict" if count == 1 else "verdicts"
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help=(
+            f"the verdict cache directory (default: ${ENV_CACHE_DIR} if set, else "
+            f"{DEFAULT_CACHE_DIR} under the current directory, where the plugin keeps it)"
+        ),
+    )
+    common.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help=(
+            f"act on the shared PostgreSQL verdict store instead (default: ${ENV_STORE} if "
+            "set): stats, export, import, prune, repair, and push (the local cache up to the store)"
+        ),
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Tools for pytest-propositions, the pytest plugin that judges "
+        "natural-language claims with an LLM and caches the verdicts.",
+        epilog="Run '%(prog)s cache --help' for the cache commands.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cache = commands.add_parser(
+        "cache",
+        parents=[common],
+        help="inspect, export, import, prune or clear the verdict cache",
+        description="Inspect and maintain the verdict cache.\n\n"
+        "Verdicts are keyed by the fully rendered judge request, so an entry only ever\n"
+        "answers that exact request; a changed claim, prompt or model misses the cache.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        f"  {PROG} cache stats\n"
+        f"  {PROG} cache export -o verdicts.jsonl     # commit it, review it in diffs\n"
+        f"  {PROG} cache import verdicts.jsonl        # then: pytest --prop-cache=replay\n"
+        f"  {PROG} cache prune                        # after the runs whose verdicts you keep\n",
+    )
+    actions = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser(
+        "stats",
+        parents=[common],
+        help="show entries, size, models, age and what the runs since the last prune used",
+        description="Show what the verdict cache holds.",
+    )
+    export = actions.add_parser(
+        "export",
+        parents=[common],
+        help="write every verdict as sorted JSON lines",
+        description="Write every verdict as one canonical JSON line, sorted by key: the same "
+        "cache always exports the same bytes, so the file can be committed and diffed.",
+    )
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE (atomically: a temporary file renamed into place) "
+        "(default: standard output)",
+    )
+    imp = actions.add_parser(
+        "import",
+        parents=[common],
+        help="merge verdicts from an export",
+        description="Merge the verdicts of an export into the cache; on a shared key the "
+        "file wins (a store keeps the verdict it holds). Every line is checked: the good ones "
+        "are imported, each bad one is named, and the exit code is 1 when there was one. "
+        "Creates the cache if there is none.",
+    )
+    imp.add_argument("file", metavar="FILE", help="an export file, or - for standard input")
+    actions.add_parser(
+        "prune",
+        parents=[common],
+        help="remove verdicts no test run used since the last prune",
+        description="Every test run that finishes (passed or failed, any -k/-m selection or "
+        "paths, every xdist worker; not an interrupted one, not --prop-cache=off or replay) "
+        "records which verdicts it used. Prune keeps the verdicts used by the runs since the "
+        "last prune, and those stored after the first of them started; it removes the rest, "
+        "then starts the count afresh. So: run every test whose verdicts you want to keep "
+        "(all shards, all paths), then prune. Refuses if no run has recorded its use yet.",
+    )
+    rejudge = actions.add_parser(
+        "rejudge",
+        parents=[common],
+        help="ask every stored request again with another judge; list the flips",
+        description="Ask every stored judge request again, of another model, without running "
+        "any test, and store the answers under that model's keys: afterwards "
+        "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
+        "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
+    )
+    from ..settings import add_command_flags
+
+    add_command_flags(
+        rejudge,
+        {
+            "model": "the other judge",
+            "api_base": "its OpenAI-compatible server",
+            "concurrency": "requests at once",
+        },
+        required=("model",),
+    )
+    push = actions.add_parser(
+        "push",
+        parents=[common],
+        help="send the local cache's verdicts to the shared store (--store)",
+        description="Send every verdict of the local cache to the shared store, those a run "
+        "could not share (the store was lost or refused them) included. The store keeps the "
+        "first verdict of each request, and the local cache is never changed: where the store "
+        "holds another value, the output says how many.",
+    )
+    push.add_argument(
+        "--replace",
+        action="store_true",
+        help="the store's owner's: replace the stored verdicts with this machine's (after a "
+        "--prop-cache=refresh the store refused; the role needs UPDATE)",
+    )
+    actions.add_parser(
+        "repair",
+        parents=[common],
+        help="remove the shared store's damaged records (--store; the role needs DELETE)",
+        description="Remove every record of the shared store that is not a verdict this "
+        "version can read (not JSON, a wrong shape or value, a verdict of the other kind than "
+        "its record), naming each. Runs then judge those claims once and 'cache push' refills "
+        "them. Only the store: a damaged record of the local cache is replaced by the next run.",
+    )
+    actions.add_parser(
+        "clear",
+        parents=[common],
+        help="remove every verdict",
+        description="Remove every verdict and the record of which ones runs used.",
+    )
+    calibrate = commands.add_parser(
+        "calibrate",
+        parents=[common],
+        help="measure a judge on labeled claims: is it fit to gate CI?",
+        description="Judge labeled claims (the shipped set, or your own with --set) through the "
+        "same path as tests, verdict cache included, and report balanced accuracy, the "
+        "false-pass rate and more. The result is recorded beside the verdict cache, where the "
+        "pytest header and --prop-min-calibration find it. Exit 1 when a bar given is missed.",
+        epilog="examples:\n"
+        f"  {PROG} calibrate --model openai/gpt-4.1-mini --max-false-pass 0.05\n"
+        f"  {PROG} calibrate --set builtin --set my_items.jsonl --json calibration.json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diff = commands.add_parser(
+        "diff",
+        help="compare two --prop-report files: flipped verdicts, score changes, added, removed",
+        description="Compare two --prop-report files (say, the same suite judged by two models). "
+        "Claims are matched by test id, claim and kind. The last line reads 'N flipped, M score "
+        "changes, A added, R removed'. Exit 1 when a verdict flipped.",
+    )
+    diff.add_argument("old", metavar="OLD.json")
+    diff.add_argument("new", metavar="NEW.json")
+    from ..calibration import add_arguments
+
+    add_arguments(calibrate)
+    return parser
+
+
+def _cache_dir(args: argparse.Namespace) -> Path:
+    given: str | None = getattr(args, "cache_dir", None) or os.environ.get(ENV_CACHE_DIR)
+    return Path(given or DEFAULT_CACHE_DIR)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _format_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({size} bytes)"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _format_time(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else "-"
+
+
+def _stats_lines(stats: CacheStats) -> Iterable[str]:
+    yield f"directory: {stats.directory}"
+    yield f"entries: {stats.entries}"
+    yield f"size: {_format_size(stats.size_bytes)}"
+    if stats.models:
+        yield "models:"
+        for model, count in stats.models.items():
+            yield f"  {model}: {count}"
+    else:
+        yield "models: -"
+    yield f"oldest: {_format_time(stats.oldest)}"
+    yield f"newest: {_format_time(stats.newest)}"
+    usage = stats.usage
+    if usage is None:
+        yield "last run that recorded usage: none since the cache was created or last pruned"
+    else:
+        runs = "1 run" if usage.runs == 1 else f"{usage.runs} runs"
+        verdicts = "1 verdict" if len(usage.keys) == 1 else f"{len(usage.keys)} verdicts"
+        yield (
+            f"last run that recorded usage: finished {_format_time(usage.last_finished)} "
+            f"({runs} since {_format_time(usage.since)} used {verdicts}; prune keeps those)"
+        )
+
+
+def _existing(directory: Path) -> VerdictCache:
+    """The cache at ``directory``; a missing one is an error, and is not created."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"cannot use {directory} as a verdict cache: it is not a directory")
+    cache = VerdictCache(directory, warn=_warn)
+    if not cache.exists:
+        raise UsageError(f"no verdict cache at {directory}")
+    return cache
+
+
+def _export(lines: Iterable[str], source: object, output: str | None) -> None:
+    if output is None:
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+        return
+    target = Path(output)
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    try:
+        with open(fd, "w", encoding="utf-8", newline="\n") as handle:
+            count = 0
+            for line in lines:
+                handle.write(line)
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp makes the file private; give the export the permissions a plain write would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise
+    print(f"exported {count} {_verdicts(count)} from {source} to {output}")
+
+
+def _read_import(source: str) -> tuple[str, list[str]]:
+    """The import's display name and its lines; undecodable bytes are reported by line."""
+    if source == "-":
+        name, data = "<stdin>", sys.stdin.buffer.read()
+    else:
+        name = source
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{name}:{lineno}: expected UTF-8 text") from None
+    return name, text.splitlines()
+
+
+def _store_url(args: argparse.Namespace) -> str | None:
+    return getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
+
+
+def _at_fault(args: argparse.Namespace) -> str:
+    """What an unexpected error is named after: the store when a command acts on one."""
+    store = _store_url(args) if getattr(args, "command", None) == "cache" else None
+    if store is not None:
+        from ..store.postgres import describe_store
+
+        return f"the verdict store {describe_store(store)}"
+    return f"the verdict cache at {_cache_dir(args)}"
+
+
+def _run(args: argparse.Namespace) -> int:
+    directory = _cache_dir(args)
+    action: str = args.action
+    store = _store_url(args)
+    if store is not None or action in ("push", "repair"):
+        from .store import StoreCommands
+
+        if store is None:
+            raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
+        with StoreCommands(store, directory, _warn) as commands:
+            if action == "export":
+                _export(commands.export_lines(), commands.where, args.output)
+                if commands.damaged:
+                    print(
+                        f"error: {len(commands.damaged)} damaged record(s) in {commands.where} "
+                        "were left out (named above); its owner removes them with "
+                        f"'{PROG} cache repair --store {commands.where}'",
+                        file=sys.stderr,
+                    )
+                    return 1
+                return 0
+            if action == "import":
+                name, lines = _read_import(args.file)
+                return commands.import_lines(name, lines)
+            return commands.run(action, replace=getattr(args, "replace", False))
+    if action == "import":
+        name, lines = _read_import(args.file)
+        cache = VerdictCache(directory, warn=_warn)
+        bad: list[ImportLineError] = []
+        count = cache.import_lines(lines, bad=bad)
+        for exc in bad:
+            _warn(f"{name}:{exc.lineno}: {exc.expected}; this line was not imported")
+        print(
+            f"imported {count} {_verdicts(count)} into {cache.directory}"
+            + (f"; {len(bad)} bad line(s) of {name} left out" if bad else "")
+        )
+        return 1 if bad else 0
+    if action == "rejudge":
+        from .rejudge import run as rejudge
+
+        return rejudge(directory, args.model, args.api_base, args.concurrency)
+    cache = _existing(directory)
+    try:
+        if action == "stats":
+            for line in _stats_lines(cache.stats()):
+                print(line)
+        elif action == "export":
+            _export(cache.export_lines(), cache.directory, args.output)
+        elif action == "prune":
+            count, usage = cache.prune()
+            runs = "the 1 run" if usage.runs == 1 else f"the {usage.runs} runs"
+            print(
+                f"pruned {count} {'verdict' if count == 1 else 'verdicts'} not used by {runs} "
+                f"since {_format_time(usage.since)} from {cache.directory}"
+            )
+        elif action == "clear":
+            removed = cache.clear()
+            print(f"removed {removed} {_verdicts(removed)} from {cache.directory}")
+        else:  # pragma: no cover - argparse only lets the actions above through
+            raise UsageError(f"unknown action {action!r}")
+    finally:
+        cache.close()
+    if cache.damaged:
+        # Each was named in a warning; the exit code tells a script the output is incomplete.
+        print(
+            f"error: {len(cache.damaged)} damaged record(s) in {cache.directory} could not be "
+            f"read and were left out (see the warnings above); 'cache clear' removes them, "
+            "or let the next run judge those claims again",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (2 for anything the user can fix)."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "calibrate":
+            from ..calibration import run as calibrate
+
+            return calibrate(args)
+        if args.command == "diff":
+            from ..reports.diff import run as diff
+
+            return diff(args.old, args.new)
+        return _run(args)
+    except (
+        UsageError,
+        CacheError,
+        CalibrationError,
+        ReportError,
+    ) as exc:  # NoUsageRecordedError included
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader (say ``| head``) stopped early; that is not an error worth a traceback.
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        # The file system refused (permissions, a full disk...): the user's to fix, not a bug.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # e.g. a read-only database file
+        print(f"error: cannot use {_at_fault(args)}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # Whatever else a damaged cache can raise: a message, never a traceback.
+        print(
+            f"error: cannot use {_at_fault(args)}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return 1

@@ -1,0 +1,169 @@
+"""``cache rejudge``: ask every stored request again, of another judge, and store its answers.
+
+No simulation runs again: each record keeps its rendered request (see ``recorded``). The new
+answers are stored under the keys a test run with the new model computes, so
+``--prop-model=NEW --prop-cache=replay`` is served from the cache afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..store.cache import VerdictCache
+    from ..verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Rejudged:
+    claim: str
+    test_id: str | None
+    kind: str
+    old: bool | int
+    new: bool | int
+    old_model: str
+    justification: str
+
+    def flipped(self, min_score: int) -> bool:
+        """A check whose value changed, or a score that moved across the bar."""
+        if self.kind == "check":
+            return self.old != self.new
+        return (int(self.old) >= min_score) != (int(self.new) >= min_score)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to ask again: one request per stored record, and what was left out and why."""
+
+    requests: list[tuple[Any, Mapping[str, Any]]]
+    skipped: dict[str, int]
+
+
+def plan(cache: VerdictCache, new_identity: str) -> Plan:
+    from ..judging.judge import JudgeRequest
+    from ..judging.prompts import PROMPT_VERSION
+    from ..store.keys import canonical_json
+    from ..store.recorded import iter_records, unpack_request
+
+    requests: list[tuple[Any, Mapping[str, Any]]] = []
+    skipped: dict[str, int] = {}
+    seen: set[str] = set()
+
+    def skip(reason: str) -> None:
+        skipped[reason] = skipped.get(reason, 0) + 1
+
+    for _key, record in iter_records(cache):
+        if record.get("model") == new_identity:
+            continue  # the new judge's own answers
+        material = unpack_request(record)
+        if material is None:
+            skip("recorded without their request (before this version)")
+            continue
+        if material.get("prompt_version") != PROMPT_VERSION:
+            skip(f"recorded with another prompt version than {PROMPT_VERSION}")
+            continue
+        question = canonical_json({k: v for k, v in material.items() if k != "model"})
+        if question in seen:
+            continue  # the same question, answered by several old judges: ask it once
+        seen.add(question)
+        request = JudgeRequest(
+            kind=material["kind"],
+            claim=str(record.get("claim", "")),
+            model=new_identity,
+            messages=tuple(material["messages"]),
+            double_check=bool(material.get("double_check", False)),
+            sample_index=int(material.get("sample_index", 0)),
+            test_id=record.get("test_id"),
+        )
+        requests.append((request, record))
+    return Plan(requests, skipped)
+
+
+def rejudge(
+    cache_dir: Path, settings: Settings, model: str
+) -> tuple[list[Rejudged], dict[str, int], dict[str, Any]]:
+    """Judge each stored request with ``model``; the results, the skips, and the judge's counts."""
+    from ..errors import JudgeError
+    from ..judging.judge import Judge
+    from ..runtime import connector
+    from ..store.cache import VerdictCache
+
+    settings = replace(settings, model=model, cache="use")
+    reader = VerdictCache(cache_dir)
+    if not reader.exists:
+        from ..calibration import CalibrationError
+
+        raise CalibrationError(f"no verdict cache at {cache_dir}")
+    judge = Judge(settings, VerdictCache(cache_dir, "use"), connect=connector(settings))
+    try:
+        work = plan(reader, judge.identity(model))
+        reader.close()
+
+        def one(entry: tuple[Any, Mapping[str, Any]]) -> Rejudged:
+            request, record = entry
+            verdict: Verdict = judge.evaluate(request)
+            return Rejudged(
+                claim=request.claim,
+                test_id=request.test_id,
+                kind=request.kind,
+                old=record["verdict"]["value"],
+                new=verdict.value,
+                old_model=str(record.get("model")),
+                justification=verdict.justification,
+            )
+
+        workers = max(1, min(settings.concurrency, len(work.requests)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-rejudge") as pool:
+            futures = [pool.submit(one, entry) for entry in work.requests]
+            results = []
+            try:
+                for future in futures:
+                    results.append(future.result())
+            except JudgeError:
+                for pending in futures:
+                    pending.cancel()
+                raise
+        stats = judge.stats
+        counts = {"judge_calls": stats.judge_calls, "cache_hits": stats.cache_hits}
+        return results, work.skipped, counts
+    finally:
+        judge.close()
+        reader.close()
+
+
+def run(cache_dir: Path, model: str, api_base: str | None, concurrency: str | None) -> int:
+    """The command: list the flips; the last line is ``N re-judged, K flipped``."""
+    from ..calibration import CalibrationError
+    from ..errors import JudgeError
+    from ..settings import SettingsError, resolve
+
+    cli = {"model": model, "api_base": api_base, "concurrency": concurrency}
+    try:
+        settings = resolve(cli, os.environ, {})
+    except SettingsError as error:
+        raise CalibrationError(str(error).replace("--prop-", "--")) from None
+    try:
+        results, skipped, _counts = rejudge(cache_dir, settings, settings.model)
+    except JudgeError as error:
+        raise CalibrationError(
+            f"the judge could not re-judge the cache: {type(error).__name__}: {error}"
+        ) from None
+    flips = sorted(
+        (r for r in results if r.flipped(settings.min_score)),
+        key=lambda r: (r.test_id or "", r.claim),
+    )
+    for result in flips:
+        where = result.test_id or "(test unknown)"
+        print(f"FLIPPED {where}: {result.claim}")
+        print(f"  {result.old_model}: {result.old} -> {settings.model}: {result.new}")
+        print(f"  new justification: {' '.join(result.justification.split())[:300]}")
+    for reason, count in sorted(skipped.items()):
+        print(f"skipped {count} {'verdict' if count == 1 else 'verdicts'} {reason}")
+    print(f"{len(results)} re-judged, {len(flips)} flipped")
+    return 0

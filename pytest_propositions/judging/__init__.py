@@ -1,0 +1,1 @@
+"""Judging one request: the judge, its event loop, prompts, parsing, families and transports."""

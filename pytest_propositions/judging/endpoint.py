@@ -1,0 +1,116 @@
+"""What a judge call needs to reach a model: its identity, litellm's name for it, and where it is.
+
+The engines that provide endpoints (the local judge) build a ``Connection``; the transport talks
+to it; neither needs the judge that orchestrates them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..redaction import Secret, redact_url
+
+__all__ = ["Connection", "hosted_connection"]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How litellm reaches a model. Credentials live here only, never in keys, records or logs;
+    its repr shows neither the key nor the user and password an api_base URL may carry."""
+
+    identity: str  # what the cache key names: the model, or the local model file's checksum
+    litellm_model: str
+    api_base: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)
+    # For a managed server: start it on the first real call; returns (api_base, api_key).
+    start: Callable[[], tuple[str, str | None]] | None = field(default=None, repr=False)
+    close: Callable[[], None] | None = field(default=None, repr=False)
+    # Sampling parameters the endpoint requires (the local judge: greedy with a fixed seed); they
+    # replace the judge's defaults in the request and in its cache key.
+    sampling: Mapping[str, Any] | None = None
+    # The endpoint decodes under a grammar made from the response schema (llama.cpp): it gets the
+    # bounded schema, whose length caps stop a small model from writing until its context ends.
+    grammar: bool = False
+    # Azure OpenAI's api-version query parameter; not part of the cache key (like the api base).
+    api_version: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Connection(identity={self.identity!r}, litellm_model={self.litellm_model!r}, "
+            f"api_base={redact_url(self.api_base)!r}, "
+            f"api_key={'[redacted]' if self.api_key else None!r})"
+        )
+
+    @property
+    def shown_base(self) -> str | None:
+        """The api_base as messages may show it."""
+        return redact_url(self.api_base)
+
+    def endpoint(self) -> tuple[str | None, str | None]:
+        if self.start is not None:
+            return self.start()
+        return self.api_base, self.api_key
+
+    def secret_endpoint(self) -> tuple[Secret | None, Secret | None]:
+        """The endpoint with both parts wrapped, for code whose frames a traceback may show."""
+        api_base, api_key = self.endpoint()
+        return (
+            None if api_base is None else Secret(api_base, shown=redact_url(api_base) or ""),
+            None if api_key is None else Secret(api_key),
+        )
+
+
+def hosted_connection(
+    model: str,
+    api_base: str | None,
+    *,
+    api_version: str | None = None,
+    key_env: str | None = None,
+    api_key: str | None = None,
+) -> Connection:
+    """A provider's model (or a self-hosted OpenAI-compatible server at ``api_base``), the key
+    read from PROP_API_KEY, else from ``key_env`` when given (the variable a reference-library
+    config.ini's provider reads); without either litellm reads the provider's own variable.
+    ``api_key``, when given, wins over both (a referee's own key)."""
+    api_key = api_key or os.environ.get("PROP_API_KEY") or None
+    if api_key is None and key_env is not None:
+        api_key = os.environ.get(key_env) or None
+        missing = _missing_endpoint(model, api_base, api_key, key_env)
+        if missing is not None:
+            # Found on the first live call only: a replay needs neither endpoint nor key.
+            return Connection(model, model, api_version=api_version, start=missing)
+    if api_key is None and api_base and model.startswith("openai/"):
+        # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
+        api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
+    return Connection(model, model, api_base, api_key, api_version=api_version)
+
+
+def _missing_endpoint(
+    model: str, api_base: str | None, api_key: str | None, key_env: str
+) -> Callable[[], tuple[str, str | None]] | None:
+    from ..reference_config import AZURE_ENDPOINT_ENV
+
+    problems = []
+    if not api_base:
+        problems.append(f"{AZURE_ENDPOINT_ENV} is not set (or give --prop-api-base)")
+    if not api_key:
+        problems.append(
+            f"{key_env} is not set (or give PROP_API_KEY); the reference library would sign in "
+            "with Entra ID instead, which this plugin does not do"
+        )
+    if not problems:
+        return None
+    message = (
+        f"config.ini names the Azure judge {model}, but " + "; and ".join(problems) + ". Or name "
+        "another judge with --prop-model, which wins over config.ini"
+    )
+
+    def refuse() -> tuple[str, str | None]:
+        from ..errors import JudgeUnavailable
+
+        raise JudgeUnavailable(message)
+
+    return refuse

@@ -1,0 +1,299 @@
+"""How each model family must be asked: which sampling parameters it takes, and its reply quirks.
+
+The cache key records the sampling parameters that are sent, so what is sent must be known on a
+cached run, where litellm is never imported. The decision is therefore a pure function of the
+model's name (the table below) and of ``--prop-reasoning-effort``:
+
+- OpenAI reasoning models (o1, o3, o4 and their variants; gpt-5 and later except the
+  ``gpt-5-chat`` models) get no temperature, which leaves them at the only value they accept,
+  and the reasoning effort when one is set and the model takes that level;
+- every other model gets the temperatures the judge has always used (check 0.5, score 1.0), so
+  the keys of verdicts recorded before this table existed are unchanged.
+
+litellm's own knowledge is consulted only on a live call, once it is imported anyway
+(:func:`refusal_by_litellm`, :func:`first_response_mode`). It may refine how the reply is
+asked for (the structured-output mode, which is not part of the key), but never what the key
+records: when litellm knows that a model cannot take a parameter the table chose, the call is
+refused with a message saying so, rather than sending something other than what the key says.
+A test checks the table against every OpenAI and Azure chat model in litellm's map.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+from ..settings import REASONING_EFFORTS
+
+# What the judge sends to a model that takes a temperature (the names are claim kinds).
+TEMPERATURE: dict[str, float] = {"check": 0.5, "score": 1.0}
+FOLLOW_UP_TEMPERATURE = 0.7
+
+_O_SERIES = re.compile(r"^o[1-9](?:-|$)")
+_GPT_VERSION = re.compile(r"^gpt-(\d)(?:\.(\d+))?(?=[.-]|$)")  # not gpt-35-turbo
+_O_EFFORTS = frozenset({"low", "medium", "high"})
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a model family accepts: ``efforts`` is empty when it takes no reasoning effort."""
+
+    name: str
+    temperature: bool
+    efforts: frozenset[str] = frozenset()
+
+
+STANDARD = Family("standard", temperature=True)
+
+
+def base_name(model: str) -> str:
+    """The model's own name, without provider or deployment prefixes: ``o3-mini`` for
+    ``openrouter/openai/o3-mini``."""
+    return model.rsplit("/", 1)[-1].strip().lower()
+
+
+def family_of(model: str) -> Family:
+    """The family a model name belongs to; ``STANDARD`` for every name the table does not know."""
+    name = base_name(model)
+    if _O_SERIES.match(name):
+        if name.startswith(("o1-mini", "o1-preview")):
+            return Family("openai-reasoning", temperature=False)  # these take no effort either
+        return Family("openai-reasoning", temperature=False, efforts=_O_EFFORTS)
+    version = _GPT_VERSION.match(name)
+    if version is not None and int(version.group(1)) >= 5 and not name.startswith("gpt-5-chat"):
+        if "search" in name:  # the search variants take neither
+            return Family("openai-reasoning", temperature=False)
+        if (int(version.group(1)), int(version.group(2) or 0)) == (5, 0):
+            return Family(
+                "openai-reasoning", temperature=False, efforts=frozenset(REASONING_EFFORTS)
+            )
+        return Family("openai-reasoning", temperature=False, efforts=_O_EFFORTS)
+    return STANDARD
+
+
+# Providers whose chat endpoint speaks OpenAI's wire format, reached by the light path (plain
+# HTTP) unless --prop-transport=litellm. A name without a provider prefix is OpenAI's when it
+# looks like one of OpenAI's chat models (litellm's own reading of such names).
+OPENAI_COMPATIBLE = frozenset({"openai", "azure", "custom_openai", "hosted_vllm", "lm_studio"})
+_BARE_OPENAI = re.compile(r"^(gpt-|chatgpt-|o[1-9](?:-|$))")
+# The environment variables each OpenAI-compatible provider reads its base URL and key from
+# (the same ones litellm reads), when --prop-api-base and PROP_API_KEY do not say.
+PROVIDER_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
+    "custom_openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
+    "azure": (
+        ("AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"),
+        ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY"),
+    ),
+    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), ("HOSTED_VLLM_API_KEY",)),
+    "lm_studio": (("LM_STUDIO_API_BASE",), ("LM_STUDIO_API_KEY",)),
+}
+
+
+def provider_of(model: str) -> tuple[str | None, str]:
+    """The provider a litellm model name names, and the model's name on the wire.
+
+    ``(None, model)`` when the name is not one of an OpenAI-compatible provider's: litellm knows
+    hundreds of providers, and only it can read those names.
+    """
+    prefix, slash, rest = model.partition("/")
+    if slash and prefix in OPENAI_COMPATIBLE:
+        return prefix, rest
+    if not slash and _BARE_OPENAI.match(model.lower()):
+        return "openai", model
+    return None, model
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything the judge and both transports need to know about one model, resolved once per
+    connection from its name: its family (what it is sent), its provider and wire name, and the
+    path its calls take. A pure function of names, so cached runs build it without litellm."""
+
+    model: str  # the connection's litellm name
+    family: Family
+    provider: str | None  # an OpenAI-compatible provider, or None (litellm's to know)
+    wire_model: str
+    path: Literal["litellm", "openai"]
+    # Azure's API version chosen by the user (--prop-api-version, a reference config.ini);
+    # None: the environment's, else the transports' default.
+    api_version: str | None = None
+
+    def sampling(self, kind: str, reasoning_effort: str | None) -> dict[str, Any]:
+        """The sampling parameters sent for a claim of ``kind``; the key records them."""
+        return _parameters(self.model, self.family, TEMPERATURE[kind], reasoning_effort)
+
+    def follow_up_sampling(self, reasoning_effort: str | None) -> dict[str, Any]:
+        return _parameters(self.model, self.family, FOLLOW_UP_TEMPERATURE, reasoning_effort)
+
+    def effort_ignored(self, reasoning_effort: str | None) -> bool:
+        return reasoning_effort is not None and not self.family.efforts
+
+    def reply_text(self, content: str) -> str:
+        """The part of a reply the parser reads (a reasoning model's scratchpad removed)."""
+        return strip_thinking(content)
+
+
+class TransportUnavailable(ValueError):
+    """--prop-transport=openai for a model whose provider speaks no OpenAI wire format."""
+
+
+def profile_of(model: str, transport: str = "auto", api_version: str | None = None) -> Profile:
+    """The profile of ``model`` (a litellm name) under ``--prop-transport``."""
+    provider, wire_model = provider_of(model)
+    if transport == "openai" and provider is None:
+        raise TransportUnavailable(
+            f"--prop-transport=openai cannot reach {model}: only OpenAI-compatible providers "
+            f"({', '.join(sorted(OPENAI_COMPATIBLE))}, or a bare OpenAI model name) take the "
+            "light path; use --prop-transport=auto or litellm"
+        )
+    path: Literal["litellm", "openai"] = (
+        "openai" if provider is not None and transport != "litellm" else "litellm"
+    )
+    return Profile(model, family_of(model), provider, wire_model, path, api_version)
+
+
+class UnsupportedEffort(ValueError):
+    """The model takes a reasoning effort, but not the level that was asked for."""
+
+
+def sampling(
+    model: str, kind: Literal["check", "score"] | str, reasoning_effort: str | None
+) -> dict[str, Any]:
+    """The sampling parameters sent to ``model`` for a claim of ``kind``; the key records them.
+
+    A reasoning effort is left out for models that take none (see :func:`effort_ignored`).
+    """
+    return _parameters(model, family_of(model), TEMPERATURE[kind], reasoning_effort)
+
+
+def follow_up_sampling(model: str, reasoning_effort: str | None) -> dict[str, Any]:
+    """The sampling parameters of a free-text follow-up question (never cached)."""
+    return _parameters(model, family_of(model), FOLLOW_UP_TEMPERATURE, reasoning_effort)
+
+
+def _parameters(
+    model: str, family: Family, temperature: float, reasoning_effort: str | None
+) -> dict[str, Any]:
+    parameters: dict[str, Any] = {}
+    if family.temperature:
+        parameters["temperature"] = temperature
+    if reasoning_effort is not None and family.efforts:
+        if reasoning_effort not in family.efforts:
+            raise UnsupportedEffort(
+                f"--prop-reasoning-effort={reasoning_effort} is not a level {model} takes; "
+                f"it takes {', '.join(e for e in REASONING_EFFORTS if e in family.efforts)}"
+            )
+        parameters["reasoning_effort"] = reasoning_effort
+    return parameters
+
+
+def effort_ignored(model: str, reasoning_effort: str | None) -> bool:
+    """A reasoning effort is set but this model's family takes none, so none is sent."""
+    return reasoning_effort is not None and not family_of(model).efforts
+
+
+# -- replies -----------------------------------------------------------------------------------
+
+_OPENED_THINKING = re.compile(r"\A\s*<(think|thinking)>(.*?)</\1>\s*", re.DOTALL)
+_UNCLOSED_THINKING = re.compile(r"\A\s*<(think|thinking)>", re.DOTALL)
+_CLOSING = re.compile(r"</(think|thinking)>\s*")
+
+
+def strip_thinking(content: str) -> str:
+    """The reply without a leading ``<think>`` block, which local reasoning models write first.
+
+    The block is the model's scratchpad, not its answer: words like "false" in it must not
+    reach the parser. Three shapes are seen: the whole block; only its end, when the chat
+    template opened it (DeepSeek-R1's does); and a block never closed, when the model ran out
+    of tokens while thinking, which leaves no answer at all (the empty string, unparsable).
+    A closing tag after text that starts like the answer (JSON or a code fence) is left
+    alone: it is then inside the answer.
+    """
+    opened = _OPENED_THINKING.match(content)
+    if opened is not None:
+        return content[opened.end() :]
+    if _UNCLOSED_THINKING.match(content):
+        return ""
+    closing = _CLOSING.search(content)
+    if closing is not None and not content[: closing.start()].lstrip().startswith(("{", "`")):
+        return content[closing.end() :]
+    return content
+
+
+# -- what litellm knows (a live call only) -----------------------------------------------------
+
+
+def _litellm_names(litellm: ModuleType, model: str) -> tuple[str, str] | None:
+    try:
+        name, provider, *_ = litellm.get_llm_provider(model)
+    except Exception:  # an unknown provider fails on the call itself, with litellm's message
+        return None
+    return str(name), str(provider)
+
+
+def refusal_by_litellm(litellm: ModuleType, model: str, parameters: dict[str, Any]) -> str | None:
+    """Why litellm would refuse to send these parameters to ``model``, or None.
+
+    litellm lists the OpenAI parameters each provider and model takes; a parameter missing
+    from that list is refused before anything is sent. Saying so up front names the
+    parameter and where it came from.
+    """
+    names = _litellm_names(litellm, model)
+    if names is None:
+        return None
+    name, provider = names
+    try:
+        supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:
+        return None
+    if not supported:
+        return None
+    missing = [parameter for parameter in parameters if parameter not in supported]
+    if not missing:
+        return None
+    return (
+        f"litellm reports that {model} takes no {', '.join(missing)}, which the model-family "
+        f"table of pytest-propositions sends to the {family_of(model).name} family"
+    )
+
+
+def first_response_mode(litellm: ModuleType, model: str, modes: tuple[str, ...]) -> str:
+    """The structured-output mode to try first, from what litellm knows of the model.
+
+    Only a model in litellm's map is moved down: for one it does not know, litellm answers
+    "no" to everything, and the provider's own refusal is the better guide.
+    """
+    names = _litellm_names(litellm, model)
+    if names is None:
+        return modes[0]
+    name, provider = names
+    try:
+        litellm.get_model_info(model=name, custom_llm_provider=provider)
+        supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+        schema = bool(litellm.supports_response_schema(model=name, custom_llm_provider=provider))
+    except Exception:  # not in the map
+        return modes[0]
+    if supported is not None and "response_format" not in supported:
+        return modes[-1]
+    return modes[0] if schema else modes[1]
+
+
+def is_client_side_refusal(error: BaseException) -> bool:
+    """litellm refused the request itself (an unsupported parameter): nothing reached a server.
+
+    Its error carries status 400 all the same; reporting that as the server's answer would
+    send a user looking for a request in logs that never saw one.
+    """
+    seen = 0
+    current: BaseException | None = error
+    while current is not None and seen < 10:
+        if type(current).__name__ == "UnsupportedParamsError" and type(
+            current
+        ).__module__.startswith("litellm"):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False

@@ -1,0 +1,529 @@
+"""Turning a claim's request into a verdict: the orchestration, from the cache when it can.
+
+A request is keyed and looked up; a miss (unless replay, dry run or the budget forbids it) is
+judged live: the transport asks the model, the reply is parsed (and asked again once if it
+cannot be), a double check asks the model to reconsider, and the verdict is recorded. Identical
+requests in flight at once share one call; the counts for the summary are kept here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .._version import __version__
+from ..checks import quote_claim, terminal_text
+from ..errors import (
+    BudgetExceeded,
+    CacheUnusable,
+    DryRunSkip,
+    JudgeReplyInvalid,
+    JudgeUnavailable,
+    SamplesWarning,
+    VerdictMissing,
+    VerdictUnparsable,
+)
+from ..store.cache import CacheDirectoryError, CacheWarning
+from ..store.keys import cache_key
+from ..store.recorded import pack_request
+from ..verdict import Usage, Verdict, verdict_of_record
+from . import families
+from .endpoint import Connection, hosted_connection
+from .families import TEMPERATURE
+from .judge_loop import run_on_judge_loop
+from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .transport import (
+    Transport,
+    other_choices,
+    queue_waits,
+    reply_content,
+    reply_cost,
+    reply_usage,
+)
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..store.base import VerdictStore
+    from ..verdict import Kind
+    from .parsing import ParsedReply
+    from .progress import ProgressLine
+
+logger = logging.getLogger("pytest_propositions")
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """Everything that decides a verdict; all of it but the test id goes into the cache key."""
+
+    kind: Kind
+    claim: str
+    model: str
+    messages: tuple[Message, ...]
+    double_check: bool = False
+    sample_index: int = 0
+    test_id: str | None = None
+
+    @property
+    def temperature(self) -> float:
+        """The temperature of a model that takes one; what is sent is ``sampling``'s choice."""
+        return TEMPERATURE[self.kind]
+
+    def sampling(self, model: str, reasoning_effort: str | None) -> dict[str, Any]:
+        """The sampling parameters sent to ``model`` (the litellm name) for this request."""
+        return families.sampling(model, self.kind, reasoning_effort)
+
+
+@dataclass
+class JudgeStats:
+    """Counts for the terminal summary; updated under a lock because claims may run in threads."""
+
+    verdicts: int = 0
+    cache_hits: int = 0
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    judge_seconds: float = 0.0
+    dry_run_misses: int = 0
+    coalesced: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    parsed: ParsedReply
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
+    """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
+    try:
+        return step(*args)
+    except CacheDirectoryError as error:
+        raise CacheUnusable(
+            f"{error}; nothing was judged. Fix the folder, or choose another with "
+            "--prop-cache-dir (or --prop-cache=off)"
+        ) from None
+
+
+class Judge:
+    """Turns judge requests into verdicts, from the cache when it can, from the model when not."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        cache: VerdictStore | None = None,
+        connect: Callable[[str], Connection] | None = None,
+        sleep: Callable[[float], object] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.stats = JudgeStats()
+        self._connect = connect or self._default_connection
+        self._connections: dict[str, Connection] = {}
+        self._effort_ignored: set[str] = set()
+        self._same_samples_warned: set[str] = set()
+        self._in_flight: dict[str, Future[Verdict]] = {}
+        # Talks to the models: response modes, retries, calls in flight (``sleep``: the backoff).
+        self.transport = Transport(settings, sleep)
+        self._lock = threading.Lock()
+        # Told when live judging starts (returns a token) and ends; the plugin shows progress.
+        self.progress: ProgressLine | None = None
+
+    # -- public -----------------------------------------------------------------------------
+
+    def evaluate(self, request: JudgeRequest) -> Verdict:
+        """A verdict for the request: cached if recorded, else judged live and then stored."""
+        connection = self._connection(request.model)
+        material = self._key_material(request, connection)
+        key = cache_key(material)
+        if self.cache is not None:
+            record = _cache_step(self.cache.get, key, request.kind)
+            verdict = self._from_record(record, key, request.kind) if record is not None else None
+            if verdict is not None:
+                with self.stats.lock:
+                    self.stats.verdicts += 1
+                    self.stats.cache_hits += 1
+                return verdict
+            if self.cache.mode == "replay":
+                from ..store.recorded import explain_miss
+
+                nearest = explain_miss(self.cache, material, request.claim, request.test_id)
+                raise VerdictMissing(
+                    f"no recorded verdict for claim {quote_claim(request.claim)}"
+                    + (f" in {request.test_id}" if request.test_id else "")
+                    + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
+                    "with --prop-cache=use, or import an export with "
+                    "'python -m pytest_propositions cache import'." + nearest,
+                    key=key,
+                    claim=request.claim,
+                    test_id=request.test_id,
+                )
+        if self.settings.dry_run:
+            with self.stats.lock:
+                self.stats.dry_run_misses += 1
+            raise DryRunSkip(f"dry run: claim {quote_claim(request.claim)} has no cached verdict")
+        if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
+            raise BudgetExceeded(
+                f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
+                f"${self.settings.max_cost:.4f}; claim {quote_claim(request.claim)} was not judged "
+                "(cached verdicts are still served)"
+            )
+        # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
+        with self._lock:
+            shared = self._in_flight.get(key)
+            if shared is None:
+                owned: Future[Verdict] = Future()
+                self._in_flight[key] = owned
+        if shared is not None:
+            verdict = shared.result()
+            with self.stats.lock:
+                self.stats.verdicts += 1
+                self.stats.coalesced += 1
+            return verdict
+        token = self.progress.started() if self.progress is not None else None
+        try:
+            if self.cache is not None:
+                # Before paying for a verdict: a cache that cannot store it is an error now.
+                _cache_step(self.cache.prepare_write)
+            # Imports here, not on the shared loop where they would stall calls in flight.
+            self.transport.prepare(connection)
+            verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
+            if self.cache is not None:
+                standing = self.cache.put(key, record)
+                if standing is not record:
+                    # A shared store already held a verdict for this request (another machine
+                    # judged it at the same moment): the first one stored is everyone's verdict.
+                    stored = self._from_record(dict(standing), key, request.kind)
+                    if stored is None:
+                        raise CacheUnusable(
+                            f"the shared verdict {key[:16]} cannot be read by this version, "
+                            "and another verdict would make machines disagree: upgrade"
+                        )
+                    verdict = stored
+        except BaseException as error:
+            owned.set_exception(error)
+            raise
+        else:
+            owned.set_result(verdict)
+        finally:
+            with self._lock:
+                del self._in_flight[key]
+            if self.progress is not None and token is not None:
+                self.progress.finished(token)
+        return verdict
+
+    def follow_up(self, model: str, messages: list[Message]) -> str:
+        """A free-text answer on a preserved chat (recommendations); never cached."""
+        if self.cache is not None and self.cache.mode == "replay":
+            raise VerdictMissing(
+                "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
+            )
+        connection = self._connection(model)
+        self.transport.prepare(connection)
+        try:
+            sampling = _with_engine_sampling(
+                self.transport.profile(connection).follow_up_sampling(
+                    self.settings.reasoning_effort
+                ),
+                connection,
+            )
+        except families.UnsupportedEffort as error:
+            raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
+        response = run_on_judge_loop(
+            self.transport.complete(connection, messages, sampling=sampling, mode="text")
+        )
+        content, _ = reply_content(response)
+        if not content.strip():
+            raise VerdictUnparsable(
+                "the judge gave an empty answer to the follow-up", raw_reply=content
+            )
+        return content.strip()
+
+    def identity(self, model: str) -> str:
+        """What this judge's cache keys name for ``model`` (for 'local', the model file's hash)."""
+        return self._connection(model).identity
+
+    def close(self) -> None:
+        """Release the cache and the HTTP client, and stop a local judge server if this run
+        started one."""
+        if self.cache is not None:
+            self.cache.close()
+        if self.transport.open:
+            run_on_judge_loop(self.transport.aclose())
+        for connection in self._connections.values():
+            if connection.close is not None:
+                connection.close()
+
+    # -- connection and key --------------------------------------------------------------------
+
+    def _connection(self, model: str) -> Connection:
+        with self._lock:
+            connection = self._connections.get(model)
+        if connection is None:
+            connection = self._connect(model)
+            with self._lock:
+                self._connections[model] = connection
+        return connection
+
+    def _default_connection(self, model: str) -> Connection:
+        """A provider's endpoint (or the server at --prop-api-base). The judge does not choose an
+        engine: a managed one (the local judge) comes in as ``connect`` (``runtime.connector``)."""
+        if model == "local":
+            raise JudgeUnavailable(
+                "the local judge's connection is provided by the run (runtime.connector); "
+                "this Judge was built without one"
+            )
+        if model == self.settings.referee_model and self.settings.referee_api_base:
+            # The referee of claims over runs, at its own server (and key, when one is given).
+            return hosted_connection(
+                model,
+                self.settings.referee_api_base,
+                api_version=self.settings.api_version,
+                api_key=os.environ.get("PROP_REFEREE_API_KEY") or None,
+            )
+        return hosted_connection(
+            model,
+            self.settings.api_base,
+            api_version=self.settings.api_version,
+            key_env=self.settings.api_key_env,
+        )
+
+    def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+        return {
+            "prompt_version": PROMPT_VERSION,
+            "model": connection.identity,
+            "messages": list(request.messages),
+            "sampling": self._sampling(request, connection),
+            "kind": request.kind,
+            "double_check": request.double_check,
+            "sample_index": request.sample_index,
+        }
+
+    def _sampling(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+        """What is sent and what the key records: one decision, from the model's name alone."""
+        effort = self.settings.reasoning_effort
+        model = connection.litellm_model
+        profile = self.transport.profile(connection)
+        if profile.effort_ignored(effort):
+            with self._lock:
+                first = model not in self._effort_ignored
+                self._effort_ignored.add(model)
+            if first:
+                logger.warning(
+                    "--prop-reasoning-effort=%s is not sent to %s: its model family takes no "
+                    "reasoning effort",
+                    effort,
+                    connection.identity,
+                )
+        try:
+            sampling = _with_engine_sampling(profile.sampling(request.kind, effort), connection)
+        except families.UnsupportedEffort as error:
+            raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
+        if request.sample_index > 0 and _deterministic(sampling):
+            self._warn_same_samples(connection.identity)
+        return sampling
+
+    def _warn_same_samples(self, identity: str) -> None:
+        with self._lock:
+            first = identity not in self._same_samples_warned
+            self._same_samples_warned.add(identity)
+        if first:
+            import warnings
+
+            warnings.warn(
+                f"samples > 1 asks {identity} the same request several times, but it decodes "
+                "greedily with a fixed seed (temperature 0): every sample gets the same answer, "
+                "so the vote adds calls and no evidence. Use samples=1 with this judge, or a "
+                "judge that samples.",
+                SamplesWarning,
+                stacklevel=2,
+            )
+
+    # -- cached records ------------------------------------------------------------------------
+
+    def _from_record(self, record: dict[str, Any], key: str, kind: Kind) -> Verdict | None:
+        """The stored verdict; None (a miss, with a warning) if the record cannot be read as a
+        verdict of the request's kind."""
+        try:
+            return verdict_of_record(record, kind, key=key)
+        except ValueError as error:
+            import warnings
+
+            warnings.warn(
+                f"the cached record {key[:16]} is not a verdict this version can read ({error}); "
+                "treating it as a miss",
+                CacheWarning,
+                stacklevel=2,
+            )
+            return None
+
+    # -- live judging --------------------------------------------------------------------------
+
+    async def _judge_live(
+        self, request: JudgeRequest, connection: Connection, key: str
+    ) -> tuple[Verdict, dict[str, Any]]:
+        # A managed local server starts on the first call; its start-up is not judging time.
+        import asyncio
+
+        await asyncio.to_thread(connection.endpoint)
+        started = time.perf_counter()
+        waits: list[float] = []
+        queue_waits.set(waits)
+        messages = list(request.messages)
+        first = await self._answer(connection, messages, request)
+        final, revised_from = first, None
+        answers = [first]
+        if request.double_check:
+            follow = [
+                *messages,
+                assistant_turn(_as_reply(first.parsed)),
+                {"role": "user", "content": DOUBLE_CHECK_PROMPT},
+            ]
+            final = await self._answer(connection, follow, request)
+            answers.append(final)
+            if final.parsed.value != first.parsed.value:
+                revised_from = first.parsed.value
+                logger.warning(
+                    "the judge revised its verdict on %r from %r to %r",
+                    request.claim,
+                    first.parsed.value,
+                    final.parsed.value,
+                )
+        elapsed = max(time.perf_counter() - started - sum(waits), 0.0)
+        usage = Usage(
+            prompt_tokens=sum(a.prompt_tokens for a in answers),
+            completion_tokens=sum(a.completion_tokens for a in answers),
+        )
+        costs = [a.cost_usd for a in answers]
+        cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        recorded_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+        verdict = Verdict(
+            kind=request.kind,
+            claim=request.claim,
+            value=final.parsed.value,
+            justification=final.parsed.justification,
+            reasoning=final.parsed.reasoning,
+            confidence=final.parsed.confidence,
+            model=connection.identity,
+            cached=False,
+            recorded_at=recorded_at,
+            key=key,
+            usage=usage,
+            cost_usd=cost,
+            judge_seconds=round(elapsed, 3),
+            raw_reply=final.raw,
+            revised_from=revised_from,
+        )
+        with self.stats.lock:
+            self.stats.verdicts += 1
+            self.stats.judge_seconds += elapsed
+        stored = verdict.stored()
+        record = {
+            "claim": request.claim,
+            "kind": request.kind,
+            "model": connection.identity,
+            "recorded_at": recorded_at,
+            "plugin_version": __version__,
+            "prompt_version": PROMPT_VERSION,
+            "usage": stored["usage"],
+            "cost_usd": cost,
+            "raw_reply": final.raw,
+            "verdict": stored,
+            # The request itself, compressed: for cache rejudge and for explaining replay misses.
+            "request": pack_request(self._key_material(request, connection)),
+        }
+        if request.test_id:
+            record["test_id"] = request.test_id
+        return verdict, record
+
+    async def _answer(
+        self, connection: Connection, messages: list[Message], request: JudgeRequest
+    ) -> _Answer:
+        """One parsed answer; an unparsable reply is asked again once before giving up."""
+        from .parsing import parse_choices  # only a live reply needs the parser
+
+        profile = self.transport.profile(connection)
+        last_error: VerdictUnparsable | None = None
+        for _ in range(2):
+            try:
+                response = await self.transport.complete_with_fallback(
+                    connection,
+                    messages,
+                    sampling=self._sampling(request, connection),
+                    kind=request.kind,
+                    mode=self.transport.mode(connection),
+                )
+            except JudgeUnavailable as error:
+                raise JudgeUnavailable(
+                    f"{error} (claim {quote_claim(request.claim)})",
+                    status=error.status,
+                    format_rejected=error.format_rejected,
+                ) from None
+            prompt_tokens, completion_tokens = reply_usage(response)
+            cost = reply_cost(response)
+            with self.stats.lock:
+                # Every reply is paid for, parsed or not: count it now (and for --prop-max-cost).
+                self.stats.judge_calls += 1
+                self.stats.prompt_tokens += prompt_tokens
+                self.stats.completion_tokens += completion_tokens
+                self.stats.cost_usd += cost or 0.0
+            where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
+            try:
+                content, refusal = reply_content(response)
+            except JudgeReplyInvalid as error:
+                last_error = JudgeReplyInvalid(f"{error} ({where})", raw_reply=error.raw_reply)
+                continue
+            if refusal:
+                last_error = VerdictUnparsable(
+                    f"the judge refused to answer: {terminal_text(_printable(refusal[:200]))} ({where})",
+                    raw_reply=refusal,
+                )
+                continue
+            try:
+                texts = [content, *other_choices(response)]
+                parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
+            except VerdictUnparsable as error:
+                # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
+                last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)
+                continue
+            return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
+        assert last_error is not None
+        raise last_error
+
+
+def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> dict[str, Any]:
+    """The family's sampling, overridden by what the endpoint's engine requires (the local judge:
+    temperature 0 and a fixed seed, for deterministic verdicts); sent and keyed as one."""
+    return {**sampling, **(connection.sampling or {})}
+
+
+def _deterministic(sampling: dict[str, Any]) -> bool:
+    """Greedy decoding with a fixed seed: the same request always gets the same answer."""
+    return sampling.get("temperature") == 0 and sampling.get("seed") is not None
+
+
+def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
+    return {
+        "reasoning": parsed.reasoning,
+        "justification": parsed.justification,
+        "value": parsed.value,
+        "confidence": parsed.confidence,
+    }
+
+
+def _printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so a message quoting it can be printed."""
+    return text.encode("utf-8", "replace").decode("utf-8")

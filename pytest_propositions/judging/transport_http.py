@@ -1,0 +1,736 @@
+"""The light path: OpenAI-compatible chat endpoints over plain HTTP (httpx), without litellm.
+
+OpenAI, Azure OpenAI, the local judge and any server at ``--prop-api-base`` (vLLM, Ollama's and
+LM Studio's OpenAI APIs) speak one wire format; asking them through litellm costs seconds of
+imports on every run that judges anything. This module sends the transport's request body as it
+is, reads the response into the few fields the judge reads (the same attribute names litellm's
+objects have, so one reader serves both paths), and turns every failure into an exception whose
+name, status and text the transport's shared fault reading classifies as it does litellm's.
+Prices come from litellm's own table, read as data (the package is never imported).
+The only module that imports httpx.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import threading
+import zlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
+
+from .families import PROVIDER_ENV
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..redaction import Secret
+    from .families import Profile
+
+__all__ = ["HttpPath", "price_entry"]
+
+OPENAI_BASE = "https://api.openai.com/v1"
+# Azure's API version when neither AZURE_API_VERSION nor OPENAI_API_VERSION says (the latest
+# generally available one at the time of writing).
+AZURE_DEFAULT_API_VERSION = "2024-10-21"
+AZURE_JSON_SCHEMA_SINCE = "2024-08-01-preview"
+_PRICE_FILE = "model_prices_and_context_window_backup.json"
+
+
+# -- errors, named as the openai SDK and litellm name them ----------------------------------------
+
+
+class APIError(Exception):
+    """A failed call on the light path. ``status_code`` is the status the server really sent
+    (None when none was received); ``transient``: worth another try."""
+
+    status_code: int | None = None
+    transient = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class APIStatusError(APIError):
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.status_code = status
+
+
+class BadRequestError(APIStatusError):
+    pass
+
+
+class AuthenticationError(APIStatusError):
+    pass
+
+
+class PermissionDeniedError(APIStatusError):
+    pass
+
+
+class NotFoundError(APIStatusError):
+    pass
+
+
+class ConflictError(APIStatusError):
+    pass
+
+
+class UnprocessableEntityError(APIStatusError):
+    pass
+
+
+class RateLimitError(APIStatusError):
+    pass
+
+
+class InternalServerError(APIStatusError):
+    pass
+
+
+class ServiceUnavailableError(APIStatusError):
+    pass
+
+
+class Timeout(APIError):
+    """The client gave up waiting: the server sent no answer in --prop-timeout."""
+
+    transient = True
+
+
+class APIConnectionError(APIError):
+    """No response: the connection was refused, dropped, or broken mid-answer."""
+
+    transient = True
+
+
+class InvalidResponse(APIError):
+    """HTTP 200, but not a chat completion (a proxy's error page, a wrong route)."""
+
+    transient = True
+
+
+class RefusedReply(APIError):
+    """A reply the client will not read as an answer; the message says why in full.
+
+    Not transient: a redirect or an oversized reply comes back the same way (and a retry of a
+    compression bomb would only cost more).
+    """
+
+    own_words = True
+
+
+class Redirect(RefusedReply, APIStatusError):
+    """An HTTP 3xx: only a 2xx is a reply, and a redirect is never followed (the request, and
+    its key, would go to a host the user did not name)."""
+
+
+class ReplyTooLarge(RefusedReply):
+    """The body grew past --prop-max-reply-bytes (counted decompressed, while it was read)."""
+
+
+class UnsupportedEncoding(RefusedReply):
+    """A body in a content coding the client did not ask for (it asks for gzip or deflate)."""
+
+
+_BY_STATUS: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+    503: ServiceUnavailableError,
+}
+
+
+def _status_error(status: int, body: bytes, retry_after: float | None) -> APIStatusError:
+    text = body.decode("utf-8", "replace")
+    message = text
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            message = error["message"]
+        elif isinstance(error, str):
+            message = error
+        elif isinstance(payload.get("message"), str):
+            message = payload["message"]
+    cls = _BY_STATUS.get(status, InternalServerError if status >= 500 else APIStatusError)
+    return cls(status, f"Error code: {status} - {message[:2000]}", retry_after=retry_after)
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+# -- the response, as the judge reads it ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    content: str | None
+    refusal: str | None = None
+    role: str = "assistant"
+
+
+@dataclass(frozen=True)
+class Choice:
+    message: Message
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A chat completion: the fields the judge reads, under litellm's attribute names."""
+
+    choices: list[Choice]
+    usage: Usage
+    model: str | None
+    # litellm's name for where it keeps the call's price; the reader takes it from here.
+    _hidden_params: dict[str, Any] = field(default_factory=dict)
+    # Keys the body gave more than once (JSON allows it; a parser silently keeps the last).
+    repeated_keys: tuple[str, ...] = ()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _repeated_keys(found: list[str]) -> Any:
+    """An object_pairs_hook that notes every key an object gives more than once."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen and key not in found:
+                found.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    return hook
+
+
+def read_completion(data: bytes, content_type: str) -> Completion:
+    """The body of an HTTP 200 as a completion; InvalidResponse if it is not one.
+
+    A key given twice anywhere in it (two ``content``, two ``choices``) is noted, not resolved:
+    the completion's ``repeated_keys`` makes the judge treat the reply as unreadable.
+    """
+    repeated: list[str] = []
+    try:
+        payload = json.loads(data, object_pairs_hook=_repeated_keys(repeated))
+    except ValueError:
+        shown = data[:300].decode("utf-8", "replace")
+        raise InvalidResponse(
+            f"invalid response object: the body is not JSON ({content_type or 'no content type'})"
+            f": {shown}"
+        ) from None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list):
+        shown = json.dumps(payload)[:300]
+        raise InvalidResponse(
+            f"invalid response object: no 'choices' list in the chat completion: {shown}"
+        )
+    read: list[Choice] = []
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise InvalidResponse(
+                "invalid response object: returned 'choices' that is not a list of objects: "
+                + json.dumps(choices)[:300]
+            )
+        message = choice.get("message")
+        if not isinstance(message, dict):  # litellm's reading too: no chat completion
+            raise InvalidResponse(
+                "invalid response object: a choice whose message is not an object: "
+                + json.dumps(choice)[:300]
+            )
+        read.append(
+            Choice(
+                Message(_text(message.get("content")), _text(message.get("refusal"))),
+                _text(choice.get("finish_reason")),
+            )
+        )
+    usage = payload.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Completion(
+        read,
+        Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached),
+        _text(payload.get("model")),
+        repeated_keys=tuple(repeated),
+    )
+
+
+# -- reading a body, bounded ------------------------------------------------------------------
+
+# An error body is read for its message only: its first bytes are enough.
+_ERROR_BODY_BYTES = 64 * 1024
+_ACCEPT_ENCODING = "gzip, deflate"
+
+
+class _Decoder:
+    """A body's content coding undone step by step, never producing more than it is asked for:
+    a few kilobytes of compressed zeros (a bomb) cannot inflate past the cap."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self._inflater: Any = None
+        self._raw_deflate = False
+        if coding in ("gzip", "x-gzip"):
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif coding == "deflate":
+            self._inflater = zlib.decompressobj()
+        elif coding not in ("", "identity"):
+            raise UnsupportedEncoding(
+                f"sent a reply in the content coding {coding[:40]!r}, which the client did not "
+                f"ask for (it asks for {_ACCEPT_ENCODING})"
+            )
+        self._started = False
+
+    def decode(self, data: bytes, room: int) -> bytes:
+        """Up to ``room`` decoded bytes of ``data``; reaching ``room`` means there may be more."""
+        if self._inflater is None:
+            return data[:room]
+        try:
+            out: bytes = self._inflater.decompress(data, room)
+        except zlib.error:
+            if self.coding == "deflate" and not self._started and not self._raw_deflate:
+                # "deflate" is often sent without its zlib header, as a raw stream.
+                self._raw_deflate = True
+                self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                return self.decode(data, room)
+            raise InvalidResponse(
+                f"invalid response object: the body's {self.coding} coding is broken"
+            ) from None
+        self._started = True
+        return out
+
+
+async def _read_body(response: httpx.Response, limit: int, *, cut: bool) -> bytes:
+    """The decoded body, counted while it is read; past ``limit`` bytes ReplyTooLarge, or with
+    ``cut`` its first ``limit`` bytes (an error body: only its message is wanted)."""
+    decoder = _Decoder(response.headers.get("content-encoding", "").strip().lower())
+    body = bytearray()
+    async for raw in response.aiter_raw():
+        room = limit + 1 - len(body)
+        body += decoder.decode(raw, room)
+        if len(body) > limit:
+            if cut:
+                return bytes(body[:limit])
+            raise ReplyTooLarge(
+                f"sent a reply larger than {limit} bytes (decompressed), which was not read "
+                "further; raise --prop-max-reply-bytes if the judge really writes that much"
+            )
+    return bytes(body)
+
+
+async def _refuse_redirect(response: httpx.Response) -> None:
+    """A 3xx is refused as soon as its headers arrive: its body is never read (a redirect's page
+    is not the judge's answer), and its Location is never parsed (httpx would parse it to build
+    the next request, and fail on a password holding a "/")."""
+    status = response.status_code
+    if 300 <= status < 400:
+        location = _shown_location(response.headers.get("location", ""))
+        raise Redirect(
+            status,
+            f"answered with a redirect (HTTP {status} to {location}), which is not followed: "
+            "only a 2xx response is a reply. Point --prop-api-base at the endpoint itself",
+        )
+
+
+def _shown_location(location: str) -> str:
+    """A redirect's target as a message may show it: no user or password, and not too long."""
+    shown = re.sub(r"(?<=://).*@", "[redacted]@", location.strip())
+    return (shown[:200] + "...") if len(shown) > 200 else (shown or "no Location header")
+
+
+# -- prices: litellm's table, read as data ---------------------------------------------------------
+
+_PRICES_LOCK = threading.Lock()
+_price_text: list[str] = []  # the table's text, read once per process
+_price_entries: dict[str, dict[str, Any] | None] = {}
+
+
+def _table_text() -> str:
+    with _PRICES_LOCK:
+        if not _price_text:
+            import importlib.util
+            from pathlib import Path
+
+            text = ""
+            try:
+                spec = importlib.util.find_spec("litellm")  # finds, never imports
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None and spec.submodule_search_locations:
+                for location in spec.submodule_search_locations:
+                    path = Path(location) / _PRICE_FILE
+                    if path.is_file():
+                        text = path.read_text(encoding="utf-8")
+                        break
+            _price_text.append(text)
+        return _price_text[0]
+
+
+def price_entry(name: str) -> dict[str, Any] | None:
+    """litellm's table entry for a model name, or None; only that entry is decoded."""
+    with _PRICES_LOCK:
+        if name in _price_entries:
+            return _price_entries[name]
+    text = _table_text()
+    entry: dict[str, Any] | None = None
+    found = re.search(r"\n\s{1,8}" + re.escape(json.dumps(name)) + r"\s*:\s*(?=\{)", text)
+    if found is not None:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text, found.end())
+        except ValueError:
+            value = None
+        entry = value if isinstance(value, dict) else None
+    with _PRICES_LOCK:
+        _price_entries[name] = entry
+    return entry
+
+
+def _price_names(profile: Profile, served: str | None) -> list[str]:
+    names = []
+    for name in (profile.wire_model, served):
+        if not name:
+            continue
+        if profile.provider not in (None, "openai"):
+            names.append(f"{profile.provider}/{name}")
+        names.append(name)
+    return names
+
+
+def _cost(profile: Profile, completion: Completion) -> float | None:
+    """The call's price as litellm's table gives it; None when the model is not in it."""
+    for name in _price_names(profile, completion.model):
+        entry = price_entry(name)
+        if entry is None:
+            continue
+        if profile.provider == "openai" and entry.get("litellm_provider") not in (None, "openai"):
+            continue
+        try:
+            prompt_rate = float(entry.get("input_cost_per_token") or 0.0)
+            completion_rate = float(entry.get("output_cost_per_token") or 0.0)
+            cached_rate = float(entry.get("cache_read_input_token_cost") or prompt_rate)
+        except (TypeError, ValueError):
+            return None
+        usage = completion.usage
+        cached = min(usage.cached_tokens, usage.prompt_tokens)
+        return (
+            (usage.prompt_tokens - cached) * prompt_rate
+            + cached * cached_rate
+            + usage.completion_tokens * completion_rate
+        )
+    return None
+
+
+# -- the path ----------------------------------------------------------------------------------
+
+
+def _environment(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def azure_api_version(profile: Profile | None = None) -> str:
+    chosen = profile.api_version if profile is not None else None
+    return (
+        chosen
+        or _environment(("AZURE_API_VERSION", "OPENAI_API_VERSION"))
+        or AZURE_DEFAULT_API_VERSION
+    )
+
+
+def _connect_reason(error: BaseException) -> str:
+    """The operating system's reason a connection failed (httpx's own words only say that
+    every attempt failed)."""
+    current: BaseException | None = error
+    for _ in range(10):
+        if current is None:
+            break
+        if isinstance(current, OSError) and current.errno is not None:
+            return f"{current.strerror or current} ({type(current).__name__})"
+        current = current.__cause__ or current.__context__
+    return str(error) or "the connection failed"
+
+
+@functools.cache
+def _client_class() -> type[httpx.AsyncClient]:
+    """httpx's client whose connections are made by :func:`_transport_class`'s transport, for
+    the endpoint itself and for a proxy the environment names."""
+    import httpx
+
+    transport = _transport_class()
+
+    class Client(httpx.AsyncClient):
+        # httpx passes these their settings by keyword (verify, cert, trust_env, limits, ...).
+        def _init_transport(self, **kwargs: Any) -> httpx.AsyncBaseTransport:  # type: ignore[override]
+            kwargs.pop("transport", None)
+            return transport(**kwargs)
+
+        def _init_proxy_transport(  # type: ignore[override]
+            self, proxy: httpx.Proxy, **kwargs: Any
+        ) -> httpx.AsyncBaseTransport:
+            return transport(proxy=proxy, **kwargs)
+
+    return Client
+
+
+@functools.cache
+def _transport_class() -> type[httpx.AsyncHTTPTransport]:
+    """httpx's transport, with the one method that sends a request defined here.
+
+    HTTP recorders (vcrpy, so pytest-recording's cassettes) patch that method on httpx's own
+    transport classes; the judge's calls are not the test's traffic and must never land in a
+    cassette beside the simulation's, whatever the user's recorder configuration says. A
+    subclass's own method is never the patched one. Like httpx's own, it hands the body on as a
+    stream (the reader counts it against the size cap as it arrives) and raises httpx's
+    exceptions."""
+    import httpcore
+    import httpx
+
+    class Transport(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            sent = httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(
+                    scheme=request.url.raw_scheme,
+                    host=request.url.raw_host,
+                    port=request.url.port,
+                    target=request.url.raw_path,
+                ),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+            try:
+                answer = await self._pool.handle_async_request(sent)
+            except Exception as error:
+                mapped = _httpx_error(httpx, error)
+                if mapped is error:
+                    raise
+                raise mapped from error
+            return httpx.Response(
+                answer.status,
+                headers=answer.headers,
+                stream=Body(answer.stream),
+                extensions=answer.extensions,
+            )
+
+    class Body(httpx.AsyncByteStream):
+        """httpcore's body as httpx reads it: chunk by chunk, with httpx's exceptions."""
+
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        async def __aiter__(self) -> Any:
+            try:
+                async for part in self._stream:
+                    yield part
+            except Exception as error:
+                mapped = _httpx_error(httpx, error)
+                if mapped is error:
+                    raise
+                raise mapped from error
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    return Transport
+
+
+def _httpx_error(httpx: ModuleType, error: Exception) -> Exception:
+    """httpcore's exception as httpx's of the same name (httpx's own transport maps them so)."""
+    mapped = getattr(httpx, type(error).__name__, None)
+    if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
+        return mapped(str(error))  # type: ignore[no-any-return]
+    if type(error).__module__.startswith("httpcore"):
+        return httpx.TransportError(f"{type(error).__name__}: {error}")  # type: ignore[no-any-return]
+    return error
+
+
+class HttpPath:
+    """Calls to OpenAI-compatible endpoints, on one pooled HTTP client per run."""
+
+    def __init__(self, timeout: float, max_reply_bytes: int = 1024 * 1024) -> None:
+        self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
+        # One pooled client per URL scheme: a plain-HTTP endpoint (a local server) gets one
+        # that never loads the certificate store it would not use.
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None:
+        """This path sends what the table chose: it refuses nothing before sending."""
+        return None
+
+    def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
+        """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
+        litellm's table says has no response schema, start at JSON mode. Called before the
+        first call, off the event loop: the HTTP client is imported here too."""
+        import httpx  # noqa: F401
+
+        if profile.provider == "azure" and azure_api_version(profile) < AZURE_JSON_SCHEMA_SINCE:
+            return modes[1]
+        for name in _price_names(profile, None):
+            entry = price_entry(name)
+            if entry is not None:
+                return modes[0] if entry.get("supports_response_schema") else modes[1]
+        return modes[0]
+
+    def _url(self, profile: Profile, api_base: Secret | None) -> str:
+        bases, _ = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        base = (api_base.reveal() if api_base is not None else None) or _environment(bases)
+        if profile.provider == "azure":
+            if not base:
+                raise APIError(
+                    "no endpoint for the Azure deployment: set AZURE_API_BASE or --prop-api-base"
+                )
+            deployment = quote(profile.wire_model, safe="")
+            return (
+                f"{base.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
+                f"?api-version={quote(azure_api_version(profile), safe='')}"
+            )
+        if not base:
+            if profile.provider not in ("openai", "custom_openai"):
+                raise APIError(
+                    f"no endpoint for {profile.model}: set --prop-api-base "
+                    f"(or {' or '.join(bases)})"
+                )
+            base = OPENAI_BASE
+        return f"{base.rstrip('/')}/chat/completions"
+
+    def _headers(self, profile: Profile, api_key: Secret | None) -> dict[str, str]:
+        _, keys = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        key = (api_key.reveal() if api_key is not None else None) or _environment(keys)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if not key:
+            if profile.provider in ("openai", "azure", "custom_openai"):
+                raise APIError(
+                    f"Missing credentials: no API key for {profile.model} "
+                    f"(the {keys[0]} environment variable)"
+                )
+            return headers
+        if profile.provider == "azure":
+            headers["api-key"] = key
+        else:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    async def send(
+        self,
+        profile: Profile,
+        body: dict[str, Any],
+        api_base: Secret | None,
+        api_key: Secret | None,
+    ) -> Completion:
+        """One POST of the request body; a completion, or an APIError saying what went wrong."""
+        import asyncio
+
+        import httpx
+
+        url = self._url(profile, api_base)
+        if urlsplit(url).username is not None or urlsplit(url).password is not None:
+            raise APIError(
+                "credentials encoded in URL: the client does not send a user and password "
+                "along with an API key"
+            )
+        scheme = urlsplit(url).scheme.lower()
+        client = self._clients.get(scheme)
+        if client is None:
+            client = self._clients[scheme] = _client_class()(
+                timeout=httpx.Timeout(self.timeout),
+                follow_redirects=False,
+                trust_env=True,
+                verify=scheme == "https",
+                event_hooks={"response": [_refuse_redirect]},
+            )
+        payload = json.dumps({"model": profile.wire_model, **body}).encode()
+        headers = self._headers(profile, api_key)
+        headers["Accept-Encoding"] = _ACCEPT_ENCODING
+        # The deadline bounds the whole attempt: connecting, sending, and every byte of the
+        # reply (httpx's own timeout is per read, which a body trickling a byte at a time never
+        # trips). Its message names the timeout, which the transport reads as transient.
+        try:
+            async with asyncio.timeout(self.timeout):
+                data, content_type = await self._exchange(client, url, payload, headers)
+        except TimeoutError as error:
+            raise Timeout(
+                f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
+                "attempt, the reply's last byte included)"
+            ) from error
+        completion = read_completion(data, content_type)
+        completion._hidden_params["response_cost"] = _cost(profile, completion)
+        return completion
+
+    async def _exchange(
+        self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
+    ) -> tuple[bytes, str]:
+        """One POST, its body read as a stream: a 2xx's body and content type, or an APIError."""
+        import httpx
+
+        try:
+            request = client.build_request("POST", url, content=payload, headers=headers)
+            response = await client.send(request, stream=True)
+            try:
+                status = response.status_code
+                if not 200 <= status < 300:
+                    error_body = await _read_body(
+                        response, min(_ERROR_BODY_BYTES, self.max_reply_bytes), cut=True
+                    )
+                    raise _status_error(status, error_body, _retry_after(response.headers))
+                data = await _read_body(response, self.max_reply_bytes, cut=False)
+                return data, response.headers.get("content-type", "")
+            finally:
+                await response.aclose()
+        except httpx.TimeoutException as error:
+            raise Timeout(f"Request timed out after {self.timeout:g}s") from error
+        except httpx.ConnectError as error:
+            raise APIConnectionError(f"Connection error: {_connect_reason(error)}") from error
+        except httpx.TransportError as error:
+            raise APIConnectionError(
+                f"Connection error: {type(error).__name__}: {error or 'no response'}"
+            ) from error
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    @property
+    def open(self) -> bool:
+        return bool(self._clients)

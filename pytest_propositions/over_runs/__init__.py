@@ -1,0 +1,1 @@
+"""Claims over many runs: the `runs(...)` target, its decision, and its statistics."""

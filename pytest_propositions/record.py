@@ -1,0 +1,115 @@
+"""What a run records: each claim's outcome, the judge errors, what the judge was shown (for the
+HTML report), and what xdist workers sent. The reports read it; ``Runtime.record`` holds it.
+
+The other half of a run, what judges (settings, the judge, the cache), is ``Runtime``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One evaluated claim of a test, as the reports need it."""
+
+    test_id: str | None
+    verdict: Verdict
+    threshold: int | None
+    passed: bool
+    # False: the claim was expected not to hold (a score: to be at most the threshold).
+    holds: bool = True
+    # Where a claim judged after the test body was made ("test_x.py:12"); None otherwise.
+    where: str | None = None
+    # A claim over many runs: its figures and each run's verdict (plain JSON data).
+    runs: dict[str, Any] | None = None
+
+
+def stat_names() -> tuple[str, ...]:
+    """The counters of `JudgeStats` (its lock aside), as workers send them to the controller."""
+    from .judging.judge import JudgeStats
+
+    return tuple(item.name for item in fields(JudgeStats) if item.name != "lock")
+
+
+@dataclass
+class RunRecord:
+    """The outcomes and errors of a run, filed by test, and what xdist workers added to them."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Set when an xdist worker crashed: its used verdicts never reached the controller, so the
+    # run cannot tell prune what it used.
+    usage_lost: bool = False
+    # With --prop-html: each judge request's messages by cache key (the context the judge saw).
+    contexts: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
+    # Keep contexts without --prop-html too (pytest-html writing a report sets it).
+    keep_contexts: bool = False
+    merged_keys: set[str] = field(default_factory=set, repr=False)
+    # On an xdist controller: the workers' judge counters, summed, and whether any used claims.
+    merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
+    workers_used: bool = field(default=False, repr=False)
+    merged_store: dict[str, int] = field(default_factory=dict, repr=False)
+    # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
+    _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, outcome: Outcome) -> None:
+        with self._lock:
+            self.outcomes.append(outcome)
+            self._by_test.setdefault(outcome.test_id, []).append(outcome)
+
+    def add_error(self, test_id: str | None, error: BaseException) -> None:
+        with self._lock:
+            self.judge_errors.append((test_id, f"{type(error).__name__}: {error}"))
+
+    def remember_context(
+        self, key: str, messages: Iterable[Mapping[str, str]], wanted: bool
+    ) -> None:
+        """Keep what the judge was shown, for an HTML report; nothing when none is written."""
+        if key and (wanted or self.keep_contexts):
+            with self._lock:
+                self.contexts[key] = [dict(message) for message in messages]
+
+    def outcomes_of(self, test_id: str, start: int = 0) -> list[Outcome]:
+        """The outcomes filed under a test, in the order they were noted, from ``start`` on."""
+        with self._lock:
+            return self._by_test.get(test_id, [])[start:]
+
+    def merge_used_keys(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            self.merged_keys.update(keys)
+
+    def merge_store_counts(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                self.merged_store[name] = self.merged_store.get(name, 0) + int(value)
+
+    def merge_worker(
+        self,
+        outcomes: Iterable[Outcome],
+        judge_errors: Iterable[tuple[str | None, str]],
+        stats: Mapping[str, float],
+        used: bool,
+    ) -> None:
+        """Take in what an xdist worker judged, so the controller reports the whole run."""
+        with self._lock:
+            for outcome in outcomes:
+                self.outcomes.append(outcome)
+                self._by_test.setdefault(outcome.test_id, []).append(outcome)
+            self.judge_errors.extend(judge_errors)
+            for name, value in stats.items():
+                self.merged_stats[name] = self.merged_stats.get(name, 0) + value
+            self.workers_used = self.workers_used or used
+
+    def merged_stat(self, name: str) -> float:
+        with self._lock:
+            return self.merged_stats.get(name, 0)

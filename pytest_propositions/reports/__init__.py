@@ -1,0 +1,1 @@
+"""What a run reports: failure sections, summary, JUnit, JSON, the HTML page, diffs of reports."""

@@ -1,0 +1,215 @@
+"""The per-test reporting hooks: JUnit properties, failure sections, the judge-error and
+not-upheld outcomes, pytest-html's extras, and the terminal summary's lines.
+
+Registered by the plugin at the session's first claim (``Runtime.on_first_claim``), so a suite
+that makes none pays nothing for them on each test; on an xdist controller, as workers are
+configured. Each holds the run's ``Runtime`` it reports on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..errors import JudgeError, PropositionFailed
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+CLAIM_REPORTS = "propositions-reports"
+# How many of a test's outcomes are already JUnit properties (claims may come in any phase).
+JUNIT_DONE_KEY = pytest.StashKey[int]()
+# Set on a test's report (xdist carries them to the controller): the JudgeError's class name,
+# and how many of the test's claims were not upheld under --prop-outcome=report.
+JUDGE_ERROR_ATTR = "propositions_judge_error"
+NOT_UPHELD_ATTR = "propositions_not_upheld"
+
+
+def report_claims(config: pytest.Config, runtime: Runtime) -> None:
+    """Start the per-test reporting hooks, once per session."""
+    if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
+        config.pluginmanager.register(ClaimReports(config, runtime), CLAIM_REPORTS)
+
+
+def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runtime) -> None:
+    """The run's summary lines: verdicts (report mode or -vv), counts, store, dry run, lowest."""
+    from .summary import (
+        all_cached_line,
+        dry_run_line,
+        lowest_scores_table,
+        run_counts,
+        summary_line,
+        verdict_listing,
+    )
+
+    stats = runtime.stats()
+    mode = runtime.settings.outcome
+    very_verbose = config.option.verbose > 1
+    if runtime.record.outcomes and (mode == "report" or very_verbose):
+        terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
+        for line in verdict_listing(runtime.record.outcomes, mode, reasoning=very_verbose):
+            terminalreporter.write_line(line)
+    counts = run_counts(runtime.record.outcomes, runtime.record.judge_errors, stats)
+    terminalreporter.write_line(summary_line(counts, mode))
+    cached = all_cached_line(counts)
+    if cached is not None:
+        terminalreporter.write_line(cached)
+    if runtime.settings.store and runtime.settings.cache != "off":
+        from ..store.postgres import describe_store
+        from ..store.tiered import store_summary
+
+        where = describe_store(runtime.settings.store)
+        for line in store_summary(runtime.store_counts(), where):
+            terminalreporter.write_line(line, yellow="NOT shared" in line)
+    if runtime.settings.dry_run:
+        terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
+    if config.option.verbose > 0:
+        for line in lowest_scores_table(runtime.record.outcomes):
+            terminalreporter.write_line(line)
+
+
+class ClaimReports:
+    """Per-test reporting of claims: JUnit properties, the failure report's sections, and the
+    outcomes of their own (a judge error, a claim not upheld in report mode).
+
+    Registered at the session's first claim (``Runtime.on_first_claim``), so a suite that makes
+    none pays nothing for it on each test; on an xdist controller, as workers are configured.
+    """
+
+    def __init__(self, config: pytest.Config, runtime: Runtime) -> None:
+        self.config = config
+        self.runtime = runtime
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        runtime = self.runtime
+        if report.when != "setup" and runtime.record.outcomes:
+            # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
+            # report, which copies item.user_properties; claims judged in teardown are added there.
+            done = item.stash.get(JUNIT_DONE_KEY, 0)
+            new = runtime.record.outcomes_of(item.nodeid, start=done)
+            if new:
+                from .summary import junit_properties
+
+                properties = junit_properties(new, done + 1, runtime.settings.outcome)
+                item.user_properties.extend(properties)
+                report.user_properties.extend(properties)
+                item.stash[JUNIT_DONE_KEY] = done + len(new)
+        if report.passed and report.when == "call":
+            mine = runtime.record.outcomes_of(item.nodeid)
+            if runtime.settings.outcome == "report":
+                not_upheld = sum(1 for o in mine if not o.passed)
+                if not_upheld:
+                    setattr(report, NOT_UPHELD_ATTR, not_upheld)
+            if any(o.runs is not None for o in mine):
+                # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
+                from .summary import runs_sections
+
+                report.sections.extend(runs_sections(mine))
+        if not report.failed or call.excinfo is None:
+            return report
+        judge_error = isinstance(call.excinfo.value, JudgeError)
+        if judge_error:
+            setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
+            if getattr(call.excinfo.value, "stops_run", False):
+                # The shared store never answered: every further claim would fail the same way.
+                item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
+        if report.when != "call":
+            return report
+        from .summary import SECTION_TITLE, failure_section
+
+        outcomes = runtime.record.outcomes_of(item.nodeid)
+        if outcomes:
+            # The judge's reasoning is long: shown under -vv only (the HTML report has it too).
+            section = failure_section(
+                outcomes, runtime.settings.outcome, reasoning=item.config.option.verbose > 1
+            )
+            report.sections.append((SECTION_TITLE, section))
+        if isinstance(call.excinfo.value, PropositionFailed):
+            from .summary import short_failure
+
+            # The short summary (-rf) shows the claim, not mostly the exception's module path.
+            short_failure(report, call.excinfo.value)
+        if judge_error:
+            report.sections.append(
+                (
+                    f"{SECTION_TITLE} judge error",
+                    f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
+                )
+            )
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        # A judge error stays in pytest's "failed" category while the run goes on, so pytest
+        # shows its traceback and lists it in the short summary (with this word); the terminal
+        # summary then counts it apart (pytest_terminal_summary below).
+        if report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
+            return "failed", "J", ("JUDGE ERROR", {"red": True})
+        if report.passed and getattr(report, NOT_UPHELD_ATTR, None):
+            return "not upheld", "n", ("NOT UPHELD", {"yellow": True})
+        return None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        # Outermost, so this runs after pytest's failure sections and short summary, and just
+        # before its last line counts the categories: judge errors get a count of their own.
+        try:
+            return (yield)
+        finally:
+            failed = terminalreporter.stats.get("failed", [])
+            errors = [report for report in failed if getattr(report, JUDGE_ERROR_ATTR, None)]
+            if errors:
+                # The "failed" key stays, even empty: it keeps pytest's last line red.
+                failed[:] = [report for report in failed if report not in errors]
+                word = "judge error" if len(errors) == 1 else "judge errors"
+                terminalreporter.stats.setdefault(word, []).extend(errors)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Before junitxml writes its file: the run's counts as testsuite properties.
+        runtime = self.runtime
+        if hasattr(self.config, "workerinput") or not runtime.used:
+            return
+        from .summary import add_junit_run_properties
+
+        add_junit_run_properties(self.config, runtime)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # junitxml writes a failing call as <failure>; a judge that could not answer is an
+        # <error> (like a broken fixture), so CI tells it apart from a false claim.
+        if report.when == "call" and report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
+            from .summary import junit_failure_to_error
+
+            junit_failure_to_error(self.config, report)
+
+
+class PytestHtmlExtras:
+    """Registered only when pytest-html is active: each test's claims go into its report."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.when == "call":
+            runtime = self.runtime
+            outcomes = runtime.record.outcomes_of(item.nodeid)
+            if outcomes:
+                from .html import pytest_html_extra
+
+                extra = pytest_html_extra(
+                    outcomes, runtime.record.contexts, runtime.settings.outcome
+                )
+                report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
+        return report

@@ -1,0 +1,239 @@
+"""``--prop-html``: one self-contained HTML page of every claim of a run, evidence included.
+
+The page is a template in the package data (``reports/templates/``) rendered with chevron, which
+escapes every value (``{{...}}``); only the page's own style and script, read from the package,
+go in unescaped. Everything a judge saw is untrusted text (trajectories may hold markup or
+instructions): the templates quote every attribute with ``"`` (chevron escapes it, not ``'``),
+the page's script only toggles attributes, and a Content-Security-Policy allows nothing but
+that script (by its hash) and inline styles: no request ever leaves the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..scale import MAX_SCORE, MIN_SCORE
+
+if TYPE_CHECKING:
+    from ..record import Outcome
+    from ..runtime import Runtime
+    from ..settings import Settings
+    from .summary import RunCounts
+
+TEMPLATES = ("report.mustache", "claims.mustache", "report.css", "report.js")
+
+
+@cache
+def _template(name: str) -> str:
+    return (files(__package__) / "templates" / name).read_text(encoding="utf-8")
+
+
+def _render(name: str, view: Mapping[str, Any]) -> str:
+    import chevron
+
+    partials = {"claims": _template("claims.mustache")}
+    return str(chevron.render(_template(name), view, partials_dict=partials))
+
+
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; img-src 'none'; form-action 'none'; base-uri 'none'"
+    )
+
+
+def _value_text(verdict: Mapping[str, Any], threshold: int | None, holds: bool = True) -> str:
+    if verdict["kind"] == "check":
+        return f"{verdict['value']} (expected {'True' if holds else 'the claim not to hold'})"
+    if threshold is None:
+        return f"{verdict['value']}/{MAX_SCORE}"
+    bar = f"minimum {threshold}" if holds else f"maximum {threshold}, expected not to hold"
+    return f"{verdict['value']}/{MAX_SCORE}, {bar}"
+
+
+def _provenance(verdict: Mapping[str, Any]) -> str:
+    if verdict.get("precondition_skipped"):
+        return "not judged (precondition false)"
+    if verdict.get("cached"):
+        return f"cached, recorded {verdict.get('recorded_at') or 'at an unknown time'}"
+    return f"judged live in {float(verdict.get('judge_seconds') or 0):.2f}s"
+
+
+def _context_view(messages: Sequence[Mapping[str, Any]] | None) -> dict[str, Any] | None:
+    from .summary import plural
+
+    if not messages:
+        return None
+    return {
+        "count": plural(len(messages), "message"),
+        "messages": [
+            {"role": str(m.get("role", "?")), "content": str(m.get("content", ""))}
+            for m in messages
+        ],
+    }
+
+
+def _claim_view(
+    record: Mapping[str, Any], contexts: Mapping[str, Any], mode: str
+) -> dict[str, Any]:
+    from .summary import confidence_text, result_word
+
+    verdict = record["verdict"]
+    word = result_word(bool(record["passed"]), mode)
+    rows = [
+        ("kind", verdict["kind"]),
+        (
+            "verdict" if verdict["kind"] == "check" else "score",
+            _value_text(verdict, record["threshold"], record.get("holds", True) is not False),
+        ),
+        ("justification", verdict.get("justification") or "(none given)"),
+        (
+            "confidence",
+            confidence_text(verdict.get("confidence"), bool(verdict.get("precondition_skipped"))),
+        ),
+        ("model", verdict.get("model") or "none"),
+        ("provenance", _provenance(verdict)),
+    ]
+    if record.get("where"):
+        rows.append(("claimed at", record["where"]))
+    if verdict.get("votes"):
+        rows.append(("votes", ", ".join(str(vote) for vote in verdict["votes"])))
+    if verdict.get("key"):
+        rows.append(("key", str(verdict["key"])[:16]))
+    reasoning = verdict.get("reasoning") and not verdict.get("precondition_skipped")
+    return {
+        "status": word.replace(" ", "-"),
+        "word": word,
+        "test": str(record["test_id"] or "-"),
+        "text": str(verdict["claim"]),
+        "rows": [{"name": name, "text": str(text)} for name, text in rows],
+        "reasoning": str(verdict["reasoning"]) if reasoning else None,
+        "runs": _runs_view(record.get("runs")),
+        "context": _context_view(contexts.get(verdict.get("key") or "")),
+    }
+
+
+def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A claim over runs: its figures, then each run's verdict and justification."""
+    if not runs:
+        return None
+    from ..over_runs.many_runs import figures_line
+
+    rows = [
+        {
+            "run": str(run["run"]),
+            "held_attr": str(run["held"]).lower(),
+            "value": str(run["verdict"]["value"]),
+            "held": "held" if run["held"] else "did not hold",
+            "control": f"; control: {run['control']['value']}" if "control" in run else "",
+            "justification": str(run["verdict"].get("justification") or ""),
+        }
+        for run in runs["runs"]
+    ]
+    return {
+        "decision": str(runs["decision"]),
+        "rule": str(runs["rule_text"]),
+        "figures": figures_line(runs),
+        "decided_by": str(runs["decided_by"]),
+        "count": str(len(rows)),
+        "rows": rows,
+    }
+
+
+def _histogram_view(scores: Iterable[int]) -> list[dict[str, str]]:
+    counts = [0] * (MAX_SCORE - MIN_SCORE + 1)
+    for score in scores:
+        counts[score - MIN_SCORE] += 1
+    top = max(counts) or 1
+    return [
+        {
+            "score": str(MIN_SCORE + i),
+            "count": str(count),
+            "height": str(round(70 * count / top) + 1),
+        }
+        for i, count in enumerate(counts)
+    ]
+
+
+def render(
+    settings: Settings,
+    records: Sequence[Mapping[str, Any]],
+    judge_errors: Sequence[tuple[str | None, str]],
+    contexts: Mapping[str, Any],
+    counts: RunCounts,
+) -> str:
+    """The page: summary and histogram, filters, then one section per claim and judge error.
+
+    The counts are the terminal summary's (``RunCounts``), worded the same way.
+    """
+    from .._version import __version__
+    from .summary import count_parts, result_word
+
+    mode = settings.outcome
+    scores = [int(r["verdict"]["value"]) for r in records if r["verdict"]["kind"] == "score"]
+    script = _template("report.js")
+    view = {
+        "csp": _csp(script),
+        "style": _template("report.css"),
+        "script": script,
+        "model": str(settings.model),
+        "cache": str(settings.cache),
+        "mode": mode,
+        "version": __version__,
+        "report_mode": mode == "report",
+        "counts": [*count_parts(counts, mode), f"${counts.cost_usd:.4f}"],
+        "histogram": _histogram_view(scores),
+        "failures_word": result_word(False, mode),
+        "total": str(len(records) + len(judge_errors)),
+        "claims": [_claim_view(record, contexts, mode) for record in records],
+        "errors": [
+            {"test": str(test_id or "-"), "message": str(message)}
+            for test_id, message in judge_errors
+        ],
+    }
+    return _render("report.mustache", view)
+
+
+def save_html_report(runtime: Runtime, base: Path) -> str | None:
+    """Write the run's ``--prop-html``; a message saying what went wrong, or None."""
+    from .summary import outcome_record, record_order, run_counts, write_text_atomically
+
+    configured = runtime.settings.html
+    if not configured:
+        return None
+    path = base / Path(configured).expanduser()
+    if path.is_dir():
+        return f"--prop-html: {configured!r} is a directory; give a file name"
+    records = sorted((outcome_record(o) for o in runtime.record.outcomes), key=record_order)
+    errors = sorted(runtime.record.judge_errors, key=lambda error: (error[0] or "", error[1]))
+    counts = run_counts(runtime.record.outcomes, errors, runtime.stats())
+    page = render(runtime.settings, records, errors, runtime.record.contexts, counts)
+    try:
+        write_text_atomically(path, page)
+    except OSError as error:
+        return f"--prop-html: cannot write {configured!r}: {error}"
+    return None
+
+
+def fragment(outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail") -> str:
+    """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
+    from .summary import outcome_record
+
+    claims = [_claim_view(outcome_record(o), contexts, mode) for o in outcomes]
+    return _render("claims.mustache", {"claims": claims})
+
+
+def pytest_html_extra(
+    outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail"
+) -> Any:
+    """The claims as one pytest-html "extra" (pytest-html escapes nothing: the fragment does)."""
+    from pytest_html import extras
+
+    return extras.html(f'<div class="propositions">{fragment(outcomes, contexts, mode)}</div>')

@@ -1,0 +1,649 @@
+"""From verdicts to reports: the failure section, the summary and its table, the header, JUnit
+properties, the JSON report (and the records xdist workers send to the controller).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import uuid
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..checks import terminal_text
+from ..scale import MAX_SCORE
+
+if TYPE_CHECKING:
+    from ..judging.judge import JudgeStats
+    from ..record import Outcome
+    from ..runtime import Runtime
+    from ..settings import Settings
+    from ..verdict import Verdict
+
+SECTION_TITLE = "proposition"
+
+
+def _indent(text: str) -> str:
+    """A judge's text under its heading: one line, escaped (``terminal_text``), indented."""
+    return textwrap.indent(terminal_text(text.strip()) or "(none given)", "    ")
+
+
+def provenance(verdict: Verdict) -> str:
+    if verdict.precondition_skipped:
+        return "not judged (precondition false)"
+    if verdict.cached:
+        return f"from the cache, recorded {verdict.recorded_at or 'at an unknown time'}"
+    return f"judged live in {verdict.judge_seconds:.2f}s"
+
+
+def describe_value(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
+    if verdict.kind == "check":
+        return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
+    bar = (
+        f"minimum {threshold}" if holds else f"maximum {threshold}: expected the claim not to hold"
+    )
+    return f"{verdict.value}/{MAX_SCORE} ({bar})"
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 claim``, ``2 claims``: every count a report writes goes through here."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def confidence_text(confidence: float | None, precondition_skipped: bool = False) -> str:
+    """The confidence as the judge gave it (never rounded to a made-up 0.00), or "not given".
+
+    A claim whose precondition was false had no judge; the verdict's confidence of 1 (kept for
+    the reference library's API) is not the judge's.
+    """
+    if precondition_skipped:
+        return "not given (not judged: the precondition was false)"
+    if confidence is None:
+        return "not given"
+    return f"{confidence:.4g}"
+
+
+def result_word(passed: bool, outcome: str = "fail") -> str:
+    """A claim's result as every report words it; under --prop-outcome=report, "not upheld"."""
+    if outcome == "report":
+        return "upheld" if passed else "not upheld"
+    return "passed" if passed else "failed"
+
+
+def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) -> str:
+    if outcome.runs is not None:
+        from ..over_runs.many_runs import runs_text
+
+        return runs_text(outcome.runs)
+    verdict = outcome.verdict
+    label = result_word(outcome.passed, mode).upper()
+    lines = [
+        f"{label}: {terminal_text(verdict.claim)}",
+        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold, outcome.holds)}",
+    ]
+    if outcome.where:
+        lines.append(f"  claimed at: {outcome.where}")
+    lines.append(
+        f"  confidence: {confidence_text(verdict.confidence, verdict.precondition_skipped)}"
+    )
+    if verdict.votes:
+        lines.append(f"  votes: {', '.join(str(vote) for vote in verdict.votes)}")
+    if verdict.revised_from is not None:
+        lines.append(f"  revised on double check from: {verdict.revised_from}")
+    lines.append(f"  model: {verdict.model or 'none'}; {provenance(verdict)}")
+    if verdict.key:
+        lines.append(f"  key: {verdict.key[:16]}")
+    lines.append("  justification:")
+    lines.append(_indent(verdict.justification))
+    if reasoning:
+        lines.append("  reasoning:")
+        lines.append(_indent(verdict.reasoning))
+    return "\n".join(lines)
+
+
+RUNS_SECTION_TITLE = "proposition over runs"
+
+
+def runs_sections(outcomes: Iterable[Outcome]) -> list[tuple[str, str]]:
+    """A report section for each claim over runs (a passing test shows them under -rA)."""
+    return [(RUNS_SECTION_TITLE, outcome_text(o)) for o in outcomes if o.runs is not None]
+
+
+def failure_section(
+    outcomes: Iterable[Outcome], mode: str = "fail", reasoning: bool = False
+) -> str:
+    """Every claim of a failed test, failing ones first, each with its justification (and the
+    judge's reasoning under -vv)."""
+    ordered = sorted(outcomes, key=lambda outcome: outcome.passed)
+    return "\n\n".join(outcome_text(outcome, mode, reasoning) for outcome in ordered)
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
+
+    ``claims`` is every claim the run tried to judge: ``passed + failed + judge_errors``. A claim
+    with a verdict got it in one of three ways: ``skipped_by_precondition + from_cache +
+    judged_live == passed + failed``. ``judge_calls``, tokens and cost count requests (a claim
+    with ``samples=3`` makes three).
+    """
+
+    claims: int
+    passed: int
+    failed: int
+    judge_errors: int
+    skipped_by_precondition: int
+    from_cache: int
+    judged_live: int
+    judge_calls: int
+    tokens: int
+    cost_usd: float
+    judge_seconds: float
+
+
+def run_counts(
+    outcomes: Iterable[Outcome], judge_errors: Iterable[object], stats: JudgeStats
+) -> RunCounts:
+    verdicts = [outcome for outcome in outcomes]
+    skipped = sum(1 for o in verdicts if o.verdict.precondition_skipped)
+    cached = sum(1 for o in verdicts if o.verdict.cached and not o.verdict.precondition_skipped)
+    failed = sum(1 for o in verdicts if not o.passed)
+    errors = sum(1 for _ in judge_errors)
+    return RunCounts(
+        claims=len(verdicts) + errors,
+        passed=len(verdicts) - failed,
+        failed=failed,
+        judge_errors=errors,
+        skipped_by_precondition=skipped,
+        from_cache=cached,
+        judged_live=len(verdicts) - skipped - cached,
+        judge_calls=int(stats.judge_calls),
+        tokens=int(stats.prompt_tokens + stats.completion_tokens),
+        cost_usd=float(stats.cost_usd),
+        judge_seconds=float(stats.judge_seconds),
+    )
+
+
+def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
+    """The counts as the terminal and the HTML page both word them."""
+    parts = [
+        plural(counts.claims, "claim"),
+        f"{counts.passed} {result_word(True, outcome)}",
+        f"{counts.failed} {result_word(False, outcome)}",
+        plural(counts.judge_errors, "judge error"),
+    ]
+    if counts.skipped_by_precondition:
+        parts.append(f"{counts.skipped_by_precondition} skipped by precondition")
+    parts += [
+        f"{counts.from_cache} from cache",
+        f"{counts.judged_live} judged live",
+        plural(counts.judge_calls, "judge call"),
+    ]
+    return parts
+
+
+def summary_line(counts: RunCounts, outcome: str = "fail") -> str:
+    """The run's counts; under --prop-outcome=report a claim the judge rejected is "not upheld"."""
+    parts = [
+        *count_parts(counts, outcome),
+        plural(counts.tokens, "token"),
+        f"${counts.cost_usd:.4f}",
+        f"{counts.judge_seconds:.1f}s judging",
+    ]
+    return "propositions: " + ", ".join(parts)
+
+
+# How much of a claim the short summary (-rf, -rA) quotes.
+SHORT_CLAIM = 60
+
+
+def short_failure_text(
+    verdict: Verdict,
+    threshold: int | None,
+    where: str | None = None,
+    more: int = 0,
+    holds: bool = True,
+) -> str:
+    """One line for pytest's short summary: the claim first, shortened, then what the judge said."""
+    from ..checks import quote_claim
+
+    if verdict.kind == "check":
+        said = f"judged {verdict.value}"
+    else:
+        bar = f"minimum {threshold}" if holds else f"maximum {threshold}"
+        said = f"scored {verdict.value}/{MAX_SCORE}, {bar}"
+    if not holds:
+        said += ", expected not to hold"
+    text = f"claim {quote_claim(verdict.claim, SHORT_CLAIM)} {said}"
+    if where:
+        text += f" at {where}"
+    if more:
+        text += f" (+{plural(more, 'more claim')} failed)"
+    return text
+
+
+def short_failure(report: Any, error: Any) -> None:
+    """Put the claim in the short summary's line: pytest takes it from the crash message,
+    which otherwise starts with the exception's whole module path."""
+    text = getattr(error, "short", None) or short_failure_text(
+        error.verdict, error.threshold, holds=getattr(error, "holds", True)
+    )
+    with suppress(AttributeError):
+        report.longrepr.reprcrash.message = f"PropositionFailed: {text}"
+
+
+# The judge `--prop-model=local` runs unless --prop-local-model names another file.
+STAND_IN_MODEL = "SmolLM2-135M-Instruct"
+
+
+def judge_description(settings: Settings) -> str:
+    """The judge as the header names it; the bundled tiny model says it is a stand-in."""
+    if settings.judge_source:
+        return f"{settings.model} from {settings.judge_source}"
+    if settings.model != "local":
+        return settings.model
+    if settings.local_model:
+        return f"local ({Path(settings.local_model).name})"
+    return (
+        f"local ({STAND_IN_MODEL}, a tiny stand-in for trying the plugin; pick a real judge "
+        "with --prop-model=...)"
+    )
+
+
+def header_line(settings: Settings, cache_place: str | None) -> str:
+    """One line: the judge, the cache, and report mode when it is on."""
+    cache = (
+        settings.cache
+        if settings.cache == "off"
+        else f"{settings.cache} ({cache_place or 'no folder'})"
+    )
+    line = f"propositions: model {judge_description(settings)}, cache {cache}"
+    if settings.outcome == "report":
+        line += ", outcome report (claims not upheld are reported, not failed)"
+    return line
+
+
+def all_cached_line(counts: RunCounts) -> str | None:
+    """Said plainly when no verdict of the run needed the judge: the cache at work."""
+    if counts.from_cache and not counts.judged_live and not counts.judge_calls:
+        return (
+            f"propositions: every verdict ({counts.from_cache}) came from the cache; "
+            "the judge was not called"
+        )
+    return None
+
+
+def verdict_listing(
+    outcomes: Iterable[Outcome], mode: str = "fail", reasoning: bool = False
+) -> list[str]:
+    """Every claim of the run, upheld or not, with the judge's justification, by test id.
+
+    What --prop-outcome=report shows instead of failures (and -vv always, with the reasoning).
+    """
+    ordered = sorted(outcomes, key=lambda outcome: outcome.test_id or "")
+    lines: list[str] = []
+    for outcome in ordered:
+        verdict = outcome.verdict
+        label = result_word(outcome.passed, mode).upper()
+        lines.append(f"{label:<10}  {outcome.test_id or '-'}")
+        lines.append(f"    claim:   {terminal_text(verdict.claim)}")
+        if verdict.precondition_skipped:
+            value = "not judged, the precondition was false"
+        else:
+            if verdict.kind == "check" and outcome.holds:
+                value = str(verdict.value)
+            else:
+                value = describe_value(verdict, outcome.threshold, outcome.holds)
+            value += " (cached)" if verdict.cached else " (live)"
+            value += f", confidence {confidence_text(verdict.confidence)}"
+        lines.append(f"    verdict: {value}")
+        texts = [("why:", verdict.justification)]
+        if reasoning and not verdict.precondition_skipped:
+            texts.append(("reasoning:", verdict.reasoning))
+        for name, text in texts:
+            words = " ".join(terminal_text(text).split()) or "(none given)"
+            lines.extend(
+                textwrap.wrap(
+                    words,
+                    width=96,
+                    initial_indent=f"    {name} ".ljust(13),
+                    subsequent_indent=" " * 13,
+                )
+            )
+    return lines
+
+
+def dry_run_line(misses: int) -> str:
+    return f"propositions: dry run, {plural(misses, 'claim')} would be judged (no cached verdict)"
+
+
+# -- the -v table ---------------------------------------------------------------------------------
+
+TABLE_ROWS = 10
+TABLE_WIDTH = 100
+_TEST_COLUMN_MAX = 50
+_CLAIM_COLUMN_MIN = 20
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def lowest_scores_table(
+    outcomes: Iterable[Outcome], rows: int = TABLE_ROWS, width: int = TABLE_WIDTH
+) -> list[str]:
+    """The lowest score verdicts of the run, lowest first, one line each; empty without scores.
+
+    Ties are ordered by test id and claim, so the table does not depend on xdist's scheduling.
+    """
+    scores = sorted(
+        (outcome for outcome in outcomes if outcome.verdict.kind == "score"),
+        key=lambda outcome: (
+            int(outcome.verdict.value),
+            outcome.test_id or "",
+            outcome.verdict.claim,
+        ),
+    )
+    if not scores:
+        return []
+    shown = scores[:rows]
+    test_width = min(max(len(outcome.test_id or "-") for outcome in shown), _TEST_COLUMN_MAX)
+    test_width = max(test_width, len("test"))
+    lines = [
+        f"propositions: lowest scores ({len(shown)} of {len(scores)})",
+        f"{'score':>5}  {'min':>3}  {'result':<6}  {'test':<{test_width}}  claim",
+    ]
+    for outcome in shown:
+        score = f"{outcome.verdict.value}/{MAX_SCORE}"
+        bar = "-" if outcome.threshold is None else str(outcome.threshold)
+        result = "passed" if outcome.passed else "FAILED"
+        test = outcome.test_id or "-"
+        if len(test) > _TEST_COLUMN_MAX:
+            # The test's own name is at the end of its id; keep that part.
+            test = "..." + test[-(_TEST_COLUMN_MAX - 3) :]
+        prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
+        room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
+        lines.append(prefix + _clip(terminal_text(outcome.verdict.claim), room))
+    return lines
+
+
+# -- JUnit XML --------------------------------------------------------------------------------------
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def junit_properties(
+    outcomes: Iterable[Outcome], start: int = 1, mode: str = "fail"
+) -> list[tuple[str, str]]:
+    """``proposition[i].<field>`` properties, i counting a test's claims from 1 in judging order.
+
+    Fields: claim, kind, value, threshold (score claims), passed, result (passed/failed, or
+    upheld/not upheld under --prop-outcome=report), confidence ("not given" when the judge gave
+    none), model, cached, justification, and where a soft claim was made. Booleans are
+    ``true``/``false``.
+    """
+    properties: list[tuple[str, str]] = []
+    for index, outcome in enumerate(outcomes, start):
+        verdict = outcome.verdict
+        value = _flag(verdict.value) if isinstance(verdict.value, bool) else str(verdict.value)
+        fields: list[tuple[str, str]] = [
+            ("claim", verdict.claim),
+            ("kind", verdict.kind),
+            ("value", value),
+        ]
+        if outcome.threshold is not None:
+            fields.append(("threshold", str(outcome.threshold)))
+        if not outcome.holds:
+            fields.append(("holds", "false"))
+        fields.append(("passed", _flag(outcome.passed)))
+        fields.append(("result", result_word(outcome.passed, mode)))
+        fields.append(
+            ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped))
+        )
+        fields += [
+            ("model", verdict.model),
+            ("cached", _flag(verdict.cached)),
+            ("justification", verdict.justification),
+        ]
+        if outcome.where:
+            fields.append(("claimed_at", outcome.where))
+        if outcome.runs is not None:
+            fields += runs_properties(outcome.runs)
+        properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
+    return properties
+
+
+def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
+    """The run's counts as testsuite properties (``propositions.<count>``), as the terminal
+    and the JSON report give them, and the outcome mode."""
+    properties = [("propositions.outcome", mode)]
+    for name in (
+        "claims",
+        "passed",
+        "failed",
+        "judge_errors",
+        "skipped_by_precondition",
+        "from_cache",
+        "judged_live",
+        "judge_calls",
+    ):
+        properties.append((f"propositions.{name}", str(getattr(counts, name))))
+    return properties
+
+
+def add_junit_run_properties(config: Any, runtime: Runtime) -> None:
+    """The run's counts as junitxml's testsuite properties, when a JUnit file is written."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    counts = run_counts(runtime.record.outcomes, runtime.record.judge_errors, runtime.stats())
+    for name, value in junit_run_properties(counts, runtime.settings.outcome):
+        xml.add_global_property(name, value)
+
+
+def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A claim over runs' figures as JUnit properties (``runs.made``, ``runs.rate``...)."""
+    estimate = "mean" if runs["rule"] == "mean" else "rate"
+    if runs["rule"] == "better_than" and runs["kind"] == "score":
+        estimate = "mean"
+    pairs = [
+        ("runs.rule", str(runs["rule_text"])),
+        ("runs.decision", str(runs["decision"])),
+        ("runs.made", str(runs["runs_made"])),
+        ("runs.held", str(runs["runs_held"])),
+        (f"runs.{estimate}", str(runs["estimate"])),
+        ("runs.lower", str(runs["lower"])),
+        ("runs.upper", str(runs["upper"])),
+        ("runs.confidence", str(runs["confidence"])),
+        ("runs.decided_by", str(runs["decided_by"])),
+    ]
+    if runs.get("control_estimate") is not None:
+        pairs.append(("runs.control", str(runs["control_estimate"])))
+    return pairs
+
+
+def junit_failure_to_error(config: Any, report: Any) -> bool:
+    """Turn the <failure> junitxml just recorded for this call report into an <error>.
+
+    junitxml offers no hook for it, so this reaches into its writer; if a pytest version lays
+    it out differently, the test stays a <failure> (a test of the suite watches for that).
+    """
+    try:
+        from _pytest.junitxml import xml_key
+
+        xml = config.stash.get(xml_key, None)
+        if xml is None:
+            return False
+        reporter = xml.node_reporter(report)
+        for node in reversed(reporter.nodes):
+            if node.tag == "failure":
+                node.tag = "error"
+                xml.stats["failure"] -= 1
+                xml.stats["error"] += 1
+                return True
+    except (ImportError, AttributeError, KeyError, TypeError):
+        pass
+    return False
+
+
+# -- records: the JSON report, and what xdist workers send the controller -------------------------
+
+
+def outcome_record(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as plain JSON data (execnet and json both carry it)."""
+    record = {
+        "test_id": outcome.test_id,
+        "threshold": outcome.threshold,
+        "holds": outcome.holds,
+        "passed": outcome.passed,
+        "where": outcome.where,
+        "verdict": outcome.verdict.as_dict(),
+    }
+    if outcome.runs is not None:
+        record["runs"] = outcome.runs
+    return record
+
+
+def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
+    from ..record import Outcome
+    from ..verdict import Verdict
+
+    return Outcome(
+        test_id=record["test_id"],
+        verdict=Verdict.from_dict(record["verdict"]),
+        threshold=record["threshold"],
+        passed=bool(record["passed"]),
+        holds=record.get("holds", True) is not False,
+        where=record.get("where"),
+        runs=record.get("runs"),
+    )
+
+
+def stats_record(stats: JudgeStats) -> dict[str, float]:
+    from ..record import stat_names
+
+    return {name: getattr(stats, name) for name in stat_names()}
+
+
+def record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    verdict = record["verdict"]
+    # The whole record breaks ties, so identical claims in one test sort the same every run.
+    return (
+        record["test_id"] or "",
+        verdict["claim"],
+        verdict["kind"],
+        json.dumps(record, sort_keys=True),
+    )
+
+
+def json_report(
+    settings: Settings,
+    stats: JudgeStats,
+    outcomes: Iterable[Outcome],
+    judge_errors: Iterable[tuple[str | None, str]],
+) -> dict[str, Any]:
+    """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
+
+    The summary's claim counts are the terminal's (``RunCounts``); ``verdicts``, ``cache_hits``
+    and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
+    ``result`` says "upheld" or "not upheld".
+    """
+    from .._version import __version__
+
+    outcomes = list(outcomes)
+    errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
+    counts = run_counts(outcomes, errors, stats)
+    mode = settings.outcome
+    verdicts = sorted(
+        (
+            {**outcome_record(outcome), "result": result_word(outcome.passed, mode)}
+            for outcome in outcomes
+        ),
+        key=record_order,
+    )
+    return {
+        "plugin_version": __version__,
+        "model": settings.model,
+        "cache_mode": settings.cache,
+        "outcome": mode,
+        "summary": {
+            "claims": counts.claims,
+            "passed": counts.passed,
+            "failed": counts.failed,
+            "judge_errors": counts.judge_errors,
+            "skipped_by_precondition": counts.skipped_by_precondition,
+            "from_cache": counts.from_cache,
+            "judged_live": counts.judged_live,
+            "verdicts": stats.verdicts,
+            "cache_hits": stats.cache_hits,
+            "judge_calls": stats.judge_calls,
+            "prompt_tokens": stats.prompt_tokens,
+            "completion_tokens": stats.completion_tokens,
+            "cost_usd": round(stats.cost_usd, 6),
+            "judge_seconds": round(stats.judge_seconds, 3),
+            "dry_run_misses": stats.dry_run_misses,
+        },
+        "verdicts": verdicts,
+        "judge_errors": [{"test_id": test_id, "error": error} for test_id, error in errors],
+    }
+
+
+def report_path(configured: str, base: Path) -> Path:
+    """Where ``--prop-report`` writes, relative to ``base``; ValueError if that is a folder."""
+    path = base / Path(configured).expanduser()
+    if path.is_dir():
+        raise ValueError(
+            f"--prop-report: {configured!r} is a directory; give a file name, e.g. "
+            f"{str(Path(configured) / 'propositions.json')!r}"
+        )
+    return path
+
+
+def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write the report whole or not at all: a temporary file beside it, then a rename."""
+    write_text_atomically(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """A report file appears whole or not at all: a temporary file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        # os.open with 0o666 lets the umask decide the mode, as for any file the user writes.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def save_json_report(runtime: Runtime, base: Path) -> str | None:
+    """Write the run's ``--prop-report``; a message saying what went wrong, or None."""
+    configured = runtime.settings.report
+    if not configured:
+        return None
+    try:
+        path = report_path(configured, base)
+        payload = json_report(
+            runtime.settings, runtime.stats(), runtime.record.outcomes, runtime.record.judge_errors
+        )
+        write_json_report(path, payload)
+    except ValueError as error:
+        return str(error)
+    except OSError as error:
+        return f"--prop-report: cannot write {configured!r}: {error}"
+    return None

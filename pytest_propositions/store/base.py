@@ -1,0 +1,50 @@
+"""What every place that keeps verdicts provides to the judge and the run: ``VerdictStore``.
+
+The disk cache (``cache.VerdictCache``) implements it, and so do the two levels over it and a
+shared store (``tiered.SharedVerdictCache``, which holds a disk cache rather than being one).
+A new place to keep verdicts implements it too; the judge and the runtime use nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .cache import CacheMode, VerdictCache
+
+
+class VerdictStore(Protocol):
+    """Verdict records by cache key, in one of the cache modes."""
+
+    @property
+    def mode(self) -> CacheMode:
+        """use, replay, refresh or off: whether records are read and written."""
+
+    @property
+    def used_keys(self) -> set[str]:
+        """The keys this process read or stored (a run tells ``cache prune`` to keep them)."""
+
+    @property
+    def disk(self) -> VerdictCache:
+        """The disk cache on this machine (itself, for the disk cache): what a replay miss is
+        explained from and where a run's usage is recorded."""
+
+    def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
+        """The stored record for ``key``, or None; a record of the other kind is a miss."""
+
+    def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Store a checked record; returns the record that stands for ``key`` (another
+        process's, when a shared store already held one)."""
+
+    def prepare_write(self) -> None:
+        """Before a paid call: raise if its verdict could not be stored."""
+
+    def record_usage(self, used: Iterable[str], started_at: datetime) -> None:
+        """Note the keys a finished run used, for ``cache prune``."""
+
+    def store_counts(self) -> dict[str, int]:
+        """A shared store's counters for the summary (none for the disk cache alone)."""
+
+    def close(self) -> None: ...
