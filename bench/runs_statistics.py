@@ -35,8 +35,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
-from pytest_propositions.over_runs import stats  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
+
+from pytest_propositions.over_runs import stats  # noqa: E402
 
 CONFIDENCE = 0.95
 OFFSETS = (-0.30, -0.15, -0.10, -0.05, -0.02, 0.0, 0.02, 0.05, 0.10, 0.15, 0.30)

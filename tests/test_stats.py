@@ -11,10 +11,10 @@ import pytest
 
 scipy = pytest.importorskip("scipy")
 
-from pytest_propositions.over_runs import stats  # noqa: E402
 from scipy import integrate  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
+from pytest_propositions.over_runs import stats  # noqa: E402
 from pytest_propositions.over_runs.many_runs import Rule, _Decider  # noqa: E402
 
 
