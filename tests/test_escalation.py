@@ -88,6 +88,12 @@ def test_the_escalation_model_is_reached_at_its_own_base_with_its_own_key(
     connect = connector(settings)
     assert connect("openai/strong").endpoint() == ("http://strong.invalid/v1", "strong-key")
     assert connect("openai/small").endpoint() == ("http://main.invalid/v1", "main-key")
+    # The referee's own base is taken the same way.
+    monkeypatch.setenv("PROP_REFEREE_API_KEY", "referee-key")
+    refereed = connector(
+        resolve({"referee_model": "r", "referee_api_base": "http://ref.invalid/v1"}, {}, {})
+    )
+    assert refereed("r").endpoint() == ("http://ref.invalid/v1", "referee-key")
     # Without a base of its own, the stronger model is reached like the main judge.
     same = connector(resolve({"api_base": "http://main.invalid/v1", "escalate_to": "s"}, {}, {}))
     assert same("s").endpoint() == ("http://main.invalid/v1", "main-key")
