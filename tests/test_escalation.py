@@ -288,3 +288,13 @@ def test_a_missing_escalated_verdict_under_replay_is_verdict_missing(
     assert_counts(replay, judge_errors=1)
     replay.stdout.fnmatch_lines(["*VerdictMissing: escalation to openai/gpt-4o failed*"])
     assert len(judge_server.requests) == asked
+
+
+def test_an_escalated_outcome_survives_the_trip_from_an_xdist_worker() -> None:
+    from pytest_propositions.record import Outcome
+    from pytest_propositions.reports.summary import outcome_from_record, outcome_record
+
+    main = score(7).replace(model="openai/small", cost_usd=0.0001)
+    strong = score(4).replace(model="openai/strong", cost_usd=0.002)
+    outcome = Outcome("t.py::test", strong, 7, False, escalated_from=main)
+    assert outcome_from_record(json.loads(json.dumps(outcome_record(outcome)))) == outcome
