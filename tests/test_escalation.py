@@ -232,6 +232,8 @@ def test_every_report_shows_both_verdicts_and_their_costs(
             "said False (expected True) (live, cost $0.0*)",
         ]
     )
+    # The lowest scores (-v).
+    result.stdout.fnmatch_lines(["*4/9    7  FAILED  *[[]escalated from 7[]]*"])
     # JUnit properties.
     cases = {
         case.attrib["name"]: {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}

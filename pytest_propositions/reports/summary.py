@@ -401,7 +401,10 @@ def lowest_scores_table(
             test = "..." + test[-(_TEST_COLUMN_MAX - 3) :]
         prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
         room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
-        lines.append(prefix + _clip(terminal_text(outcome.verdict.claim), room))
+        main = outcome.escalated_from
+        # An escalated score says so first: the main judge's score did not decide.
+        note = "" if main is None else f"[escalated from {main.value}] "
+        lines.append(prefix + _clip(note + terminal_text(outcome.verdict.claim), room))
     return lines
 
 
