@@ -309,8 +309,10 @@ def judge_claim(
     samples: int | None = None,
     sample_index: int = 0,
     timestamps: str | None = None,
+    model: str | None = None,
 ) -> Verdict:
-    """Evaluate without asserting: the Verdict, whatever it says."""
+    """Evaluate without asserting: the Verdict, whatever it says (``model``: another judge than
+    the run's, the escalation model)."""
     __tracebackhide__ = True
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
@@ -332,6 +334,7 @@ def judge_claim(
         samples=runtime.settings.samples if samples is None else samples,
         sample_index=sample_index,
         runtime=runtime,
+        model=model,
     )
 
 
@@ -344,7 +347,12 @@ def passes(verdict: Verdict, threshold: int | None, holds: bool = True) -> bool:
     return int(verdict.value) <= threshold
 
 
-def failure_message(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
+def failure_message(
+    verdict: Verdict,
+    threshold: int | None,
+    holds: bool = True,
+    escalated_from: Verdict | None = None,
+) -> str:
     """One line for the exception; the report section carries the rest."""
     if verdict.kind == "check" and holds:
         outcome = "judged False"
@@ -359,7 +367,12 @@ def failure_message(verdict: Verdict, threshold: int | None, holds: bool = True)
         )
     votes = f", votes {list(verdict.votes)}" if verdict.votes else ""
     claim = quote_claim(verdict.claim)
-    message = f"claim {claim} {outcome} (model {verdict.model or 'unknown'}{votes})"
+    escalated = (
+        f", escalated from {escalated_from.model or 'the main judge'}'s {escalated_from.value}"
+        if escalated_from is not None
+        else ""
+    )
+    message = f"claim {claim} {outcome} (model {verdict.model or 'unknown'}{votes}{escalated})"
     if not holds:
         # The judge's reasons are what a reader needs when a claim that must not hold did.
         message += f"; the judge: {quote_claim(verdict.justification, 300)}"
@@ -375,22 +388,29 @@ def _judge_and_note(
     holds: bool = True,
     where: str | None = None,
     compare_scores: bool = False,
-) -> tuple[Verdict, bool]:
+) -> tuple[Verdict, bool, Verdict | None]:
+    """The claim judged and noted: its standing verdict, whether it passed, and the main
+    judge's verdict when the claim was escalated (None otherwise)."""
     __tracebackhide__ = True
     if is_runs(target) or any(name in options for name in RUNS_OPTION_NAMES):
-        return _judge_runs_and_note(
-            runtime, target, claim, threshold, options, compare_scores, where
+        # Claims over runs are never escalated: a referee (--prop-referee-model) checks them.
+        return (
+            *_judge_runs_and_note(
+                runtime, target, claim, threshold, options, compare_scores, where
+            ),
+            None,
         )
     kind = "check" if threshold is None else "score"
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, **options)
         verdict = _confirmed(runtime, verdict, threshold, target, claim, kind, options, holds)
+        main, verdict = _escalated(runtime, verdict, threshold, target, claim, kind, options, holds)
     except JudgeError as error:
         runtime.note_error(error)
         raise
     ok = passes(verdict, threshold, holds)
-    runtime.note(verdict, threshold, ok, holds, where)
-    return verdict, ok
+    runtime.note(verdict, threshold, ok, holds, where, escalated_from=main)
+    return verdict, ok, main
 
 
 def _judge_runs_and_note(
@@ -423,6 +443,65 @@ def needs_confirmation(verdict: Verdict, threshold: int | None, holds: bool = Tr
     if verdict.kind == "check" or threshold is None:
         return not passes(verdict, None, holds)
     return abs(int(verdict.value) - threshold) <= 1
+
+
+def needs_escalation(
+    verdict: Verdict, threshold: int | None, holds: bool = True, within: int = 1
+) -> bool:
+    """Whether the stronger model (--prop-escalate-to) judges the claim again: when the main
+    judge's verdict would fail the claim (a check that does not come out as expected, a score
+    on the wrong side of its bar, however far), or a score is within ``within`` points of its
+    bar (min_score and max_score alike), passing or not. A claim whose precondition was false
+    was not judged, so there is nothing to escalate."""
+    if verdict.precondition_skipped:
+        return False
+    if not passes(verdict, threshold, holds):
+        return True
+    return (
+        verdict.kind == "score"
+        and threshold is not None
+        and (abs(int(verdict.value) - threshold) <= within)
+    )
+
+
+def _escalated(
+    runtime: Runtime,
+    verdict: Verdict,
+    threshold: int | None,
+    target: Any,
+    claim: str,
+    kind: str,
+    options: Mapping[str, Any],
+    holds: bool = True,
+) -> tuple[Verdict | None, Verdict]:
+    """(the main judge's verdict, the standing one) after --prop-escalate-to: the stronger
+    model's verdict stands when the main one was in doubt; (None, verdict) when not escalated.
+
+    The stronger model is asked the same request (prompt, double check, samples), so its
+    verdict is cached under its own key. A failure to get it is a judge error, never a fall back
+    to the main judge's verdict.
+    """
+    settings = runtime.settings
+    stronger = settings.escalate_to
+    main_model = settings.judge_model(bool(options.get("use_reasoning_model", False)))
+    if (
+        stronger is None
+        or stronger == main_model
+        or not needs_escalation(verdict, threshold, holds, settings.escalate_within)
+    ):
+        return None, verdict
+    try:
+        standing = judge_claim(runtime, target, claim, kind=kind, model=stronger, **options)
+    except JudgeError as error:
+        import copy
+
+        failed = copy.copy(error)
+        failed.args = (
+            f"escalation to {stronger} failed, and the main judge's verdict "
+            f"({verdict.value}) does not stand: {error}",
+        )
+        raise failed from None
+    return verdict, standing
 
 
 def _confirmed(
@@ -479,7 +558,7 @@ def assert_claim(
     if rule is not None and not holds:
         raise TypeError("holds=False does not apply to claims over runs; use at_most=")
     try:
-        verdict, ok = _judge_and_note(
+        verdict, ok, main = _judge_and_note(
             runtime, target, claim, threshold, options, holds, compare_scores=compare_scores
         )
     except DryRunSkip as skip:
@@ -490,7 +569,9 @@ def assert_claim(
     if not ok and runtime.settings.outcome != "report":
         # A claim over runs says its decision and figures (the summary verdict's justification).
         message = (
-            verdict.justification if is_runs(target) else failure_message(verdict, threshold, holds)
+            verdict.justification
+            if is_runs(target)
+            else failure_message(verdict, threshold, holds, main)
         )
         raise PropositionFailed(message, verdict, threshold, holds=holds)
     # --prop-outcome=report: the outcome is noted, and the summary lists it with its reasons.
@@ -535,7 +616,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         runtime.current_test = test_id
         result = _Result(item)
         try:
-            result.verdict, result.passed = _judge_and_note(
+            result.verdict, result.passed, _ = _judge_and_note(
                 runtime,
                 item.target,
                 item.claim,

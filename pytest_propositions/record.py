@@ -30,6 +30,9 @@ class Outcome:
     where: str | None = None
     # A claim over many runs: its figures and each run's verdict (plain JSON data).
     runs: dict[str, Any] | None = None
+    # An escalated claim (--prop-escalate-to): the main judge's verdict, which did not decide;
+    # ``verdict`` is then the stronger model's, which did.
+    escalated_from: Verdict | None = None
 
 
 def stat_names() -> tuple[str, ...]:

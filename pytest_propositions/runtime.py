@@ -102,9 +102,14 @@ class Runtime:
         holds: bool = True,
         where: str | None = None,
         runs: dict[str, Any] | None = None,
+        escalated_from: Verdict | None = None,
     ) -> None:
         self._first_claim()
-        self.record.add(Outcome(self.current_test, verdict, threshold, passed, holds, where, runs))
+        self.record.add(
+            Outcome(
+                self.current_test, verdict, threshold, passed, holds, where, runs, escalated_from
+            )
+        )
 
     def note_error(self, error: BaseException) -> None:
         self._first_claim()
@@ -202,11 +207,10 @@ def connector(settings: Settings) -> Callable[[str], Connection]:
             from .local.engine import local_connection
 
             return local_connection(settings)
-        from .judging.endpoint import hosted_connection
+        from .judging.judge import hosted_for
 
-        return hosted_connection(
-            model, settings.api_base, api_version=settings.api_version, key_env=settings.api_key_env
-        )
+        # The referee's and the escalation model's own servers, when given, else the main one.
+        return hosted_for(settings, model)
 
     return connect
 

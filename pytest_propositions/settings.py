@@ -377,6 +377,39 @@ OPTIONS: tuple[Option, ...] = (
         _parse_text,
     ),
     Option(
+        "escalate_to",
+        "--prop-escalate-to",
+        "PROP_ESCALATE_TO",
+        None,
+        "A stronger model that judges a single claim again when the main judge does not "
+        "uphold it or scores it within --prop-escalate-within points of its bar; its verdict "
+        "decides (a failed escalation is a judge error). Both verdicts are cached and reported. "
+        "Not for claims over runs (they have --prop-referee-model). Reached like the main judge "
+        "unless --prop-escalate-api-base is given.",
+        "MODEL",
+        _parse_text,
+    ),
+    Option(
+        "escalate_within",
+        "--prop-escalate-within",
+        "PROP_ESCALATE_WITHIN",
+        "1",
+        "How near its bar (min_score or max_score), in points, a score must be for "
+        "--prop-escalate-to to judge the claim again, whether it passed or not.",
+        "N",
+        _parse_non_negative_int,
+    ),
+    Option(
+        "escalate_api_base",
+        "--prop-escalate-api-base",
+        "PROP_ESCALATE_API_BASE",
+        None,
+        "Base URL of the --prop-escalate-to model's OpenAI-compatible server, when it is not "
+        "--prop-api-base's (its key: PROP_ESCALATE_API_KEY, else the main judge's).",
+        "URL",
+        _parse_text,
+    ),
+    Option(
         "concurrency",
         "--prop-concurrency",
         "PROP_CONCURRENCY",
@@ -490,6 +523,10 @@ class Settings:
     referee_fraction: float = 0.25
     # Left out of the repr: the URL may carry a user and password.
     referee_api_base: str | None = field(default=None, repr=False)
+    escalate_to: str | None = None
+    escalate_within: int = 1
+    # Left out of the repr: the URL may carry a user and password.
+    escalate_api_base: str | None = field(default=None, repr=False)
     concurrency: int = 8
     max_cost: float | None = None
     outcome: str = "fail"
@@ -558,6 +595,7 @@ def resolve(
             if option.default is not None:
                 values[option.name] = option.parse(option.default)
     assert set(values) <= _field_names()
+    _check_escalation(values)
     if fallback:
         from .reference_config import AZURE_KEY_ENV
 
@@ -565,6 +603,16 @@ def resolve(
         if reference is not None and reference.api_type == "azure":
             values["api_key_env"] = AZURE_KEY_ENV
     return Settings(**values)
+
+
+def _check_escalation(values: Mapping[str, Any]) -> None:
+    """Escalating to the main judge itself would replay its own cached verdict: refused."""
+    target = values.get("escalate_to")
+    if target is not None and target == values.get("model", DEFAULT_MODEL):
+        raise SettingsError(
+            f"--prop-escalate-to: {target!r} is the main judge (--prop-model); escalate to a "
+            "stronger model, or leave it unset"
+        )
 
 
 API_APP_NAME = "pytest-propositions"

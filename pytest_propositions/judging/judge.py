@@ -286,20 +286,7 @@ class Judge:
                 "the local judge's connection is provided by the run (runtime.connector); "
                 "this Judge was built without one"
             )
-        if model == self.settings.referee_model and self.settings.referee_api_base:
-            # The referee of claims over runs, at its own server (and key, when one is given).
-            return hosted_connection(
-                model,
-                self.settings.referee_api_base,
-                api_version=self.settings.api_version,
-                api_key=os.environ.get("PROP_REFEREE_API_KEY") or None,
-            )
-        return hosted_connection(
-            model,
-            self.settings.api_base,
-            api_version=self.settings.api_version,
-            key_env=self.settings.api_key_env,
-        )
+        return hosted_for(self.settings, model)
 
     def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         return {
@@ -502,6 +489,26 @@ class Judge:
             return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
         assert last_error is not None
         raise last_error
+
+
+def hosted_for(settings: Settings, model: str) -> Connection:
+    """A hosted model's connection: the referee's or the escalation model's own server (and
+    key, when one is given) for that model, else --prop-api-base with the main judge's key."""
+    own = (
+        (settings.referee_model, settings.referee_api_base, "PROP_REFEREE_API_KEY"),
+        (settings.escalate_to, settings.escalate_api_base, "PROP_ESCALATE_API_KEY"),
+    )
+    for name, base, key_variable in own:
+        if model == name and base:
+            return hosted_connection(
+                model,
+                base,
+                api_version=settings.api_version,
+                api_key=os.environ.get(key_variable) or None,
+            )
+    return hosted_connection(
+        model, settings.api_base, api_version=settings.api_version, key_env=settings.api_key_env
+    )
 
 
 def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> dict[str, Any]:

@@ -107,6 +107,7 @@ def _claim_view(
         rows.append(("votes", ", ".join(str(vote) for vote in verdict["votes"])))
     if verdict.get("key"):
         rows.append(("key", str(verdict["key"])[:16]))
+    rows += _escalation_rows(verdict, record)
     reasoning = verdict.get("reasoning") and not verdict.get("precondition_skipped")
     return {
         "status": word.replace(" ", "-"),
@@ -118,6 +119,34 @@ def _claim_view(
         "runs": _runs_view(record.get("runs")),
         "context": _context_view(contexts.get(verdict.get("key") or "")),
     }
+
+
+def _cost(verdict: Mapping[str, Any]) -> str:
+    cost = verdict.get("cost_usd")
+    if cost is None:
+        return "not known"
+    return f"${float(cost):.6f}" + (" (when recorded)" if verdict.get("cached") else "")
+
+
+def _escalation_rows(
+    verdict: Mapping[str, Any], record: Mapping[str, Any]
+) -> list[tuple[str, str]]:
+    """An escalated claim: the standing verdict's cost, then the main judge's verdict."""
+    main = record.get("escalated_from")
+    if not main:
+        return []
+    holds = record.get("holds", True) is not False
+    return [
+        ("escalated", f"{verdict.get('model') or 'none'}'s verdict stands"),
+        ("cost", _cost(verdict)),
+        (
+            "main judge",
+            f"{main.get('model') or 'none'}: {_value_text(main, record['threshold'], holds)}",
+        ),
+        ("main judge's justification", main.get("justification") or "(none given)"),
+        ("main judge's provenance", _provenance(main)),
+        ("main judge's cost", _cost(main)),
+    ]
 
 
 def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -102,7 +102,31 @@ def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) 
     if reasoning:
         lines.append("  reasoning:")
         lines.append(_indent(verdict.reasoning))
+    lines += escalation_lines(outcome)
     return "\n".join(lines)
+
+
+def cost_text(verdict: Verdict) -> str:
+    """What judging a verdict cost; a cached one says it was paid when it was recorded."""
+    if verdict.cost_usd is None:
+        return "cost not known"
+    return f"cost ${verdict.cost_usd:.6f}" + (" (when recorded)" if verdict.cached else "")
+
+
+def escalation_lines(outcome: Outcome) -> list[str]:
+    """An escalated claim: the stronger model's verdict stood; the main judge's, and each cost."""
+    main = outcome.escalated_from
+    if main is None:
+        return []
+    verdict = outcome.verdict
+    said = describe_value(main, outcome.threshold, outcome.holds)
+    return [
+        f"  escalated: {verdict.model}'s verdict stands; {cost_text(verdict)}",
+        f"  main judge: {main.model or 'none'} said {said}; {provenance(main)}; {cost_text(main)}"
+        + (f"; key {main.key[:16]}" if main.key else ""),
+        "  main judge's justification:",
+        _indent(main.justification),
+    ]
 
 
 RUNS_SECTION_TITLE = "proposition over runs"
@@ -262,6 +286,8 @@ def header_line(settings: Settings, cache_place: str | None) -> str:
         else f"{settings.cache} ({cache_place or 'no folder'})"
     )
     line = f"propositions: model {judge_description(settings)}, cache {cache}"
+    if settings.escalate_to:
+        line += f", escalating to {settings.escalate_to}"
     if settings.outcome == "report":
         line += ", outcome report (claims not upheld are reported, not failed)"
     return line
@@ -301,6 +327,13 @@ def verdict_listing(
             value += " (cached)" if verdict.cached else " (live)"
             value += f", confidence {confidence_text(verdict.confidence)}"
         lines.append(f"    verdict: {value}")
+        main = outcome.escalated_from
+        if main is not None:
+            lines.append(
+                f"    escalated: {verdict.model} decided ({cost_text(verdict)}); the main judge "
+                f"{main.model} said {describe_value(main, outcome.threshold, outcome.holds)} "
+                f"({'cached' if main.cached else 'live'}, {cost_text(main)})"
+            )
         texts = [("why:", verdict.justification)]
         if reasoning and not verdict.precondition_skipped:
             texts.append(("reasoning:", verdict.reasoning))
@@ -368,7 +401,10 @@ def lowest_scores_table(
             test = "..." + test[-(_TEST_COLUMN_MAX - 3) :]
         prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
         room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
-        lines.append(prefix + _clip(terminal_text(outcome.verdict.claim), room))
+        main = outcome.escalated_from
+        # An escalated score says so first: the main judge's score did not decide.
+        note = "" if main is None else f"[escalated from {main.value}] "
+        lines.append(prefix + _clip(note + terminal_text(outcome.verdict.claim), room))
     return lines
 
 
@@ -414,10 +450,31 @@ def junit_properties(
         ]
         if outcome.where:
             fields.append(("claimed_at", outcome.where))
+        if outcome.escalated_from is not None:
+            fields += escalation_properties(verdict, outcome.escalated_from)
         if outcome.runs is not None:
             fields += runs_properties(outcome.runs)
         properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
     return properties
+
+
+def _cost_value(verdict: Verdict) -> str:
+    return "not known" if verdict.cost_usd is None else f"{verdict.cost_usd:.6g}"
+
+
+def escalation_properties(verdict: Verdict, main: Verdict) -> list[tuple[str, str]]:
+    """An escalated claim's properties: the standing verdict's cost, then the main judge's
+    verdict (``escalated_from.*``), which did not decide."""
+    value = _flag(main.value) if isinstance(main.value, bool) else str(main.value)
+    return [
+        ("escalated", "true"),
+        ("cost_usd", _cost_value(verdict)),
+        ("escalated_from.model", main.model),
+        ("escalated_from.value", value),
+        ("escalated_from.cached", _flag(main.cached)),
+        ("escalated_from.cost_usd", _cost_value(main)),
+        ("escalated_from.justification", main.justification),
+    ]
 
 
 def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
@@ -512,6 +569,9 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
     }
     if outcome.runs is not None:
         record["runs"] = outcome.runs
+    if outcome.escalated_from is not None:
+        # The main judge's verdict; "verdict" is the stronger model's, which decided.
+        record["escalated_from"] = outcome.escalated_from.as_dict()
     return record
 
 
@@ -527,6 +587,9 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         holds=record.get("holds", True) is not False,
         where=record.get("where"),
         runs=record.get("runs"),
+        escalated_from=(
+            Verdict.from_dict(record["escalated_from"]) if record.get("escalated_from") else None
+        ),
     )
 
 
