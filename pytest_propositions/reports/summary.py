@@ -109,7 +109,8 @@ def calibration_line(view: Mapping[str, Any], model: str | None = None) -> str:
     return (
         f"judge {name} calibrated: {_error_side(view, 'false_pass', True)}, "
         f"{_error_side(view, 'false_fail', True)} ({plural(int(view['items']), 'labeled claim')}; "
-        f"{view['confidence'] * 100:g}% upper bounds, {day})"
+        f"{view['confidence'] * 100:g}% upper bounds; balanced accuracy "
+        f"{view['balanced_accuracy']:.2f}, {day})"
     )
 
 
@@ -601,8 +602,8 @@ def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
                 "runs.referee_verdicts",
                 "; ".join(
                     f"run {run['run']}: {run['referee']['value']} "
-                    f"({'held' if run.get('referee_held') else 'did not hold'}; main judge: "
-                    f"{run['verdict']['value']})"
+                    f"({'held' if run.get('referee_held') else 'did not hold'}), main judge "
+                    f"{run['verdict']['value']}"
                     for run in refereed
                 ),
             ),
