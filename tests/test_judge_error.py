@@ -194,9 +194,7 @@ def reports(pytester: pytest.Pytester) -> tuple[dict[str, Any], list[dict[str, s
 def test_every_report_shows_the_measured_error_of_a_calibrated_judge(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
 ) -> None:
-    save_record(
-        pytester.path / "verdicts", record_key(JUDGE, PROMPT_VERSION), calibration_record()
-    )
+    save_record(pytester.path / "verdicts", record_key(JUDGE, PROMPT_VERSION), calibration_record())
     result = run_suite(pytester, judge_server, inner_run)
     result.assert_outcomes(passed=1, failed=1)
     line = (

@@ -601,9 +601,7 @@ def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
         "false_fails": 1,
         "recorded_at": "2026-11-20T10:00:00+00:00",
     }
-    save_record(
-        tmp_path, record_key("openai/referee-model", PROMPT_VERSION), referee_calibration
-    )
+    save_record(tmp_path, record_key("openai/referee-model", PROMPT_VERSION), referee_calibration)
     reports = ["--prop-html=report.html", "--junitxml=junit.xml", "--prop-report=report.json"]
     first = pytester.runpytest(*cached, "-rA", *reports)
     first.assert_outcomes(passed=1, failed=1)
