@@ -15,6 +15,8 @@ from .settings import OPTIONS, SettingsError, resolve
 from .workers import PROGRESS_DIR_INPUT
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
+# calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
+CALIBRATION_RECORD = "calibrations.json"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -72,15 +74,19 @@ def build_runtime(config: pytest.Config) -> Runtime:
 def calibrations(
     folder: Path | None, reasoning_effort: str | None
 ) -> Callable[[str], Mapping[str, Any] | None]:
-    """The judges' calibrations for the reports, by identity: calibration.py is imported and the
-    record read at the first report that asks, once (a run without claims asks nothing)."""
+    """The judges' calibrations for the reports, by identity: looked for at the first report
+    that asks, once (a run without claims asks nothing); calibration.py is imported and the
+    record read only when one exists."""
     book: list[Callable[[str], Mapping[str, Any] | None]] = []
 
     def lookup(identity: str) -> Mapping[str, Any] | None:
         if not book:
-            from .calibration import Calibrations
+            if folder is None or not (folder / CALIBRATION_RECORD).is_file():
+                book.append(lambda _identity: None)
+            else:
+                from .calibration import Calibrations
 
-            book.append(Calibrations(folder, reasoning_effort))
+                book.append(Calibrations(folder, reasoning_effort))
         return book[0](identity)
 
     return lookup

@@ -123,6 +123,21 @@ def test_the_calibration_of_the_judge_in_use_is_found_by_its_identity(tmp_path: 
     assert Calibrations(tmp_path, None)(JUDGE) is None
 
 
+def test_a_run_looks_for_the_record_once_and_imports_nothing_without_one(
+    tmp_path: Path,
+) -> None:
+    from pytest_propositions import session
+
+    assert session.CALIBRATION_RECORD == RECORD_NAME
+    lookup = session.calibrations(tmp_path, None)
+    assert lookup(JUDGE) is None
+    # Looked for once: a record written during the run is not read by it.
+    save_record(tmp_path, record_key(JUDGE, PROMPT_VERSION), calibration_record())
+    assert lookup(JUDGE) is None
+    found = session.calibrations(tmp_path, None)(JUDGE)
+    assert found is not None and found["false_fails"] == 5
+
+
 def test_a_damaged_or_older_record_never_breaks_a_report(tmp_path: Path) -> None:
     (tmp_path / RECORD_NAME).write_text("{not json")
     assert Calibrations(tmp_path, None)(JUDGE) is None
