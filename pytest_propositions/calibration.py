@@ -271,6 +271,11 @@ class Metrics:
     score_auc: float | None
     agreement: float | None
     per_tag: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The counts behind the two error rates, kept so reports can bound them (``upper_bound``).
+    positives: int = 0
+    negatives: int = 0
+    false_passes: int = 0
+    false_fails: int = 0
 
 
 def _rate(part: int, whole: int) -> float:
@@ -327,6 +332,10 @@ def compute_metrics(outcomes: Sequence[Outcome], min_score: int) -> Metrics:
         score_auc=score_auc((o.item.label, o.value) for o in outcomes if o.item.kind == "score"),
         agreement=agreement,
         per_tag=dict(sorted(per_tag.items())),
+        positives=len(positives),
+        negatives=len(negatives),
+        false_passes=false_pass,
+        false_fails=false_fail,
     )
 
 
@@ -458,6 +467,128 @@ def find_record(settings: Settings, cache_dir: Path | None) -> tuple[str, dict[s
     return settings.model, record if isinstance(record, dict) else None
 
 
+#: The confidence of the upper bounds the reports give for a judge's error rates.
+BOUND_CONFIDENCE = 0.95
+
+
+def upper_bound(errors: int, trials: int, confidence: float = BOUND_CONFIDENCE) -> float:
+    """The exact (Clopper-Pearson) one-sided upper bound on an error rate seen ``errors`` times
+    in ``trials``: the rate ``u`` at which seeing at most ``errors`` has chance ``1 - confidence``.
+
+    The binomial tail falls as the rate grows, so bisection finds ``u`` (to 1e-9); pure Python,
+    so no run imports scipy for it (it equals ``beta.ppf(confidence, errors + 1, trials -
+    errors)``). No errors in ``n`` gives ``1 - (1 - confidence) ** (1 / n)``.
+    """
+    if trials <= 0 or not 0 <= errors <= trials:
+        raise ValueError(f"expected 0 <= errors <= trials and trials > 0, got {errors}/{trials}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"expected a confidence between 0 and 1, got {confidence!r}")
+    if errors == trials:
+        return 1.0
+    alpha = 1.0 - confidence
+    if errors == 0:
+        return 1.0 - float(alpha ** (1.0 / trials))
+    import math
+
+    logs = [
+        math.lgamma(trials + 1) - math.lgamma(i + 1) - math.lgamma(trials - i + 1)
+        for i in range(errors + 1)
+    ]
+
+    def tail(rate: float) -> float:  # P(X <= errors) at this rate
+        log_p, log_q = math.log(rate), math.log1p(-rate)
+        return sum(math.exp(c + i * log_p + (trials - i) * log_q) for i, c in enumerate(logs))
+
+    low, high = errors / trials, 1.0
+    while high - low > 1e-9:
+        middle = (low + high) / 2
+        if tail(middle) > alpha:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def error_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A calibration as the reports show it (plain JSON data): the judge's measured false-pass
+    and false-fail rates, their counts and upper bounds (None when the record, written before
+    the counts were kept, cannot give them: calibrating again does)."""
+    view: dict[str, Any] = {
+        "model": str(record.get("model", "")),
+        "identity": str(record.get("identity", record.get("model", ""))),
+        "items": int(record.get("items", 0)),
+        "false_pass_rate": float(record.get("false_pass_rate", 0.0)),
+        "false_fail_rate": float(record.get("false_fail_rate", 0.0)),
+        "false_passes": None,
+        "negatives": None,
+        "false_pass_upper": None,
+        "false_fails": None,
+        "positives": None,
+        "false_fail_upper": None,
+        "confidence": BOUND_CONFIDENCE,
+        "balanced_accuracy": float(record.get("balanced_accuracy", 0.0)),
+        "min_score": record.get("min_score"),
+        "recorded_at": str(record.get("recorded_at", "")),
+    }
+    for errors, trials, bound in (
+        ("false_passes", "negatives", "false_pass_upper"),
+        ("false_fails", "positives", "false_fail_upper"),
+    ):
+        k, n = record.get(errors), record.get(trials)
+        if isinstance(k, int) and isinstance(n, int) and 0 <= k <= n:
+            view[errors], view[trials] = k, n
+            view[bound] = round(upper_bound(k, n), 4) if n else None
+    return view
+
+
+class Calibrations:
+    """The calibrations recorded beside the verdict cache, by the judge identity a verdict
+    names: the file is read once, at the first question (never when no claim asks), and a
+    missing or unreadable record means "not calibrated", never a broken report."""
+
+    def __init__(self, cache_dir: Path | None, reasoning_effort: str | None) -> None:
+        import threading
+
+        self._cache_dir = cache_dir
+        self._reasoning_effort = reasoning_effort
+        self._records: dict[str, Any] | None = None
+        self._views: dict[str, dict[str, Any] | None] = {}
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, Any]:
+        if self._records is None:
+            records: dict[str, Any] = {}
+            if self._cache_dir is not None and (self._cache_dir / RECORD_NAME).is_file():
+                try:
+                    records = read_records(self._cache_dir)
+                except CalibrationError:
+                    records = {}
+            self._records = records
+        return self._records
+
+    def __call__(self, identity: str) -> dict[str, Any] | None:
+        """The error view of the judge ``identity`` (a verdict's ``model``) for the current
+        prompt version and reasoning effort, or None when it was never calibrated."""
+        if not identity:
+            return None
+        with self._lock:
+            if identity not in self._views:
+                records = self._read()
+                view = None
+                if records:
+                    from .judging.prompts import PROMPT_VERSION
+
+                    key = record_key(identity, PROMPT_VERSION, self._reasoning_effort)
+                    record = records.get(key)
+                    if isinstance(record, dict):
+                        try:
+                            view = error_view(record)
+                        except (TypeError, ValueError):
+                            view = None
+                self._views[identity] = view
+            return self._views[identity]
+
+
 def describe_record(model: str, record: Mapping[str, Any]) -> str:
     day = str(record.get("recorded_at", ""))[:10] or "unknown date"
     return (
@@ -478,7 +609,9 @@ def header_line(settings: Settings, cache_dir: Path | None) -> str | None:
         return None
     if record is None:
         return f"judge {model}: not calibrated for this prompt version"
-    return describe_record(model, record)
+    from .reports.summary import calibration_line
+
+    return calibration_line(error_view(record), model)
 
 
 def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
@@ -655,6 +788,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         "balanced_accuracy": round(metrics.balanced_accuracy, 4),
         "false_pass_rate": round(metrics.false_pass_rate, 4),
         "false_fail_rate": round(metrics.false_fail_rate, 4),
+        "positives": metrics.positives,
+        "negatives": metrics.negatives,
+        "false_passes": metrics.false_passes,
+        "false_fails": metrics.false_fails,
         "parse_failures": metrics.parse_failures,
         "score_auc": None if metrics.score_auc is None else round(metrics.score_auc, 4),
         "agreement": None if metrics.agreement is None else round(metrics.agreement, 4),

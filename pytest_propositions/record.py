@@ -7,7 +7,7 @@ The other half of a run, what judges (settings, the judge, the cache), is ``Runt
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,9 @@ class RunRecord:
     merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
     workers_used: bool = field(default=False, repr=False)
     merged_store: dict[str, int] = field(default_factory=dict, repr=False)
+    # The judges' calibrations by identity (calibration.Calibrations, set by the plugin): what
+    # the reports show as a judge's measured error; None outside pytest.
+    calibrations: Callable[[str], Mapping[str, Any] | None] | None = field(default=None, repr=False)
     # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
     _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

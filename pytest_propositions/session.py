@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from .settings import OPTIONS, SettingsError, resolve
 from .workers import PROGRESS_DIR_INPUT
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
+# calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
+CALIBRATION_RECORD = "calibrations.json"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -39,6 +42,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
+    runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import CalibrationError, gate_problem
 
@@ -65,6 +69,27 @@ def build_runtime(config: pytest.Config) -> Runtime:
             TerminalLine(config, lambda: runtime.current_test), settings.model
         )
     return runtime
+
+
+def calibrations(
+    folder: Path | None, reasoning_effort: str | None
+) -> Callable[[str], Mapping[str, Any] | None]:
+    """The judges' calibrations for the reports, by identity: looked for at the first report
+    that asks, once (a run without claims asks nothing); calibration.py is imported and the
+    record read only when one exists."""
+    book: list[Callable[[str], Mapping[str, Any] | None]] = []
+
+    def lookup(identity: str) -> Mapping[str, Any] | None:
+        if not book:
+            if folder is None or not (folder / CALIBRATION_RECORD).is_file():
+                book.append(lambda _identity: None)
+            else:
+                from .calibration import Calibrations
+
+                book.append(Calibrations(folder, reasoning_effort))
+        return book[0](identity)
+
+    return lookup
 
 
 def cache_dir(config: pytest.Config, configured: str | None) -> Path:

@@ -363,7 +363,7 @@ def test_the_header_names_the_calibration_and_the_gate_refuses_a_worse_judge(
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "propositions: judge openai/judge-model: balanced accuracy 0.50, false-pass 1.00 on 176 items, 20*"
+            "propositions: judge openai/judge-model calibrated: false pass ≤ 100.0%, false fail ≤ 3.4% (176 labeled claims; 95% upper bounds; balanced accuracy 0.50, 20*"
         ]
     )
 

@@ -585,7 +585,25 @@ def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
         """
     )
     cached = [a for a in inner_run if a != "--prop-cache=off"] + [f"--prop-cache-dir={tmp_path}"]
-    first = pytester.runpytest(*cached, "-rA")
+    # The referee was calibrated (the main judge was not): the refereed claim shows its error.
+    from pytest_propositions.calibration import record_key, save_record
+    from pytest_propositions.judging.prompts import PROMPT_VERSION
+
+    referee_calibration = {
+        "model": "openai/referee-model",
+        "items": 40,
+        "balanced_accuracy": 0.95,
+        "false_pass_rate": 0.05,
+        "false_fail_rate": 0.05,
+        "positives": 20,
+        "negatives": 20,
+        "false_passes": 1,
+        "false_fails": 1,
+        "recorded_at": "2026-11-20T10:00:00+00:00",
+    }
+    save_record(tmp_path, record_key("openai/referee-model", PROMPT_VERSION), referee_calibration)
+    reports = ["--prop-html=report.html", "--junitxml=junit.xml", "--prop-report=report.json"]
+    first = pytester.runpytest(*cached, "-rA", *reports)
     first.assert_outcomes(passed=1, failed=1)
     first.stdout.fnmatch_lines(
         [
@@ -593,8 +611,54 @@ def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
             "*figures: * runs held for the main judge; referee openai/referee-model judged * "
             "(agreeing on *%); the referee's rate *, 90% interval*",
             "*the referee's true value is below the bar*",
+            "  decision about: the referee openai/referee-model's verdicts (the main judge "
+            "openai/judge-model's, corrected on the runs the referee judged)",
+            "  judge's measured error: false pass 1/20 = 5.0% (≤ 21.6%), false fail 1/20*",
         ]
     )
+    first.stdout.fnmatch_lines(
+        [
+            "*PASSED over runs: Oscar states the price.*",
+            "  decision about: the main judge openai/judge-model's verdicts (no referee: its "
+            "errors are not accounted for)",
+        ]
+    )
+    first.stdout.fnmatch_lines(
+        ["propositions: judge openai/referee-model calibrated: false pass ≤ 21.6%*"]
+    )
+    report = json.loads((pytester.path / "report.json").read_text())
+    by_test = {record["test_id"].split("::")[1]: record for record in report["verdicts"]}
+    refereed = by_test["test_refereed"]["runs"]
+    assert refereed["decision_about"] == "referee"
+    assert by_test["test_main_only"]["runs"]["decision_about"] == "main judge"
+    assert by_test["test_refereed"]["judge_calibration"] == "openai/referee-model"
+    assert "judge_calibration" not in by_test["test_main_only"]
+    drawn = [run for run in refereed["runs"] if "referee" in run]
+    assert 0 < len(drawn) < len(refereed["runs"])
+    # The HTML page: whose verdicts decided, and the referee's verdict beside each drawn run.
+    html = (pytester.path / "report.html").read_text()
+    assert html.count("Decision about: the referee openai/referee-model") == 1
+    assert html.count("Decision about: the main judge openai/judge-model") == 1
+    assert html.count("<th>referee openai/referee-model</th>") == 1
+    assert html.count('<td class="referee">') == len(refereed["runs"])
+    assert html.count('<td class="referee">not drawn</td>') == len(refereed["runs"]) - len(drawn)
+    # JUnit: the same, as properties of the refereed test case.
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    cases = {
+        case.attrib["name"]: {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
+        for case in root.iter("testcase")
+    }
+    junit = cases["test_refereed"]
+    assert junit["proposition[1].runs.decision_about"].startswith("the referee openai/referee")
+    assert junit["proposition[1].runs.referee"] == "openai/referee-model"
+    assert junit["proposition[1].runs.referee_runs"] == str(len(drawn))
+    listed = junit["proposition[1].runs.referee_verdicts"].split("; ")
+    assert len(listed) == len(drawn)
+    assert listed[0].startswith(f"run {drawn[0]['run']}: {drawn[0]['referee']['value']} (")
+    assert cases["test_main_only"]["proposition[1].runs.decision_about"].startswith(
+        "the main judge openai/judge-model's verdicts"
+    )
+    assert not [name for name in cases["test_main_only"] if "runs.referee" in name]
     # The main judge upholds every run, so the share sent to the referee rises, and the run
     # says the referee alone would have been cheaper.
     first.stdout.fnmatch_lines(["*RefereeWarning: *agreed with the referee*alone would cost*"])

@@ -170,7 +170,11 @@ def test_json_report_lists_every_verdict_with_its_test(
         "summary",
         "verdicts",
         "judge_errors",
+        "calibrations",
     ]
+    # The judge was never calibrated: no measured error, on the report or on any verdict.
+    assert report["calibrations"] == {}
+    assert not any("judge_calibration" in record for record in report["verdicts"])
     assert report["plugin_version"] == __version__
     assert report["model"] == "openai/judge-model"
     assert report["cache_mode"] == "off"

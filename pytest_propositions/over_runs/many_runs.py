@@ -488,6 +488,8 @@ class RunsResult:
                 for run in self.runs
             ],
         }
+        data["main_judge"] = self.runs[0].verdict.model if self.runs else ""
+        data["decision_about"] = "referee" if rule.referee is not None else "main judge"
         if rule.referee is not None:
             checked = [run for run in self.runs if run.referee is not None]
             data["referee"] = rule.referee
@@ -553,6 +555,18 @@ def figures_line(data: Mapping[str, Any]) -> str:
     return f"{held} of {made} runs held; {what}, {confidence} interval {interval}"
 
 
+def decision_about(data: Mapping[str, Any]) -> str:
+    """Whose verdicts the decision is about: the referee's (whatever the main judge's errors),
+    or the main judge's (its errors go into the decision unaccounted for)."""
+    main = f"the main judge {data['main_judge']}" if data.get("main_judge") else "the main judge"
+    if data.get("referee"):
+        return (
+            f"the referee {data['referee']}'s verdicts ({main}'s, corrected on the runs the "
+            "referee judged)"
+        )
+    return f"{main}'s verdicts (no referee: its errors are not accounted for)"
+
+
 def runs_text(data: Mapping[str, Any]) -> str:
     """The report of a claim over runs: decision, figures, rule, and the runs against it."""
     label = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}[data["decision"]]
@@ -561,6 +575,7 @@ def runs_text(data: Mapping[str, Any]) -> str:
         f"  rule: {data['rule_text']} (confidence {data['confidence'] * 100:g}%, max_runs {data['max_runs']})",
         f"  figures: {figures_line(data)}",
         f"  decided by: {data['decided_by']}",
+        f"  decision about: {decision_about(data)}",
     ]
     if data.get("stopped"):
         lines.append(f"  stopped: {data['stopped']}")

@@ -37,8 +37,10 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     """The run's summary lines: verdicts (report mode or -vv), counts, store, dry run, lowest."""
     from .summary import (
         all_cached_line,
+        calibration_line,
         dry_run_line,
         lowest_scores_table,
+        run_calibrations,
         run_counts,
         summary_line,
         verdict_listing,
@@ -56,6 +58,9 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     cached = all_cached_line(counts)
     if cached is not None:
         terminalreporter.write_line(cached)
+    # The measured error of each calibrated judge that decided a claim (calibrate's record).
+    for view in run_calibrations(runtime.record.outcomes, runtime.record.calibrations).values():
+        terminalreporter.write_line(f"propositions: {calibration_line(view)}")
     if runtime.settings.store and runtime.settings.cache != "off":
         from ..store.postgres import describe_store
         from ..store.tiered import store_summary
@@ -96,7 +101,9 @@ class ClaimReports:
             if new:
                 from .summary import junit_properties
 
-                properties = junit_properties(new, done + 1, runtime.settings.outcome)
+                properties = junit_properties(
+                    new, done + 1, runtime.settings.outcome, runtime.record.calibrations
+                )
                 item.user_properties.extend(properties)
                 report.user_properties.extend(properties)
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
@@ -110,7 +117,7 @@ class ClaimReports:
                 # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
                 from .summary import runs_sections
 
-                report.sections.extend(runs_sections(mine))
+                report.sections.extend(runs_sections(mine, runtime.record.calibrations))
         if not report.failed or call.excinfo is None:
             return report
         judge_error = isinstance(call.excinfo.value, JudgeError)
@@ -127,7 +134,10 @@ class ClaimReports:
         if outcomes:
             # The judge's reasoning is long: shown under -vv only (the HTML report has it too).
             section = failure_section(
-                outcomes, runtime.settings.outcome, reasoning=item.config.option.verbose > 1
+                outcomes,
+                runtime.settings.outcome,
+                reasoning=item.config.option.verbose > 1,
+                calibrations=runtime.record.calibrations,
             )
             report.sections.append((SECTION_TITLE, section))
         if isinstance(call.excinfo.value, PropositionFailed):
@@ -209,7 +219,10 @@ class PytestHtmlExtras:
                 from .html import pytest_html_extra
 
                 extra = pytest_html_extra(
-                    outcomes, runtime.record.contexts, runtime.settings.outcome
+                    outcomes,
+                    runtime.record.contexts,
+                    runtime.settings.outcome,
+                    runtime.record.calibrations,
                 )
                 report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..record import Outcome
     from ..runtime import Runtime
     from ..settings import Settings
-    from .summary import RunCounts
+    from .summary import Calibrations, RunCounts
 
 TEMPLATES = ("report.mustache", "claims.mustache", "report.css", "report.js")
 
@@ -81,9 +81,12 @@ def _context_view(messages: Sequence[Mapping[str, Any]] | None) -> dict[str, Any
 
 
 def _claim_view(
-    record: Mapping[str, Any], contexts: Mapping[str, Any], mode: str
+    record: Mapping[str, Any],
+    contexts: Mapping[str, Any],
+    mode: str,
+    calibration: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from .summary import confidence_text, result_word
+    from .summary import calibration_text, confidence_text, result_word
 
     verdict = record["verdict"]
     word = result_word(bool(record["passed"]), mode)
@@ -108,6 +111,8 @@ def _claim_view(
     if verdict.get("key"):
         rows.append(("key", str(verdict["key"])[:16]))
     rows += _escalation_rows(verdict, record)
+    if calibration is not None:
+        rows.append(("judge's measured error", calibration_text(calibration)))
     reasoning = verdict.get("reasoning") and not verdict.get("precondition_skipped")
     return {
         "status": word.replace(" ", "-"),
@@ -153,7 +158,7 @@ def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A claim over runs: its figures, then each run's verdict and justification."""
     if not runs:
         return None
-    from ..over_runs.many_runs import figures_line
+    from ..over_runs.many_runs import decision_about, figures_line
 
     rows = [
         {
@@ -163,6 +168,7 @@ def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "held": "held" if run["held"] else "did not hold",
             "control": f"; control: {run['control']['value']}" if "control" in run else "",
             "justification": str(run["verdict"].get("justification") or ""),
+            "referee": _referee_cell(run) if runs.get("referee") else None,
         }
         for run in runs["runs"]
     ]
@@ -171,8 +177,22 @@ def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "rule": str(runs["rule_text"]),
         "figures": figures_line(runs),
         "decided_by": str(runs["decided_by"]),
+        "about": decision_about(runs),
+        "referee": str(runs["referee"]) if runs.get("referee") else None,
         "count": str(len(rows)),
         "rows": rows,
+    }
+
+
+def _referee_cell(run: Mapping[str, Any]) -> dict[str, str]:
+    """A run's referee verdict, or that the referee was not drawn to judge it."""
+    referee = run.get("referee")
+    if not referee:
+        return {"value": "not drawn", "justification": ""}
+    held = "held" if run.get("referee_held") else "did not hold"
+    return {
+        "value": f"{referee['value']} ({held})",
+        "justification": str(referee.get("justification") or ""),
     }
 
 
@@ -197,15 +217,17 @@ def render(
     judge_errors: Sequence[tuple[str | None, str]],
     contexts: Mapping[str, Any],
     counts: RunCounts,
+    calibrations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """The page: summary and histogram, filters, then one section per claim and judge error.
 
     The counts are the terminal summary's (``RunCounts``), worded the same way.
     """
     from .._version import __version__
-    from .summary import count_parts, result_word
+    from .summary import calibration_line, count_parts, result_word
 
     mode = settings.outcome
+    calibrations = calibrations or {}
     scores = [int(r["verdict"]["value"]) for r in records if r["verdict"]["kind"] == "score"]
     script = _template("report.js")
     view = {
@@ -221,7 +243,13 @@ def render(
         "histogram": _histogram_view(scores),
         "failures_word": result_word(False, mode),
         "total": str(len(records) + len(judge_errors)),
-        "claims": [_claim_view(record, contexts, mode) for record in records],
+        "claims": [
+            _claim_view(
+                record, contexts, mode, calibrations.get(record.get("judge_calibration", ""))
+            )
+            for record in records
+        ],
+        "calibrations": [calibration_line(view) for view in calibrations.values()],
         "errors": [
             {"test": str(test_id or "-"), "message": str(message)}
             for test_id, message in judge_errors
@@ -232,7 +260,13 @@ def render(
 
 def save_html_report(runtime: Runtime, base: Path) -> str | None:
     """Write the run's ``--prop-html``; a message saying what went wrong, or None."""
-    from .summary import outcome_record, record_order, run_counts, write_text_atomically
+    from .summary import (
+        calibrated_record,
+        record_order,
+        run_calibrations,
+        run_counts,
+        write_text_atomically,
+    )
 
     configured = runtime.settings.html
     if not configured:
@@ -240,10 +274,14 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
     path = base / Path(configured).expanduser()
     if path.is_dir():
         return f"--prop-html: {configured!r} is a directory; give a file name"
-    records = sorted((outcome_record(o) for o in runtime.record.outcomes), key=record_order)
+    known = runtime.record.calibrations
+    records = sorted(
+        (calibrated_record(o, known) for o in runtime.record.outcomes), key=record_order
+    )
     errors = sorted(runtime.record.judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(runtime.record.outcomes, errors, runtime.stats())
-    page = render(runtime.settings, records, errors, runtime.record.contexts, counts)
+    calibrations = run_calibrations(runtime.record.outcomes, known)
+    page = render(runtime.settings, records, errors, runtime.record.contexts, counts, calibrations)
     try:
         write_text_atomically(path, page)
     except OSError as error:
@@ -251,18 +289,30 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
     return None
 
 
-def fragment(outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail") -> str:
+def fragment(
+    outcomes: Iterable[Outcome],
+    contexts: Mapping[str, Any],
+    mode: str = "fail",
+    calibrations: Calibrations | None = None,
+) -> str:
     """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
-    from .summary import outcome_record
+    from .summary import claim_calibration, outcome_record
 
-    claims = [_claim_view(outcome_record(o), contexts, mode) for o in outcomes]
+    claims = [
+        _claim_view(outcome_record(o), contexts, mode, claim_calibration(o, calibrations))
+        for o in outcomes
+    ]
     return _render("claims.mustache", {"claims": claims})
 
 
 def pytest_html_extra(
-    outcomes: Iterable[Outcome], contexts: Mapping[str, Any], mode: str = "fail"
+    outcomes: Iterable[Outcome],
+    contexts: Mapping[str, Any],
+    mode: str = "fail",
+    calibrations: Calibrations | None = None,
 ) -> Any:
     """The claims as one pytest-html "extra" (pytest-html escapes nothing: the fragment does)."""
     from pytest_html import extras
 
-    return extras.html(f'<div class="propositions">{fragment(outcomes, contexts, mode)}</div>')
+    page = fragment(outcomes, contexts, mode, calibrations)
+    return extras.html(f'<div class="propositions">{page}</div>')

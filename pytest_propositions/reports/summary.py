@@ -8,7 +8,7 @@ import json
 import os
 import textwrap
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,11 +74,106 @@ def result_word(passed: bool, outcome: str = "fail") -> str:
     return "passed" if passed else "failed"
 
 
-def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) -> str:
+# -- the judge's measured error (calibration.py's view of a calibration, plain data) -----------
+
+#: What the reports ask for a judge's calibration: its error view by judge identity, or None.
+Calibrations = Callable[[str], Mapping[str, Any] | None]
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _error_side(view: Mapping[str, Any], side: str, bounded: bool) -> str:
+    """One error rate: "false pass ≤ 6.9%" (bounded) or "false pass 2/88 = 2.3% (≤ 6.9%)"."""
+    rate, upper = view[f"{side}_rate"], view[f"{side}_upper"]
+    errors, trials = {
+        "false_pass": ("false_passes", "negatives"),
+        "false_fail": ("false_fails", "positives"),
+    }[side]
+    name = side.replace("_", " ")
+    if view[trials] == 0:
+        what = "false" if side == "false_pass" else "true"
+        return f"{name} not measured (no {what} claims labeled)"
+    if upper is None:
+        return f"{name} {_percent(rate)} (no bound: calibrate again to record the counts)"
+    if bounded:
+        return f"{name} ≤ {_percent(upper)}"
+    return f"{name} {view[errors]}/{view[trials]} = {_percent(rate)} (≤ {_percent(upper)})"
+
+
+def calibration_line(view: Mapping[str, Any], model: str | None = None) -> str:
+    """The run's line: "judge X calibrated: false pass ≤ a%, false fail ≤ b% (n labeled claims)"."""
+    name = model or view["model"] or view["identity"]
+    day = str(view.get("recorded_at") or "")[:10] or "unknown date"
+    return (
+        f"judge {name} calibrated: {_error_side(view, 'false_pass', True)}, "
+        f"{_error_side(view, 'false_fail', True)} ({plural(int(view['items']), 'labeled claim')}; "
+        f"{view['confidence'] * 100:g}% upper bounds; balanced accuracy "
+        f"{view['balanced_accuracy']:.2f}, {day})"
+    )
+
+
+def calibration_text(view: Mapping[str, Any]) -> str:
+    """A claim's line: the judge's measured error rates, their counts and upper bounds."""
+    day = str(view.get("recorded_at") or "")[:10] or "unknown date"
+    return (
+        f"{_error_side(view, 'false_pass', False)}, {_error_side(view, 'false_fail', False)}; "
+        f"{view['confidence'] * 100:g}% upper bounds, calibrated on "
+        f"{plural(int(view['items']), 'labeled claim')}, {day}"
+    )
+
+
+def decision_judge(outcome: Outcome) -> str:
+    """The identity of the judge whose verdicts decided a claim: a claim over runs with a
+    referee is decided on the referee's verdicts; a claim with a false precondition on none."""
+    verdict = outcome.verdict
+    if verdict.precondition_skipped:
+        return ""
+    if outcome.runs is not None and outcome.runs.get("referee"):
+        for run in outcome.runs.get("runs", []):
+            if run.get("referee"):
+                return str(run["referee"].get("model") or "")
+        return ""
+    return verdict.model
+
+
+def claim_calibration(
+    outcome: Outcome, calibrations: Calibrations | None
+) -> Mapping[str, Any] | None:
+    """The calibration of the judge that decided this claim, where one was recorded."""
+    if calibrations is None:
+        return None
+    judge = decision_judge(outcome)
+    return calibrations(judge) if judge else None
+
+
+def run_calibrations(
+    outcomes: Iterable[Outcome], calibrations: Calibrations | None
+) -> dict[str, Mapping[str, Any]]:
+    """Each calibrated judge that decided a claim of the run, by identity, sorted."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for outcome in outcomes:
+        view = claim_calibration(outcome, calibrations)
+        if view is not None:
+            found[decision_judge(outcome)] = view
+    return dict(sorted(found.items()))
+
+
+def outcome_text(
+    outcome: Outcome,
+    mode: str = "fail",
+    reasoning: bool = False,
+    calibrations: Calibrations | None = None,
+) -> str:
+    calibration = claim_calibration(outcome, calibrations)
     if outcome.runs is not None:
         from ..over_runs.many_runs import runs_text
 
-        return runs_text(outcome.runs)
+        text = runs_text(outcome.runs)
+        if calibration is not None:
+            text += f"\n  judge's measured error: {calibration_text(calibration)}"
+        return text
     verdict = outcome.verdict
     label = result_word(outcome.passed, mode).upper()
     lines = [
@@ -95,6 +190,8 @@ def outcome_text(outcome: Outcome, mode: str = "fail", reasoning: bool = False) 
     if verdict.revised_from is not None:
         lines.append(f"  revised on double check from: {verdict.revised_from}")
     lines.append(f"  model: {verdict.model or 'none'}; {provenance(verdict)}")
+    if calibration is not None:
+        lines.append(f"  judge's measured error: {calibration_text(calibration)}")
     if verdict.key:
         lines.append(f"  key: {verdict.key[:16]}")
     lines.append("  justification:")
@@ -132,18 +229,27 @@ def escalation_lines(outcome: Outcome) -> list[str]:
 RUNS_SECTION_TITLE = "proposition over runs"
 
 
-def runs_sections(outcomes: Iterable[Outcome]) -> list[tuple[str, str]]:
+def runs_sections(
+    outcomes: Iterable[Outcome], calibrations: Calibrations | None = None
+) -> list[tuple[str, str]]:
     """A report section for each claim over runs (a passing test shows them under -rA)."""
-    return [(RUNS_SECTION_TITLE, outcome_text(o)) for o in outcomes if o.runs is not None]
+    return [
+        (RUNS_SECTION_TITLE, outcome_text(o, calibrations=calibrations))
+        for o in outcomes
+        if o.runs is not None
+    ]
 
 
 def failure_section(
-    outcomes: Iterable[Outcome], mode: str = "fail", reasoning: bool = False
+    outcomes: Iterable[Outcome],
+    mode: str = "fail",
+    reasoning: bool = False,
+    calibrations: Calibrations | None = None,
 ) -> str:
     """Every claim of a failed test, failing ones first, each with its justification (and the
-    judge's reasoning under -vv)."""
+    judge's reasoning under -vv), and the judge's measured error where it was calibrated."""
     ordered = sorted(outcomes, key=lambda outcome: outcome.passed)
-    return "\n\n".join(outcome_text(outcome, mode, reasoning) for outcome in ordered)
+    return "\n\n".join(outcome_text(outcome, mode, reasoning, calibrations) for outcome in ordered)
 
 
 @dataclass(frozen=True)
@@ -416,14 +522,18 @@ def _flag(value: bool) -> str:
 
 
 def junit_properties(
-    outcomes: Iterable[Outcome], start: int = 1, mode: str = "fail"
+    outcomes: Iterable[Outcome],
+    start: int = 1,
+    mode: str = "fail",
+    calibrations: Calibrations | None = None,
 ) -> list[tuple[str, str]]:
     """``proposition[i].<field>`` properties, i counting a test's claims from 1 in judging order.
 
     Fields: claim, kind, value, threshold (score claims), passed, result (passed/failed, or
     upheld/not upheld under --prop-outcome=report), confidence ("not given" when the judge gave
     none), model, cached, justification, and where a soft claim was made. Booleans are
-    ``true``/``false``.
+    ``true``/``false``. Where the deciding judge was calibrated: judge_calibration (the text),
+    judge_false_pass_upper and judge_false_fail_upper (fractions; "" when not measured).
     """
     properties: list[tuple[str, str]] = []
     for index, outcome in enumerate(outcomes, start):
@@ -454,6 +564,13 @@ def junit_properties(
             fields += escalation_properties(verdict, outcome.escalated_from)
         if outcome.runs is not None:
             fields += runs_properties(outcome.runs)
+        calibration = claim_calibration(outcome, calibrations)
+        if calibration is not None:
+            fields += [
+                ("judge_calibration", calibration_text(calibration)),
+                ("judge_false_pass_upper", _bound(calibration["false_pass_upper"])),
+                ("judge_false_fail_upper", _bound(calibration["false_fail_upper"])),
+            ]
         properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
     return properties
 
@@ -475,6 +592,10 @@ def escalation_properties(verdict: Verdict, main: Verdict) -> list[tuple[str, st
         ("escalated_from.cost_usd", _cost_value(main)),
         ("escalated_from.justification", main.justification),
     ]
+
+
+def _bound(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
 
 
 def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
@@ -527,7 +648,31 @@ def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
     if runs.get("control_estimate") is not None:
         pairs.append(("runs.control", str(runs["control_estimate"])))
+    pairs.append(("runs.decision_about", decision_about(runs)))
+    if runs.get("referee"):
+        refereed = [run for run in runs["runs"] if run.get("referee")]
+        pairs += [
+            ("runs.referee", str(runs["referee"])),
+            ("runs.referee_runs", str(runs.get("referee_runs", len(refereed)))),
+            ("runs.agreement", "" if runs.get("agreement") is None else str(runs["agreement"])),
+            (
+                "runs.referee_verdicts",
+                "; ".join(
+                    f"run {run['run']}: {run['referee']['value']} "
+                    f"({'held' if run.get('referee_held') else 'did not hold'}), main judge "
+                    f"{run['verdict']['value']}"
+                    for run in refereed
+                ),
+            ),
+        ]
     return pairs
+
+
+def decision_about(runs: Mapping[str, Any]) -> str:
+    """Whose verdicts a claim over runs was decided on: the referee's, or the main judge's."""
+    from ..over_runs.many_runs import decision_about as about
+
+    return about(runs)
 
 
 def junit_failure_to_error(config: Any, report: Any) -> bool:
@@ -575,6 +720,14 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
     return record
 
 
+def calibrated_record(outcome: Outcome, calibrations: Calibrations | None) -> dict[str, Any]:
+    """An outcome's record, naming (``judge_calibration``) the calibrated judge that decided it."""
+    record = outcome_record(outcome)
+    if claim_calibration(outcome, calibrations) is not None:
+        record["judge_calibration"] = decision_judge(outcome)
+    return record
+
+
 def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
     from ..record import Outcome
     from ..verdict import Verdict
@@ -615,8 +768,12 @@ def json_report(
     stats: JudgeStats,
     outcomes: Iterable[Outcome],
     judge_errors: Iterable[tuple[str | None, str]],
+    calibrations: Calibrations | None = None,
 ) -> dict[str, Any]:
     """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
+
+    Where the judge deciding a claim was calibrated, its record has ``judge_calibration`` (that
+    judge's identity, a key of the report's ``calibrations``: measured rates, counts, bounds).
 
     The summary's claim counts are the terminal's (``RunCounts``); ``verdicts``, ``cache_hits``
     and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
@@ -630,7 +787,10 @@ def json_report(
     mode = settings.outcome
     verdicts = sorted(
         (
-            {**outcome_record(outcome), "result": result_word(outcome.passed, mode)}
+            {
+                **calibrated_record(outcome, calibrations),
+                "result": result_word(outcome.passed, mode),
+            }
             for outcome in outcomes
         ),
         key=record_order,
@@ -659,6 +819,9 @@ def json_report(
         },
         "verdicts": verdicts,
         "judge_errors": [{"test_id": test_id, "error": error} for test_id, error in errors],
+        "calibrations": {
+            judge: dict(view) for judge, view in run_calibrations(outcomes, calibrations).items()
+        },
     }
 
 
@@ -702,7 +865,11 @@ def save_json_report(runtime: Runtime, base: Path) -> str | None:
     try:
         path = report_path(configured, base)
         payload = json_report(
-            runtime.settings, runtime.stats(), runtime.record.outcomes, runtime.record.judge_errors
+            runtime.settings,
+            runtime.stats(),
+            runtime.record.outcomes,
+            runtime.record.judge_errors,
+            runtime.record.calibrations,
         )
         write_json_report(path, payload)
     except ValueError as error:
