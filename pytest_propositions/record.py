@@ -30,6 +30,11 @@ class Outcome:
     where: str | None = None
     # A claim over many runs: its figures and each run's verdict (plain JSON data).
     runs: dict[str, Any] | None = None
+    # A claim judged by a call of the reference library's API in a test ("check_proposition",
+    # "Proposition.check"...), not asserted by the plugin: ``passed`` says whether it was upheld
+    # (a check judged True, a score at least ``threshold``, the run's minimum score), and it
+    # fails nothing by itself. None: a claim of the fixtures or markers.
+    by_call: str | None = None
 
 
 def stat_names() -> tuple[str, ...]:
