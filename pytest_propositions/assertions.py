@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from .claims.proposition import (
     check_timestamps,
     choose_target,
     claim_and_options,
+    frame_place,
     is_proposition_like,
     render_claim,
 )
@@ -187,12 +187,7 @@ def soft_claim(
 
 def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
     """``file:line`` of a frame, and a traceback entry for it, so pytest shows that line."""
-    path = Path(frame.f_code.co_filename)
-    try:
-        shown = str(path.relative_to(Path.cwd()))
-    except ValueError:
-        shown = str(path)
-    return f"{shown}:{frame.f_lineno}", TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
+    return frame_place(frame), TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
 
 
 BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
@@ -327,6 +322,7 @@ def judge_claim(
         precondition_function=precondition,
         timestamps=timestamps,
     )
+    # Noted by the caller (an assertion, a claim over runs), with its expectation: not as a call.
     return proposition.evaluate(
         kind,  # type: ignore[arg-type]
         additional_context=additional_context,
@@ -335,6 +331,7 @@ def judge_claim(
         sample_index=sample_index,
         runtime=runtime,
         model=model,
+        noted_as=None,
     )
 
 

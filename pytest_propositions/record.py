@@ -33,6 +33,11 @@ class Outcome:
     # An escalated claim (--prop-escalate-to): the main judge's verdict, which did not decide;
     # ``verdict`` is then the stronger model's, which did.
     escalated_from: Verdict | None = None
+    # A claim judged by a call of the reference library's API in a test ("check_proposition",
+    # "Proposition.check"...), not asserted by the plugin: ``passed`` says whether it was upheld
+    # (a check judged True, a score at least ``threshold``, the run's minimum score), and it
+    # fails nothing by itself. None: a claim of the fixtures or markers.
+    by_call: str | None = None
 
 
 def stat_names() -> tuple[str, ...]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .store.base import VerdictStore
     from .verdict import Verdict
 
-__all__ = ["Outcome", "Runtime", "activate", "connector", "current", "deactivate"]
+__all__ = ["Outcome", "Runtime", "activate", "active", "connector", "current", "deactivate"]
 
 
 @dataclass
@@ -103,13 +103,38 @@ class Runtime:
         where: str | None = None,
         runs: dict[str, Any] | None = None,
         escalated_from: Verdict | None = None,
+        by_call: str | None = None,
     ) -> None:
         self._first_claim()
         self.record.add(
             Outcome(
-                self.current_test, verdict, threshold, passed, holds, where, runs, escalated_from
+                self.current_test,
+                verdict,
+                threshold,
+                passed,
+                holds,
+                where,
+                runs,
+                escalated_from=escalated_from,
+                by_call=by_call,
             )
         )
+
+    def note_call(self, verdict: Verdict, call: str, where: str | None = None) -> None:
+        """File a verdict reached by a call of the reference library's API (``call`` names it)
+        while a test runs; outside a test nothing is filed.
+
+        Not asserted: upheld is a check judged True, or a score of at least the run's minimum
+        score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
+        """
+        if self.current_test is None:
+            return
+        if verdict.kind == "check":
+            threshold, upheld = None, verdict.value is True
+        else:
+            threshold = self.settings.min_score
+            upheld = int(verdict.value) >= threshold
+        self.note(verdict, threshold, upheld, where=where, by_call=call)
 
     def note_error(self, error: BaseException) -> None:
         self._first_claim()
@@ -230,6 +255,12 @@ def deactivate(runtime: Runtime) -> None:
     with _active_lock:
         if runtime in _active:
             _active.remove(runtime)
+
+
+def active() -> Runtime | None:
+    """The pytest session's runtime when one is active; never builds one (unlike ``current``)."""
+    with _active_lock:
+        return _active[-1] if _active else None
 
 
 def current() -> Runtime:

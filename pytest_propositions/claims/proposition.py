@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
@@ -21,6 +23,7 @@ from ..checks import (
     check_variable_value,
     quote_claim,
 )
+from ..errors import JudgeError
 from ..judging.judge import JudgeRequest
 from ..judging.prompts import (
     NO_ADDITIONAL_CONTEXT,
@@ -35,6 +38,8 @@ from .library_text import TIMESTAMP_MODES
 from .targets import RenderOptions, as_target_list, render_context
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from ..runtime import Runtime
     from ..verdict import Kind
 
@@ -48,6 +53,30 @@ _P = ParamSpec("_P")
 PRECONDITION_FALSE_JUSTIFICATION = (
     "Not judged: the precondition was false, so the claim holds trivially."
 )
+
+
+def frame_place(frame: FrameType) -> str:
+    """``file:line`` of a frame, the file relative to the working folder when it is inside it."""
+    from pathlib import Path
+
+    path = Path(frame.f_code.co_filename)
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{frame.f_lineno}"
+
+
+# The package's folder: frames from files under it are the plugin's own, not the caller's.
+_PACKAGE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "")
+
+
+def call_site_outside_package() -> str | None:
+    """Where the user's code called into the package (``file:line``), for the reports."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FOLDER):
+        frame = frame.f_back
+    return None if frame is None else frame_place(frame)
 
 
 def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
@@ -500,7 +529,9 @@ class Proposition:
         ``return_full_response=True``, the dict of value, justification, confidence, reasoning."""
         __tracebackhide__ = True
         full = check_flag(return_full_response, "return_full_response")
-        verdict = self.evaluate("check", target, additional_context, claim_variables)
+        verdict = self.evaluate(
+            "check", target, additional_context, claim_variables, noted_as="Proposition.check"
+        )
         return verdict.as_response() if full else verdict.value
 
     def score(
@@ -513,7 +544,9 @@ class Proposition:
         """How true the claim is, from MIN_SCORE to MAX_SCORE."""
         __tracebackhide__ = True
         full = check_flag(return_full_response, "return_full_response")
-        verdict = self.evaluate("score", target, additional_context, claim_variables)
+        verdict = self.evaluate(
+            "score", target, additional_context, claim_variables, noted_as="Proposition.score"
+        )
         return verdict.as_response() if full else verdict.value
 
     def evaluate(
@@ -527,6 +560,7 @@ class Proposition:
         sample_index: int = 0,
         runtime: Runtime | None = None,
         model: str | None = None,
+        noted_as: str | None = "Proposition.evaluate",
     ) -> Verdict:
         """Judge the claim and keep the result on this object; returns the full Verdict.
         ``model``: another judge than the run's (a claim over runs' referee).
@@ -535,7 +569,38 @@ class Proposition:
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
         stands. A precondition that returns False makes the claim hold trivially: it is then
         neither rendered (so it needs no claim variables) nor judged.
+
+        While a test runs, the verdict (or the judge's error) is filed in the run's reports
+        under the call ``noted_as`` names, as a claim that fails nothing by itself; None: the
+        caller files it (the fixtures and claims over runs do, so it is counted once).
         """
+        __tracebackhide__ = True
+        arguments = (kind, target, additional_context, claim_variables, samples, sample_index)
+        if noted_as is None:
+            return self._evaluate(*arguments, runtime, model)
+        try:
+            verdict = self._evaluate(*arguments, runtime, model)
+        except JudgeError as error:
+            run = runtime or runtime_module.active()
+            if run is not None and run.current_test is not None:
+                run.note_error(error)
+            raise
+        run = runtime or runtime_module.active()
+        if run is not None and run.current_test is not None:
+            run.note_call(verdict, noted_as, call_site_outside_package())
+        return verdict
+
+    def _evaluate(
+        self,
+        kind: Kind,
+        target: Any,
+        additional_context: str | None,
+        claim_variables: Mapping[str, Any] | None,
+        samples: int,
+        sample_index: int,
+        runtime: Runtime | None,
+        model: str | None,
+    ) -> Verdict:
         __tracebackhide__ = True
         check_additional_context(additional_context)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
@@ -691,8 +756,14 @@ def _in_one_call(
     full = check_flag(return_full_response, "return_full_response")
     options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
     proposition = Proposition(claim, target, *options, precondition_function, timestamps=timestamps)
-    judge = proposition.check if kind == "check" else proposition.score
-    return judge(None, additional_context, claim_variables, full)
+    verdict = proposition.evaluate(
+        kind,
+        None,
+        additional_context,
+        claim_variables,
+        noted_as="check_proposition" if kind == "check" else "compute_score",
+    )
+    return verdict.as_response() if full else verdict.value
 
 
 def _of_kind(

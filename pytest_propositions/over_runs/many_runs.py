@@ -831,6 +831,7 @@ def judge_over_runs(
             samples=runtime.settings.samples if samples is None else samples,
             runtime=runtime,
             model=model,
+            noted_as=None,  # the claim over runs is noted once, with every run's verdict
         )
 
     seed = _referee_seed(runtime, claim, rule, options) if rule.referee is not None else ""

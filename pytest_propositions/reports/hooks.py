@@ -110,7 +110,8 @@ class ClaimReports:
         if report.passed and report.when == "call":
             mine = runtime.record.outcomes_of(item.nodeid)
             if runtime.settings.outcome == "report":
-                not_upheld = sum(1 for o in mine if not o.passed)
+                # A claim judged by a call (check_proposition...) fails nothing, in any mode.
+                not_upheld = sum(1 for o in mine if not o.passed and o.by_call is None)
                 if not_upheld:
                     setattr(report, NOT_UPHELD_ATTR, not_upheld)
             if any(o.runs is not None for o in mine):

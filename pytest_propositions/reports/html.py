@@ -49,7 +49,13 @@ def _csp(script: str) -> str:
     )
 
 
-def _value_text(verdict: Mapping[str, Any], threshold: int | None, holds: bool = True) -> str:
+def _value_text(
+    verdict: Mapping[str, Any], threshold: int | None, holds: bool = True, by_call: Any = None
+) -> str:
+    if by_call is not None:
+        from .summary import call_value_text
+
+        return call_value_text(verdict["kind"], verdict["value"], threshold, str(by_call))
     if verdict["kind"] == "check":
         return f"{verdict['value']} (expected {'True' if holds else 'the claim not to hold'})"
     if threshold is None:
@@ -86,15 +92,17 @@ def _claim_view(
     mode: str,
     calibration: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from .summary import calibration_text, confidence_text, result_word
+    from .summary import calibration_text, claim_result, confidence_text
 
     verdict = record["verdict"]
-    word = result_word(bool(record["passed"]), mode)
+    by_call = record.get("by_call")
+    word = claim_result(bool(record["passed"]), by_call, mode)
+    holds = record.get("holds", True) is not False
     rows = [
         ("kind", verdict["kind"]),
         (
             "verdict" if verdict["kind"] == "check" else "score",
-            _value_text(verdict, record["threshold"], record.get("holds", True) is not False),
+            _value_text(verdict, record["threshold"], holds, by_call),
         ),
         ("justification", verdict.get("justification") or "(none given)"),
         (

@@ -40,13 +40,25 @@ def provenance(verdict: Verdict) -> str:
     return f"judged live in {verdict.judge_seconds:.2f}s"
 
 
-def describe_value(verdict: Verdict, threshold: int | None, holds: bool = True) -> str:
+def describe_value(
+    verdict: Verdict, threshold: int | None, holds: bool = True, by_call: str | None = None
+) -> str:
+    if by_call is not None:
+        return call_value_text(verdict.kind, verdict.value, threshold, by_call)
     if verdict.kind == "check":
         return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
     bar = (
         f"minimum {threshold}" if holds else f"maximum {threshold}: expected the claim not to hold"
     )
     return f"{verdict.value}/{MAX_SCORE} ({bar})"
+
+
+def call_value_text(kind: str, value: object, threshold: int | None, by_call: str) -> str:
+    """The verdict of a claim judged by a call: what it was, by which call, and that no
+    expectation was asserted (the test's own code decides what it means)."""
+    if kind == "check":
+        return f"{value} (by {by_call}, not asserted)"
+    return f"{value}/{MAX_SCORE} (by {by_call}, not asserted; upheld at {threshold} or more)"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -160,6 +172,12 @@ def run_calibrations(
     return dict(sorted(found.items()))
 
 
+def claim_result(passed: bool, by_call: str | None, outcome: str = "fail") -> str:
+    """One claim's result word: a claim judged by a call (``by_call``) fails nothing, so it is
+    upheld or not upheld whatever the outcome mode."""
+    return result_word(passed, "report" if by_call is not None else outcome)
+
+
 def outcome_text(
     outcome: Outcome,
     mode: str = "fail",
@@ -175,10 +193,11 @@ def outcome_text(
             text += f"\n  judge's measured error: {calibration_text(calibration)}"
         return text
     verdict = outcome.verdict
-    label = result_word(outcome.passed, mode).upper()
+    label = claim_result(outcome.passed, outcome.by_call, mode).upper()
+    value = describe_value(verdict, outcome.threshold, outcome.holds, outcome.by_call)
     lines = [
         f"{label}: {terminal_text(verdict.claim)}",
-        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {describe_value(verdict, outcome.threshold, outcome.holds)}",
+        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {value}",
     ]
     if outcome.where:
         lines.append(f"  claimed at: {outcome.where}")
@@ -256,10 +275,13 @@ def failure_section(
 class RunCounts:
     """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
 
-    ``claims`` is every claim the run tried to judge: ``passed + failed + judge_errors``. A claim
-    with a verdict got it in one of three ways: ``skipped_by_precondition + from_cache +
-    judged_live == passed + failed``. ``judge_calls``, tokens and cost count requests (a claim
-    with ``samples=3`` makes three).
+    ``claims`` is every claim the run tried to judge: ``passed + failed + by_call +
+    judge_errors``, where ``passed`` and ``failed`` count the claims asserted (the fixtures',
+    the markers') and ``by_call`` those judged by calls of the reference library's API in a
+    test (``check_proposition``...), ``by_call_upheld + by_call_not_upheld`` of them, which
+    fail nothing. A claim with a verdict got it in one of three ways:
+    ``skipped_by_precondition + from_cache + judged_live == passed + failed + by_call``.
+    ``judge_calls``, tokens and cost count requests (a claim with ``samples=3`` makes three).
     """
 
     claims: int
@@ -273,6 +295,9 @@ class RunCounts:
     tokens: int
     cost_usd: float
     judge_seconds: float
+    by_call: int = 0
+    by_call_upheld: int = 0
+    by_call_not_upheld: int = 0
 
 
 def run_counts(
@@ -281,11 +306,13 @@ def run_counts(
     verdicts = [outcome for outcome in outcomes]
     skipped = sum(1 for o in verdicts if o.verdict.precondition_skipped)
     cached = sum(1 for o in verdicts if o.verdict.cached and not o.verdict.precondition_skipped)
-    failed = sum(1 for o in verdicts if not o.passed)
+    by_call = [o for o in verdicts if o.by_call is not None]
+    upheld = sum(1 for o in by_call if o.passed)
+    failed = sum(1 for o in verdicts if not o.passed and o.by_call is None)
     errors = sum(1 for _ in judge_errors)
     return RunCounts(
         claims=len(verdicts) + errors,
-        passed=len(verdicts) - failed,
+        passed=len(verdicts) - len(by_call) - failed,
         failed=failed,
         judge_errors=errors,
         skipped_by_precondition=skipped,
@@ -295,6 +322,9 @@ def run_counts(
         tokens=int(stats.prompt_tokens + stats.completion_tokens),
         cost_usd=float(stats.cost_usd),
         judge_seconds=float(stats.judge_seconds),
+        by_call=len(by_call),
+        by_call_upheld=upheld,
+        by_call_not_upheld=len(by_call) - upheld,
     )
 
 
@@ -306,6 +336,12 @@ def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
         f"{counts.failed} {result_word(False, outcome)}",
         plural(counts.judge_errors, "judge error"),
     ]
+    if counts.by_call:
+        # Claims judged by check_proposition and the like: shown when there are some.
+        parts.append(
+            f"{counts.by_call} by call ({counts.by_call_upheld} upheld, "
+            f"{counts.by_call_not_upheld} not upheld)"
+        )
     if counts.skipped_by_precondition:
         parts.append(f"{counts.skipped_by_precondition} skipped by precondition")
     parts += [
@@ -420,16 +456,16 @@ def verdict_listing(
     lines: list[str] = []
     for outcome in ordered:
         verdict = outcome.verdict
-        label = result_word(outcome.passed, mode).upper()
+        label = claim_result(outcome.passed, outcome.by_call, mode).upper()
         lines.append(f"{label:<10}  {outcome.test_id or '-'}")
         lines.append(f"    claim:   {terminal_text(verdict.claim)}")
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
-            if verdict.kind == "check" and outcome.holds:
+            if verdict.kind == "check" and outcome.holds and outcome.by_call is None:
                 value = str(verdict.value)
             else:
-                value = describe_value(verdict, outcome.threshold, outcome.holds)
+                value = describe_value(verdict, outcome.threshold, outcome.holds, outcome.by_call)
             value += " (cached)" if verdict.cached else " (live)"
             value += f", confidence {confidence_text(verdict.confidence)}"
         lines.append(f"    verdict: {value}")
@@ -493,25 +529,32 @@ def lowest_scores_table(
     shown = scores[:rows]
     test_width = min(max(len(outcome.test_id or "-") for outcome in shown), _TEST_COLUMN_MAX)
     test_width = max(test_width, len("test"))
+    results = [_table_result(outcome) for outcome in shown]
+    result_width = max(len("result"), *(len(result) for result in results))
     lines = [
         f"propositions: lowest scores ({len(shown)} of {len(scores)})",
-        f"{'score':>5}  {'min':>3}  {'result':<6}  {'test':<{test_width}}  claim",
+        f"{'score':>5}  {'min':>3}  {'result':<{result_width}}  {'test':<{test_width}}  claim",
     ]
-    for outcome in shown:
+    for outcome, result in zip(shown, results, strict=True):
         score = f"{outcome.verdict.value}/{MAX_SCORE}"
         bar = "-" if outcome.threshold is None else str(outcome.threshold)
-        result = "passed" if outcome.passed else "FAILED"
         test = outcome.test_id or "-"
         if len(test) > _TEST_COLUMN_MAX:
             # The test's own name is at the end of its id; keep that part.
             test = "..." + test[-(_TEST_COLUMN_MAX - 3) :]
-        prefix = f"{score:>5}  {bar:>3}  {result:<6}  {test:<{test_width}}  "
+        prefix = f"{score:>5}  {bar:>3}  {result:<{result_width}}  {test:<{test_width}}  "
         room = max(width - len(prefix), _CLAIM_COLUMN_MIN)
         main = outcome.escalated_from
         # An escalated score says so first: the main judge's score did not decide.
         note = "" if main is None else f"[escalated from {main.value}] "
         lines.append(prefix + _clip(note + terminal_text(outcome.verdict.claim), room))
     return lines
+
+
+def _table_result(outcome: Outcome) -> str:
+    if outcome.by_call is not None:
+        return "upheld" if outcome.passed else "not upheld"
+    return "passed" if outcome.passed else "FAILED"
 
 
 # -- JUnit XML --------------------------------------------------------------------------------------
@@ -531,7 +574,9 @@ def junit_properties(
 
     Fields: claim, kind, value, threshold (score claims), passed, result (passed/failed, or
     upheld/not upheld under --prop-outcome=report), confidence ("not given" when the judge gave
-    none), model, cached, justification, and where a soft claim was made. Booleans are
+    none), model, cached, justification, and where a soft claim was made. A claim judged by a
+    call (``check_proposition``...) has ``by_call`` (the call) and ``upheld`` instead of
+    ``passed``, its result upheld/not upheld, and where it was called. Booleans are
     ``true``/``false``. Where the deciding judge was calibrated: judge_calibration (the text),
     judge_false_pass_upper and judge_false_fail_upper (fractions; "" when not measured).
     """
@@ -548,8 +593,12 @@ def junit_properties(
             fields.append(("threshold", str(outcome.threshold)))
         if not outcome.holds:
             fields.append(("holds", "false"))
-        fields.append(("passed", _flag(outcome.passed)))
-        fields.append(("result", result_word(outcome.passed, mode)))
+        if outcome.by_call is not None:
+            fields.append(("by_call", outcome.by_call))
+            fields.append(("upheld", _flag(outcome.passed)))
+        else:
+            fields.append(("passed", _flag(outcome.passed)))
+        fields.append(("result", claim_result(outcome.passed, outcome.by_call, mode)))
         fields.append(
             ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped))
         )
@@ -611,6 +660,9 @@ def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
         "from_cache",
         "judged_live",
         "judge_calls",
+        "by_call",
+        "by_call_upheld",
+        "by_call_not_upheld",
     ):
         properties.append((f"propositions.{name}", str(getattr(counts, name))))
     return properties
@@ -717,6 +769,8 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
     if outcome.escalated_from is not None:
         # The main judge's verdict; "verdict" is the stronger model's, which decided.
         record["escalated_from"] = outcome.escalated_from.as_dict()
+    if outcome.by_call is not None:
+        record["by_call"] = outcome.by_call
     return record
 
 
@@ -743,6 +797,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         escalated_from=(
             Verdict.from_dict(record["escalated_from"]) if record.get("escalated_from") else None
         ),
+        by_call=record.get("by_call"),
     )
 
 
@@ -777,7 +832,8 @@ def json_report(
 
     The summary's claim counts are the terminal's (``RunCounts``); ``verdicts``, ``cache_hits``
     and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
-    ``result`` says "upheld" or "not upheld".
+    ``result`` says "upheld" or "not upheld", as it always does for a claim judged by a call
+    (its record names the call in ``by_call``).
     """
     from .._version import __version__
 
@@ -789,7 +845,7 @@ def json_report(
         (
             {
                 **calibrated_record(outcome, calibrations),
-                "result": result_word(outcome.passed, mode),
+                "result": claim_result(outcome.passed, outcome.by_call, mode),
             }
             for outcome in outcomes
         ),
@@ -808,6 +864,9 @@ def json_report(
             "skipped_by_precondition": counts.skipped_by_precondition,
             "from_cache": counts.from_cache,
             "judged_live": counts.judged_live,
+            "by_call": counts.by_call,
+            "by_call_upheld": counts.by_call_upheld,
+            "by_call_not_upheld": counts.by_call_not_upheld,
             "verdicts": stats.verdicts,
             "cache_hits": stats.cache_hits,
             "judge_calls": stats.judge_calls,

@@ -1,0 +1,296 @@
+"""Claims judged by calls of the reference library's API (``check_proposition``, ``compute_score``,
+``Proposition.check/score/evaluate``) while a test runs are claims: each is noted once with its
+verdict, upheld or not, fails nothing by itself, and is counted in every report. Outside a test
+nothing is noted. The fixtures' claims, which go through ``Proposition`` too, are noted once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_propositions import Proposition, check_proposition, compute_score
+from pytest_propositions import runtime as runtime_module
+from pytest_propositions.assertions import assert_claim, judge_without_asserting
+from pytest_propositions.errors import JudgeError, PropositionFailed
+from pytest_propositions.judging.judge import JudgeStats
+from pytest_propositions.record import Outcome
+from pytest_propositions.reports.summary import (
+    failure_section,
+    json_report,
+    junit_properties,
+    junit_run_properties,
+    run_counts,
+    summary_line,
+)
+from pytest_propositions.runtime import Runtime
+from pytest_propositions.settings import Settings
+from pytest_propositions.verdict import Verdict
+from tests.support.judge_server import ScriptedJudge, status, verdict
+
+pytest_plugins = ["pytester"]
+
+TEST_ID = "test_travel.py::test_oscar"
+TARGET = "Oscar: I love quiet cities with museums."
+
+
+@pytest.fixture
+def run(judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    """A run of its own, active, judged by the scripted server, with a test running."""
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    judge_server.on("Oscar is a chef.", verdict(False, "He is an architect."))
+    judge_server.on("Oscar is calm.", verdict(6, "Mostly calm."))
+    judge_server.on("Oscar is curious.", verdict(7, "He asks questions."))
+    judge_server.on("refused", status(401, "Scripted: invalid API key", "authentication_error"))
+    settings = Settings(model="openai/judge-model", api_base=judge_server.base_url, cache="off")
+    runtime = Runtime(settings)
+    runtime.current_test = TEST_ID
+    runtime_module.activate(runtime)
+    try:
+        yield runtime
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+
+
+def by_call(runtime: Runtime) -> list[tuple[str | None, str, object, bool]]:
+    return [
+        (o.by_call, o.verdict.claim, o.verdict.value, o.passed) for o in runtime.record.outcomes
+    ]
+
+
+def test_each_call_of_the_reference_api_in_a_test_is_noted_once_with_its_verdict(
+    run: Runtime,
+) -> None:
+    assert check_proposition(TARGET, "Oscar likes museums.")
+    assert not check_proposition(TARGET, "Oscar is a chef.")
+    assert compute_score(TARGET, "Oscar is calm.") == 6
+    assert compute_score(TARGET, "Oscar is curious.", return_full_response=True)["value"] == 7
+    proposition = Proposition("Oscar likes museums.", TARGET)
+    assert proposition.check() is True
+    assert proposition() is True
+    assert Proposition("Oscar is calm.").score(TARGET) == 6
+    assert Proposition("Oscar is a chef.").evaluate("check", TARGET).value is False
+
+    assert by_call(run) == [
+        ("check_proposition", "Oscar likes museums.", True, True),
+        ("check_proposition", "Oscar is a chef.", False, False),
+        # A score is upheld at the run's minimum score (7 by default); it fails nothing.
+        ("compute_score", "Oscar is calm.", 6, False),
+        ("compute_score", "Oscar is curious.", 7, True),
+        ("Proposition.check", "Oscar likes museums.", True, True),
+        ("Proposition.check", "Oscar likes museums.", True, True),
+        ("Proposition.score", "Oscar is calm.", 6, False),
+        ("Proposition.evaluate", "Oscar is a chef.", False, False),
+    ]
+    outcomes = run.record.outcomes_of(TEST_ID)
+    assert len(outcomes) == 8
+    assert {o.threshold for o in outcomes if o.verdict.kind == "score"} == {7}
+    assert {o.threshold for o in outcomes if o.verdict.kind == "check"} == {None}
+    # Where the user's code made the call, not a line of the plugin.
+    assert outcomes[0].where is not None
+    assert outcomes[0].where.startswith("tests/test_claims_by_call.py:")
+
+
+def test_a_precondition_false_claim_by_call_is_noted_as_skipped(run: Runtime) -> None:
+    never = Proposition("Oscar is a chef.", precondition_function=lambda **_: False)
+    assert never.check(TARGET) is True
+    [outcome] = run.record.outcomes
+    assert outcome.by_call == "Proposition.check"
+    assert outcome.verdict.precondition_skipped and outcome.passed
+
+
+def test_a_judge_error_by_call_is_noted_once(run: Runtime) -> None:
+    with pytest.raises(JudgeError):
+        check_proposition(TARGET, "This one is refused.")
+    assert len(run.record.judge_errors) == 1
+    assert run.record.judge_errors[0][0] == TEST_ID
+    assert run.record.outcomes == []
+
+
+def test_a_call_in_a_thread_the_test_started_is_filed_under_the_test(run: Runtime) -> None:
+    results: list[bool] = []
+    thread = threading.Thread(
+        target=lambda: results.append(check_proposition(TARGET, "Oscar is a chef."))
+    )
+    thread.start()
+    thread.join()
+    assert results == [False]
+    [outcome] = run.record.outcomes_of(TEST_ID)
+    assert outcome.by_call == "check_proposition"
+
+
+def test_outside_a_test_nothing_is_noted(run: Runtime) -> None:
+    run.current_test = None  # collection, or between tests
+    assert check_proposition(TARGET, "Oscar likes museums.")
+    assert compute_score(TARGET, "Oscar is calm.") == 6
+    with pytest.raises(JudgeError):
+        check_proposition(TARGET, "This one is refused.")
+    assert run.record.outcomes == [] and run.record.judge_errors == []
+
+
+def test_without_an_active_runtime_nothing_is_noted_and_none_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No pytest run active (a script, a notebook): a claim its precondition skips needs no judge,
+    # and no runtime is built just to note it.
+    monkeypatch.setattr(runtime_module, "_active", [])
+    monkeypatch.setattr(runtime_module, "_fallback", None)
+    never = Proposition("Oscar is a chef.", precondition_function=lambda **_: False)
+    assert check_proposition(TARGET, never) is True
+    assert runtime_module._fallback is None
+
+
+def test_the_fixtures_claims_are_noted_once_not_again_as_calls(run: Runtime) -> None:
+    assert_claim(run, TARGET, "Oscar likes museums.", threshold=None)
+    with pytest.raises(PropositionFailed):
+        assert_claim(run, TARGET, "Oscar is a chef.", threshold=None)
+    assert_claim(run, TARGET, "Oscar is a chef.", threshold=None, holds=False)
+    assert_claim(run, TARGET, "Oscar is curious.", threshold=7)
+    judge_without_asserting(run, TARGET, "Oscar is calm.", "score", {})
+    with pytest.raises(JudgeError):
+        assert_claim(run, TARGET, "This one is refused.", threshold=None)
+    assert [(o.by_call, o.verdict.claim) for o in run.record.outcomes] == [
+        (None, "Oscar likes museums."),
+        (None, "Oscar is a chef."),
+        (None, "Oscar is a chef."),
+        (None, "Oscar is curious."),
+        (None, "Oscar is calm."),
+    ]
+    assert len(run.record.judge_errors) == 1
+
+
+# -- the reports ----------------------------------------------------------------------------------
+
+
+def _verdict(claim: str, kind: str, value: bool | int, cached: bool = False) -> Verdict:
+    return Verdict(
+        kind=kind,  # type: ignore[arg-type]
+        claim=claim,
+        value=value,
+        justification=f"Because of {claim.lower()}",
+        reasoning="r",
+        confidence=0.8,
+        model="openai/judge-model",
+        cached=cached,
+        key="ab" * 32,
+    )
+
+
+OUTCOMES = [
+    Outcome("t.py::a", _verdict("Asserted.", "check", True), None, True),
+    Outcome("t.py::a", _verdict("Asserted false.", "check", False), None, False),
+    Outcome(
+        "t.py::b",
+        _verdict("Upheld.", "check", True, cached=True),
+        None,
+        True,
+        where="t.py:3",
+        by_call="check_proposition",
+    ),
+    Outcome(
+        "t.py::b",
+        _verdict("Not upheld.", "check", False, cached=True),
+        None,
+        False,
+        where="t.py:4",
+        by_call="check_proposition",
+    ),
+    Outcome("t.py::b", _verdict("Low.", "score", 4), 7, False, by_call="compute_score"),
+]
+
+
+def test_the_counts_keep_calls_apart_from_asserted_claims() -> None:
+    counts = run_counts(OUTCOMES, [("t.py::c", "JudgeUnavailable: x")], JudgeStats())
+    assert (counts.claims, counts.passed, counts.failed, counts.judge_errors) == (6, 1, 1, 1)
+    assert (counts.by_call, counts.by_call_upheld, counts.by_call_not_upheld) == (3, 1, 2)
+    assert counts.from_cache + counts.judged_live == counts.passed + counts.failed + counts.by_call
+    assert summary_line(counts).startswith(
+        "propositions: 6 claims, 1 passed, 1 failed, 1 judge error, "
+        "3 by call (1 upheld, 2 not upheld), 2 from cache, 3 judged live, "
+    )
+    # In report mode the asserted claims' words change; the calls' do not.
+    assert "1 upheld, 1 not upheld, 1 judge error, 3 by call (1 upheld, 2 not upheld)" in (
+        summary_line(counts, "report")
+    )
+    # A run without calls reads as before.
+    plain = run_counts(OUTCOMES[:2], [], JudgeStats())
+    assert "by call" not in summary_line(plain)
+    run = dict(junit_run_properties(counts, "fail"))
+    assert (run["propositions.by_call"], run["propositions.by_call_upheld"]) == ("3", "1")
+    assert run["propositions.by_call_not_upheld"] == "2"
+
+
+def test_a_failed_tests_section_shows_each_call_with_its_verdict_and_provenance() -> None:
+    section = failure_section(OUTCOMES[2:])
+    assert section.splitlines()[0] == "NOT UPHELD: Not upheld."
+    assert "  verdict: False (by check_proposition, not asserted)" in section
+    assert "  claimed at: t.py:4" in section
+    assert "  model: openai/judge-model; from the cache, recorded" in section
+    assert "    Because of not upheld." in section
+    assert "  score: 4/9 (by compute_score, not asserted; upheld at 7 or more)" in section
+    assert "UPHELD: Upheld." in section
+    assert "FAILED" not in section and "PASSED" not in section
+
+
+def test_junit_and_json_name_the_call_and_its_result() -> None:
+    properties = dict(junit_properties(OUTCOMES[3:4]))
+    assert properties["proposition[1].by_call"] == "check_proposition"
+    assert properties["proposition[1].upheld"] == "false"
+    assert properties["proposition[1].result"] == "not upheld"
+    assert "proposition[1].passed" not in properties
+    asserted = dict(junit_properties(OUTCOMES[1:2]))
+    assert asserted["proposition[1].result"] == "failed"
+    assert "proposition[1].by_call" not in asserted
+
+    report = json_report(Settings(), JudgeStats(), OUTCOMES, [])
+    records = {r["verdict"]["claim"]: r for r in report["verdicts"]}
+    assert records["Not upheld."]["by_call"] == "check_proposition"
+    assert records["Not upheld."]["result"] == "not upheld"
+    assert "by_call" not in records["Asserted false."]
+    assert records["Asserted false."]["result"] == "failed"
+    assert report["summary"]["by_call"] == 3
+
+
+def test_xdist_records_carry_the_call() -> None:
+    from pytest_propositions.reports.summary import outcome_from_record, outcome_record
+
+    outcome = OUTCOMES[3]
+    assert outcome_from_record(outcome_record(outcome)) == outcome
+
+
+# -- in a pytest run -------------------------------------------------------------------------------
+
+REPORT_MODE_SUITE = """
+from pytest_propositions import check_proposition
+
+
+def test_a_legitimate_false(world):
+    assert not check_proposition(world, "Oscar is a chef.")
+
+
+def test_asserted(world, assert_proposition):
+    assert_proposition(world, "Oscar is a chef.")
+"""
+
+
+@pytest.mark.parametrize("mode", ["fail", "report"])
+def test_a_call_not_upheld_fails_nothing_in_either_outcome_mode(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    mode: str,
+) -> None:
+    judge_server.on("Oscar is a chef.", verdict(False, "He is an architect."))
+    pytester.makepyfile(test_modes=REPORT_MODE_SUITE)
+    result = pytester.runpytest(*inner_run, f"--prop-outcome={mode}", "-rA")
+    if mode == "fail":
+        result.assert_outcomes(passed=1, failed=1)
+    else:
+        # The asserted claim is "not upheld"; the call's False passes as the test says.
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*1 passed, 1 not upheld*"])
+        result.stdout.no_fnmatch_line("*test_a_legitimate_false*NOT UPHELD*")
+    result.stdout.fnmatch_lines(["propositions: 2 claims, *1 by call (0 upheld, 1 not upheld)*"])
