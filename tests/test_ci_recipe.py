@@ -104,7 +104,7 @@ def test_ci_yml_runs_in_a_fresh_environment_without_the_local_extra(tmp_path: Pa
     assert "VerdictMissing" not in replay
     summary = re.search(
         r"propositions: (\d+) claims?, [^\n]*?(\d+) judge errors?, "
-        r"(?:\d+ skipped by precondition, )?(\d+) from cache, \d+ judged live, (\d+) judge calls?",
+        r"(?:\d+ by call \([^)]*\), )?(?:\d+ skipped by precondition, )?(\d+) from cache, \d+ judged live, (\d+) judge calls?",
         replay,
     )
     assert summary is not None, replay[-3000:]
