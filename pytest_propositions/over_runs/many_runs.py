@@ -796,9 +796,11 @@ def judge_over_runs(
     """Simulate and judge runs in order until the rule decides, or max_runs; the result.
 
     Simulations run in this thread (``parallel=1``) or in ``parallel`` threads, while finished
-    runs are judged on worker threads; at most ``2 * parallel`` runs are ahead of the decision,
-    so few judge calls are spent past it. A judge error on a run the decision needs is raised
-    (a ``BudgetExceeded`` says how far the runs got).
+    runs are judged on worker threads; at most ``2 * parallel`` runs are ahead of the decision.
+    Once decided, the runs up to ``2 * parallel - 1`` past it are always finished (the same ones
+    whatever the timing), so a rerun from the cache starts no run the first did not judge. A
+    judge error on a run the decision needs is raised (a ``BudgetExceeded`` says how far the
+    runs got); a simulation that raises fails the claim.
     """
     __tracebackhide__ = True
     control = rule.control
@@ -899,8 +901,27 @@ def judge_over_runs(
             # Only what is still running: a later run judged first must not make this spin.
             pending = [f for f in (*simulating.values(), *judging.values()) if not f.done()]
             wait(pending, return_when=FIRST_COMPLETED)
+        # Decided before max_runs: judge exactly the runs a rerun's look-ahead may start (up to
+        # window - 1 past the decision), so a rerun from the cache asks the judge nothing new.
+        last = min(decider.count + window - 1, limit)
+        while next_run < last or simulating:
+            for run in sorted(simulating):
+                if simulating[run].done():
+                    judging[run] = judge_pool.submit(judge_unit, run, simulating.pop(run).result())
+            if next_run < last:
+                if sim_pool is None:
+                    judging[next_run] = judge_pool.submit(
+                        judge_unit, next_run, simulate_unit(next_run)
+                    )
+                else:
+                    simulating[next_run] = sim_pool.submit(simulate_unit, next_run)
+                next_run += 1
+                continue
+            wait(list(simulating.values()), return_when=FIRST_COMPLETED)
+        # Their verdicts are not read: an error there is not the claim's (and is not cached).
+        wait(list(judging.values()))
     finally:
-        # Runs past the decision are not needed: those not started are cancelled.
+        # On an error, runs not started are cancelled.
         judge_pool.shutdown(wait=True, cancel_futures=True)
         if sim_pool is not None:
             sim_pool.shutdown(wait=True, cancel_futures=True)
