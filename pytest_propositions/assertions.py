@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -23,10 +22,11 @@ from .claims.proposition import (
 )
 from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
-from .over_runs.many_runs import RUNS_OPTION_NAMES, check_rule, is_runs, split_options
+from .over_runs.keywords import RUNS_OPTION_NAMES, is_runs, split_options
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
+    from .over_runs.many_runs import Rule
     from .runtime import Runtime
     from .verdict import Verdict
 
@@ -177,9 +177,8 @@ def soft_claim(
     validate_options(options, origin)
     threshold, expected = expectation(min_score, max_score, holds, origin)
     validate_claim(claim, options, origin)
-    rule_options, _ = split_options(options)
     # A claim over runs is checked now too (its rule); its runs are simulated when judged.
-    if check_rule(target, rule_options, threshold, None, origin, holds=expected) is None:
+    if _rule_of(target, options, threshold, None, origin, holds=expected) is None:
         validate_target(target, origin)
     where, site = _call_site(frame) if frame is not None else (None, None)
     return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)
@@ -376,6 +375,27 @@ def failure_message(
     return message
 
 
+def _rule_of(
+    target: Any,
+    options: Mapping[str, Any],
+    threshold: int | None,
+    confidence: float | None,
+    where: str,
+    *,
+    kind: Literal["check", "score"] | None = None,
+    holds: bool = True,
+) -> Rule | None:
+    """The checked rule of a claim over runs; None for an ordinary claim, which names neither a
+    ``runs(...)`` target nor a runs keyword and so never loads the runs machinery."""
+    __tracebackhide__ = True
+    rule_options, _ = split_options(options)
+    if not rule_options and not is_runs(target):
+        return None
+    from .over_runs.many_runs import check_rule
+
+    return check_rule(target, rule_options, threshold, confidence, where, kind=kind, holds=holds)
+
+
 def _judge_and_note(
     runtime: Runtime,
     target: Any,
@@ -542,10 +562,9 @@ def assert_claim(
     compares mean scores); its rule is checked here, before any simulation.
     """
     __tracebackhide__ = True
-    rule_options, _ = split_options(options)
-    rule = check_rule(
+    rule = _rule_of(
         target,
-        rule_options,
+        options,
         threshold,
         runtime.settings.confidence,
         "claim",
@@ -634,6 +653,8 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if workers == 1:
         results = [run(item) for item in pending]
     else:
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-judge") as pool:
             results = list(pool.map(run, pending))
     failed = [r for r in results if r.verdict is not None and not r.passed]
@@ -760,7 +781,7 @@ def _decide_over_runs(
 ) -> Any:
     """Simulate and judge the runs until the claim's rule decides; the ``RunsResult``."""
     __tracebackhide__ = True
-    from .over_runs.many_runs import judge_over_runs
+    from .over_runs.many_runs import check_rule, judge_over_runs
 
     rule_options, rest = split_options(options)
     rule = check_rule(

@@ -765,3 +765,30 @@ def test_a_referee_for_the_whole_run_from_the_command_line(
     refused = pytester.runpytest(*inner_run, "-k", "fraction_alone")
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines(["*referee_fraction= goes with a referee*"])
+
+
+def test_an_ordinary_claim_never_loads_the_runs_machinery(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    # Every claim asks whether it is over runs; a cached suite of ordinary claims should not pay
+    # for importing many_runs to hear no. A runs(...) target, or a runs keyword, loads it.
+    pytester.makepyfile(
+        test_loading="""
+        import sys
+        import pytest
+
+        MANY_RUNS = "pytest_propositions.over_runs.many_runs"
+
+        def test_ordinary(assert_proposition, expect_proposition):
+            assert_proposition("Oscar says hello. MARK-YES", "Oscar states the price.")
+            expect_proposition("Oscar says hello. MARK-YES", "Oscar states the price.")
+            assert MANY_RUNS not in sys.modules
+
+        def test_keyword_on_an_ordinary_target(assert_proposition):
+            with pytest.raises(TypeError, match="at_least= apply to claims over many runs"):
+                assert_proposition("Oscar says hello.", "Oscar states the price.", at_least=0.5)
+            assert MANY_RUNS in sys.modules
+        """
+    )
+    result = pytester.runpytest_subprocess(*project, "-p", "no:randomly")
+    result.assert_outcomes(passed=2)

@@ -25,6 +25,7 @@ from ..checks import quote_claim, terminal_text
 from ..claims.targets import as_target_list
 from ..errors import BudgetExceeded
 from ..scale import MAX_SCORE, MIN_SCORE
+from .keywords import RUNS_OPTION_NAMES, is_runs
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -37,19 +38,6 @@ class RefereeWarning(UserWarning):
     """A referee that costs more than judging every run with the referee alone would."""
 
 
-# The keywords a claim over runs takes, besides the ordinary claim options.
-RUNS_OPTION_NAMES = frozenset(
-    {
-        "at_least",
-        "at_most",
-        "better_than",
-        "margin",
-        "every_run",
-        "confidence",
-        "referee",
-        "referee_fraction",
-    }
-)
 # How many runs of a failing claim the report quotes, with the judge's justification.
 QUOTED_RUNS = 3
 
@@ -133,10 +121,6 @@ def runs(
     return Runs(simulate, max_runs=max_runs, min_runs=min_runs, parallel=parallel)
 
 
-def is_runs(target: Any) -> bool:
-    return isinstance(target, Runs)
-
-
 # -- the rule ---------------------------------------------------------------------------------------
 
 Mode = Literal["at_least", "at_most", "mean", "better_than", "every_run"]
@@ -196,13 +180,6 @@ def check_confidence(value: Any, name: str = "confidence") -> float:
     if not 0.5 <= number < 1.0:
         raise ValueError(f"{name} must be at least 0.5 and below 1 (e.g. 0.95), got {value!r}")
     return number
-
-
-def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the runs keywords, the ordinary claim options)."""
-    rule = {name: value for name, value in options.items() if name in RUNS_OPTION_NAMES}
-    rest = {name: value for name, value in options.items() if name not in RUNS_OPTION_NAMES}
-    return rule, rest
 
 
 def check_rule(

@@ -57,11 +57,15 @@ _CREDENTIAL_SUFFIXES = (
 )
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> str:
     """One text per JSON value: what keys hash and what the store and the export hold."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _CANONICAL.encode(value)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,0 +1,43 @@
+"""What marks a claim as one over many runs, told apart without importing the runs machinery.
+
+Every claim asks whether it is over runs; an ordinary cached claim should not pay for loading
+``many_runs`` (its decision, statistics and reports) to learn that it is not.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["RUNS_OPTION_NAMES", "is_runs", "split_options"]
+
+# The keywords a claim over runs takes, besides the ordinary claim options.
+RUNS_OPTION_NAMES = frozenset(
+    {
+        "at_least",
+        "at_most",
+        "better_than",
+        "margin",
+        "every_run",
+        "confidence",
+        "referee",
+        "referee_fraction",
+    }
+)
+
+_MANY_RUNS = "pytest_propositions.over_runs.many_runs"
+
+
+def is_runs(target: Any) -> bool:
+    """Whether ``target`` is a ``runs(...)`` target. Until ``many_runs`` is imported no such
+    target can exist (``runs`` and ``Runs`` live there), so nothing is imported to say no."""
+    module = sys.modules.get(_MANY_RUNS)
+    return module is not None and isinstance(target, module.Runs)
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the runs keywords, the ordinary claim options)."""
+    rule = {name: value for name, value in options.items() if name in RUNS_OPTION_NAMES}
+    rest = {name: value for name, value in options.items() if name not in RUNS_OPTION_NAMES}
+    return rule, rest
