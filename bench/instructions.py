@@ -1,0 +1,139 @@
+"""The cached path and the start-up in instructions executed, counted by valgrind's callgrind.
+
+``side_by_side.py`` times the same runs; on a shared machine its runs of one variant can differ
+by a factor of 1.5, more than the differences it is after. Instructions executed do not depend
+on the neighbours: the same run counts the same within a fraction of a percent. They are not
+seconds (a cache miss costs more than an add), so this script is the check of the work a
+change adds or removes, and ``side_by_side.py`` the check that seconds follow.
+
+Variants, as in ``side_by_side.py``: ``plain pytest`` (``-p no:propositions``), and for each
+``--version NAME=DIR`` and this checkout (``after``): ``unused`` (installed, no option given),
+``plain asserts`` (the plugin configured, no claim) and ``cached claims`` (every test asserts one
+claim, all recorded first by that version against the scripted judge on loopback). Runs go two
+at a time (callgrind makes each about 40 times slower: a minute or two each).
+
+    python bench/instructions.py --version before=../base [--tests 300]
+
+Needs valgrind. It is not a test and CI does not run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import cache_overhead  # noqa: E402
+from bench._common import environment, machine, revision, run  # noqa: E402
+from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
+
+CACHED_TARGET = 1.1
+UNUSED_TARGET = 1.02
+_REFS = re.compile(r"Collected : (\d+)")
+
+
+def counted(command: Sequence[str], cwd: Path, env: dict[str, str], out: Path) -> int:
+    """Instructions the command executed under callgrind; exits if the run did not pass."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = _REFS.search(done.stderr)
+    if done.returncode != 0 or "passed" not in done.stdout or found is None:
+        sys.exit(f"{' '.join(command)} failed under callgrind:\n{done.stdout[-1500:]}")
+    return int(found.group(1))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--version", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--tests", type=int, default=300, help="tests per suite (300)")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed")
+    sources = {}
+    for given in args.version:
+        name, _, folder = given.partition("=")
+        sources[name] = Path(folder).resolve()
+    sources["after"] = REPO
+    print(f"machine: {machine()}")
+    print(f"code: {revision()}; " + ", ".join(f"{n}: {s}" for n, s in sources.items()))
+
+    with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:
+        work = Path(temp)
+        judge.default = verdict(True, justification="He names the city.")
+        claims, plain = cache_overhead.write_suites(work, args.tests)
+        plain_command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+        jobs: dict[str, tuple[list[str], Path, dict[str, str]]] = {
+            "plain pytest": (
+                [*plain_command, "-p", "no:propositions", str(plain)],
+                plain,
+                environment(extra={"PYTHONPATH": str(REPO)}),
+            )
+        }
+        for version, source in sources.items():
+            env = environment(extra={"PYTHONPATH": str(source)})
+            cache_dir = work / f"verdicts-{version}"
+            judge.clear_requests()
+            run(cache_overhead.pytest_command(claims, cache_dir, judge.base_url), claims, env)
+            if len(judge.requests) != args.tests:
+                sys.exit(f"{version}: recording made {len(judge.requests)} requests")
+            jobs[f"{version} unused"] = ([*plain_command, str(plain)], plain, env)
+            jobs[f"{version} plain asserts"] = (
+                cache_overhead.pytest_command(plain, cache_dir, judge.base_url),
+                plain,
+                env,
+            )
+            jobs[f"{version} cached claims"] = (
+                cache_overhead.pytest_command(claims, cache_dir, judge.base_url),
+                claims,
+                env,
+            )
+        # A first plain run of each version writes the bytecode caches the counted runs read.
+        for command, cwd, env in jobs.values():
+            run(command, cwd, env)
+        print(f"counting {len(jobs)} runs under callgrind, two at a time ...", flush=True)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {
+                name: pool.submit(counted, command, cwd, env, work / f"callgrind-{n}.out")
+                for n, (name, (command, cwd, env)) in enumerate(jobs.items())
+            }
+            refs = {name: future.result() for name, future in futures.items()}
+
+    print(f"== instructions executed ({args.tests} tests a suite)")
+    for name, count in refs.items():
+        print(f"{name:<26} {count / 1e9:7.3f} G")
+    print("== ratios")
+    for version in sources:
+        cached = refs[f"{version} cached claims"] / refs[f"{version} plain asserts"]
+        unused = refs[f"{version} unused"] / refs["plain pytest"]
+        print(
+            f"{version:<8} cached / plain asserts {cached:.3f} (target <= {CACHED_TARGET}); "
+            f"unused / plain pytest {unused:.3f} (target <= {UNUSED_TARGET})"
+        )
+    for version in [v for v in sources if v != "after"]:
+        for what in ("cached claims", "unused", "plain asserts"):
+            before, after = refs[f"{version} {what}"], refs[f"after {what}"]
+            print(
+                f"{what}: after / {version} {after / before:.3f} "
+                f"({(after - before) / args.tests / 1e3:+.1f} k instructions a test)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
