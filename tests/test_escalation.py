@@ -180,8 +180,16 @@ def test_the_stronger_verdict_stands_both_ways_and_a_rerun_replays_both(
             "escalated from openai/gpt-4o-mini's 7)*",
         ]
     )
+    # The summary line counts the claims the stronger model decided, and how many it changed.
+    first.stdout.fnmatch_lines(
+        [
+            "propositions: 4 claims, 3 passed, 1 failed, 0 judge errors, "
+            "3 escalated (3 changed), 0 from cache*"
+        ]
+    )
     asked = len(judge_server.requests)
     report = json.loads((pytester.path / "report.json").read_text())
+    assert (report["summary"]["escalated"], report["summary"]["escalated_changed"]) == (3, 3)
     second = pytester.runpytest(*escalating, "--prop-report=report2.json")
     assert_counts(second, passed=3, failed=1)
     # Both verdicts of every escalated claim came from the cache: no call at all.
@@ -249,6 +257,12 @@ def test_every_report_shows_both_verdicts_and_their_costs(
     assert float(alpha["proposition[1].cost_usd"]) > 0
     assert float(alpha["proposition[1].escalated_from.cost_usd"]) > 0
     assert "proposition[1].escalated" not in cases["test_clear_pass"]
+    suite = {
+        p.attrib["name"]: p.attrib["value"]
+        for p in ET.parse(pytester.path / "junit.xml").getroot().iter("property")
+        if p.attrib["name"].startswith("propositions.")
+    }
+    assert (suite["propositions.escalated"], suite["propositions.escalated_changed"]) == ("3", "3")
     # The HTML page.
     page = html.unescape((pytester.path / "report.html").read_text())
     for text in (

@@ -188,6 +188,8 @@ def test_json_report_lists_every_verdict_with_its_test(
         "by_call",
         "by_call_upheld",
         "by_call_not_upheld",
+        "escalated",
+        "escalated_changed",
         "verdicts",
         "failed",
         "judge_errors",

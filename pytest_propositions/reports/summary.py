@@ -282,6 +282,8 @@ class RunCounts:
     fail nothing. A claim with a verdict got it in one of three ways:
     ``skipped_by_precondition + from_cache + judged_live == passed + failed + by_call``.
     ``judge_calls``, tokens and cost count requests (a claim with ``samples=3`` makes three).
+    ``escalated`` counts the claims the stronger model decided (``--prop-escalate-to``),
+    ``escalated_changed`` those of them where its verdict differs from the main judge's.
     """
 
     claims: int
@@ -298,6 +300,8 @@ class RunCounts:
     by_call: int = 0
     by_call_upheld: int = 0
     by_call_not_upheld: int = 0
+    escalated: int = 0
+    escalated_changed: int = 0
 
 
 def run_counts(
@@ -310,6 +314,8 @@ def run_counts(
     upheld = sum(1 for o in by_call if o.passed)
     failed = sum(1 for o in verdicts if not o.passed and o.by_call is None)
     errors = sum(1 for _ in judge_errors)
+    escalated = [(o.verdict, o.escalated_from) for o in verdicts if o.escalated_from is not None]
+    changed = sum(1 for stood, main in escalated if stood.value != main.value)
     return RunCounts(
         claims=len(verdicts) + errors,
         passed=len(verdicts) - len(by_call) - failed,
@@ -325,6 +331,8 @@ def run_counts(
         by_call=len(by_call),
         by_call_upheld=upheld,
         by_call_not_upheld=len(by_call) - upheld,
+        escalated=len(escalated),
+        escalated_changed=changed,
     )
 
 
@@ -342,6 +350,9 @@ def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
             f"{counts.by_call} by call ({counts.by_call_upheld} upheld, "
             f"{counts.by_call_not_upheld} not upheld)"
         )
+    if counts.escalated:
+        # Claims the stronger model decided (--prop-escalate-to): shown when there are some.
+        parts.append(f"{counts.escalated} escalated ({counts.escalated_changed} changed)")
     if counts.skipped_by_precondition:
         parts.append(f"{counts.skipped_by_precondition} skipped by precondition")
     parts += [
@@ -663,6 +674,8 @@ def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
         "by_call",
         "by_call_upheld",
         "by_call_not_upheld",
+        "escalated",
+        "escalated_changed",
     ):
         properties.append((f"propositions.{name}", str(getattr(counts, name))))
     return properties
@@ -867,6 +880,8 @@ def json_report(
             "by_call": counts.by_call,
             "by_call_upheld": counts.by_call_upheld,
             "by_call_not_upheld": counts.by_call_not_upheld,
+            "escalated": counts.escalated,
+            "escalated_changed": counts.escalated_changed,
             "verdicts": stats.verdicts,
             "cache_hits": stats.cache_hits,
             "judge_calls": stats.judge_calls,
