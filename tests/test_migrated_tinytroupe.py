@@ -232,6 +232,10 @@ def check_reports(result: pytest.RunResult, folder: Path, name: str, *, cached: 
 
     page = (folder / f"{name}.html").read_text(encoding="utf-8")
     assert page.count('<section class="claim') == 5
+    # Claims by call fail nothing: the page's "failures" filter (failed, not upheld) leaves them.
+    assert page.count('data-status="by-call-not-upheld"') == 2
+    assert page.count('data-status="by-call-upheld"') == 3
+    assert 'data-status="not-upheld"' not in page and 'data-status="failed"' not in page
     assert "5 by call (3 upheld, 2 not upheld)" in page
     assert ("<span>5 from cache</span>" if cached else "<span>0 from cache</span>") in page
     assert KYOTO_REASON in page

@@ -122,8 +122,12 @@ def _claim_view(
     if calibration is not None:
         rows.append(("judge's measured error", calibration_text(calibration)))
     reasoning = verdict.get("reasoning") and not verdict.get("precondition_skipped")
+    status = word.replace(" ", "-")
     return {
-        "status": word.replace(" ", "-"),
+        "status": status,
+        # The "failures" filter keeps failed and not-upheld claims; a claim by call fails
+        # nothing, so its cards are filtered under a status of their own.
+        "filter": f"by-call-{status}" if by_call else status,
         "word": word,
         "test": str(record["test_id"] or "-"),
         "text": str(verdict["claim"]),
