@@ -7,6 +7,7 @@ nothing is noted. The fixtures' claims, which go through ``Proposition`` too, ar
 from __future__ import annotations
 
 import threading
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 import pytest
@@ -294,3 +295,47 @@ def test_a_call_not_upheld_fails_nothing_in_either_outcome_mode(
         result.stdout.fnmatch_lines(["*= 1 passed, *1 not upheld in *"])
         result.stdout.no_fnmatch_line("*test_a_legitimate_false*NOT UPHELD*")
     result.stdout.fnmatch_lines(["propositions: 2 claims, *1 by call (0 upheld, 1 not upheld)*"])
+
+
+SHORT_LINE_SUITE = """
+from pytest_propositions import check_proposition
+
+
+def test_bare(world):
+    assert check_proposition(world, "Oscar is a chef.")
+
+
+def test_other_assert(world):
+    assert not check_proposition(world, "Oscar is a chef.")
+    assert check_proposition(world, "Oscar is an architect.") and 1 == 2
+
+
+def test_upheld_only(world):
+    assert check_proposition(world, "Oscar is an architect.")
+    assert 1 == 2
+"""
+
+
+def test_a_failed_tests_short_line_names_the_claim_by_call_not_upheld(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.on("Oscar is a chef.", verdict(False, "He is an architect."))
+    judge_server.on("Oscar is an architect.", verdict(True, "He designs towers."))
+    pytester.makepyfile(test_short=SHORT_LINE_SUITE)
+    result = pytester.runpytest(*inner_run, "-rf", "-vv", "--junitxml=junit.xml")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_short.py::test_bare - AssertionError: claim 'Oscar is a chef.' judged "
+            "False (by check_proposition): assert False",
+            "FAILED test_short.py::test_other_assert - AssertionError: assert (True and 1 == 2) "
+            "[[]not upheld: claim 'Oscar is a chef.' judged False (by check_proposition)[]]",
+            "FAILED test_short.py::test_upheld_only - assert 1 == 2",
+        ]
+    )
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    messages = {
+        case.attrib["name"]: case.find("failure").attrib["message"]  # type: ignore[union-attr]
+        for case in root.iter("testcase")
+    }
+    assert messages["test_bare"].startswith("AssertionError: claim 'Oscar is a chef.' judged")

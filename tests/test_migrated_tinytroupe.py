@@ -179,6 +179,11 @@ def check_reports(result: pytest.RunResult, folder: Path, name: str, *, cached: 
     # (1) the bare `assert check_proposition(...)` fails with the judge's reason in its section.
     failure = output[output.index("_ test_kyoto _") : output.index("short test summary")]
     assert "assert False" in failure
+    # Its short summary line names the claim before pytest's "assert False" (the line is cut
+    # at the terminal's width, 80 here).
+    result.stdout.fnmatch_lines(
+        ["FAILED test_migrated.py::test_kyoto - AssertionError: claim 'Oscar hates Kyot*"]
+    )
     assert "NOT UPHELD: Oscar hates Kyoto." in failure
     assert "verdict: False (by check_proposition, not asserted)" in failure
     assert "claimed at: test_migrated.py:" in failure

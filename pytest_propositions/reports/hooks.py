@@ -146,6 +146,11 @@ class ClaimReports:
 
             # The short summary (-rf) shows the claim, not mostly the exception's module path.
             short_failure(report, call.excinfo.value)
+        elif isinstance(call.excinfo.value, AssertionError) and outcomes:
+            from .summary import by_call_short_failure
+
+            # `assert check_proposition(...)`: "assert False" alone does not say which claim.
+            by_call_short_failure(report, outcomes)
         if judge_error:
             report.sections.append(
                 (

@@ -8,7 +8,7 @@ import json
 import os
 import textwrap
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -411,6 +411,27 @@ def short_failure(report: Any, error: Any) -> None:
     )
     with suppress(AttributeError):
         report.longrepr.reprcrash.message = f"PropositionFailed: {text}"
+
+
+def by_call_short_failure(report: Any, outcomes: Sequence[Outcome]) -> None:
+    """A test whose own assert failed: its short summary line (and JUnit's message) names the
+    first claim by call that was not upheld. After a bare ``assert False`` (``assert
+    check_proposition(...)``) the claim comes first, so a narrow terminal still shows it;
+    after any other assert it follows pytest's words."""
+    not_upheld = [o for o in outcomes if o.by_call is not None and not o.passed]
+    if not not_upheld:
+        return
+    first = not_upheld[0]
+    more = f"; +{len(not_upheld) - 1} more" if len(not_upheld) > 1 else ""
+    note = f"{short_failure_text(first.verdict, first.threshold)} (by {first.by_call}{more})"
+    with suppress(AttributeError):
+        crash = report.longrepr.reprcrash
+        head, newline, rest = crash.message.partition("\n")
+        if head.removeprefix("AssertionError: ") == "assert False":
+            head = f"AssertionError: {note}: assert False"
+        else:
+            head = f"{head} [not upheld: {note}]"
+        crash.message = head + newline + rest
 
 
 # The judge `--prop-model=local` runs unless --prop-local-model names another file.
