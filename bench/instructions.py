@@ -35,10 +35,9 @@ if str(REPO) not in sys.path:
 
 from bench import cache_overhead  # noqa: E402
 from bench._common import environment, machine, revision, run  # noqa: E402
+from bench.side_by_side import print_ratios  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 
-CACHED_TARGET = 1.1
-UNUSED_TARGET = 1.02
 _REFS = re.compile(r"Collected : (\d+)")
 
 
@@ -118,20 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, count in refs.items():
         print(f"{name:<26} {count / 1e9:7.3f} G")
     print("== ratios")
-    for version in sources:
-        cached = refs[f"{version} cached claims"] / refs[f"{version} plain asserts"]
-        unused = refs[f"{version} unused"] / refs["plain pytest"]
-        print(
-            f"{version:<8} cached / plain asserts {cached:.3f} (target <= {CACHED_TARGET}); "
-            f"unused / plain pytest {unused:.3f} (target <= {UNUSED_TARGET})"
-        )
-    for version in [v for v in sources if v != "after"]:
-        for what in ("cached claims", "unused", "plain asserts"):
-            before, after = refs[f"{version} {what}"], refs[f"after {what}"]
-            print(
-                f"{what}: after / {version} {after / before:.3f} "
-                f"({(after - before) / args.tests / 1e3:+.1f} k instructions a test)"
-            )
+    print_ratios(
+        {name: float(count) for name, count in refs.items()},
+        list(sources),
+        lambda change: f"{change / args.tests / 1e3:+.1f} k instructions a test",
+    )
     return 0
 
 

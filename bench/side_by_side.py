@@ -30,7 +30,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,18 +143,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, values in figures.items():
             print(f"{name:<26} {medians[name]:6.3f}s  (runs: {fmt(values)})")
         print(f"== ratios of the {label} medians")
-        for version in sources:
-            cached = medians[f"{version} cached claims"] / medians[f"{version} plain asserts"]
-            unused = medians[f"{version} unused"] / medians["plain pytest"]
-            print(
-                f"{version:<7} cached / plain asserts {cached:.3f} (target <= {CACHED_TARGET}); "
-                f"unused / plain pytest {unused:.3f} (target <= {UNUSED_TARGET})"
-            )
-        for version in [v for v in sources if v != "after"]:
-            for what in ("cached claims", "unused", "plain asserts"):
-                before, after = medians[f"{version} {what}"], medians[f"after {what}"]
-                print(f"{what}: after / {version} {after / before:.3f} ({after - before:+.3f}s)")
+        print_ratios(medians, list(sources), lambda change: f"{change:+.3f}s")
     return 0
+
+
+def print_ratios(
+    figures: Mapping[str, float], versions: Sequence[str], change: Callable[[float], str]
+) -> None:
+    """Each version's ratios against the targets, then each other version against ``after``
+    (``change`` words the difference of two figures)."""
+    for version in versions:
+        cached = figures[f"{version} cached claims"] / figures[f"{version} plain asserts"]
+        unused = figures[f"{version} unused"] / figures["plain pytest"]
+        print(
+            f"{version:<8} cached / plain asserts {cached:.3f} (target <= {CACHED_TARGET}); "
+            f"unused / plain pytest {unused:.3f} (target <= {UNUSED_TARGET})"
+        )
+    for version in [v for v in versions if v != "after"]:
+        for what in ("cached claims", "unused", "plain asserts"):
+            before, after = figures[f"{version} {what}"], figures[f"after {what}"]
+            print(f"{what}: after / {version} {after / before:.3f} ({change(after - before)})")
 
 
 if __name__ == "__main__":
