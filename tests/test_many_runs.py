@@ -792,3 +792,21 @@ def test_an_ordinary_claim_never_loads_the_runs_machinery(
     )
     result = pytester.runpytest_subprocess(*project, "-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+def test_a_runs_target_is_known_even_after_its_module_was_dropped() -> None:
+    # pytester's inline runs restore sys.modules: a runs(...) target made before must still be
+    # a claim over runs, never an ordinary target whose text is judged.
+    import sys
+
+    from pytest_propositions.over_runs import many_runs
+    from pytest_propositions.over_runs.keywords import is_runs
+
+    target = many_runs.runs(lambda run: "text", max_runs=5)
+    assert is_runs(target) and not is_runs("text") and not is_runs(many_runs)
+    saved = sys.modules.pop(many_runs.__name__)
+    try:
+        assert is_runs(target)
+        assert not is_runs("text")
+    finally:
+        sys.modules[many_runs.__name__] = saved

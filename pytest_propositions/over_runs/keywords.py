@@ -31,9 +31,18 @@ _MANY_RUNS = "pytest_propositions.over_runs.many_runs"
 
 def is_runs(target: Any) -> bool:
     """Whether ``target`` is a ``runs(...)`` target. Until ``many_runs`` is imported no such
-    target can exist (``runs`` and ``Runs`` live there), so nothing is imported to say no."""
+    target can exist (``runs`` and ``Runs`` live there), so nothing is imported to say no.
+
+    A target made by an earlier import of ``many_runs`` (one a test tool dropped from
+    ``sys.modules``) is still one, known by its class's name: judging it as an ordinary target
+    could pass a claim no run was judged for."""
     module = sys.modules.get(_MANY_RUNS)
-    return module is not None and isinstance(target, module.Runs)
+    if module is not None and isinstance(target, module.Runs):
+        return True
+    return any(
+        kind.__module__ == _MANY_RUNS and kind.__qualname__ == "Runs"
+        for kind in type(target).__mro__
+    )
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
