@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_propositions.calibration import record_key, save_record
 from pytest_propositions.judging.prompts import PROMPT_VERSION
+from tests.support.calibration import calibration_record
 from tests.support.docs_blocks import page_blocks
 from tests.support.judge_server import ScriptedJudge, text, verdict
 
@@ -216,31 +216,12 @@ def test_the_reports_pages_count_sample_is_what_a_run_prints(
 CALIBRATED = "openai/gpt-4.1-mini"
 
 
-def calibration_record() -> dict[str, Any]:
-    """A record as calibrate saves it: 2 false passes of 88 false claims, 5 false fails of 88."""
-    return {
-        "model": CALIBRATED,
-        "identity": CALIBRATED,
-        "prompt_version": PROMPT_VERSION,
-        "items": 176,
-        "balanced_accuracy": 0.9602,
-        "false_pass_rate": 0.0227,
-        "false_fail_rate": 0.0568,
-        "positives": 88,
-        "negatives": 88,
-        "false_passes": 2,
-        "false_fails": 5,
-        "min_score": 7,
-        "recorded_at": "2026-11-20T10:00:00+00:00",
-    }
-
-
 def test_the_reports_pages_measured_error_sample_is_what_a_run_prints(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
 ) -> None:
     judge_server.on("Oscar mentions cats.", verdict(False, "He never mentions an animal."))
     cache_dir = pytester.path / "verdicts"
-    save_record(cache_dir, record_key(CALIBRATED, PROMPT_VERSION), calibration_record())
+    save_record(cache_dir, record_key(CALIBRATED, PROMPT_VERSION), calibration_record(CALIBRATED))
     pytester.makepyfile(
         test_report="""
 def test_pets(world, assert_proposition):

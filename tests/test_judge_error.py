@@ -23,6 +23,7 @@ from pytest_propositions.calibration import (
 )
 from pytest_propositions.judging.prompts import PROMPT_VERSION
 from pytest_propositions.reports.summary import calibration_line, calibration_text
+from tests.support.calibration import calibration_record as shared_record
 from tests.support.judge_server import ScriptedJudge, verdict
 
 pytest_plugins = ["pytester"]
@@ -31,24 +32,7 @@ JUDGE = "openai/judge-model"
 
 
 def calibration_record(model: str = JUDGE, **changes: Any) -> dict[str, Any]:
-    """A record as calibrate saves it: 2 false passes of 88 false claims, 5 false fails of 88."""
-    record = {
-        "model": model,
-        "identity": model,
-        "prompt_version": PROMPT_VERSION,
-        "items": 176,
-        "balanced_accuracy": 0.9602,
-        "false_pass_rate": 0.0227,
-        "false_fail_rate": 0.0568,
-        "positives": 88,
-        "negatives": 88,
-        "false_passes": 2,
-        "false_fails": 5,
-        "min_score": 7,
-        "recorded_at": "2026-11-20T10:00:00+00:00",
-    }
-    record.update(changes)
-    return record
+    return shared_record(model, **changes)
 
 
 # -- the bound ---------------------------------------------------------------------------------

@@ -843,22 +843,27 @@ def judge_over_runs(
         else None
     )
     next_run = 0
+
+    def judge_simulated() -> None:
+        __tracebackhide__ = True
+        for run in sorted(simulating):
+            if simulating[run].done():
+                judging[run] = judge_pool.submit(judge_unit, run, simulating.pop(run).result())
+
+    def start(run: int) -> None:
+        __tracebackhide__ = True
+        if sim_pool is None:
+            judging[run] = judge_pool.submit(judge_unit, run, simulate_unit(run))
+        else:
+            simulating[run] = sim_pool.submit(simulate_unit, run)
+
     try:
         while decider.decision is None and decider.count < limit:
-            for run in sorted(simulating):
-                if simulating[run].done():
-                    judging[run] = judge_pool.submit(judge_unit, run, simulating.pop(run).result())
+            judge_simulated()
             consumed = decider.count
             if consumed in judging and judging[consumed].done():
                 try:
                     verdicts = judging.pop(consumed).result()
-                except BudgetExceeded as error:
-                    _finish(result, decider)
-                    raise BudgetExceeded(
-                        f"claim {quote_claim(claim)} over runs stopped after {decider.count} runs, "
-                        f"undecided ({figures_line(result.as_dict())}): {error}"
-                    ) from None
-                try:
                     _consume(result, decider, rule, consumed, verdicts, seed, referee_verdict)
                 except BudgetExceeded as error:
                     _finish(result, decider)
@@ -868,11 +873,7 @@ def judge_over_runs(
                     ) from None
                 continue
             if next_run < limit and next_run - consumed < window:
-                if sim_pool is None:
-                    targets = simulate_unit(next_run)
-                    judging[next_run] = judge_pool.submit(judge_unit, next_run, targets)
-                else:
-                    simulating[next_run] = sim_pool.submit(simulate_unit, next_run)
+                start(next_run)
                 next_run += 1
                 continue
             # Only what is still running: a later run judged first must not make this spin.
@@ -882,16 +883,9 @@ def judge_over_runs(
         # window - 1 past the decision), so a rerun from the cache asks the judge nothing new.
         last = min(decider.count + window - 1, limit)
         while next_run < last or simulating:
-            for run in sorted(simulating):
-                if simulating[run].done():
-                    judging[run] = judge_pool.submit(judge_unit, run, simulating.pop(run).result())
+            judge_simulated()
             if next_run < last:
-                if sim_pool is None:
-                    judging[next_run] = judge_pool.submit(
-                        judge_unit, next_run, simulate_unit(next_run)
-                    )
-                else:
-                    simulating[next_run] = sim_pool.submit(simulate_unit, next_run)
+                start(next_run)
                 next_run += 1
                 continue
             wait(list(simulating.values()), return_when=FIRST_COMPLETED)
