@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import pytest
 
@@ -594,31 +593,33 @@ def assert_claim(
     return verdict
 
 
-@dataclass(frozen=True)
-class PendingClaim:
-    """A claim judged after the test body: a soft claim or a ``proposition`` marker."""
+class PendingClaim(NamedTuple):
+    """A claim judged after the test body: a soft claim or a ``proposition`` marker. (Named
+    tuples cost less than dataclasses to define, which every run that makes a claim does.)"""
 
     target: Any
     claim: str
     threshold: int | None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any]
     origin: str = "expect_proposition"
     # False: the claim must not hold (a score: must be at most the threshold).
     holds: bool = True
     # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
     where: str | None = None
-    site: TracebackType | None = field(default=None, compare=False, repr=False)
+    site: TracebackType | None = None
 
 
-@dataclass
 class _Result:
-    claim: PendingClaim
-    verdict: Verdict | None = None
-    passed: bool = False
-    error: JudgeError | None = None
-    skipped: str | None = None
-    # A mistake of the call site found while judging (a precondition returning None...).
-    invalid: Exception | None = None
+    """What became of one pending claim, filled in as it is judged."""
+
+    def __init__(self, claim: PendingClaim) -> None:
+        self.claim = claim
+        self.verdict: Verdict | None = None
+        self.passed = False
+        self.error: JudgeError | None = None
+        self.skipped: str | None = None
+        # A mistake of the call site found while judging (a precondition returning None...).
+        self.invalid: Exception | None = None
 
 
 def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict]:

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from .verdict import Verdict
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One evaluated claim of a test, as the reports need it."""
+class Outcome(NamedTuple):
+    """One evaluated claim of a test, as the reports need it. (A named tuple: made for every
+    claim, and defined at every pytest start, where a dataclass costs several times more.)"""
 
     test_id: str | None
     verdict: Verdict
@@ -47,31 +47,34 @@ def stat_names() -> tuple[str, ...]:
     return tuple(item.name for item in fields(JudgeStats) if item.name != "lock")
 
 
-@dataclass
 class RunRecord:
-    """The outcomes and errors of a run, filed by test, and what xdist workers added to them."""
+    """The outcomes and errors of a run, filed by test, and what xdist workers added to them.
+    (Mutable state, not a value: a plain class, which costs nothing to define at start-up.)"""
 
-    outcomes: list[Outcome] = field(default_factory=list)
-    judge_errors: list[tuple[str | None, str]] = field(default_factory=list)
-    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # Set when an xdist worker crashed: its used verdicts never reached the controller, so the
-    # run cannot tell prune what it used.
-    usage_lost: bool = False
-    # With --prop-html: each judge request's messages by cache key (the context the judge saw).
-    contexts: dict[str, list[dict[str, str]]] = field(default_factory=dict, repr=False)
-    # Keep contexts without --prop-html too (pytest-html writing a report sets it).
-    keep_contexts: bool = False
-    merged_keys: set[str] = field(default_factory=set, repr=False)
-    # On an xdist controller: the workers' judge counters, summed, and whether any used claims.
-    merged_stats: dict[str, float] = field(default_factory=dict, repr=False)
-    workers_used: bool = field(default=False, repr=False)
-    merged_store: dict[str, int] = field(default_factory=dict, repr=False)
-    # The judges' calibrations by identity (calibration.Calibrations, set by the plugin): what
-    # the reports show as a judge's measured error; None outside pytest.
-    calibrations: Callable[[str], Mapping[str, Any] | None] | None = field(default=None, repr=False)
-    # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big suites.
-    _by_test: dict[str | None, list[Outcome]] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(self) -> None:
+        self.outcomes: list[Outcome] = []
+        self.judge_errors: list[tuple[str | None, str]] = []
+        self.started_at = datetime.now(UTC)
+        # Set when an xdist worker crashed: its used verdicts never reached the controller, so
+        # the run cannot tell prune what it used.
+        self.usage_lost = False
+        # With --prop-html: each judge request's messages by cache key (what the judge saw).
+        self.contexts: dict[str, list[dict[str, str]]] = {}
+        # Keep contexts without --prop-html too (pytest-html writing a report sets it).
+        self.keep_contexts = False
+        self.merged_keys: set[str] = set()
+        # On an xdist controller: the workers' judge counters, summed, and whether any used
+        # claims.
+        self.merged_stats: dict[str, float] = {}
+        self.workers_used = False
+        self.merged_store: dict[str, int] = {}
+        # The judges' calibrations by identity (calibration.Calibrations, set by the plugin):
+        # what the reports show as a judge's measured error; None outside pytest.
+        self.calibrations: Callable[[str], Mapping[str, Any] | None] | None = None
+        # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big
+        # suites.
+        self._by_test: dict[str | None, list[Outcome]] = {}
+        self._lock = threading.Lock()
 
     def add(self, outcome: Outcome) -> None:
         with self._lock:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,26 +27,31 @@ if TYPE_CHECKING:
 __all__ = ["Outcome", "Runtime", "activate", "active", "connector", "current", "deactivate"]
 
 
-@dataclass
 class Runtime:
     """What judges in a run: its settings, the judge and cache (built on first need), the test
-    being run; and ``record``, what the run records."""
+    being run; and ``record``, what the run records. (Mutable state, not a value: a plain class,
+    which costs nothing to define at start-up.)"""
 
-    settings: Settings
-    cache_dir: Path | None = None
-    current_test: str | None = None
-    progress: ProgressLine | None = None
-    # On an xdist controller: the folder where workers say what they are judging.
-    progress_dir: Path | None = None
-    # Asks the pytest_proposition_render_target hook; set by the plugin, read by claims/targets.py.
-    render_hook: Callable[[Any, Any], str | None] | None = None
-    # Called once, at the first claim evaluated or noted: the plugin's per-test reporting hooks
-    # start then, so a suite without claims does not pay for them on every test.
-    on_first_claim: Callable[[], None] | None = None
-    record: RunRecord = field(default_factory=RunRecord)
-    _judge: Judge | None = field(default=None, repr=False)
-    _claimed: bool = field(default=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(self, settings: Settings, cache_dir: Path | None = None) -> None:
+        self.settings = settings
+        self.cache_dir = cache_dir
+        self.current_test: str | None = None
+        self.progress: ProgressLine | None = None
+        # On an xdist controller: the folder where workers say what they are judging.
+        self.progress_dir: Path | None = None
+        # Asks the pytest_proposition_render_target hook; set by the plugin, read by
+        # claims/targets.py.
+        self.render_hook: Callable[[Any, Any], str | None] | None = None
+        # Called once, at the first claim evaluated or noted: the plugin's per-test reporting
+        # hooks start then, so a suite without claims does not pay for them on every test.
+        self.on_first_claim: Callable[[], None] | None = None
+        self.record = RunRecord()
+        self._judge: Judge | None = None
+        self._claimed = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Runtime(settings={self.settings!r}, cache_dir={self.cache_dir!r})"
 
     @property
     def judge(self) -> Judge:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -14,9 +14,14 @@ from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
 from .workers import PROGRESS_DIR_INPUT
 
+if TYPE_CHECKING:
+    from .reference_config import ReferenceConfig
+
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 # calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
 CALIBRATION_RECORD = "calibrations.json"
+# reference_config.FILE_NAME: the reference library's settings file, likewise.
+REFERENCE_CONFIG_FILE = "config.ini"
 # A test's soft claims (expect_proposition), kept on its item until the body has run.
 SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
 
@@ -25,14 +30,12 @@ def build_runtime(config: pytest.Config) -> Runtime:
     """Settings from flags, environment and ini; a bad value is a usage error naming its source."""
     cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
     ini = {option.name: config.getini(option.ini) for option in OPTIONS}
-    from .reference_config import ReferenceConfigError, find_reference_config
-
     try:
         # A project set up for the reference library names its judge in config.ini: in the
         # rootdir, else where pytest was started. Used only when no --prop-model is given.
-        reference = find_reference_config([config.rootpath, config.invocation_params.dir])
+        reference = reference_config([config.rootpath, config.invocation_params.dir])
         settings = resolve(cli, os.environ, ini, reference)
-    except (SettingsError, ReferenceConfigError) as error:
+    except SettingsError as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
     if settings.report:
         from .reports.summary import report_path
@@ -69,6 +72,20 @@ def build_runtime(config: pytest.Config) -> Runtime:
             TerminalLine(config, lambda: runtime.current_test), settings.model
         )
     return runtime
+
+
+def reference_config(folders: list[Path]) -> ReferenceConfig | None:
+    """The reference library's judge settings, from the first folder's config.ini that has
+    them; reference_config.py (and configparser) are imported only when such a file exists.
+    A file that cannot be used is a SettingsError."""
+    if not any((folder / REFERENCE_CONFIG_FILE).is_file() for folder in folders):
+        return None
+    from .reference_config import ReferenceConfigError, find_reference_config
+
+    try:
+        return find_reference_config(folders)
+    except ReferenceConfigError as error:
+        raise SettingsError(str(error)) from None
 
 
 def calibrations(

@@ -11,9 +11,8 @@ import argparse
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .scale import MAX_SCORE, MIN_SCORE
 
@@ -146,9 +145,9 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
-@dataclass(frozen=True)
-class Option:
-    """One setting: where it can be given, how it is checked, and what it means."""
+class Option(NamedTuple):
+    """One setting: where it can be given, how it is checked, and what it means. (A named
+    tuple: the table is built at every pytest start, where a dataclass costs more to define.)"""
 
     name: str
     flag: str
@@ -495,22 +494,23 @@ OPTIONS: tuple[Option, ...] = (
 OPTIONS_BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Resolved, typed settings of one run (or of a process outside pytest)."""
+class Settings(NamedTuple):
+    """Resolved, typed settings of one run (or of a process outside pytest); ``_replace`` makes
+    a changed copy. (A named tuple: every pytest start defines it, and a dataclass of this many
+    fields costs several times more to define.)"""
 
     model: str = DEFAULT_MODEL
     reasoning_model: str | None = None
     reasoning_effort: str | None = None
-    # Left out of the repr: the URL may carry a user and password (pytest -l shows reprs).
-    api_base: str | None = field(default=None, repr=False)
+    # Left out of the repr, like every URL here: it may carry a user and password (pytest -l
+    # shows reprs).
+    api_base: str | None = None
     transport: str = "auto"
 
     api_version: str | None = None
     cache: str = "use"
     cache_dir: str | None = None
-    # Left out of the repr: the URL may carry a password.
-    store: str | None = field(default=None, repr=False)
+    store: str | None = None
     timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0
@@ -521,12 +521,10 @@ class Settings:
     confidence: float = 0.95
     referee_model: str | None = None
     referee_fraction: float = 0.25
-    # Left out of the repr: the URL may carry a user and password.
-    referee_api_base: str | None = field(default=None, repr=False)
+    referee_api_base: str | None = None
     escalate_to: str | None = None
     escalate_within: int = 1
-    # Left out of the repr: the URL may carry a user and password.
-    escalate_api_base: str | None = field(default=None, repr=False)
+    escalate_api_base: str | None = None
     concurrency: int = 8
     max_cost: float | None = None
     outcome: str = "fail"
@@ -540,14 +538,26 @@ class Settings:
     judge_source: str | None = None
     api_key_env: str | None = None
 
+    def __repr__(self) -> str:
+        shown = (
+            f"{name}={value!r}"
+            for name, value in zip(self._fields, self, strict=True)
+            if name not in _URL_FIELDS
+        )
+        return f"Settings({', '.join(shown)})"
+
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:
             return self.reasoning_model
         return self.model
 
 
+# Settings that may hold a URL with a user and password: never in a repr.
+_URL_FIELDS = frozenset({"api_base", "store", "referee_api_base", "escalate_api_base"})
+
+
 def _field_names() -> set[str]:
-    return {field.name for field in fields(Settings)}
+    return set(Settings._fields)
 
 
 def resolve(

@@ -9,7 +9,6 @@ import re
 import threading
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +236,7 @@ def test_judging_time_leaves_out_waiting_for_a_free_slot(
     def managed(model: str) -> Connection:
         return Connection("managed-test", "openai/judge-model", start=lambda: (base_url, "no-key"))
 
-    judge = Judge(replace(Settings(), retries=0), cache=None, connect=managed)
+    judge = Judge(Settings()._replace(retries=0), cache=None, connect=managed)
     verdicts: list[Any] = []
 
     def ask(claim: str) -> None:

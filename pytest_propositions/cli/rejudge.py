@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +94,7 @@ def rejudge(
     from ..runtime import connector
     from ..store.cache import VerdictCache
 
-    settings = replace(settings, model=model, cache="use")
+    settings = settings._replace(model=model, cache="use")
     reader = VerdictCache(cache_dir)
     if not reader.exists:
         from ..calibration import CalibrationError

@@ -11,7 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import JudgeUnavailable
 from ..redaction import Secret, redact_url
+from . import families
 
 __all__ = ["Connection", "hosted_connection"]
 
@@ -43,6 +45,14 @@ class Connection:
             f"api_base={redact_url(self.api_base)!r}, "
             f"api_key={'[redacted]' if self.api_key else None!r})"
         )
+
+    def profile(self, transport: str) -> families.Profile:
+        """The model's profile under ``--prop-transport``: what the judge sends it and which
+        path its calls take. A transport the model cannot take is a judge error."""
+        try:
+            return families.profile_of(self.litellm_model, transport, self.api_version)
+        except families.TransportUnavailable as error:
+            raise JudgeUnavailable(str(error)) from None
 
     @property
     def shown_base(self) -> str | None:

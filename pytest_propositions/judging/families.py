@@ -21,9 +21,8 @@ A test checks the table against every OpenAI and Azure chat model in litellm's m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..settings import REASONING_EFFORTS
 
@@ -36,8 +35,7 @@ _GPT_VERSION = re.compile(r"^gpt-(\d)(?:\.(\d+))?(?=[.-]|$)")  # not gpt-35-turb
 _O_EFFORTS = frozenset({"low", "medium", "high"})
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(NamedTuple):
     """What a model family accepts: ``efforts`` is empty when it takes no reasoning effort."""
 
     name: str
@@ -106,11 +104,11 @@ def provider_of(model: str) -> tuple[str | None, str]:
     return None, model
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(NamedTuple):
     """Everything the judge and both transports need to know about one model, resolved once per
     connection from its name: its family (what it is sent), its provider and wire name, and the
-    path its calls take. A pure function of names, so cached runs build it without litellm."""
+    path its calls take. A pure function of names, so cached runs build it without litellm.
+    (Named tuples, like Family: a cached run defines them, where a dataclass costs more.)"""
 
     model: str  # the connection's litellm name
     family: Family

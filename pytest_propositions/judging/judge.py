@@ -1,9 +1,9 @@
 """Turning a claim's request into a verdict: the orchestration, from the cache when it can.
 
 A request is keyed and looked up; a miss (unless replay, dry run or the budget forbids it) is
-judged live: the transport asks the model, the reply is parsed (and asked again once if it
-cannot be), a double check asks the model to reconsider, and the verdict is recorded. Identical
-requests in flight at once share one call; the counts for the summary are kept here.
+judged live (live.py: the transport asks the model, the reply is parsed, a double check asks it
+to reconsider) and the verdict is recorded. Identical requests in flight at once share one call;
+the counts for the summary are kept here. A cached run imports neither live.py nor a transport.
 """
 
 from __future__ import annotations
@@ -11,58 +11,44 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from .._version import __version__
-from ..checks import quote_claim, terminal_text
+from ..checks import quote_claim
 from ..errors import (
     BudgetExceeded,
     CacheUnusable,
     DryRunSkip,
-    JudgeReplyInvalid,
     JudgeUnavailable,
     SamplesWarning,
     VerdictMissing,
-    VerdictUnparsable,
 )
 from ..store.cache import CacheDirectoryError, CacheWarning
 from ..store.keys import cache_key
-from ..store.recorded import pack_request
-from ..verdict import Usage, Verdict, verdict_of_record
+from ..verdict import Verdict, verdict_of_record
 from . import families
 from .endpoint import Connection, hosted_connection
 from .families import TEMPERATURE
-from .judge_loop import run_on_judge_loop
-from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
-from .transport import (
-    Transport,
-    other_choices,
-    queue_waits,
-    reply_content,
-    reply_cost,
-    reply_usage,
-)
+from .prompts import PROMPT_VERSION, Message
 
 if TYPE_CHECKING:
     from ..settings import Settings
     from ..store.base import VerdictStore
     from ..verdict import Kind
-    from .parsing import ParsedReply
+    from .families import Profile
     from .progress import ProgressLine
+    from .transport import Transport
 
 logger = logging.getLogger("pytest_propositions")
 
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class JudgeRequest:
-    """Everything that decides a verdict; all of it but the test id goes into the cache key."""
+class JudgeRequest(NamedTuple):
+    """Everything that decides a verdict; all of it but the test id goes into the cache key.
+    (A named tuple: one is made for every claim, and a dataclass costs more to make and define.)"""
 
     kind: Kind
     claim: str
@@ -98,15 +84,6 @@ class JudgeStats:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class _Answer:
-    parsed: ParsedReply
-    raw: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float | None
-
-
 def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
     """A cache operation on the judge's path; a directory that cannot be used is a judge error."""
     try:
@@ -136,11 +113,35 @@ class Judge:
         self._effort_ignored: set[str] = set()
         self._same_samples_warned: set[str] = set()
         self._in_flight: dict[str, Future[Verdict]] = {}
-        # Talks to the models: response modes, retries, calls in flight (``sleep``: the backoff).
-        self.transport = Transport(settings, sleep)
+        self._sleep = sleep
+        self._transport: Transport | None = None
+        self._profiles: dict[str, Profile] = {}
         self._lock = threading.Lock()
         # Told when live judging starts (returns a token) and ends; the plugin shows progress.
         self.progress: ProgressLine | None = None
+
+    @property
+    def transport(self) -> Transport:
+        """Talks to the models: response modes, retries, calls in flight (``sleep``: the
+        backoff). Built at the first live call: a run served from the cache never imports it."""
+        with self._lock:
+            if self._transport is None:
+                from .transport import Transport
+
+                self._transport = Transport(self.settings, self.profile, self._sleep)
+            return self._transport
+
+    def profile(self, connection: Connection) -> Profile:
+        """The model's profile, resolved once per model: what the judge sends it (the key
+        records it), how its replies are read, and which path its calls take."""
+        model = connection.litellm_model
+        with self._lock:
+            profile = self._profiles.get(model)
+        if profile is None:
+            profile = connection.profile(self.settings.transport)
+            with self._lock:
+                profile = self._profiles.setdefault(model, profile)
+        return profile
 
     # -- public -----------------------------------------------------------------------------
 
@@ -198,9 +199,14 @@ class Judge:
             if self.cache is not None:
                 # Before paying for a verdict: a cache that cannot store it is an error now.
                 _cache_step(self.cache.prepare_write)
+            from .judge_loop import run_on_judge_loop
+            from .live import judge_live
+
             # Imports here, not on the shared loop where they would stall calls in flight.
             self.transport.prepare(connection)
-            verdict, record = run_on_judge_loop(self._judge_live(request, connection, key))
+            verdict, record = run_on_judge_loop(
+                judge_live(self.transport, self.stats, request, connection, key, material)
+            )
             if self.cache is not None:
                 standing = self.cache.put(key, record)
                 if standing is not record:
@@ -231,26 +237,19 @@ class Judge:
             raise VerdictMissing(
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
+        from .judge_loop import run_on_judge_loop
+        from .live import follow_up
+
         connection = self._connection(model)
         self.transport.prepare(connection)
         try:
             sampling = _with_engine_sampling(
-                self.transport.profile(connection).follow_up_sampling(
-                    self.settings.reasoning_effort
-                ),
+                self.profile(connection).follow_up_sampling(self.settings.reasoning_effort),
                 connection,
             )
         except families.UnsupportedEffort as error:
             raise JudgeUnavailable(f"{error}; choose another level or unset it") from None
-        response = run_on_judge_loop(
-            self.transport.complete(connection, messages, sampling=sampling, mode="text")
-        )
-        content, _ = reply_content(response)
-        if not content.strip():
-            raise VerdictUnparsable(
-                "the judge gave an empty answer to the follow-up", raw_reply=content
-            )
-        return content.strip()
+        return run_on_judge_loop(follow_up(self.transport, connection, messages, sampling))
 
     def identity(self, model: str) -> str:
         """What this judge's cache keys name for ``model`` (for 'local', the model file's hash)."""
@@ -261,8 +260,10 @@ class Judge:
         started one."""
         if self.cache is not None:
             self.cache.close()
-        if self.transport.open:
-            run_on_judge_loop(self.transport.aclose())
+        if self._transport is not None and self._transport.open:
+            from .judge_loop import run_on_judge_loop
+
+            run_on_judge_loop(self._transport.aclose())
         for connection in self._connections.values():
             if connection.close is not None:
                 connection.close()
@@ -303,7 +304,7 @@ class Judge:
         """What is sent and what the key records: one decision, from the model's name alone."""
         effort = self.settings.reasoning_effort
         model = connection.litellm_model
-        profile = self.transport.profile(connection)
+        profile = self.profile(connection)
         if profile.effort_ignored(effort):
             with self._lock:
                 first = model not in self._effort_ignored
@@ -357,139 +358,6 @@ class Judge:
             )
             return None
 
-    # -- live judging --------------------------------------------------------------------------
-
-    async def _judge_live(
-        self, request: JudgeRequest, connection: Connection, key: str
-    ) -> tuple[Verdict, dict[str, Any]]:
-        # A managed local server starts on the first call; its start-up is not judging time.
-        import asyncio
-
-        await asyncio.to_thread(connection.endpoint)
-        started = time.perf_counter()
-        waits: list[float] = []
-        queue_waits.set(waits)
-        messages = list(request.messages)
-        first = await self._answer(connection, messages, request)
-        final, revised_from = first, None
-        answers = [first]
-        if request.double_check:
-            follow = [
-                *messages,
-                assistant_turn(_as_reply(first.parsed)),
-                {"role": "user", "content": DOUBLE_CHECK_PROMPT},
-            ]
-            final = await self._answer(connection, follow, request)
-            answers.append(final)
-            if final.parsed.value != first.parsed.value:
-                revised_from = first.parsed.value
-                logger.warning(
-                    "the judge revised its verdict on %r from %r to %r",
-                    request.claim,
-                    first.parsed.value,
-                    final.parsed.value,
-                )
-        elapsed = max(time.perf_counter() - started - sum(waits), 0.0)
-        usage = Usage(
-            prompt_tokens=sum(a.prompt_tokens for a in answers),
-            completion_tokens=sum(a.completion_tokens for a in answers),
-        )
-        costs = [a.cost_usd for a in answers]
-        cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
-        recorded_at = datetime.now(UTC).replace(microsecond=0).isoformat()
-        verdict = Verdict(
-            kind=request.kind,
-            claim=request.claim,
-            value=final.parsed.value,
-            justification=final.parsed.justification,
-            reasoning=final.parsed.reasoning,
-            confidence=final.parsed.confidence,
-            model=connection.identity,
-            cached=False,
-            recorded_at=recorded_at,
-            key=key,
-            usage=usage,
-            cost_usd=cost,
-            judge_seconds=round(elapsed, 3),
-            raw_reply=final.raw,
-            revised_from=revised_from,
-        )
-        with self.stats.lock:
-            self.stats.verdicts += 1
-            self.stats.judge_seconds += elapsed
-        stored = verdict.stored()
-        record = {
-            "claim": request.claim,
-            "kind": request.kind,
-            "model": connection.identity,
-            "recorded_at": recorded_at,
-            "plugin_version": __version__,
-            "prompt_version": PROMPT_VERSION,
-            "usage": stored["usage"],
-            "cost_usd": cost,
-            "raw_reply": final.raw,
-            "verdict": stored,
-            # The request itself, compressed: for cache rejudge and for explaining replay misses.
-            "request": pack_request(self._key_material(request, connection)),
-        }
-        if request.test_id:
-            record["test_id"] = request.test_id
-        return verdict, record
-
-    async def _answer(
-        self, connection: Connection, messages: list[Message], request: JudgeRequest
-    ) -> _Answer:
-        """One parsed answer; an unparsable reply is asked again once before giving up."""
-        from .parsing import parse_choices  # only a live reply needs the parser
-
-        profile = self.transport.profile(connection)
-        last_error: VerdictUnparsable | None = None
-        for _ in range(2):
-            try:
-                response = await self.transport.complete_with_fallback(
-                    connection,
-                    messages,
-                    sampling=self._sampling(request, connection),
-                    kind=request.kind,
-                    mode=self.transport.mode(connection),
-                )
-            except JudgeUnavailable as error:
-                raise JudgeUnavailable(
-                    f"{error} (claim {quote_claim(request.claim)})",
-                    status=error.status,
-                    format_rejected=error.format_rejected,
-                ) from None
-            prompt_tokens, completion_tokens = reply_usage(response)
-            cost = reply_cost(response)
-            with self.stats.lock:
-                # Every reply is paid for, parsed or not: count it now (and for --prop-max-cost).
-                self.stats.judge_calls += 1
-                self.stats.prompt_tokens += prompt_tokens
-                self.stats.completion_tokens += completion_tokens
-                self.stats.cost_usd += cost or 0.0
-            where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
-            try:
-                content, refusal = reply_content(response)
-            except JudgeReplyInvalid as error:
-                last_error = JudgeReplyInvalid(f"{error} ({where})", raw_reply=error.raw_reply)
-                continue
-            if refusal:
-                last_error = VerdictUnparsable(
-                    f"the judge refused to answer: {terminal_text(_printable(refusal[:200]))} ({where})",
-                    raw_reply=refusal,
-                )
-                continue
-            try:
-                texts = [content, *other_choices(response)]
-                parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
-            except VerdictUnparsable as error:
-                # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
-                last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)
-                continue
-            return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
-        assert last_error is not None
-        raise last_error
-
 
 def hosted_for(settings: Settings, model: str) -> Connection:
     """A hosted model's connection: the referee's or the escalation model's own server (and
@@ -520,17 +388,3 @@ def _with_engine_sampling(sampling: dict[str, Any], connection: Connection) -> d
 def _deterministic(sampling: dict[str, Any]) -> bool:
     """Greedy decoding with a fixed seed: the same request always gets the same answer."""
     return sampling.get("temperature") == 0 and sampling.get("seed") is not None
-
-
-def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
-    return {
-        "reasoning": parsed.reasoning,
-        "justification": parsed.justification,
-        "value": parsed.value,
-        "confidence": parsed.confidence,
-    }
-
-
-def _printable(text: str) -> str:
-    """The text with unpaired surrogates replaced, so a message quoting it can be printed."""
-    return text.encode("utf-8", "replace").decode("utf-8")

@@ -258,34 +258,27 @@ def _received_status(error: BaseException) -> int | None:
 
 
 class Transport:
-    """Sends completions to endpoints, remembering per model its profile, which response mode
-    works, and bounding the calls in flight; shared by every claim of a run."""
+    """Sends completions to endpoints, remembering per model which response mode works, and
+    bounding the calls in flight; shared by every claim of a run."""
 
-    def __init__(self, settings: Settings, sleep: Callable[[float], object] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        profile: Callable[[Connection], Profile],
+        sleep: Callable[[float], object] | None = None,
+    ) -> None:
         self.settings = settings
+        self._profile = profile
         self._sleep = sleep
         self._modes: dict[str, int] = {}
-        self._profiles: dict[str, Profile] = {}
         self._paths: dict[str, TransportPath] = {}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._lock = threading.Lock()
 
     def profile(self, connection: Connection) -> Profile:
-        """The model's profile, resolved once per connection: what the judge sends it, how its
-        replies are read, and which path its calls take."""
-        model = connection.litellm_model
-        with self._lock:
-            profile = self._profiles.get(model)
-        if profile is None:
-            try:
-                profile = families.profile_of(
-                    model, self.settings.transport, connection.api_version
-                )
-            except families.TransportUnavailable as error:
-                raise JudgeUnavailable(str(error)) from None
-            with self._lock:
-                profile = self._profiles.setdefault(model, profile)
-        return profile
+        """The model's profile: what the judge sends it, how its replies are read, and which
+        path its calls take (the judge's, resolved once per model)."""
+        return self._profile(connection)
 
     def _path(self, profile: Profile) -> TransportPath:
         with self._lock:

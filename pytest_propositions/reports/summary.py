@@ -10,9 +10,8 @@ import textwrap
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..checks import terminal_text
 from ..scale import MAX_SCORE
@@ -271,8 +270,7 @@ def failure_section(
     return "\n\n".join(outcome_text(outcome, mode, reasoning, calibrations) for outcome in ordered)
 
 
-@dataclass(frozen=True)
-class RunCounts:
+class RunCounts(NamedTuple):
     """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
 
     ``claims`` is every claim the run tried to judge: ``passed + failed + by_call +

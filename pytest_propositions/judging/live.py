@@ -1,0 +1,219 @@
+"""Asking the model: one request judged live, its reply parsed (asked again once if it cannot be)
+and double-checked, and the record the cache stores; and free-text follow-ups.
+
+Apart from judge.py, which serves what the cache holds: a run whose verdicts are all recorded
+never imports this module, the transports or the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from ..checks import quote_claim, terminal_text
+from ..errors import JudgeReplyInvalid, JudgeUnavailable, VerdictUnparsable
+from ..store.recorded import pack_request
+from ..verdict import Usage, Verdict
+from .parsing import parse_choices
+from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .transport import (
+    Transport,
+    other_choices,
+    queue_waits,
+    reply_content,
+    reply_cost,
+    reply_usage,
+)
+
+if TYPE_CHECKING:
+    from .endpoint import Connection
+    from .judge import JudgeRequest, JudgeStats
+    from .parsing import ParsedReply
+
+logger = logging.getLogger("pytest_propositions")
+
+
+@dataclass(frozen=True)
+class _Answer:
+    parsed: ParsedReply
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+async def judge_live(
+    transport: Transport,
+    stats: JudgeStats,
+    request: JudgeRequest,
+    connection: Connection,
+    key: str,
+    material: dict[str, Any],
+) -> tuple[Verdict, dict[str, Any]]:
+    """The verdict on ``request`` and the record to store under ``key``; ``material`` is what
+    the key was computed from (its sampling is what is sent)."""
+    # A managed local server starts on the first call; its start-up is not judging time.
+    await asyncio.to_thread(connection.endpoint)
+    started = time.perf_counter()
+    waits: list[float] = []
+    queue_waits.set(waits)
+    sampling = material["sampling"]
+    messages = list(request.messages)
+    first = await _answer(transport, stats, connection, messages, request, sampling)
+    final, revised_from = first, None
+    answers = [first]
+    if request.double_check:
+        follow = [
+            *messages,
+            assistant_turn(_as_reply(first.parsed)),
+            {"role": "user", "content": DOUBLE_CHECK_PROMPT},
+        ]
+        final = await _answer(transport, stats, connection, follow, request, sampling)
+        answers.append(final)
+        if final.parsed.value != first.parsed.value:
+            revised_from = first.parsed.value
+            logger.warning(
+                "the judge revised its verdict on %r from %r to %r",
+                request.claim,
+                first.parsed.value,
+                final.parsed.value,
+            )
+    elapsed = max(time.perf_counter() - started - sum(waits), 0.0)
+    usage = Usage(
+        prompt_tokens=sum(a.prompt_tokens for a in answers),
+        completion_tokens=sum(a.completion_tokens for a in answers),
+    )
+    costs = [a.cost_usd for a in answers]
+    cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    recorded_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+    verdict = Verdict(
+        kind=request.kind,
+        claim=request.claim,
+        value=final.parsed.value,
+        justification=final.parsed.justification,
+        reasoning=final.parsed.reasoning,
+        confidence=final.parsed.confidence,
+        model=connection.identity,
+        cached=False,
+        recorded_at=recorded_at,
+        key=key,
+        usage=usage,
+        cost_usd=cost,
+        judge_seconds=round(elapsed, 3),
+        raw_reply=final.raw,
+        revised_from=revised_from,
+    )
+    with stats.lock:
+        stats.verdicts += 1
+        stats.judge_seconds += elapsed
+    stored = verdict.stored()
+    record = {
+        "claim": request.claim,
+        "kind": request.kind,
+        "model": connection.identity,
+        "recorded_at": recorded_at,
+        "plugin_version": __version__,
+        "prompt_version": PROMPT_VERSION,
+        "usage": stored["usage"],
+        "cost_usd": cost,
+        "raw_reply": final.raw,
+        "verdict": stored,
+        # The request itself, compressed: for cache rejudge and for explaining replay misses.
+        "request": pack_request(material),
+    }
+    if request.test_id:
+        record["test_id"] = request.test_id
+    return verdict, record
+
+
+async def _answer(
+    transport: Transport,
+    stats: JudgeStats,
+    connection: Connection,
+    messages: list[Message],
+    request: JudgeRequest,
+    sampling: dict[str, Any],
+) -> _Answer:
+    """One parsed answer; an unparsable reply is asked again once before giving up."""
+    profile = transport.profile(connection)
+    last_error: VerdictUnparsable | None = None
+    for _ in range(2):
+        try:
+            response = await transport.complete_with_fallback(
+                connection,
+                messages,
+                sampling=sampling,
+                kind=request.kind,
+                mode=transport.mode(connection),
+            )
+        except JudgeUnavailable as error:
+            raise JudgeUnavailable(
+                f"{error} (claim {quote_claim(request.claim)})",
+                status=error.status,
+                format_rejected=error.format_rejected,
+            ) from None
+        prompt_tokens, completion_tokens = reply_usage(response)
+        cost = reply_cost(response)
+        with stats.lock:
+            # Every reply is paid for, parsed or not: count it now (and for --prop-max-cost).
+            stats.judge_calls += 1
+            stats.prompt_tokens += prompt_tokens
+            stats.completion_tokens += completion_tokens
+            stats.cost_usd += cost or 0.0
+        where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
+        try:
+            content, refusal = reply_content(response)
+        except JudgeReplyInvalid as error:
+            last_error = JudgeReplyInvalid(f"{error} ({where})", raw_reply=error.raw_reply)
+            continue
+        if refusal:
+            last_error = VerdictUnparsable(
+                f"the judge refused to answer: {terminal_text(_printable(refusal[:200]))} ({where})",
+                raw_reply=refusal,
+            )
+            continue
+        try:
+            texts = [content, *other_choices(response)]
+            parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
+        except VerdictUnparsable as error:
+            # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
+            last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)
+            continue
+        return _Answer(parsed, content, prompt_tokens, completion_tokens, cost)
+    assert last_error is not None
+    raise last_error
+
+
+async def follow_up(
+    transport: Transport,
+    connection: Connection,
+    messages: list[Message],
+    sampling: dict[str, Any],
+) -> str:
+    """A free-text answer on a preserved chat (recommendations); never cached."""
+    response = await transport.complete(connection, messages, sampling=sampling, mode="text")
+    content, _ = reply_content(response)
+    if not content.strip():
+        raise VerdictUnparsable(
+            "the judge gave an empty answer to the follow-up", raw_reply=content
+        )
+    return content.strip()
+
+
+def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
+    return {
+        "reasoning": parsed.reasoning,
+        "justification": parsed.justification,
+        "value": parsed.value,
+        "confidence": parsed.confidence,
+    }
+
+
+def _printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so a message quoting it can be printed."""
+    return text.encode("utf-8", "replace").decode("utf-8")
