@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import fields
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -44,7 +43,7 @@ def stat_names() -> tuple[str, ...]:
     """The counters of `JudgeStats` (its lock aside), as workers send them to the controller."""
     from .judging.judge import JudgeStats
 
-    return tuple(item.name for item in fields(JudgeStats) if item.name != "lock")
+    return JudgeStats.COUNTERS
 
 
 class RunRecord:

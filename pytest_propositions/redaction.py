@@ -11,10 +11,12 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-_SECRET_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})")
+# Patterns as text, compiled by re at their first use (and kept in its cache): every pytest run
+# imports this module for its log filter, and most never redact anything.
+_SECRET_PATTERN = r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.]{8,})"
 # "https://user:pass@host/v1": the credentials, from the scheme to the URL's LAST "@", whether
 # or not a URL parser would read it so: an unencoded password may hold "/", "?", "#" and "@".
-_URL_USERINFO = re.compile(r"(?<=://)[^\s'\"<>`]*@")
+_URL_USERINFO = r"(?<=://)[^\s'\"<>`]*@"
 # Secrets this long are replaced wherever they appear; shorter ones only where they sit in a
 # URL's credentials or query, or in an authorization header (elsewhere they are ordinary words).
 LONG_SECRET = 8
@@ -61,9 +63,9 @@ def _replace_values(text: str, values: Iterable[str]) -> str:
 
 
 # "...?api_key=...&token=...": credentials in a query string.
-_URL_QUERY_SECRET = re.compile(
-    r"(?<=[?&])((?:api[_-]?key|key|token|access_token|auth|sig|signature|password)=)[^&#\s'\"]+",
-    re.IGNORECASE,
+_URL_QUERY_SECRET = (
+    r"(?i)(?<=[?&])((?:api[_-]?key|key|token|access_token|auth|sig|signature|password)=)"
+    r"[^&#\s'\"]+"
 )
 
 
@@ -76,9 +78,9 @@ def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
     ``LONG_SECRET`` characters or more everywhere, shorter ones in URLs and headers.
     """
     text = redact_values(text, secrets)
-    text = _URL_USERINFO.sub("[redacted]@", text)
-    text = _URL_QUERY_SECRET.sub(r"\1[redacted]", text)
-    return _SECRET_PATTERN.sub("[redacted]", text)
+    text = re.sub(_URL_USERINFO, "[redacted]@", text)
+    text = re.sub(_URL_QUERY_SECRET, r"\1[redacted]", text)
+    return re.sub(_SECRET_PATTERN, "[redacted]", text)
 
 
 def redact_values(text: str, secrets: Iterable[str | Secret | None] = ()) -> str:
@@ -92,7 +94,7 @@ def redact_url(url: str | None) -> str | None:
     """The URL as it may be shown: no user, no password, no key in its query."""
     if url is None:
         return None
-    return _URL_QUERY_SECRET.sub(r"\1[redacted]", _URL_USERINFO.sub("[redacted]@", url))
+    return re.sub(_URL_QUERY_SECRET, r"\1[redacted]", re.sub(_URL_USERINFO, "[redacted]@", url))
 
 
 class RedactingFilter(logging.Filter):

@@ -36,7 +36,11 @@ class Runtime:
         self.settings = settings
         self.cache_dir = cache_dir
         self.current_test: str | None = None
-        self.progress: ProgressLine | None = None
+        # Builds the progress line (set by the plugin; None: no line, as with -qq). Called at
+        # the first need: a live call, or an xdist controller's relay; see ``progress``.
+        self.progress_factory: Callable[[], ProgressLine] | None = None
+        self._progress: ProgressLine | None = None
+        self._progress_lock = threading.Lock()
         # On an xdist controller: the folder where workers say what they are judging.
         self.progress_dir: Path | None = None
         # Asks the pytest_proposition_render_target hook; set by the plugin, read by
@@ -64,8 +68,17 @@ class Runtime:
                 self._judge = Judge(
                     self.settings, self._open_cache(), connect=connector(self.settings)
                 )
-                self._judge.progress = self.progress
+                self._judge.progress = lambda: self.progress
             return self._judge
+
+    @property
+    def progress(self) -> ProgressLine | None:
+        """The line shown while claims are judged live, built when first needed: a run that
+        judges nothing live (every verdict cached, or no claim) never imports it."""
+        with self._progress_lock:
+            if self._progress is None and self.progress_factory is not None:
+                self._progress, self.progress_factory = self.progress_factory(), None
+            return self._progress
 
     @property
     def cache(self) -> VerdictStore | None:
@@ -218,8 +231,8 @@ class Runtime:
             judge, self._judge = self._judge, None
         if judge is not None:
             judge.close()
-        if self.progress is not None:
-            self.progress.close()
+        if self._progress is not None:
+            self._progress.close()
         if self.progress_dir is not None:
             import shutil
 

@@ -15,6 +15,7 @@ from .settings import OPTIONS, SettingsError, resolve
 from .workers import PROGRESS_DIR_INPUT
 
 if TYPE_CHECKING:
+    from .judging.progress import ProgressLine
     from .reference_config import ReferenceConfig
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
@@ -33,7 +34,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
     try:
         # A project set up for the reference library names its judge in config.ini: in the
         # rootdir, else where pytest was started. Used only when no --prop-model is given.
-        reference = reference_config([config.rootpath, config.invocation_params.dir])
+        reference = reference_judge([config.rootpath, config.invocation_params.dir])
         settings = resolve(cli, os.environ, ini, reference)
     except SettingsError as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
@@ -61,20 +62,26 @@ def build_runtime(config: pytest.Config) -> Runtime:
         # judging (when the controller asked for that, see start_progress_relay).
         folder = workerinput.get(PROGRESS_DIR_INPUT)
         if folder:
-            from .judging.progress import ProgressLine, file_publisher
-
             path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
-            runtime.progress = ProgressLine(None, settings.model, publish=file_publisher(path))
-    elif config.get_verbosity() >= -1:
-        from .judging.progress import ProgressLine, TerminalLine
 
-        runtime.progress = ProgressLine(
-            TerminalLine(config, lambda: runtime.current_test), settings.model
-        )
+            def worker_line() -> ProgressLine:
+                from .judging.progress import ProgressLine, file_publisher
+
+                return ProgressLine(None, settings.model, publish=file_publisher(path))
+
+            runtime.progress_factory = worker_line
+    elif config.get_verbosity() >= -1:
+
+        def terminal_line() -> ProgressLine:
+            from .judging.progress import ProgressLine, TerminalLine
+
+            return ProgressLine(TerminalLine(config, lambda: runtime.current_test), settings.model)
+
+        runtime.progress_factory = terminal_line
     return runtime
 
 
-def reference_config(folders: list[Path]) -> ReferenceConfig | None:
+def reference_judge(folders: list[Path]) -> ReferenceConfig | None:
     """The reference library's judge settings, from the first folder's config.ini that has
     them; reference_config.py (and configparser) are imported only when such a file exists.
     A file that cannot be used is a SettingsError."""

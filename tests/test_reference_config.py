@@ -269,3 +269,20 @@ def test_the_environment_is_not_changed(tmp_path: Path) -> None:
     before = dict(os.environ)
     from_environment({}, tmp_path)
     assert dict(os.environ) == before
+
+
+def test_a_run_whose_config_ini_cannot_name_a_judge_stops_with_a_usage_error(
+    pytester: pytest.Pytester, project: list[str]
+) -> None:
+    # Looked for without importing the reader first; once found, a bad value still stops the
+    # run before any test, naming the key.
+    write(pytester.path, "[OpenAI]\nMAX_ATTEMPTS=two\n")
+    result = pytester.runpytest(*project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*pytest-propositions: *MAX_ATTEMPTS: expected a whole number*"])
+
+
+def test_the_plugin_looks_for_the_file_the_reader_reads() -> None:
+    from pytest_propositions import reference_config, session
+
+    assert session.REFERENCE_CONFIG_FILE == reference_config.FILE_NAME

@@ -13,7 +13,6 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ..checks import quote_claim
@@ -68,20 +67,38 @@ class JudgeRequest(NamedTuple):
         return families.sampling(model, self.kind, reasoning_effort)
 
 
-@dataclass
 class JudgeStats:
-    """Counts for the terminal summary; updated under a lock because claims may run in threads."""
+    """Counts for the terminal summary; updated under a lock because claims may run in threads.
+    (A plain class: every cached run defines it, and a dataclass costs more to define.)"""
 
-    verdicts: int = 0
-    cache_hits: int = 0
-    judge_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    judge_seconds: float = 0.0
-    dry_run_misses: int = 0
-    coalesced: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: The counters, as workers send them to the controller and the JSON report writes them.
+    COUNTERS = (
+        "verdicts",
+        "cache_hits",
+        "judge_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "judge_seconds",
+        "dry_run_misses",
+        "coalesced",
+    )
+
+    def __init__(self) -> None:
+        self.verdicts = 0
+        self.cache_hits = 0
+        self.judge_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cost_usd = 0.0
+        self.judge_seconds = 0.0
+        self.dry_run_misses = 0
+        self.coalesced = 0
+        self.lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.COUNTERS)
+        return f"JudgeStats({counts})"
 
 
 def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
@@ -117,8 +134,9 @@ class Judge:
         self._transport: Transport | None = None
         self._profiles: dict[str, Profile] = {}
         self._lock = threading.Lock()
-        # Told when live judging starts (returns a token) and ends; the plugin shows progress.
-        self.progress: ProgressLine | None = None
+        # Asked at each live call for the line told when live judging starts (returns a token)
+        # and ends, which the plugin shows; a supplier, so a cached run never builds one.
+        self.progress: Callable[[], ProgressLine | None] | None = None
 
     @property
     def transport(self) -> Transport:
@@ -194,7 +212,8 @@ class Judge:
                 self.stats.verdicts += 1
                 self.stats.coalesced += 1
             return verdict
-        token = self.progress.started() if self.progress is not None else None
+        progress = self.progress() if self.progress is not None else None
+        token = progress.started() if progress is not None else None
         try:
             if self.cache is not None:
                 # Before paying for a verdict: a cache that cannot store it is an error now.
@@ -227,8 +246,8 @@ class Judge:
         finally:
             with self._lock:
                 del self._in_flight[key]
-            if self.progress is not None and token is not None:
-                self.progress.finished(token)
+            if progress is not None and token is not None:
+                progress.finished(token)
         return verdict
 
     def follow_up(self, model: str, messages: list[Message]) -> str:

@@ -86,6 +86,9 @@ class ClaimReports:
     def __init__(self, config: pytest.Config, runtime: Runtime) -> None:
         self.config = config
         self.runtime = runtime
+        # Verdicts become JUnit properties only when a JUnit file is written (an xdist worker
+        # has the option too, and its reports carry them to the controller, which writes it).
+        self.junit = bool(config.getoption("xmlpath", None))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -93,7 +96,7 @@ class ClaimReports:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         runtime = self.runtime
-        if report.when != "setup" and runtime.record.outcomes:
+        if self.junit and report.when != "setup" and runtime.record.outcomes:
             # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
             # report, which copies item.user_properties; claims judged in teardown are added there.
             done = item.stash.get(JUNIT_DONE_KEY, 0)

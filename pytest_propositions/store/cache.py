@@ -14,11 +14,10 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from ..verdict import kind_problem, verdict_of_record
 from .keys import CACHE_FORMAT, KEY_PATTERN, _check_names, cache_key, canonical_json
@@ -117,9 +116,10 @@ class CacheWarning(UserWarning):
     """The cache was damaged and rebuilt; the run goes on with the verdicts judged again."""
 
 
-@dataclass(frozen=True)
-class Usage:
-    """Which verdicts the finished runs since the last prune used: what prune keeps."""
+class Usage(NamedTuple):
+    """Which verdicts the finished runs since the last prune used: what prune keeps. (This and
+    CacheStats are named tuples: every run that reads the cache defines them, and a dataclass
+    costs several times more to define.)"""
 
     since: datetime  # when the first of those runs started
     last_finished: datetime
@@ -155,14 +155,13 @@ class Usage:
         return cls(since=ended, last_finished=ended, runs=1, keys=keys)
 
 
-@dataclass(frozen=True)
-class CacheStats:
+class CacheStats(NamedTuple):
     """What the cache holds, for ``cache stats`` and the terminal summary."""
 
     directory: Path
+    models: dict[str, int]
     entries: int = 0
     size_bytes: int = 0
-    models: dict[str, int] = field(default_factory=dict)
     oldest: datetime | None = None
     newest: datetime | None = None
     usage: Usage | None = None
@@ -527,7 +526,7 @@ class VerdictCache:
 
         found = self._call(op, create=False)
         if found is None:
-            return CacheStats(directory=self.directory)
+            return CacheStats(directory=self.directory, models={})
         entries, models, oldest, newest = found
         return CacheStats(
             directory=self.directory,
