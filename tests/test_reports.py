@@ -513,6 +513,32 @@ def test_a_suite_without_claims_never_starts_the_per_test_reporting(
     assert (pytester.path / "reports-registered.txt").read_text() == "False"
 
 
+def test_without_a_junit_file_no_test_is_given_verdict_properties(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
+) -> None:
+    # The properties are built for junitxml only: a run that writes no JUnit file (the usual
+    # cached run) does not pay for them on every test.
+    script_suite(judge_server)
+    pytester.makepyfile(SUITE)
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+import json
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        with open("properties.jsonl", "a") as out:
+            out.write(json.dumps([report.nodeid, report.user_properties]) + "\\n")
+"""
+    )
+    result = pytester.runpytest(*args)
+    assert_counts(result, passed=4, failed=2, judge_errors=1)
+    lines = (pytester.path / "properties.jsonl").read_text().splitlines()
+    assert len(lines) == 7
+    assert all(json.loads(line)[1] == [] for line in lines)
+
+
 def test_a_first_claim_without_a_judge_call_still_gets_its_junit_properties(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
 ) -> None:
