@@ -57,6 +57,7 @@ PROBED = (
     "litellm",
     "pydantic",
     "pytest_propositions.judging.live",
+    "pytest_propositions.judging.progress",
     "pytest_propositions.judging.transport",
     "pytest_propositions.reference_config",
 )
@@ -121,7 +122,8 @@ class Suite:
 
     def probed(self) -> dict[str, set[str]]:
         """Per process of the last subprocess run: which of the probed modules it had imported
-        (litellm, pydantic, the live judging path, the reference config reader)."""
+        (litellm, pydantic, the live judging path and its progress line, the reference config
+        reader)."""
         probes = {
             path.stem.removeprefix("litellm-imported-"): set(path.read_text().split()) - {"-"}
             for path in self.pytester.path.glob("litellm-imported-*.txt")
@@ -321,8 +323,8 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
         ["*from the cache, recorded *", "*6 from cache, 0 judged live, 0 judge calls*"]
     )
     # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
-    # Nor are the live judging path and the transports, nor the reader of the reference
-    # library's config.ini where there is none: every module imported costs every run.
+    # Nor are the live judging path, its progress line and the transports, nor the reader of
+    # the reference library's config.ini where there is none: every module costs every run.
     assert suite.probed() == {"main": set()}
 
     # A miss on an OpenAI-compatible judge takes the light path: still no litellm.
