@@ -14,11 +14,15 @@ from typing import Any
 __all__ = [
     "CLAIM_QUOTE_LIMIT",
     "check_claim",
+    "check_count",
     "check_flag",
     "check_precondition_result",
     "check_text",
     "check_variable_value",
+    "check_window",
+    "plural",
     "quote_claim",
+    "quote_name",
     "terminal_text",
 ]
 
@@ -189,3 +193,36 @@ def _short_repr(value: Any, limit: int = 60) -> str:
     except Exception:
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- counts and names, as every message and rendered text words them ---------------------------
+
+
+def check_count(name: str, value: object, minimum: int = 1) -> int | None:
+    """Counts of entries: a whole number of at least ``minimum``, or None; bools are a likely
+    mistake."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number or None, got {value!r}")
+    if value < minimum:
+        raise ValueError(
+            f"{name} must be a whole number of at least {minimum}, or None, got {value}"
+        )
+    return value
+
+
+def check_window(name: str, value: object) -> int | None:
+    """An event window: a whole number of at least 0, or None (``trace._select_window`` says
+    what 0 means)."""
+    return check_count(name, value, minimum=0)
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 claim``, ``2 claims``: every count a report or a rendered text writes goes here."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def quote_name(name: str) -> str:
+    """Names go in single quotes on one line, so a name cannot break the layout."""
+    return "'" + " ".join(name.splitlines()) + "'"

@@ -39,7 +39,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
     except SettingsError as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
     if settings.report:
-        from .reports.summary import report_path
+        from .reports.json_report import report_path
 
         try:
             report_path(settings.report, config.invocation_params.dir)
@@ -143,7 +143,7 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
         runtime.record_usage()
     problems = []
     if runtime.settings.report:
-        from .reports.summary import save_json_report
+        from .reports.json_report import save_json_report
 
         problems.append(save_json_report(runtime, config.invocation_params.dir))
     if runtime.settings.html:
@@ -156,7 +156,7 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
 def header_lines(runtime: Runtime) -> list[str]:
     """pytest's header: the judge and the cache, the judge's calibration, the shared store."""
     from .calibration import header_line as calibration_line
-    from .reports.summary import header_line
+    from .reports.counts import header_line
 
     lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
     calibration = calibration_line(runtime.settings, runtime.cache_dir)

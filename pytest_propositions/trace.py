@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .checks import check_count, check_window, plural, quote_name
+
 __all__ = ["Agent", "Event", "World"]
 
 # Continuation lines of multi-line content are indented so that no content line can pass for
@@ -25,25 +27,6 @@ Role = Literal["stimulus", "action"]
 
 # --------------------------------------------------------------------------------------------
 # The notation, shared with claims/targets.py
-
-
-def _check_count(name: str, value: object, minimum: int = 1) -> int | None:
-    """Counts of entries: a whole number of at least ``minimum``, or None; bools are a likely
-    mistake."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a whole number or None, got {value!r}")
-    if value < minimum:
-        raise ValueError(
-            f"{name} must be a whole number of at least {minimum}, or None, got {value}"
-        )
-    return value
-
-
-def _check_window(name: str, value: object) -> int | None:
-    """An event window: a whole number of at least 0, or None (see ``_select_window`` for 0)."""
-    return _check_count(name, value, minimum=0)
 
 
 def _select_window(
@@ -106,15 +89,6 @@ def _stimulus_head(source: str, receiver: str, kind: str) -> str:
 
 def _action_head(actor: str, kind: str) -> str:
     return f"{actor} acts: [{kind}]"
-
-
-def _quote(name: str) -> str:
-    """Names go in single quotes on one line, so a name cannot break the layout."""
-    return "'" + " ".join(name.splitlines()) + "'"
-
-
-def _plural(count: int, unit: str) -> str:
-    return f"{count} {unit}" + ("" if count == 1 else "s")
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,7 +165,7 @@ class Agent:
         self._events: list[Event] = []
 
     def __repr__(self) -> str:
-        return f"Agent({self.name!r}, {_plural(len(self._events), 'event')})"
+        return f"Agent({self.name!r}, {plural(len(self._events), 'event')})"
 
     @property
     def persona(self) -> dict[str, Any]:
@@ -267,11 +241,11 @@ class Agent:
         libraries: this recorder has a single notation and records no system messages.
         """
         del simplified, skip_system
-        max_len = _check_count("max_content_length", max_content_length)
-        first = _check_window("first_n", first_n)
-        last = _check_window("last_n", last_n)
-        label = _quote(self.name)
-        lines = [f"---- BEGIN AGENT {label} ({_plural(len(self._events), 'event')}) ----"]
+        max_len = check_count("max_content_length", max_content_length)
+        first = check_window("first_n", first_n)
+        last = check_window("last_n", last_n)
+        label = quote_name(self.name)
+        lines = [f"---- BEGIN AGENT {label} ({plural(len(self._events), 'event')}) ----"]
         if not self._events:
             lines.append("(no events recorded)")
         shown_time: str | None = None
@@ -309,7 +283,7 @@ class World:
             self.add(agent)
 
     def __repr__(self) -> str:
-        return f"World({self.name!r}, {_plural(len(self._agents), 'agent')})"
+        return f"World({self.name!r}, {plural(len(self._agents), 'agent')})"
 
     @property
     def agents(self) -> list[Agent]:
@@ -394,8 +368,8 @@ class World:
         include_omission_info: bool = True,
     ) -> str:
         """Each member's trajectory in turn; windows apply to each agent's own events."""
-        label = _quote(self.name)
-        members = ", ".join(_quote(a.name) for a in self._agents) or "none"
+        label = quote_name(self.name)
+        members = ", ".join(quote_name(a.name) for a in self._agents) or "none"
         blocks = [f"==== BEGIN WORLD {label} (agents: {members}) ===="]
         for agent in self._agents:
             blocks.append(
@@ -409,9 +383,9 @@ class World:
                 )
             )
         if not self._agents:
-            _check_count("max_content_length", max_content_length)
-            _check_window("first_n", first_n)
-            _check_window("last_n", last_n)
+            check_count("max_content_length", max_content_length)
+            check_window("first_n", first_n)
+            check_window("last_n", last_n)
             blocks.append("(no agents)")
         blocks.append(f"==== END WORLD {label} ====")
         return "\n\n".join(blocks)

@@ -54,7 +54,7 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         "prop_used_keys": sorted(runtime.used_keys()),
     }
     if runtime.used:
-        from .reports.summary import outcome_record, stats_record
+        from .reports.json_report import outcome_record, stats_record
 
         output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.record.outcomes]
         output["prop_judge_errors"] = [list(error) for error in runtime.record.judge_errors]
@@ -71,7 +71,7 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
     """On the controller: fold one worker's results in, so reports match a run without xdist."""
     runtime.record.merge_used_keys(output.get("prop_used_keys", ()))
     if output.get("prop_used"):
-        from .reports.summary import outcome_from_record
+        from .reports.json_report import outcome_from_record
 
         runtime.record.merge_worker(
             [outcome_from_record(record) for record in output.get("prop_outcomes", ())],

@@ -60,6 +60,9 @@ PROBED = (
     "pytest_propositions.judging.progress",
     "pytest_propositions.judging.transport",
     "pytest_propositions.reference_config",
+    "pytest_propositions.reports.summary",
+    "pytest_propositions.reports.junit",
+    "pytest_propositions.reports.json_report",
 )
 """
 
@@ -123,7 +126,7 @@ class Suite:
     def probed(self) -> dict[str, set[str]]:
         """Per process of the last subprocess run: which of the probed modules it had imported
         (litellm, pydantic, the live judging path and its progress line, the reference config
-        reader)."""
+        reader, the reports beyond the run's counts)."""
         probes = {
             path.stem.removeprefix("litellm-imported-"): set(path.read_text().split()) - {"-"}
             for path in self.pytester.path.glob("litellm-imported-*.txt")
@@ -325,6 +328,11 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
     # Nor are the live judging path, its progress line and the transports, nor the reader of
     # the reference library's config.ini where there is none: every module costs every run.
+    # The failure's section is in the terminal's words (reports/summary.py).
+    assert suite.probed() == {"main": {"pytest_propositions.reports.summary"}}
+
+    # A run whose claims all pass prints only its counts: the longer reports stay unloaded.
+    suite.run_subprocess("-k", "not novel").assert_outcomes(passed=4, deselected=1)
     assert suite.probed() == {"main": set()}
 
     # A miss on an OpenAI-compatible judge takes the light path: still no litellm.

@@ -18,14 +18,10 @@ from pytest_propositions.assertions import assert_claim, judge_without_asserting
 from pytest_propositions.errors import JudgeError, PropositionFailed
 from pytest_propositions.judging.judge import JudgeStats
 from pytest_propositions.record import Outcome
-from pytest_propositions.reports.summary import (
-    failure_section,
-    json_report,
-    junit_properties,
-    junit_run_properties,
-    run_counts,
-    summary_line,
-)
+from pytest_propositions.reports.counts import run_counts, summary_line
+from pytest_propositions.reports.json_report import json_report
+from pytest_propositions.reports.junit import junit_properties, junit_run_properties
+from pytest_propositions.reports.summary import failure_section
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
@@ -256,7 +252,7 @@ def test_junit_and_json_name_the_call_and_its_result() -> None:
 
 
 def test_xdist_records_carry_the_call() -> None:
-    from pytest_propositions.reports.summary import outcome_from_record, outcome_record
+    from pytest_propositions.reports.json_report import outcome_from_record, outcome_record
 
     outcome = OUTCOMES[3]
     assert outcome_from_record(outcome_record(outcome)) == outcome

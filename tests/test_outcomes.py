@@ -16,7 +16,7 @@ import pytest
 
 from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.judging.judge import Judge, JudgeRequest
-from pytest_propositions.reports.summary import RunCounts, all_cached_line, header_line
+from pytest_propositions.reports.counts import RunCounts, all_cached_line, header_line
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import ScriptedJudge, delay, status, verdict
 from tests.support.outcomes import assert_counts

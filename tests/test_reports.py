@@ -14,12 +14,8 @@ from typing import Any
 import pytest
 
 from pytest_propositions import __version__
-from pytest_propositions.reports.summary import (
-    lowest_scores_table,
-    report_path,
-    stats_record,
-    write_json_report,
-)
+from pytest_propositions.reports.json_report import report_path, stats_record, write_json_report
+from pytest_propositions.reports.summary import lowest_scores_table
 from pytest_propositions.runtime import Outcome, Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
@@ -731,7 +727,7 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
 
 
 def test_counts_are_singular_and_plural_right() -> None:
-    from pytest_propositions.reports.summary import RunCounts, summary_line
+    from pytest_propositions.reports.counts import RunCounts, summary_line
 
     one = RunCounts(1, 0, 0, 1, 0, 0, 0, 1, 1, 0.0, 0.0)
     assert summary_line(one) == (

@@ -15,19 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..trace import (
-    Agent,
-    World,
-    _action_head,
-    _check_window,
-    _format_entry,
-    _omission_note,
-    _plural,
-    _quote,
-    _select_window,
-    _stimulus_head,
-)
-from .library_text import TIMESTAMP_MODES, normalise_library_text
+from ..checks import check_window, plural, quote_name
+from ..settings import TIMESTAMP_MODES
+
+# The trajectory notation (trace.py) and the reference library's text (library_text.py) are
+# imported by the renderers that use them: a str target, the commonest, needs neither.
 
 __all__ = [
     "HookRenderer",
@@ -60,8 +52,8 @@ class RenderOptions:
     timestamps: str = "relative"
 
     def __post_init__(self) -> None:
-        _check_window("first_n", self.first_n)
-        _check_window("last_n", self.last_n)
+        check_window("first_n", self.first_n)
+        check_window("last_n", self.last_n)
         if self.timestamps not in TIMESTAMP_MODES:
             raise ValueError(
                 f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {self.timestamps!r}"
@@ -364,7 +356,7 @@ def _heading(target: Any) -> str:
     name = _name_of(target)
     base = kind.capitalize() if kind != "other" else type(target).__name__
     if name:
-        return f"{base} {_quote(name)}"
+        return f"{base} {quote_name(name)}"
     return base if kind == "other" else f"{base} (unnamed {type(target).__name__})"
 
 
@@ -391,7 +383,7 @@ def _persona_json(persona: Mapping[str, Any]) -> str:
 
 def _persona_block(agent: Any, level: str) -> str:
     name = _name_of(agent)
-    label = f"agent {_quote(name)}" if name else "an unnamed agent"
+    label = f"agent {quote_name(name)}" if name else "an unnamed agent"
     persona = getattr(agent, "_persona", None)
     title = f"{level} Persona specification of {label}"
     if not isinstance(persona, Mapping):
@@ -442,6 +434,9 @@ def _call_trajectory(target: Any, options: RenderOptions) -> str:
             f"{type(target).__name__}.pretty_current_interactions() returned "
             f"{_type_name(text)}, expected str"
         )
+    from ..trace import Agent, World
+    from .library_text import normalise_library_text
+
     # Our own recorder writes neither style tags nor clock times: its text is left as recorded.
     if isinstance(target, Agent | World):
         return text
@@ -511,6 +506,8 @@ def _one_line(text: str) -> str:
 
 def _transcript_entries(messages: Sequence[Mapping[str, Any]]) -> list[list[tuple[str, str]]]:
     """For each message, its ``(head, content)`` events in the trajectory notation."""
+    from ..trace import _action_head, _stimulus_head
+
     speakers = {
         _one_line(m.get("name") or "assistant") for m in messages if m.get("role") == "assistant"
     }
@@ -555,8 +552,10 @@ def _transcript_entries(messages: Sequence[Mapping[str, Any]]) -> list[list[tupl
 
 
 def _render_transcript(messages: Sequence[Mapping[str, Any]], options: RenderOptions) -> str:
+    from ..trace import _format_entry, _omission_note, _select_window
+
     entries = _transcript_entries(messages)
-    lines = [f"---- BEGIN CHAT TRANSCRIPT ({_plural(len(messages), 'message')}) ----"]
+    lines = [f"---- BEGIN CHAT TRANSCRIPT ({plural(len(messages), 'message')}) ----"]
     for item in _select_window(len(entries), options.first_n, options.last_n):
         if isinstance(item, tuple):
             lines.append(_omission_note(*item, unit="message"))
@@ -695,15 +694,15 @@ def describe_target(target: Any) -> str:
             target = items[0]
         kind = _kind(target)
         if kind == "text":
-            return f"text ({_plural(len(target), 'char')})"
+            return f"text ({plural(len(target), 'char')})"
         if kind == "transcript":
-            return f"chat transcript ({_plural(len(target), 'message')})"
+            return f"chat transcript ({plural(len(target), 'message')})"
         if kind == "extraction":
-            return f"extraction result ({_plural(len(target), 'field')})"
+            return f"extraction result ({plural(len(target), 'field')})"
         name = _name_of(target)
         base = kind if kind != "other" else type(target).__name__
         if name:
-            return f"{base} {_quote(name)}"
+            return f"{base} {quote_name(name)}"
         return f"{base} object" if kind == "other" else f"unnamed {kind}"
     except Exception:
         return f"{type(target).__name__} object"

@@ -35,21 +35,15 @@ def report_claims(config: pytest.Config, runtime: Runtime) -> None:
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runtime) -> None:
     """The run's summary lines: verdicts (report mode or -vv), counts, store, dry run, lowest."""
-    from .summary import (
-        all_cached_line,
-        calibration_line,
-        dry_run_line,
-        lowest_scores_table,
-        run_calibrations,
-        run_counts,
-        summary_line,
-        verdict_listing,
-    )
+    # summary.py, the longer texts, is loaded only for a listing, a calibration or a table.
+    from .counts import all_cached_line, dry_run_line, run_calibrations, run_counts, summary_line
 
     stats = runtime.stats()
     mode = runtime.settings.outcome
     very_verbose = config.option.verbose > 1
     if runtime.record.outcomes and (mode == "report" or very_verbose):
+        from .summary import verdict_listing
+
         terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
         for line in verdict_listing(runtime.record.outcomes, mode, reasoning=very_verbose):
             terminalreporter.write_line(line)
@@ -60,6 +54,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
         terminalreporter.write_line(cached)
     # The measured error of each calibrated judge that decided a claim (calibrate's record).
     for view in run_calibrations(runtime.record.outcomes, runtime.record.calibrations).values():
+        from .summary import calibration_line
+
         terminalreporter.write_line(f"propositions: {calibration_line(view)}")
     if runtime.settings.store and runtime.settings.cache != "off":
         from ..store.postgres import describe_store
@@ -71,6 +67,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     if runtime.settings.dry_run:
         terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
     if config.option.verbose > 0:
+        from .summary import lowest_scores_table
+
         for line in lowest_scores_table(runtime.record.outcomes):
             terminalreporter.write_line(line)
 
@@ -102,7 +100,7 @@ class ClaimReports:
             done = item.stash.get(JUNIT_DONE_KEY, 0)
             new = runtime.record.outcomes_of(item.nodeid, start=done)
             if new:
-                from .summary import junit_properties
+                from .junit import junit_properties
 
                 properties = junit_properties(
                     new, done + 1, runtime.settings.outcome, runtime.record.calibrations
@@ -194,9 +192,9 @@ class ClaimReports:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml writes its file: the run's counts as testsuite properties.
         runtime = self.runtime
-        if hasattr(self.config, "workerinput") or not runtime.used:
+        if hasattr(self.config, "workerinput") or not runtime.used or not self.junit:
             return
-        from .summary import add_junit_run_properties
+        from .junit import add_junit_run_properties
 
         add_junit_run_properties(self.config, runtime)
 
@@ -205,7 +203,7 @@ class ClaimReports:
         # junitxml writes a failing call as <failure>; a judge that could not answer is an
         # <error> (like a broken fixture), so CI tells it apart from a false claim.
         if report.when == "call" and report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
-            from .summary import junit_failure_to_error
+            from .junit import junit_failure_to_error
 
             junit_failure_to_error(self.config, report)
 

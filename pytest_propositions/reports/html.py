@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..record import Outcome
     from ..runtime import Runtime
     from ..settings import Settings
-    from .summary import Calibrations, RunCounts
+    from .counts import Calibrations, RunCounts
 
 TEMPLATES = ("report.mustache", "claims.mustache", "report.css", "report.js")
 
@@ -73,7 +73,7 @@ def _provenance(verdict: Mapping[str, Any]) -> str:
 
 
 def _context_view(messages: Sequence[Mapping[str, Any]] | None) -> dict[str, Any] | None:
-    from .summary import plural
+    from ..checks import plural
 
     if not messages:
         return None
@@ -92,7 +92,8 @@ def _claim_view(
     mode: str,
     calibration: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from .summary import calibration_text, claim_result, confidence_text
+    from .counts import claim_result, confidence_text
+    from .summary import calibration_text
 
     verdict = record["verdict"]
     by_call = record.get("by_call")
@@ -236,7 +237,8 @@ def render(
     The counts are the terminal summary's (``RunCounts``), worded the same way.
     """
     from .._version import __version__
-    from .summary import calibration_line, count_parts, result_word
+    from .counts import count_parts, result_word
+    from .summary import calibration_line
 
     mode = settings.outcome
     calibrations = calibrations or {}
@@ -272,13 +274,8 @@ def render(
 
 def save_html_report(runtime: Runtime, base: Path) -> str | None:
     """Write the run's ``--prop-html``; a message saying what went wrong, or None."""
-    from .summary import (
-        calibrated_record,
-        record_order,
-        run_calibrations,
-        run_counts,
-        write_text_atomically,
-    )
+    from .counts import run_calibrations, run_counts
+    from .json_report import calibrated_record, record_order, write_text_atomically
 
     configured = runtime.settings.html
     if not configured:
@@ -308,7 +305,8 @@ def fragment(
     calibrations: Calibrations | None = None,
 ) -> str:
     """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
-    from .summary import claim_calibration, outcome_record
+    from .counts import claim_calibration
+    from .json_report import outcome_record
 
     claims = [
         _claim_view(outcome_record(o), contexts, mode, claim_calibration(o, calibrations))

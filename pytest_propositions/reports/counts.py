@@ -1,0 +1,234 @@
+"""The run's counts and the lines every run with claims prints: the header's judge line, the
+summary's counts, the all-from-cache and dry-run lines, and which calibrated judges decided.
+
+Kept apart from the longer reports (``summary``, ``junit``, ``json_report``) so that a run whose
+claims all pass loads only this at its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..checks import plural
+
+if TYPE_CHECKING:
+    from ..judging.judge import JudgeStats
+    from ..record import Outcome
+    from ..settings import Settings
+
+
+def result_word(passed: bool, outcome: str = "fail") -> str:
+    """A claim's result as every report words it; under --prop-outcome=report, "not upheld"."""
+    if outcome == "report":
+        return "upheld" if passed else "not upheld"
+    return "passed" if passed else "failed"
+
+
+#: What the reports ask for a judge's calibration: its error view by judge identity, or None.
+Calibrations = Callable[[str], Mapping[str, Any] | None]
+
+
+def decision_judge(outcome: Outcome) -> str:
+    """The identity of the judge whose verdicts decided a claim: a claim over runs with a
+    referee is decided on the referee's verdicts; a claim with a false precondition on none."""
+    verdict = outcome.verdict
+    if verdict.precondition_skipped:
+        return ""
+    if outcome.runs is not None and outcome.runs.get("referee"):
+        for run in outcome.runs.get("runs", []):
+            if run.get("referee"):
+                return str(run["referee"].get("model") or "")
+        return ""
+    return verdict.model
+
+
+def claim_calibration(
+    outcome: Outcome, calibrations: Calibrations | None
+) -> Mapping[str, Any] | None:
+    """The calibration of the judge that decided this claim, where one was recorded."""
+    if calibrations is None:
+        return None
+    judge = decision_judge(outcome)
+    return calibrations(judge) if judge else None
+
+
+def run_calibrations(
+    outcomes: Iterable[Outcome], calibrations: Calibrations | None
+) -> dict[str, Mapping[str, Any]]:
+    """Each calibrated judge that decided a claim of the run, by identity, sorted."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for outcome in outcomes:
+        view = claim_calibration(outcome, calibrations)
+        if view is not None:
+            found[decision_judge(outcome)] = view
+    return dict(sorted(found.items()))
+
+
+def claim_result(passed: bool, by_call: str | None, outcome: str = "fail") -> str:
+    """One claim's result word: a claim judged by a call (``by_call``) fails nothing, so it is
+    upheld or not upheld whatever the outcome mode."""
+    return result_word(passed, "report" if by_call is not None else outcome)
+
+
+class RunCounts(NamedTuple):
+    """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
+
+    ``claims`` is every claim the run tried to judge: ``passed + failed + by_call +
+    judge_errors``, where ``passed`` and ``failed`` count the claims asserted (the fixtures',
+    the markers') and ``by_call`` those judged by calls of the reference library's API in a
+    test (``check_proposition``...), ``by_call_upheld + by_call_not_upheld`` of them, which
+    fail nothing. A claim with a verdict got it in one of three ways:
+    ``skipped_by_precondition + from_cache + judged_live == passed + failed + by_call``.
+    ``judge_calls``, tokens and cost count requests (a claim with ``samples=3`` makes three).
+    ``escalated`` counts the claims the stronger model decided (``--prop-escalate-to``),
+    ``escalated_changed`` those of them where its verdict differs from the main judge's.
+    """
+
+    claims: int
+    passed: int
+    failed: int
+    judge_errors: int
+    skipped_by_precondition: int
+    from_cache: int
+    judged_live: int
+    judge_calls: int
+    tokens: int
+    cost_usd: float
+    judge_seconds: float
+    by_call: int = 0
+    by_call_upheld: int = 0
+    by_call_not_upheld: int = 0
+    escalated: int = 0
+    escalated_changed: int = 0
+
+
+def run_counts(
+    outcomes: Iterable[Outcome], judge_errors: Iterable[object], stats: JudgeStats
+) -> RunCounts:
+    verdicts = [outcome for outcome in outcomes]
+    skipped = sum(1 for o in verdicts if o.verdict.precondition_skipped)
+    cached = sum(1 for o in verdicts if o.verdict.cached and not o.verdict.precondition_skipped)
+    by_call = [o for o in verdicts if o.by_call is not None]
+    upheld = sum(1 for o in by_call if o.passed)
+    failed = sum(1 for o in verdicts if not o.passed and o.by_call is None)
+    errors = sum(1 for _ in judge_errors)
+    escalated = [(o.verdict, o.escalated_from) for o in verdicts if o.escalated_from is not None]
+    changed = sum(1 for stood, main in escalated if stood.value != main.value)
+    return RunCounts(
+        claims=len(verdicts) + errors,
+        passed=len(verdicts) - len(by_call) - failed,
+        failed=failed,
+        judge_errors=errors,
+        skipped_by_precondition=skipped,
+        from_cache=cached,
+        judged_live=len(verdicts) - skipped - cached,
+        judge_calls=int(stats.judge_calls),
+        tokens=int(stats.prompt_tokens + stats.completion_tokens),
+        cost_usd=float(stats.cost_usd),
+        judge_seconds=float(stats.judge_seconds),
+        by_call=len(by_call),
+        by_call_upheld=upheld,
+        by_call_not_upheld=len(by_call) - upheld,
+        escalated=len(escalated),
+        escalated_changed=changed,
+    )
+
+
+def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
+    """The counts as the terminal and the HTML page both word them."""
+    parts = [
+        plural(counts.claims, "claim"),
+        f"{counts.passed} {result_word(True, outcome)}",
+        f"{counts.failed} {result_word(False, outcome)}",
+        plural(counts.judge_errors, "judge error"),
+    ]
+    if counts.by_call:
+        # Claims judged by check_proposition and the like: shown when there are some.
+        parts.append(
+            f"{counts.by_call} by call ({counts.by_call_upheld} upheld, "
+            f"{counts.by_call_not_upheld} not upheld)"
+        )
+    if counts.escalated:
+        # Claims the stronger model decided (--prop-escalate-to): shown when there are some.
+        parts.append(f"{counts.escalated} escalated ({counts.escalated_changed} changed)")
+    if counts.skipped_by_precondition:
+        parts.append(f"{counts.skipped_by_precondition} skipped by precondition")
+    parts += [
+        f"{counts.from_cache} from cache",
+        f"{counts.judged_live} judged live",
+        plural(counts.judge_calls, "judge call"),
+    ]
+    return parts
+
+
+def summary_line(counts: RunCounts, outcome: str = "fail") -> str:
+    """The run's counts; under --prop-outcome=report a claim the judge rejected is "not upheld"."""
+    parts = [
+        *count_parts(counts, outcome),
+        plural(counts.tokens, "token"),
+        f"${counts.cost_usd:.4f}",
+        f"{counts.judge_seconds:.1f}s judging",
+    ]
+    return "propositions: " + ", ".join(parts)
+
+
+# The judge `--prop-model=local` runs unless --prop-local-model names another file.
+STAND_IN_MODEL = "SmolLM2-135M-Instruct"
+
+
+def judge_description(settings: Settings) -> str:
+    """The judge as the header names it; the bundled tiny model says it is a stand-in."""
+    if settings.judge_source:
+        return f"{settings.model} from {settings.judge_source}"
+    if settings.model != "local":
+        return settings.model
+    if settings.local_model:
+        return f"local ({Path(settings.local_model).name})"
+    return (
+        f"local ({STAND_IN_MODEL}, a tiny stand-in for trying the plugin; pick a real judge "
+        "with --prop-model=...)"
+    )
+
+
+def header_line(settings: Settings, cache_place: str | None) -> str:
+    """One line: the judge, the cache, and report mode when it is on."""
+    cache = (
+        settings.cache
+        if settings.cache == "off"
+        else f"{settings.cache} ({cache_place or 'no folder'})"
+    )
+    line = f"propositions: model {judge_description(settings)}, cache {cache}"
+    if settings.escalate_to:
+        line += f", escalating to {settings.escalate_to}"
+    if settings.outcome == "report":
+        line += ", outcome report (claims not upheld are reported, not failed)"
+    return line
+
+
+def all_cached_line(counts: RunCounts) -> str | None:
+    """Said plainly when no verdict of the run needed the judge: the cache at work."""
+    if counts.from_cache and not counts.judged_live and not counts.judge_calls:
+        return (
+            f"propositions: every verdict ({counts.from_cache}) came from the cache; "
+            "the judge was not called"
+        )
+    return None
+
+
+def dry_run_line(misses: int) -> str:
+    return f"propositions: dry run, {plural(misses, 'claim')} would be judged (no cached verdict)"
+
+
+def confidence_text(confidence: float | None, precondition_skipped: bool = False) -> str:
+    """The confidence as the judge gave it (never rounded to a made-up 0.00), or "not given".
+
+    A claim whose precondition was false had no judge; the verdict's confidence of 1 (kept for
+    the reference library's API) is not the judge's.
+    """
+    if precondition_skipped:
+        return "not given (not judged: the precondition was false)"
+    if confidence is None:
+        return "not given"
+    return f"{confidence:.4g}"

@@ -1,0 +1,214 @@
+"""The run's verdicts as plain JSON: ``--prop-report``'s file, and the records xdist workers send
+the controller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .counts import (
+    Calibrations,
+    claim_calibration,
+    claim_result,
+    decision_judge,
+    run_calibrations,
+    run_counts,
+)
+
+if TYPE_CHECKING:
+    from ..judging.judge import JudgeStats
+    from ..record import Outcome
+    from ..runtime import Runtime
+    from ..settings import Settings
+
+
+def outcome_record(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as plain JSON data (execnet and json both carry it)."""
+    record = {
+        "test_id": outcome.test_id,
+        "threshold": outcome.threshold,
+        "holds": outcome.holds,
+        "passed": outcome.passed,
+        "where": outcome.where,
+        "verdict": outcome.verdict.as_dict(),
+    }
+    if outcome.runs is not None:
+        record["runs"] = outcome.runs
+    if outcome.escalated_from is not None:
+        # The main judge's verdict; "verdict" is the stronger model's, which decided.
+        record["escalated_from"] = outcome.escalated_from.as_dict()
+    if outcome.by_call is not None:
+        record["by_call"] = outcome.by_call
+    return record
+
+
+def calibrated_record(outcome: Outcome, calibrations: Calibrations | None) -> dict[str, Any]:
+    """An outcome's record, naming (``judge_calibration``) the calibrated judge that decided it."""
+    record = outcome_record(outcome)
+    if claim_calibration(outcome, calibrations) is not None:
+        record["judge_calibration"] = decision_judge(outcome)
+    return record
+
+
+def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
+    from ..record import Outcome
+    from ..verdict import Verdict
+
+    return Outcome(
+        test_id=record["test_id"],
+        verdict=Verdict.from_dict(record["verdict"]),
+        threshold=record["threshold"],
+        passed=bool(record["passed"]),
+        holds=record.get("holds", True) is not False,
+        where=record.get("where"),
+        runs=record.get("runs"),
+        escalated_from=(
+            Verdict.from_dict(record["escalated_from"]) if record.get("escalated_from") else None
+        ),
+        by_call=record.get("by_call"),
+    )
+
+
+def stats_record(stats: JudgeStats) -> dict[str, float]:
+    from ..record import stat_names
+
+    return {name: getattr(stats, name) for name in stat_names()}
+
+
+def record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    verdict = record["verdict"]
+    # The whole record breaks ties, so identical claims in one test sort the same every run.
+    return (
+        record["test_id"] or "",
+        verdict["claim"],
+        verdict["kind"],
+        json.dumps(record, sort_keys=True),
+    )
+
+
+def json_report(
+    settings: Settings,
+    stats: JudgeStats,
+    outcomes: Iterable[Outcome],
+    judge_errors: Iterable[tuple[str | None, str]],
+    calibrations: Calibrations | None = None,
+) -> dict[str, Any]:
+    """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
+
+    Where the judge deciding a claim was calibrated, its record has ``judge_calibration`` (that
+    judge's identity, a key of the report's ``calibrations``: measured rates, counts, bounds).
+
+    The summary's claim counts are the terminal's (``RunCounts``); ``verdicts``, ``cache_hits``
+    and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
+    ``result`` says "upheld" or "not upheld", as it always does for a claim judged by a call
+    (its record names the call in ``by_call``).
+    """
+    from .._version import __version__
+
+    outcomes = list(outcomes)
+    errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
+    counts = run_counts(outcomes, errors, stats)
+    mode = settings.outcome
+    verdicts = sorted(
+        (
+            {
+                **calibrated_record(outcome, calibrations),
+                "result": claim_result(outcome.passed, outcome.by_call, mode),
+            }
+            for outcome in outcomes
+        ),
+        key=record_order,
+    )
+    return {
+        "plugin_version": __version__,
+        "model": settings.model,
+        "cache_mode": settings.cache,
+        "outcome": mode,
+        "summary": {
+            "claims": counts.claims,
+            "passed": counts.passed,
+            "failed": counts.failed,
+            "judge_errors": counts.judge_errors,
+            "skipped_by_precondition": counts.skipped_by_precondition,
+            "from_cache": counts.from_cache,
+            "judged_live": counts.judged_live,
+            "by_call": counts.by_call,
+            "by_call_upheld": counts.by_call_upheld,
+            "by_call_not_upheld": counts.by_call_not_upheld,
+            "escalated": counts.escalated,
+            "escalated_changed": counts.escalated_changed,
+            "verdicts": stats.verdicts,
+            "cache_hits": stats.cache_hits,
+            "judge_calls": stats.judge_calls,
+            "prompt_tokens": stats.prompt_tokens,
+            "completion_tokens": stats.completion_tokens,
+            "cost_usd": round(stats.cost_usd, 6),
+            "judge_seconds": round(stats.judge_seconds, 3),
+            "dry_run_misses": stats.dry_run_misses,
+        },
+        "verdicts": verdicts,
+        "judge_errors": [{"test_id": test_id, "error": error} for test_id, error in errors],
+        "calibrations": {
+            judge: dict(view) for judge, view in run_calibrations(outcomes, calibrations).items()
+        },
+    }
+
+
+def report_path(configured: str, base: Path) -> Path:
+    """Where ``--prop-report`` writes, relative to ``base``; ValueError if that is a folder."""
+    path = base / Path(configured).expanduser()
+    if path.is_dir():
+        raise ValueError(
+            f"--prop-report: {configured!r} is a directory; give a file name, e.g. "
+            f"{str(Path(configured) / 'propositions.json')!r}"
+        )
+    return path
+
+
+def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write the report whole or not at all: a temporary file beside it, then a rename."""
+    write_text_atomically(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """A report file appears whole or not at all: a temporary file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        # os.open with 0o666 lets the umask decide the mode, as for any file the user writes.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def save_json_report(runtime: Runtime, base: Path) -> str | None:
+    """Write the run's ``--prop-report``; a message saying what went wrong, or None."""
+    configured = runtime.settings.report
+    if not configured:
+        return None
+    try:
+        path = report_path(configured, base)
+        payload = json_report(
+            runtime.settings,
+            runtime.stats(),
+            runtime.record.outcomes,
+            runtime.record.judge_errors,
+            runtime.record.calibrations,
+        )
+        write_json_report(path, payload)
+    except ValueError as error:
+        return str(error)
+    except OSError as error:
+        return f"--prop-report: cannot write {configured!r}: {error}"
+    return None
