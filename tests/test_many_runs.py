@@ -797,11 +797,14 @@ def test_an_ordinary_claim_never_loads_the_runs_machinery(
 def test_a_runs_target_is_known_even_after_its_module_was_dropped() -> None:
     # pytester's inline runs restore sys.modules: a runs(...) target made before must still be
     # a claim over runs, never an ordinary target whose text is judged.
+    import importlib
     import sys
 
-    from pytest_propositions.over_runs import many_runs
     from pytest_propositions.over_runs.keywords import is_runs
 
+    # Imported by name: an earlier inline run may have dropped the module from sys.modules while
+    # the package kept it as an attribute, which a from-import would return.
+    many_runs = importlib.import_module("pytest_propositions.over_runs.many_runs")
     target = many_runs.runs(lambda run: "text", max_runs=5)
     assert is_runs(target) and not is_runs("text") and not is_runs(many_runs)
     saved = sys.modules.pop(many_runs.__name__)
