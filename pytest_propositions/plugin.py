@@ -75,9 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     runtime_module.activate(runtime)
 
     def hook_renderer(target: Any, options: Any) -> str | None:
-        result: str | None = config.hook.pytest_proposition_render_target(
-            target=target, options=options
-        )
+        caller = config.hook.pytest_proposition_render_target
+        if not caller.get_hookimpls():
+            return None  # no conftest or plugin renders targets: every target's own text
+        result: str | None = caller(target=target, options=options)
         return result
 
     runtime.render_hook = hook_renderer

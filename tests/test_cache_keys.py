@@ -7,6 +7,7 @@ verdict it returns carries the key that was looked up.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 from typing import Any
@@ -23,7 +24,9 @@ from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.prompts import build_messages
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
+from pytest_propositions.store import keys as keys_module
 from pytest_propositions.store.cache import cache_key
+from pytest_propositions.store.keys import canonical_json
 from pytest_propositions.trace import Agent, World
 
 BASE = Settings(model="openai/judge-model", api_base="http://127.0.0.1:9/v1")
@@ -268,3 +271,51 @@ def test_a_one_character_edit_anywhere_changes_the_key(data: st.DataObject) -> N
 def test_distinct_variable_values_have_distinct_keys(first: str, second: str) -> None:
     keys = {key_of(claim_variables={"topic": value}) for value in (first, second)}
     assert len(keys) == (1 if first == second else 2)
+
+
+# -- the key's text, with the standing instructions encoded once ----------------------------------
+
+_TEXTS = st.text(st.characters(codec="utf-8") | st.sampled_from(["\x00", '"', "\\", "\ud800"]))
+_JSON_SCALARS = st.none() | st.booleans() | st.integers() | _TEXTS
+_SLOT_TEXTS = st.sampled_from([keys_module._SLOT, keys_module._ENCODED_SLOT, "standing"])
+
+
+def _messages() -> st.SearchStrategy[Any]:
+    message = st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "user", "assistant"]), "content": _TEXTS | _SLOT_TEXTS}
+    )
+    odd = st.dictionaries(_TEXTS, _JSON_SCALARS, max_size=3)  # not the usual two fields
+    return st.lists(message | odd | _JSON_SCALARS, max_size=4)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    messages=_messages(),
+    others=st.dictionaries(
+        st.sampled_from(["kind", "model", "a", "messages_", "z", "sampling"]),
+        _JSON_SCALARS | _SLOT_TEXTS | st.lists(_TEXTS | _SLOT_TEXTS, max_size=2),
+        max_size=4,
+    ),
+)
+def test_the_key_text_is_the_canonical_json_of_the_request(
+    messages: list[Any], others: dict[str, Any]
+) -> None:
+    # The standing instructions are encoded once and put back in their place: whatever the
+    # request holds (the slot's own text included), the text hashed is the canonical JSON.
+    full = {"cache_format": keys_module.CACHE_FORMAT, **others, "messages": messages}
+    assert keys_module._key_text(full) == canonical_json(full)
+
+
+def test_the_key_of_a_real_request_is_the_hash_of_its_canonical_json() -> None:
+    for kind in ("check", "score"):
+        material = {
+            "prompt_version": "x",
+            "model": "openai/judge-model",
+            "messages": build_messages(kind, "Oscar travels.", "Oscar acts: [TALK] Hi", None),
+            "sampling": {"temperature": 0},
+            "kind": kind,
+        }
+        text = canonical_json({"cache_format": keys_module.CACHE_FORMAT, **material})
+        assert (
+            cache_key(material) == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        )

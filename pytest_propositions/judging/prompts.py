@@ -5,6 +5,7 @@ Any change to the wording here changes every cache key, so bump ``PROMPT_VERSION
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any
@@ -91,14 +92,18 @@ Reply with one JSON object and nothing else, with these keys in this order:
 """
 
 
+@functools.cache
 def system_prompt(kind: Kind) -> str:
-    """The judge's standing instructions for a check or a score."""
+    """The judge's standing instructions for a check or a score (built once per kind: every
+    claim's key encodes them)."""
     rules = _CHECK_RULES if kind == "check" else _SCORE_RULES
     return f"{_SHARED_SETTING}\n{rules}\n{_output_format(kind)}"
 
 
+@functools.lru_cache(maxsize=64)
 def fence(text: str) -> tuple[str, str]:
-    """Boundary lines derived from the content's own hash, so the content cannot forge them."""
+    """Boundary lines derived from the content's own hash, so the content cannot forge them.
+    (Kept for recent texts: a test's claims often share one target.)"""
     marker = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return f"<<<RECORDING {marker} BEGINS>>>", f"<<<RECORDING {marker} ENDS>>>"
 

@@ -103,13 +103,42 @@ def _check_names(value: Any, path: str, what: str) -> None:
                 _check_names(item, f"{path}[{index}]", what)
 
 
+# Most of a key's text is the judge's standing instructions, the same in every claim: their JSON
+# is kept per distinct text, and a slot stands in for them while the rest is encoded.
+_SLOT = "\x00standing instructions\x00"
+_ENCODED_SLOT = canonical_json(_SLOT)
+
+
+@functools.lru_cache(maxsize=16)
+def _encoded_text(text: str) -> str:
+    return canonical_json(text)
+
+
+def _key_text(full: dict[str, Any]) -> str:
+    """``canonical_json(full)``, the system message's text encoded once per distinct text."""
+    messages = full.get("messages")
+    first = messages[0] if type(messages) is list and messages else None
+    if (
+        type(first) is not dict
+        or first.keys() != {"content", "role"}
+        or first["role"] != "system"
+        or type(first["content"]) is not str
+    ):
+        return canonical_json(full)
+    stand_in = {**full, "messages": [{"content": _SLOT, "role": "system"}, *messages[1:]]}
+    head, found, tail = canonical_json(stand_in).partition(_ENCODED_SLOT)
+    if not found or _ENCODED_SLOT in tail:
+        return canonical_json(full)  # the slot's text occurs elsewhere in the request
+    return head + _encoded_text(first["content"]) + tail
+
+
 def cache_key(material: Mapping[str, Any]) -> str:
     """The sha256 of everything that decides a verdict, so a changed request never hits."""
     if "cache_format" in material:
         raise ValueError("cache key material: 'cache_format' is reserved")
     full = {"cache_format": CACHE_FORMAT, **material}
     try:
-        text = canonical_json(full)
+        text = _key_text(full)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cache key material is not plain JSON: {exc}") from None
     _check_names(full, "", "cache key material")
