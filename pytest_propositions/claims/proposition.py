@@ -33,8 +33,8 @@ from ..judging.prompts import (
     build_messages,
 )
 from ..scale import MAX_SCORE, MIN_SCORE
+from ..settings import TIMESTAMP_MODES
 from ..verdict import Verdict, combine_samples
-from .library_text import TIMESTAMP_MODES
 from .targets import RenderOptions, as_target_list, render_context
 
 if TYPE_CHECKING:
