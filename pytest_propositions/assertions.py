@@ -387,7 +387,7 @@ def _rule_of(
     """The checked rule of a claim over runs; None for an ordinary claim, which names neither a
     ``runs(...)`` target nor a runs keyword and so never loads the runs machinery."""
     __tracebackhide__ = True
-    rule_options, _ = split_options(options)
+    rule_options = split_options(options)[0] if options else {}
     if not rule_options and not is_runs(target):
         return None
     from .over_runs.many_runs import check_rule

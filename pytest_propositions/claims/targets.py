@@ -97,9 +97,9 @@ def _current_hook_renderer() -> HookRenderer | None:
     """The installed callback, else the running pytest session's (set without importing us)."""
     if _hook_renderer is not None:
         return _hook_renderer
-    from .. import runtime
+    from ..runtime import current  # (not "from .. import runtime": slower, and asked per target)
 
-    hook: HookRenderer | None = runtime.current().render_hook
+    hook: HookRenderer | None = current().render_hook
     return hook
 
 
@@ -262,6 +262,8 @@ def as_target_list(target: Any) -> list[Any]:
     malformed chat message, a list that contains itself or lists nested absurdly deep.
     """
     __tracebackhide__ = True
+    if type(target) is str:
+        return [target]  # what the checks below conclude for any str, asked for every claim
     return _target_list(target, (), ())
 
 

@@ -36,6 +36,8 @@ def is_runs(target: Any) -> bool:
     A target made by an earlier import of ``many_runs`` (one a test tool dropped from
     ``sys.modules``) is still one, known by its class's name: judging it as an ordinary target
     could pass a claim no run was judged for."""
+    if type(target) is str:
+        return False  # the commonest target, asked about for every claim
     module = sys.modules.get(_MANY_RUNS)
     if module is not None and isinstance(target, module.Runs):
         return True

@@ -117,7 +117,9 @@ def _encoded_text(text: str) -> str:
 def _key_text(full: dict[str, Any]) -> str:
     """``canonical_json(full)``, the system message's text encoded once per distinct text."""
     messages = full.get("messages")
-    first = messages[0] if type(messages) is list and messages else None
+    if type(messages) is not list or not messages:
+        return canonical_json(full)
+    first = messages[0]
     if (
         type(first) is not dict
         or first.keys() != {"content", "role"}
