@@ -372,10 +372,10 @@ def test_a_damaged_record_in_a_run_is_judged_again_with_a_warning(
 
 
 def test_a_read_only_store_refuses_writes_by_name(tmp_path: Path) -> None:
-    from pytest_propositions.store.cache import _ReadOnlyStore
+    from pytest_propositions.store.maintenance import ReadOnlyStore
 
     stored(tmp_path / "c")
-    store = _ReadOnlyStore(tmp_path / "c")
+    store = ReadOnlyStore(tmp_path / "c")
     try:
         assert json.loads(store.get(key(1))) == record()
         assert key(1) in store and len(store) == 1 and store.iterkeys() == [key(1)]

@@ -18,12 +18,8 @@ from pathlib import Path
 
 from ..calibration import CalibrationError
 from ..reports.diff import ReportError
-from ..store.cache import (
-    CacheError,
-    CacheStats,
-    ImportLineError,
-    VerdictCache,
-)
+from ..store.cache import CacheError, ImportLineError, VerdictCache
+from ..store.maintenance import CacheStats
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"

@@ -2,13 +2,13 @@
 
 It owns the record modes, the store that pytest-xdist workers share, damage recovery, and the
 export/import/prune maintenance the CLI exposes; the key rules are keys.py's.
-diskcache is imported only when the cache is first touched, so importing this module is cheap.
+diskcache is imported only when the cache is first touched (records.py opens it), so importing
+this module is cheap.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -17,10 +17,32 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..verdict import kind_problem, verdict_of_record
-from .keys import CACHE_FORMAT, KEY_PATTERN, _check_names, cache_key, canonical_json
+from ..verdict import kind_problem
+from .keys import CACHE_FORMAT, KEY_PATTERN, cache_key, canonical_json
+from .records import (
+    META_COMPLETE_RUN,
+    META_KEYS,
+    META_USAGE,
+    CacheDamagedError,
+    CacheDirectoryError,
+    CacheError,
+    CacheReadOnlyError,
+    CacheWarning,
+    ImportLineError,
+    InvalidRecordError,
+    NoUsageRecordedError,
+    RecordDamage,
+    Usage,
+    db_path,
+    open_database,
+    read_record,
+    read_usage,
+)
+
+if TYPE_CHECKING:
+    from .maintenance import CacheStats
 
 __all__ = [
     "CACHE_FORMAT",
@@ -30,7 +52,6 @@ __all__ = [
     "CacheError",
     "CacheMode",
     "CacheReadOnlyError",
-    "CacheStats",
     "CacheWarning",
     "ImportLineError",
     "InvalidRecordError",
@@ -49,187 +70,10 @@ _READ_MODES = frozenset({"use", "replay"})
 _WRITE_MODES = frozenset({"use", "refresh"})
 
 
-def _db_path(directory: Path) -> Path:
-    """The sqlite file diskcache keeps in the directory (its own constant, read from it, not
-    copied); the file's presence is what "a cache exists" means."""
-    from diskcache.core import DBNAME
-
-    name: str = DBNAME
-    return directory / name
-
-
-# Reserved keys: never 64 hex digits, so they cannot collide with a verdict key.
-_META_USAGE = "meta:usage"
-# Written before usage was gathered over runs (one run's keys); still read, as one run.
-_META_COMPLETE_RUN = "meta:complete-run"
-_META_KEYS = (_META_USAGE, _META_COMPLETE_RUN)
-
-
-# diskcache evicts past 1 GB by default; a verdict must never vanish silently.
-_SETTINGS: dict[str, Any] = {
-    "size_limit": 2**62,
-    "eviction_policy": "none",
-    "cull_limit": 0,
-    "statistics": 0,
-    "tag_index": 0,
-    # Keep records inside cache.db (not side files) so the database alone is the whole cache.
-    "disk_min_file_size": 2**22,
-}
-
 _T = TypeVar("_T")
 
 
-class CacheError(Exception):
-    """Base of the errors the verdict cache raises on purpose."""
-
-
-class CacheDirectoryError(CacheError, OSError):
-    """The cache directory cannot be created, opened or moved; the message names the path."""
-
-
-class CacheDamagedError(CacheDirectoryError):
-    """The cache is damaged and could not be moved aside (say, a read-only directory)."""
-
-
-class CacheReadOnlyError(CacheDirectoryError):
-    """The cache can be read but not written: a read-only directory or database file."""
-
-
-class InvalidRecordError(CacheError, ValueError):
-    """A record to store is not a valid verdict record; the message says what was expected."""
-
-
-class ImportLineError(CacheError, ValueError):
-    """A line of an import is malformed; nothing of that import was written."""
-
-    def __init__(self, lineno: int, expected: str) -> None:
-        super().__init__(f"line {lineno}: {expected}")
-        self.lineno = lineno
-        self.expected = expected
-
-
-class NoUsageRecordedError(CacheError):
-    """Prune was asked for, but no run has said which verdicts it used since the last prune."""
-
-
-class CacheWarning(UserWarning):
-    """The cache was damaged and rebuilt; the run goes on with the verdicts judged again."""
-
-
-class Usage(NamedTuple):
-    """Which verdicts the finished runs since the last prune used: what prune keeps. (This and
-    CacheStats are named tuples: every run that reads the cache defines them, and a dataclass
-    costs several times more to define.)"""
-
-    since: datetime  # when the first of those runs started
-    last_finished: datetime
-    runs: int
-    keys: frozenset[str]
-
-    def to_json(self) -> str:
-        return canonical_json(
-            {
-                "since": self.since.timestamp(),
-                "last_finished": self.last_finished.timestamp(),
-                "runs": self.runs,
-                "keys": sorted(self.keys),
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Usage:
-        data = json.loads(text)
-        return cls(
-            since=datetime.fromtimestamp(float(data["since"]), UTC),
-            last_finished=datetime.fromtimestamp(float(data["last_finished"]), UTC),
-            runs=int(data["runs"]),
-            keys=frozenset(str(key) for key in data["keys"]),
-        )
-
-    @classmethod
-    def from_complete_run(cls, text: str) -> Usage:
-        """An older version's record of one complete run (it kept no start time)."""
-        data = json.loads(text)
-        ended = datetime.fromtimestamp(float(data["timestamp"]), UTC)
-        keys = frozenset(str(key) for key in data["keys"])
-        return cls(since=ended, last_finished=ended, runs=1, keys=keys)
-
-
-class CacheStats(NamedTuple):
-    """What the cache holds, for ``cache stats`` and the terminal summary."""
-
-    directory: Path
-    models: dict[str, int]
-    entries: int = 0
-    size_bytes: int = 0
-    oldest: datetime | None = None
-    newest: datetime | None = None
-    usage: Usage | None = None
-
-
 # --- keys and records --------------------------------------------------------------------
-
-
-def _parse_time(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError("no time zone")
-    return moment
-
-
-def _record_text(record: Any) -> str:
-    """Validate a verdict record and return its canonical JSON text."""
-    if not isinstance(record, Mapping):
-        raise InvalidRecordError(f"expected a JSON object, got {type(record).__name__}")
-    model = record.get("model")
-    if not isinstance(model, str) or not model:
-        raise InvalidRecordError('expected "model" to be a non-empty string')
-    recorded_at = record.get("recorded_at")
-    if not isinstance(recorded_at, str):
-        raise InvalidRecordError('expected "recorded_at" to be an ISO-8601 UTC time string')
-    try:
-        _parse_time(recorded_at)
-    except ValueError:
-        raise InvalidRecordError(
-            f'expected "recorded_at" to be an ISO-8601 time with a zone, got {recorded_at!r}'
-        ) from None
-    try:
-        text = canonical_json(dict(record))
-        text.encode("utf-8")  # sqlite stores UTF-8: a lone surrogate would fail there instead
-    except (TypeError, ValueError) as exc:
-        raise InvalidRecordError(f"expected a JSON-serializable record: {exc}") from None
-    try:
-        _check_names(record, "", "verdict record")
-    except ValueError as exc:
-        raise InvalidRecordError(str(exc)) from None
-    # pydantic is loaded here: records arrive only from live judging and imports.
-    from ..verdict import check_stored_verdict
-
-    try:
-        check_stored_verdict(record.get("verdict"))
-    except ValueError as exc:
-        raise InvalidRecordError(f'bad "verdict": {exc}') from None
-    try:
-        _check_kind(dict(record), None, "")
-    except _RecordDamage as damage:
-        raise InvalidRecordError(str(damage)) from None
-    return text
-
-
-def stored_record(text: str, kind: str | None = None) -> dict[str, Any]:
-    """A record's text as read from outside this machine (a shared store's row), checked as an
-    import line is, and for the request's ``kind``; InvalidRecordError saying what is wrong."""
-    try:
-        record = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidRecordError(f"not JSON: {exc}") from None
-    _record_text(record)
-    if kind is not None:
-        try:
-            _check_kind(record, kind, "")
-        except _RecordDamage as damage:
-            raise InvalidRecordError(str(damage)) from None
-    return dict(record)
 
 
 # --- damage --------------------------------------------------------------------------------
@@ -327,7 +171,7 @@ class VerdictCache:
     def exists(self) -> bool:
         """Whether a cache database is there; reading a missing one must not create it."""
         try:
-            return _db_path(self.directory).is_file()
+            return db_path(self.directory).is_file()
         except OSError as exc:
             raise CacheDirectoryError(
                 f"cannot read the verdict cache at {self.directory}: {exc.strerror or exc}"
@@ -347,12 +191,12 @@ class VerdictCache:
             if cache is not None:
                 record = None
                 try:
-                    record = _read_record(cache, key)
+                    record = read_record(cache, key)
                     if record is not None and kind is not None:
                         problem = kind_problem(record, kind)
                         if problem is not None:
-                            raise _RecordDamage(problem)
-                except _RecordDamage as damage:
+                            raise RecordDamage(problem)
+                except RecordDamage as damage:
                     record = None
                     self._record_damaged(key, damage)
                 except Exception as exc:
@@ -373,7 +217,9 @@ class VerdictCache:
         another process's (``tiered.SharedVerdictCache``, ``base.VerdictStore``)."""
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
             raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
-        text = _record_text(record)
+        from .maintenance import record_text  # records arrive from live judging and imports
+
+        text = record_text(record)
         self.used_keys.add(key)
         if self.mode in _WRITE_MODES:
             if self.read_only:
@@ -435,15 +281,15 @@ class VerdictCache:
 
         def op(cache: Any) -> None:
             with cache.transact(retry=True):  # runs finishing together both count
-                before = _read_usage(cache)
+                before = read_usage(cache)
                 usage = Usage(
                     since=min(started_at, before.since) if before else started_at,
                     last_finished=now,
                     runs=(before.runs if before else 0) + 1,
                     keys=frozenset(keys | (before.keys if before else frozenset())),
                 )
-                cache.set(_META_USAGE, usage.to_json(), retry=True)
-                cache.delete(_META_COMPLETE_RUN, retry=True)
+                cache.set(META_USAGE, usage.to_json(), retry=True)
+                cache.delete(META_COMPLETE_RUN, retry=True)
 
         try:
             self._call(op, create=True)
@@ -457,7 +303,7 @@ class VerdictCache:
 
     def usage(self) -> Usage | None:
         """What the runs since the last prune used, or None if no run recorded any."""
-        return self._call(_read_usage, create=False)
+        return self._call(read_usage, create=False)
 
     def prune(self) -> tuple[int, Usage]:
         """Remove the verdicts that no run since the last prune used; start the count afresh.
@@ -474,68 +320,24 @@ class VerdictCache:
                 "runs used, so without one it would remove every verdict. Run the tests whose "
                 "verdicts you want to keep (any selection, every shard), then prune."
             )
-        cutoff = usage.since.timestamp()
+        from .maintenance import remove_unused
 
-        def op(cache: Any) -> int:
-            doomed = []
-            for key in _verdict_keys(cache):
-                if key in usage.keys:
-                    continue
-                try:
-                    value, stored = cache.get(key, tag=True)
-                except (UnicodeDecodeError, OSError):
-                    doomed.append(key)  # a damaged record no run used
-                    continue
-                if value is None:
-                    continue
-                if isinstance(stored, int | float) and stored > cutoff:
-                    continue
-                doomed.append(key)
-            with cache.transact(retry=True):
-                for key in doomed:
-                    cache.delete(key, retry=True)
-                for meta in _META_KEYS:
-                    cache.delete(meta, retry=True)
-            return len(doomed)
+        return self._call(lambda cache: remove_unused(cache, usage), create=False) or 0, usage
 
-        return self._call(op, create=False) or 0, usage
-
-    # -- maintenance --
+    # -- maintenance (the work itself is maintenance.py's, loaded when asked for) --
 
     def stats(self) -> CacheStats:
         """Count entries, bytes, models and the recorded-time range."""
+        from .maintenance import CacheStats, count_records, tree_size
 
-        def op(cache: Any) -> tuple[int, dict[str, int], datetime | None, datetime | None]:
-            models: dict[str, int] = {}
-            oldest: datetime | None = None
-            newest: datetime | None = None
-            entries = 0
-            for _key, record in self._records(cache):
-                entries += 1
-                model = str(record.get("model", "?"))
-                models[model] = models.get(model, 0) + 1
-                try:
-                    moment = _parse_time(str(record.get("recorded_at")))
-                except ValueError:
-                    continue
-                if oldest is None or moment < oldest:
-                    oldest = moment
-                if newest is None or moment > newest:
-                    newest = moment
-            return entries, models, oldest, newest
-
-        found = self._call(op, create=False)
+        found = self._call(lambda cache: count_records(self._records(cache)), create=False)
         if found is None:
             return CacheStats(directory=self.directory, models={})
-        entries, models, oldest, newest = found
         return CacheStats(
             directory=self.directory,
-            entries=entries,
-            size_bytes=_tree_size(self.directory),
-            models=dict(sorted(models.items(), key=lambda item: (-item[1], item[0]))),
-            oldest=oldest,
-            newest=newest,
+            size_bytes=tree_size(self.directory),
             usage=self.usage(),
+            **found,
         )
 
     def export_lines(self) -> Iterator[str]:
@@ -543,13 +345,15 @@ class VerdictCache:
 
         The same cache exports byte-identical text, so an export can be committed and diffed.
         """
-        keys = self._call(_verdict_keys, create=False) or []
+        from .maintenance import check_kind, verdict_keys
+
+        keys = self._call(verdict_keys, create=False) or []
         for key in keys:
             try:
                 record = self._call(_reader(key), create=False)
                 if record is not None:
-                    _check_kind(record, None, key)
-            except _RecordDamage as damage:
+                    check_kind(record, None, key)
+            except RecordDamage as damage:
                 self._record_damaged(key, damage)
                 continue
             if record is None:
@@ -557,10 +361,12 @@ class VerdictCache:
             yield canonical_json({"key": key, "record": record}) + "\n"
 
     def _records(self, cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-        for key in _verdict_keys(cache):
+        from .maintenance import verdict_keys
+
+        for key in verdict_keys(cache):
             try:
-                record = _read_record(cache, key)
-            except _RecordDamage as damage:
+                record = read_record(cache, key)
+            except RecordDamage as damage:
                 self._record_damaged(key, damage)
                 continue
             if record is not None:
@@ -575,6 +381,8 @@ class VerdictCache:
         Without ``bad``, a bad line leaves the cache as it was (ImportLineError); with it, the
         good lines are written and each bad one is added to ``bad``.
         """
+        from .maintenance import read_lines, write_entries
+
         entries, errors = read_lines(lines)
         if errors:
             if bad is None:
@@ -583,24 +391,13 @@ class VerdictCache:
         if not entries:
             return 0
         stamp = time.time()
-
-        def op(cache: Any) -> int:
-            with cache.transact(retry=True):
-                for key, text in entries.items():
-                    cache.set(key, text, tag=stamp, retry=True)
-            return len(entries)
-
-        return self._call(op, create=True) or 0
+        return self._call(lambda cache: write_entries(cache, entries, stamp), create=True) or 0
 
     def clear(self) -> int:
         """Remove every verdict and the usage record; return how many verdicts."""
+        from .maintenance import remove_all
 
-        def op(cache: Any) -> int:
-            count = len(_verdict_keys(cache))
-            cache.clear(retry=True)
-            return count
-
-        return self._call(op, create=False) or 0
+        return self._call(remove_all, create=False) or 0
 
     def close(self) -> None:
         """Close this thread's database connection; the next call opens it again."""
@@ -623,7 +420,7 @@ class VerdictCache:
     def __len__(self) -> int:
         def op(cache: Any) -> int:
             count = len(cache)
-            for meta in _META_KEYS:
+            for meta in META_KEYS:
                 if meta in cache:
                     count -= 1
             return int(count)
@@ -662,9 +459,11 @@ class VerdictCache:
         try:
             return self._open(create=False)
         except CacheDamagedError as exc:
+            from .maintenance import EmptyStore
+
             self._warn_once("damaged", f"{exc}; every verdict is a miss")
             with self._lock:
-                self._cache = _EmptyStore()
+                self._cache = EmptyStore()
                 self.read_only = True
             return self._cache
 
@@ -676,7 +475,7 @@ class VerdictCache:
             directory = self.directory
             try:
                 is_dir, present = directory.is_dir(), directory.exists()
-                found = is_dir and _db_path(directory).exists()
+                found = is_dir and db_path(directory).exists()
             except OSError as exc:
                 raise CacheDirectoryError(
                     f"cannot read the verdict cache at {directory}: {exc.strerror or exc}"
@@ -688,7 +487,7 @@ class VerdictCache:
             if not found and not create:
                 return None
             if found and not create:
-                self._note_empty_file(_db_path(directory))
+                self._note_empty_file(db_path(directory))
             try:
                 self._cache = self._connect()
             except CacheDirectoryError as exc:
@@ -730,8 +529,10 @@ class VerdictCache:
 
     def _open_read_only(self, cause: Exception) -> Any:
         """A read-only view of the database, or None if even reading fails."""
+        from .maintenance import ReadOnlyStore
+
         try:
-            store = _ReadOnlyStore(self.directory)
+            store = ReadOnlyStore(self.directory)
         except Exception as exc:
             if _is_corruption(exc):
                 raise CacheDamagedError(
@@ -750,15 +551,13 @@ class VerdictCache:
     def _connect(self) -> Any:
         import sqlite3
 
-        import diskcache
-
         directory = self.directory
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            self._db_identity = _file_identity(_db_path(directory))
-            _refuse_foreign_database(_db_path(directory))
-            cache = diskcache.Cache(str(directory), **_SETTINGS)
-            self._db_identity = _file_identity(_db_path(directory))
+            self._db_identity = _file_identity(db_path(directory))
+            _refuse_foreign_database(db_path(directory))
+            cache = open_database(directory)
+            self._db_identity = _file_identity(db_path(directory))
         except sqlite3.Error as exc:
             if _is_corruption(exc):
                 raise
@@ -787,7 +586,7 @@ class VerdictCache:
     def _quarantine(self, exc: Exception, seen: tuple[int, int] | None) -> None:
         """Move the damaged directory to ``<dir>.corrupt-<n>``, keeping the user's data."""
         directory = self.directory
-        db = _db_path(directory)
+        db = db_path(directory)
         current = _file_identity(db)
         if seen is not None and current != seen:
             return  # another process already moved it aside and started afresh
@@ -830,7 +629,7 @@ class VerdictCache:
             self._warned_about.add(topic)
         self._emit(message)
 
-    def _record_damaged(self, key: str, damage: _RecordDamage) -> None:
+    def _record_damaged(self, key: str, damage: RecordDamage) -> None:
         """A damaged record is a miss, with one warning naming it (and the next store fixes it)."""
         self.damaged[key] = str(damage)
         self._warn_once(
@@ -843,91 +642,8 @@ class VerdictCache:
 # --- helpers over an open diskcache ---------------------------------------------------------
 
 
-def _read_usage(cache: Any) -> Usage | None:
-    """The usage record, or an older complete-run record read as one run; None if neither."""
-    for meta, read in (
-        (_META_USAGE, Usage.from_json),
-        (_META_COMPLETE_RUN, Usage.from_complete_run),
-    ):
-        text = cache.get(meta)
-        if isinstance(text, str):
-            try:
-                return read(text)
-            except (ValueError, KeyError, TypeError):
-                return None  # damaged bookkeeping: as if no run had recorded usage
-    return None
-
-
-def _verdict_keys(cache: Any) -> list[str]:
-    """The verdict keys, sorted; reserved metadata keys are not verdicts."""
-    return sorted(
-        key for key in cache.iterkeys() if type(key) is str and KEY_PATTERN.fullmatch(key)
-    )
-
-
-class _RecordDamage(Exception):
-    """One stored record cannot be read back as a verdict record; the message says why."""
-
-
-def _read_record(cache: Any, key: str) -> dict[str, Any] | None:
-    """The record stored under ``key``, None if there is none; _RecordDamage if unreadable.
-
-    diskcache keeps a large record in a side file: a garbled one fails to decode, a deleted
-    one reads as absent although its row is still there. Both are damage, not a quiet miss.
-    """
-    try:
-        text = cache.get(key)
-    except (UnicodeDecodeError, OSError) as exc:
-        raise _RecordDamage(f"its side file cannot be read: {exc}") from None
-    if text is None:
-        if key in cache:
-            raise _RecordDamage("its side file is missing")
-        return None
-    if type(text) is not str:
-        raise _RecordDamage(f"expected JSON text, found {type(text).__name__}")
-    try:
-        record = json.loads(text)
-    except ValueError as exc:
-        raise _RecordDamage(f"not JSON: {exc}") from None
-    if type(record) is not dict:
-        raise _RecordDamage(f"expected a JSON object, found {type(record).__name__}")
-    return record
-
-
-def _check_kind(record: dict[str, Any], kind: str | None, key: str) -> None:
-    """_RecordDamage unless ``record`` holds a readable verdict of the request's ``kind``.
-
-    Without the request (maintenance: export, import, a store's rows), the kind of the request
-    the record keeps stands in for it, so a verdict moved under another kind's key is found."""
-    try:
-        verdict = verdict_of_record(record, kind, key=key)
-    except ValueError as error:
-        raise _RecordDamage(str(error)) from None
-    if kind is None:
-        asked = _kept_request_kind(record)
-        if asked is not None and asked != verdict.kind:
-            raise _RecordDamage(
-                f"a {verdict.kind} verdict for a {str(asked)[:20]!r} request (its 'request' field)"
-            )
-
-
-def _kept_request_kind(record: dict[str, Any]) -> object:
-    """The kind in the request a record keeps (recorded.py packs it); None if it keeps none."""
-    import base64
-    import zlib
-
-    stored = record.get("request")
-    if not isinstance(stored, dict) or stored.get("encoding") != "zlib+base64":
-        return None
-    try:
-        material = json.loads(zlib.decompress(base64.b64decode(str(stored.get("data")))))
-    except (ValueError, zlib.error, RecursionError):
-        return None
-    return material.get("kind") if isinstance(material, dict) else None
-
-
 def _reader(key: str) -> Callable[[Any], dict[str, Any] | None]:
-    return lambda cache: _read_record(cache, key)
+    return lambda cache: read_record(cache, key)
 
 
 def _refuse_foreign_database(db: Path) -> None:
@@ -951,165 +667,3 @@ def _refuse_foreign_database(db: Path) -> None:
         raise sqlite3.DatabaseError(
             f"file is not a database of verdicts (its tables: {', '.join(sorted(names))})"
         )
-
-
-class _ReadOnlyStore:
-    """The part of ``diskcache.Cache`` that reading needs, over a database this process may not
-    write (diskcache itself writes its settings on open). Absent tables read as empty."""
-
-    def __init__(self, directory: Path) -> None:
-        import sqlite3
-
-        uri = _db_path(directory).as_uri()
-        connection = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
-        try:
-            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        except sqlite3.OperationalError:
-            # A WAL database in a directory that cannot hold its -shm file: nobody writes
-            # there, so it can be read as an immutable file.
-            connection.close()
-            connection = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
-            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        self.has_table = "Cache" in {row[0] for row in tables}
-        self._db = connection
-        self._directory = directory
-        self._lock = threading.Lock()
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        import sqlite3
-
-        with self._lock:
-            try:
-                return self._db.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return []
-                raise
-
-    def get(self, key: str, default: Any = None, tag: bool = False) -> Any:
-        rows = self._rows(
-            "SELECT mode, filename, value, tag FROM Cache WHERE key = ? AND raw = 1", (key,)
-        )
-        if not rows:
-            return (default, None) if tag else default
-        from diskcache.core import MODE_RAW, MODE_TEXT
-
-        mode, filename, value, stored_tag = rows[0]
-        if mode == MODE_RAW:  # the text is in the row
-            result = value
-        elif mode == MODE_TEXT and isinstance(filename, str):  # a side file
-            try:
-                with open(self._directory / filename, encoding="utf-8") as handle:
-                    result = handle.read()
-            except FileNotFoundError:
-                result = default
-        else:
-            result = default
-        return (result, stored_tag) if tag else result
-
-    def __contains__(self, key: object) -> bool:
-        return bool(self._rows("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)))
-
-    def __len__(self) -> int:
-        rows = self._rows("SELECT count(*) FROM Cache")
-        return int(rows[0][0]) if rows else 0
-
-    def iterkeys(self) -> list[Any]:
-        return [row[0] for row in self._rows("SELECT key FROM Cache WHERE raw = 1 ORDER BY key")]
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise CacheReadOnlyError(f"the verdict cache at {self._directory} is read-only")
-
-    set = delete = clear = transact = _refuse
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-
-class _EmptyStore:
-    """Stands in for a damaged cache that could not be moved aside: nothing to read."""
-
-    def get(self, key: str, default: Any = None, tag: bool = False) -> Any:
-        return (default, None) if tag else default
-
-    def __contains__(self, key: object) -> bool:
-        return False
-
-    def __len__(self) -> int:
-        return 0
-
-    def iterkeys(self) -> list[Any]:
-        return []
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise CacheReadOnlyError("the verdict cache is damaged and cannot be written")
-
-    set = delete = clear = transact = _refuse
-
-    def close(self) -> None:
-        return None
-
-
-def _tree_size(directory: Path) -> int:
-    """Bytes on disk, WAL included: what the user would have to copy or delete."""
-    total = 0
-    for root, _dirs, files in os.walk(directory):
-        for name in files:
-            with contextlib.suppress(OSError):  # removed meanwhile
-                total += os.path.getsize(os.path.join(root, name))
-    return total
-
-
-def read_lines(lines: Iterable[str]) -> tuple[dict[str, str], list[ImportLineError]]:
-    """Export lines checked: each good line's key and record text, and each bad line's error.
-
-    A key given again with another record is a bad line (the first one is kept)."""
-    entries: dict[str, str] = {}
-    first_seen: dict[str, int] = {}
-    errors: list[ImportLineError] = []
-    for lineno, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        try:
-            key, text = _parse_line(lineno, stripped)
-        except ImportLineError as error:
-            errors.append(error)
-            continue
-        if key in entries and entries[key] != text:
-            errors.append(
-                ImportLineError(
-                    lineno,
-                    f"one record per key, but key {key} already had a different record "
-                    f"on line {first_seen[key]}",
-                )
-            )
-            continue
-        entries[key] = text
-        first_seen.setdefault(key, lineno)
-    return entries, errors
-
-
-def _parse_line(lineno: int, line: str) -> tuple[str, str]:
-    """Check one export line; return its key and the record's canonical text."""
-    shape = 'a JSON object {"key": "<sha256 hex>", "record": {...}}'
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ImportLineError(
-            lineno, f"expected {shape}; not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
-    if not isinstance(data, dict) or set(data) != {"key", "record"}:
-        raise ImportLineError(lineno, f"expected {shape} with exactly those two fields")
-    key = data["key"]
-    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-        raise ImportLineError(
-            lineno, f'expected "key" to be a sha256 hex digest (64 lowercase hex), got {key!r}'
-        )
-    try:
-        text = _record_text(data["record"])
-    except InvalidRecordError as exc:
-        raise ImportLineError(lineno, f'bad "record": {exc}') from None
-    return key, text

@@ -15,14 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cache import (
-    CacheMode,
-    CacheWarning,
-    InvalidRecordError,
-    VerdictCache,
-    _record_text,
-    stored_record,
-)
+from .cache import CacheMode, CacheWarning, InvalidRecordError, VerdictCache
+from .maintenance import record_text, stored_record
 from .postgres import PostgresStore, StoreError, StoreLost
 
 __all__ = [
@@ -144,7 +138,7 @@ class SharedVerdictCache:
         there is left as it is (the owner's 'cache repair' removes it): this verdict stands
         here and is kept on disk, so this machine pays for it once.
         """
-        text = _record_text(record)
+        text = record_text(record)
         standing: Mapping[str, Any] = record
         if self.mode in ("use", "refresh"):
             write = self.store.insert if self.mode == "use" else self.store.upsert
