@@ -142,7 +142,10 @@ def test_credentials_never_enter_a_key(material: dict[str, Any]) -> None:
         cache_key({**MATERIAL, **material})
 
 
-@pytest.mark.parametrize("name", ["max_tokens", "prompt_tokens", "usage", "tokenizer", "model"])
+# "role" and "content" too: keys pass over messages of just those two names (keys._is_plain_message).
+@pytest.mark.parametrize(
+    "name", ["max_tokens", "prompt_tokens", "usage", "tokenizer", "model", "role", "content"]
+)
 def test_ordinary_names_are_not_credentials(name: str) -> None:
     assert not _looks_like_credential(name)
 

@@ -7,6 +7,7 @@ the claim holds trivially and no judge is asked.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
 import os
@@ -49,6 +50,9 @@ logger = logging.getLogger("pytest_propositions")
 
 Precondition = Callable[..., Any]
 _P = ParamSpec("_P")
+
+# The same few options come back claim after claim, and a frozen RenderOptions can be shared.
+_render_options = functools.lru_cache(maxsize=64)(RenderOptions)
 
 PRECONDITION_FALSE_JUSTIFICATION = (
     "Not judged: the precondition was false, so the claim holds trivially."
@@ -639,7 +643,7 @@ class Proposition:
         context = check_text(
             render_context(
                 targets,
-                RenderOptions(
+                _render_options(
                     first_n=self.first_n,
                     last_n=self.last_n,
                     include_personas=self.include_personas,
@@ -771,7 +775,6 @@ def _of_kind(
 ) -> Callable[_P, Any]:
     """``function`` with its kind bound: the public function, whose signature (for type
     checkers, ``help()`` and the API reference) is the function's without the kind."""
-    import functools
     import inspect
 
     def call(*args: _P.args, **kwargs: _P.kwargs) -> Any:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import runtime as runtime_module
 from ..checks import check_window, plural, quote_name
 from ..settings import TIMESTAMP_MODES
 
@@ -97,9 +98,7 @@ def _current_hook_renderer() -> HookRenderer | None:
     """The installed callback, else the running pytest session's (set without importing us)."""
     if _hook_renderer is not None:
         return _hook_renderer
-    from ..runtime import current  # (not "from .. import runtime": slower, and asked per target)
-
-    hook: HookRenderer | None = current().render_hook
+    hook: HookRenderer | None = runtime_module.current().render_hook
     return hook
 
 

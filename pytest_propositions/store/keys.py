@@ -80,6 +80,20 @@ def _looks_like_credential(name: str) -> bool:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+# A chat message of the usual shape (a role and a text) holds no other name: every key's
+# messages are, so they are passed over without a walk.
+_MESSAGE_NAMES = frozenset({"role", "content"})
+
+
+def _is_plain_message(item: Any) -> bool:
+    return (
+        type(item) is dict
+        and item.keys() == _MESSAGE_NAMES
+        and type(item["role"]) is str
+        and type(item["content"]) is str
+    )
+
+
 def _check_names(value: Any, path: str, what: str) -> None:
     """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
     kind = type(value)
@@ -99,8 +113,9 @@ def _check_names(value: Any, path: str, what: str) -> None:
                 _check_names(item, f"{path}.{name}" if path else name, what)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            if type(item) not in _SCALARS:
-                _check_names(item, f"{path}[{index}]", what)
+            if type(item) in _SCALARS or _is_plain_message(item):
+                continue
+            _check_names(item, f"{path}[{index}]", what)
 
 
 # Most of a key's text is the judge's standing instructions, the same in every claim: their JSON
