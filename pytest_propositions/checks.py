@@ -29,19 +29,18 @@ __all__ = [
 #: How many characters of a claim a one-line message quotes; the report section has the rest.
 CLAIM_QUOTE_LIMIT = 120
 
-_WHITESPACE = re.compile(r"\s+")
+# Patterns are compiled at first use (re keeps them): a run whose claims all pass needs none.
+_WHITESPACE = r"\s+"
 # The default repr of objects (and of functions, classes' instances...) carries a memory
 # address, which differs between runs: a claim holding it would miss the cache every time.
-_ADDRESS = re.compile(r"\bat 0x[0-9A-Fa-f]{4,}")
+_ADDRESS = r"\bat 0x[0-9A-Fa-f]{4,}"
 
 
 # What a terminal acts on rather than shows: C0 and C1 controls (ESC sequences clear the screen,
 # set the title or make links; CR rewrites a line; a newline starts one that may pass for a
 # result line in a CI log), DEL, the line and paragraph separators, and bidi controls, which
 # reorder what follows them.
-_TERMINAL_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
+_TERMINAL_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -58,12 +57,12 @@ def terminal_text(text: str) -> str:
     """Text from a claim or a judge (a justification, reasoning) as a terminal may print it:
     one line, each control or bidi character shown as its escape (a newline as ``\\n``), so
     the text cannot move the cursor, restyle the terminal or forge a line of pytest's output."""
-    return _TERMINAL_UNSAFE.sub(_escape, text)
+    return re.sub(_TERMINAL_UNSAFE, _escape, text)
 
 
 def quote_claim(claim: str, limit: int = CLAIM_QUOTE_LIMIT) -> str:
     """The claim as one readable quoted line: whitespace runs folded, long text cut with '…'."""
-    text = _WHITESPACE.sub(" ", claim).strip()
+    text = re.sub(_WHITESPACE, " ", claim).strip()
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return repr(text)
@@ -178,7 +177,7 @@ def check_variable_value(value: Any, path: str, seen: frozenset[int] = frozenset
             "(str, number, or a dict/list of them)"
         )
     text = str(value)
-    if _ADDRESS.search(text):
+    if re.search(_ADDRESS, text):
         raise TypeError(
             f"claim variable {path} is a {type(value).__name__} whose text {_short_repr(text)} "
             "holds a memory address, which changes every run (and with it the cache key); "

@@ -30,8 +30,9 @@ from ..settings import REASONING_EFFORTS
 TEMPERATURE: dict[str, float] = {"check": 0.5, "score": 1.0}
 FOLLOW_UP_TEMPERATURE = 0.7
 
-_O_SERIES = re.compile(r"^o[1-9](?:-|$)")
-_GPT_VERSION = re.compile(r"^gpt-(\d)(?:\.(\d+))?(?=[.-]|$)")  # not gpt-35-turbo
+# Patterns are compiled at first use (re keeps them): most runs ask about one model, if any.
+_O_SERIES = r"^o[1-9](?:-|$)"
+_GPT_VERSION = r"^gpt-(\d)(?:\.(\d+))?(?=[.-]|$)"  # not gpt-35-turbo
 _O_EFFORTS = frozenset({"low", "medium", "high"})
 
 
@@ -55,11 +56,11 @@ def base_name(model: str) -> str:
 def family_of(model: str) -> Family:
     """The family a model name belongs to; ``STANDARD`` for every name the table does not know."""
     name = base_name(model)
-    if _O_SERIES.match(name):
+    if re.match(_O_SERIES, name):
         if name.startswith(("o1-mini", "o1-preview")):
             return Family("openai-reasoning", temperature=False)  # these take no effort either
         return Family("openai-reasoning", temperature=False, efforts=_O_EFFORTS)
-    version = _GPT_VERSION.match(name)
+    version = re.match(_GPT_VERSION, name)
     if version is not None and int(version.group(1)) >= 5 and not name.startswith("gpt-5-chat"):
         if "search" in name:  # the search variants take neither
             return Family("openai-reasoning", temperature=False)
@@ -75,7 +76,7 @@ def family_of(model: str) -> Family:
 # HTTP) unless --prop-transport=litellm. A name without a provider prefix is OpenAI's when it
 # looks like one of OpenAI's chat models (litellm's own reading of such names).
 OPENAI_COMPATIBLE = frozenset({"openai", "azure", "custom_openai", "hosted_vllm", "lm_studio"})
-_BARE_OPENAI = re.compile(r"^(gpt-|chatgpt-|o[1-9](?:-|$))")
+_BARE_OPENAI = r"^(gpt-|chatgpt-|o[1-9](?:-|$))"
 # The environment variables each OpenAI-compatible provider reads its base URL and key from
 # (the same ones litellm reads), when --prop-api-base and PROP_API_KEY do not say.
 PROVIDER_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -99,7 +100,7 @@ def provider_of(model: str) -> tuple[str | None, str]:
     prefix, slash, rest = model.partition("/")
     if slash and prefix in OPENAI_COMPATIBLE:
         return prefix, rest
-    if not slash and _BARE_OPENAI.match(model.lower()):
+    if not slash and re.match(_BARE_OPENAI, model.lower()):
         return "openai", model
     return None, model
 
@@ -195,9 +196,9 @@ def effort_ignored(model: str, reasoning_effort: str | None) -> bool:
 
 # -- replies -----------------------------------------------------------------------------------
 
-_OPENED_THINKING = re.compile(r"\A\s*<(think|thinking)>(.*?)</\1>\s*", re.DOTALL)
-_UNCLOSED_THINKING = re.compile(r"\A\s*<(think|thinking)>", re.DOTALL)
-_CLOSING = re.compile(r"</(think|thinking)>\s*")
+_OPENED_THINKING = r"(?s)\A\s*<(think|thinking)>(.*?)</\1>\s*"
+_UNCLOSED_THINKING = r"\A\s*<(think|thinking)>"
+_CLOSING = r"</(think|thinking)>\s*"
 
 
 def strip_thinking(content: str) -> str:
@@ -210,12 +211,12 @@ def strip_thinking(content: str) -> str:
     A closing tag after text that starts like the answer (JSON or a code fence) is left
     alone: it is then inside the answer.
     """
-    opened = _OPENED_THINKING.match(content)
+    opened = re.match(_OPENED_THINKING, content)
     if opened is not None:
         return content[opened.end() :]
-    if _UNCLOSED_THINKING.match(content):
+    if re.match(_UNCLOSED_THINKING, content):
         return ""
-    closing = _CLOSING.search(content)
+    closing = re.search(_CLOSING, content)
     if closing is not None and not content[: closing.start()].lstrip().startswith(("{", "`")):
         return content[closing.end() :]
     return content
