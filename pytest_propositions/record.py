@@ -73,12 +73,16 @@ class RunRecord:
         # Outcomes by test id, so per-test lookups (report sections, JUnit) stay cheap on big
         # suites.
         self._by_test: dict[str | None, list[Outcome]] = {}
+        # Whether any claim over runs was noted: only then can a passing test have figures to
+        # show, and the per-test report hook skips looking when there are none.
+        self.over_runs = False
         self._lock = threading.Lock()
 
     def add(self, outcome: Outcome) -> None:
         with self._lock:
             self.outcomes.append(outcome)
             self._by_test.setdefault(outcome.test_id, []).append(outcome)
+            self.over_runs = self.over_runs or outcome.runs is not None
 
     def add_error(self, test_id: str | None, error: BaseException) -> None:
         with self._lock:
@@ -118,6 +122,7 @@ class RunRecord:
             for outcome in outcomes:
                 self.outcomes.append(outcome)
                 self._by_test.setdefault(outcome.test_id, []).append(outcome)
+                self.over_runs = self.over_runs or outcome.runs is not None
             self.judge_errors.extend(judge_errors)
             for name, value in stats.items():
                 self.merged_stats[name] = self.merged_stats.get(name, 0) + value

@@ -87,6 +87,7 @@ class ClaimReports:
         # Verdicts become JUnit properties only when a JUnit file is written (an xdist worker
         # has the option too, and its reports carry them to the controller, which writes it).
         self.junit = bool(config.getoption("xmlpath", None))
+        self.report_mode = runtime.settings.outcome == "report"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -94,6 +95,9 @@ class ClaimReports:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         runtime = self.runtime
+        quiet = report.when != "call" or not (self.report_mode or runtime.record.over_runs)
+        if report.outcome == "passed" and not self.junit and quiet:
+            return report  # most reports: a passing phase, with nothing to add
         if self.junit and report.when != "setup" and runtime.record.outcomes:
             # Every verdict becomes JUnit properties, pass or fail. junitxml reads the teardown
             # report, which copies item.user_properties; claims judged in teardown are added there.
@@ -110,7 +114,7 @@ class ClaimReports:
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
         if report.passed and report.when == "call":
             mine = runtime.record.outcomes_of(item.nodeid)
-            if runtime.settings.outcome == "report":
+            if self.report_mode:
                 # A claim judged by a call (check_proposition...) fails nothing, in any mode.
                 not_upheld = sum(1 for o in mine if not o.passed and o.by_call is None)
                 if not_upheld:
