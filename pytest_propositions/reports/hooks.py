@@ -112,7 +112,7 @@ class ClaimReports:
                 item.user_properties.extend(properties)
                 report.user_properties.extend(properties)
                 item.stash[JUNIT_DONE_KEY] = done + len(new)
-        if report.passed and report.when == "call":
+        if report.outcome == "passed" and report.when == "call":
             mine = runtime.record.outcomes_of(item.nodeid)
             if self.report_mode:
                 # A claim judged by a call (check_proposition...) fails nothing, in any mode.
@@ -124,7 +124,7 @@ class ClaimReports:
                 from .summary import runs_sections
 
                 report.sections.extend(runs_sections(mine, runtime.record.calibrations))
-        if not report.failed or call.excinfo is None:
+        if report.outcome != "failed" or call.excinfo is None:
             return report
         judge_error = isinstance(call.excinfo.value, JudgeError)
         if judge_error:
@@ -171,9 +171,10 @@ class ClaimReports:
         # A judge error stays in pytest's "failed" category while the run goes on, so pytest
         # shows its traceback and lists it in the short summary (with this word); the terminal
         # summary then counts it apart (pytest_terminal_summary below).
-        if report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
+        # (outcome compared directly: these run for every report, and .failed is a property)
+        if report.outcome == "failed" and getattr(report, JUDGE_ERROR_ATTR, None):
             return "failed", "J", ("JUDGE ERROR", {"red": True})
-        if report.passed and getattr(report, NOT_UPHELD_ATTR, None):
+        if report.outcome == "passed" and getattr(report, NOT_UPHELD_ATTR, None):
             return "not upheld", "n", ("NOT UPHELD", {"yellow": True})
         return None
 
@@ -206,7 +207,11 @@ class ClaimReports:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # junitxml writes a failing call as <failure>; a judge that could not answer is an
         # <error> (like a broken fixture), so CI tells it apart from a false claim.
-        if report.when == "call" and report.failed and getattr(report, JUDGE_ERROR_ATTR, None):
+        if (
+            report.outcome == "failed"
+            and report.when == "call"
+            and getattr(report, JUDGE_ERROR_ATTR, None)
+        ):
             from .junit import junit_failure_to_error
 
             junit_failure_to_error(self.config, report)
