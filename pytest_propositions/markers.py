@@ -1,25 +1,37 @@
-"""The ``proposition`` marker and soft claims: what is judged after a test body, and checks on it."""
+"""Claims judged together: the ``proposition`` marker and soft claims (after a test body), and
+batches (``assert_propositions``), with the checks made where each claim is written.
+
+Kept apart from ``assertions`` so that a run of plain ``assert_proposition`` claims never loads
+this.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
 from .assertions import (
-    PendingClaim,
     expectation,
-    judge_pending,
+    judge_and_note,
+    normalise_claim,
+    rule_of,
     validate_claim,
     validate_options,
+    validate_target,
     validate_threshold,
 )
-from .claims.proposition import claim_and_options, is_proposition_like
+from .checks import quote_claim
+from .claims.proposition import claim_and_options, frame_place, is_proposition_like
+from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .session import SOFT_CLAIMS_KEY
 
 if TYPE_CHECKING:
     from .runtime import Runtime
+    from .verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -161,3 +173,276 @@ def judge_soft_claims_after(runtime: Runtime, item: pytest.Item, error: BaseExce
         f"{count} judged too, {failed} {word}"
         f" (their verdicts are in the 'proposition' section){outcome}"
     )
+
+
+def soft_claim(
+    target: Any,
+    claim: Any,
+    min_score: Any,
+    options: Mapping[str, Any],
+    origin: str,
+    frame: FrameType | None = None,
+    *,
+    max_score: Any = None,
+    holds: Any = True,
+) -> PendingClaim:
+    """A claim to judge later, checked now, so a mistake raises at the line that made it.
+
+    ``frame``: the caller's frame; a failure judged later points at the line that made the claim.
+    """
+    __tracebackhide__ = True
+    validate_options(options, origin)
+    threshold, expected = expectation(min_score, max_score, holds, origin)
+    validate_claim(claim, options, origin)
+    # A claim over runs is checked now too (its rule); its runs are simulated when judged.
+    if rule_of(target, options, threshold, None, origin, holds=expected) is None:
+        validate_target(target, origin)
+    where, site = _call_site(frame) if frame is not None else (None, None)
+    return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)
+
+
+def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
+    """``file:line`` of a frame, and a traceback entry for it, so pytest shows that line."""
+    return frame_place(frame), TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
+
+
+BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
+
+
+def batch_items(claims: Any) -> list[tuple[Any, int | None, bool]]:
+    """``assert_propositions``' claims, as (claim, threshold, holds): each a claim, a
+    (claim, min_score) pair, or a dict with "claim" and one of "min_score", "max_score" or
+    "holds" (False: the claim must not hold)."""
+    __tracebackhide__ = True
+    expected = (
+        "assert_propositions: claims must be a non-empty list of claims (strings or "
+        "Proposition objects), (claim, min_score) pairs or dicts such as "
+        '{"claim": ..., "holds": False}'
+    )
+    if isinstance(claims, Mapping):
+        raise TypeError(
+            f"{expected}, got a {type(claims).__name__}; its values would be ignored, so it is "
+            "refused: write [(claim, min_score), ...], e.g. list(claims.items())"
+        )
+    if (
+        isinstance(claims, str | bytes)
+        or is_proposition_like(claims)
+        or not isinstance(claims, list | tuple)
+        or not claims
+    ):
+        shown = type(claims).__name__ if claims else repr(claims)
+        raise TypeError(f"{expected}, got {shown}")
+    items: list[tuple[Any, int | None, bool]] = []
+    for index, item in enumerate(claims):
+        if isinstance(item, str) or is_proposition_like(item):
+            items.append((item, None, True))
+        elif (
+            isinstance(item, tuple | list)
+            and len(item) == 2
+            and (isinstance(item[0], str) or is_proposition_like(item[0]))
+        ):
+            claim, threshold = item
+            if threshold is not None:
+                text = claim if isinstance(claim, str) else claim.claim
+                validate_threshold(
+                    threshold, f"assert_propositions min_score for {quote_claim(text)}"
+                )
+            items.append((claim, threshold, True))
+        elif isinstance(item, Mapping) and (
+            isinstance(item.get("claim"), str) or is_proposition_like(item.get("claim"))
+        ):
+            unknown = sorted(map(str, set(item) - set(BATCH_ITEM_KEYS)))
+            if unknown:
+                raise TypeError(
+                    f"assert_propositions: item #{index} has unknown key(s) {', '.join(unknown)}; "
+                    f"expected some of {', '.join(BATCH_ITEM_KEYS)} (options go to "
+                    "assert_propositions itself)"
+                )
+            claim = item["claim"]
+            text = claim if isinstance(claim, str) else claim.claim
+            threshold, holds = expectation(
+                item.get("min_score"),
+                item.get("max_score"),
+                item.get("holds", True),
+                f"assert_propositions item #{index} {quote_claim(text)}",
+            )
+            items.append((claim, threshold, holds))
+        else:
+            raise TypeError(
+                f"assert_propositions: item #{index} must be a claim (str), a "
+                f"(claim, min_score) pair or a dict with a 'claim', got {type(item).__name__} "
+                f"{_short(item)} (a Proposition object also counts as a claim)"
+            )
+    return items
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+class PendingClaim(NamedTuple):
+    """A claim judged after the test body: a soft claim or a ``proposition`` marker. (Named
+    tuples cost less than dataclasses to define, which every run that makes a claim does.)"""
+
+    target: Any
+    claim: str
+    threshold: int | None
+    options: Mapping[str, Any]
+    origin: str = "expect_proposition"
+    # False: the claim must not hold (a score: must be at most the threshold).
+    holds: bool = True
+    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
+    where: str | None = None
+    site: TracebackType | None = None
+
+
+class _Result:
+    """What became of one pending claim, filled in as it is judged."""
+
+    def __init__(self, claim: PendingClaim) -> None:
+        self.claim = claim
+        self.verdict: Verdict | None = None
+        self.passed = False
+        self.error: JudgeError | None = None
+        self.skipped: str | None = None
+        # A mistake of the call site found while judging (a precondition returning None...).
+        self.invalid: Exception | None = None
+
+
+def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict]:
+    """Judge every pending claim, concurrently, and fail once with all the failures."""
+    __tracebackhide__ = True
+    if not pending:
+        return []
+    test_id = runtime.current_test
+
+    def run(item: PendingClaim) -> _Result:
+        runtime.current_test = test_id
+        result = _Result(item)
+        try:
+            result.verdict, result.passed, _ = judge_and_note(
+                runtime,
+                item.target,
+                item.claim,
+                item.threshold,
+                item.options,
+                item.holds,
+                item.where,
+            )
+        except DryRunSkip as skip:
+            result.skipped = str(skip)
+        except JudgeError as error:
+            result.error = error
+        except Exception as error:  # a bad claim must not cancel its siblings' verdicts
+            result.invalid = error
+        return result
+
+    workers = min(runtime.settings.concurrency, len(pending))
+    if workers == 1:
+        results = [run(item) for item in pending]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-judge") as pool:
+            results = list(pool.map(run, pending))
+    failed = [r for r in results if r.verdict is not None and not r.passed]
+    errors = [r for r in results if r.error is not None]
+    skipped = [r for r in results if r.skipped is not None]
+    invalid = [r for r in results if r.invalid is not None]
+    if invalid:
+        _raise_invalid(invalid, len(results), len(failed), len(errors))
+    if failed and runtime.settings.outcome != "report":
+        from .reports.summary import short_failure_text
+
+        first = failed[0]
+        assert first.verdict is not None
+        summary = "; ".join(
+            _named(r.claim) + ("" if r.claim.holds else " (expected the claim not to hold)")
+            for r in failed
+        )
+        extra = f" ({len(errors)} more could not be judged)" if errors else ""
+        failure = PropositionFailed(
+            f"{len(failed)} of {_claims(len(results))} checked after the test failed: {summary}{extra}",
+            first.verdict,
+            first.claim.threshold,
+            holds=first.claim.holds,
+        )
+        failure.short = short_failure_text(
+            first.verdict,
+            first.claim.threshold,
+            first.claim.where,
+            len(failed) - 1,
+            first.claim.holds,
+        )
+        # The traceback shows the line that made the (first) failing claim.
+        raise failure.with_traceback(first.claim.site)
+    if errors:
+        first_error = errors[0].error
+        assert first_error is not None
+        site = errors[0].claim.site
+        if len(errors) > 1:
+            raise type(first_error)(
+                f"{len(errors)} of {_claims(len(results))} could not be judged; first: {first_error}"
+            ).with_traceback(site) from None
+        raise first_error.with_traceback(site) from None
+    if skipped:
+        pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
+    return [r.verdict for r in results if r.verdict is not None]
+
+
+def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int) -> None:
+    """The first call-site mistake among judged-later claims, with what became of the others."""
+    __tracebackhide__ = True
+    first = invalid[0]
+    error = first.invalid
+    assert error is not None
+    others = []
+    if len(invalid) > 1:
+        others.append(f"{len(invalid) - 1} more invalid")
+    if failed:
+        others.append(f"{failed} failed")
+    if errors:
+        others.append(f"{errors} could not be judged")
+    rest = f"; of the other claims: {', '.join(others)}" if others else ""
+    message = f"{first.claim.origin} claim {_named(first.claim)}: {error}{rest}"
+    try:
+        replacement = type(error)(message)
+    except Exception:
+        raise error.with_traceback(first.claim.site) from None
+    raise replacement.with_traceback(first.claim.site) from None
+
+
+def _claims(count: int) -> str:
+    return "1 claim" if count == 1 else f"{count} claims"
+
+
+def _named(claim: PendingClaim) -> str:
+    """The claim quoted, with the line that made it when known."""
+    quoted = quote_claim(claim.claim)
+    return f"{quoted} ({claim.where})" if claim.where else quoted
+
+
+def assert_batch(
+    runtime: Runtime, target: Any, claims: Any, options: dict[str, Any]
+) -> list[Verdict]:
+    """``assert_propositions``: every item checked before any is judged, then judged together."""
+    __tracebackhide__ = True
+    validate_options(options, "assert_propositions")
+    pending = []
+    for item, threshold, holds in batch_items(claims):
+        own_target, claim, own_options = normalise_claim(target, item, options)
+        # batch_items has checked the expectation: hand it on as a floor or a ceiling.
+        low, high = (threshold, None) if holds else (None, threshold)
+        pending.append(
+            soft_claim(
+                own_target,
+                claim,
+                low,
+                own_options,
+                "assert_propositions",
+                max_score=high,
+                holds=holds if threshold is None else True,
+            )
+        )
+    return judge_pending(runtime, pending)

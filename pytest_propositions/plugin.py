@@ -271,7 +271,8 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 @pytest.fixture
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
-    from .assertions import PendingClaim, normalise_claim, soft_claim
+    from .assertions import normalise_claim
+    from .markers import PendingClaim, soft_claim
 
     pending: list[PendingClaim] = []
     request.node.stash[SOFT_CLAIMS_KEY] = pending
@@ -308,7 +309,7 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def assert_propositions() -> Callable[..., list[Verdict]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
-    from .assertions import assert_batch
+    from .markers import assert_batch
 
     runtime = runtime_module.current()
 
