@@ -24,7 +24,7 @@ class XdistHooks:
         # The controller shows the workers' judge errors and progress: its reporting starts now.
         from .reports.hooks import report_claims
 
-        report_claims(node.config, self.runtime)
+        report_claims(node.config, self.runtime, with_status=True)
         start_progress_relay(self.runtime, node.workerinput)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

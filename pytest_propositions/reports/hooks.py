@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 CLAIM_REPORTS = "propositions-reports"
+OUTCOME_STATUS = "propositions-outcome-status"
 # How many of a test's outcomes are already JUnit properties (claims may come in any phase).
 JUNIT_DONE_KEY = pytest.StashKey[int]()
 # Set on a test's report (xdist carries them to the controller): the JudgeError's class name,
@@ -27,10 +28,20 @@ JUDGE_ERROR_ATTR = "propositions_judge_error"
 NOT_UPHELD_ATTR = "propositions_not_upheld"
 
 
-def report_claims(config: pytest.Config, runtime: Runtime) -> None:
-    """Start the per-test reporting hooks, once per session."""
+def report_claims(config: pytest.Config, runtime: Runtime, *, with_status: bool = False) -> None:
+    """Start the per-test reporting hooks, once per session; ``with_status``: the hooks that
+    read a report's marks too (an xdist controller, whose reports arrive already made)."""
     if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
         config.pluginmanager.register(ClaimReports(config, runtime), CLAIM_REPORTS)
+    if with_status:
+        report_statuses(config)
+
+
+def report_statuses(config: pytest.Config) -> None:
+    """Start the hooks that read a report's judge-error and not-upheld marks, at the first report
+    that carries one: they run for every report, and most runs mark none."""
+    if config.pluginmanager.get_plugin(OUTCOME_STATUS) is None:
+        config.pluginmanager.register(OutcomeStatus(config), OUTCOME_STATUS)
 
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runtime) -> None:
@@ -119,6 +130,7 @@ class ClaimReports:
                 not_upheld = sum(1 for o in mine if not o.passed and o.by_call is None)
                 if not_upheld:
                     setattr(report, NOT_UPHELD_ATTR, not_upheld)
+                    report_statuses(self.config)
             if any(o.runs is not None for o in mine):
                 # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
                 from .summary import runs_sections
@@ -129,6 +141,7 @@ class ClaimReports:
         judge_error = isinstance(call.excinfo.value, JudgeError)
         if judge_error:
             setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
+            report_statuses(self.config)
             if getattr(call.excinfo.value, "stops_run", False):
                 # The shared store never answered: every further claim would fail the same way.
                 item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
@@ -165,19 +178,6 @@ class ClaimReports:
             )
         return report
 
-    def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
-    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        # A judge error stays in pytest's "failed" category while the run goes on, so pytest
-        # shows its traceback and lists it in the short summary (with this word); the terminal
-        # summary then counts it apart (pytest_terminal_summary below).
-        # (outcome compared directly: these run for every report, and .failed is a property)
-        if report.outcome == "failed" and getattr(report, JUDGE_ERROR_ATTR, None):
-            return "failed", "J", ("JUDGE ERROR", {"red": True})
-        if report.outcome == "passed" and getattr(report, NOT_UPHELD_ATTR, None):
-            return "not upheld", "n", ("NOT UPHELD", {"yellow": True})
-        return None
-
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
         # Outermost, so this runs after pytest's failure sections and short summary, and just
@@ -202,6 +202,27 @@ class ClaimReports:
         from .junit import add_junit_run_properties
 
         add_junit_run_properties(self.config, runtime)
+
+
+class OutcomeStatus:
+    """The status word of a report ``ClaimReports`` marked (a judge error, a claim not upheld),
+    and a judge error written to JUnit as an ``<error>``. Registered by ``report_statuses``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        # A judge error stays in pytest's "failed" category while the run goes on, so pytest
+        # shows its traceback and lists it in the short summary (with this word); the terminal
+        # summary then counts it apart (ClaimReports.pytest_terminal_summary).
+        # (outcome compared directly: these run for every report, and .failed is a property)
+        if report.outcome == "failed" and getattr(report, JUDGE_ERROR_ATTR, None):
+            return "failed", "J", ("JUDGE ERROR", {"red": True})
+        if report.outcome == "passed" and getattr(report, NOT_UPHELD_ATTR, None):
+            return "not upheld", "n", ("NOT UPHELD", {"yellow": True})
+        return None
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
