@@ -90,7 +90,8 @@ def pytest_configure(config: pytest.Config) -> None:
         report_claims(config, runtime)
 
     runtime.on_first_claim = first_claim
-    if config.pluginmanager.hasplugin("xdist"):
+    # An xdist controller with workers (xdist's own test); xdist merely installed needs nothing.
+    if config.getoption("dist", "no") != "no" and config.getoption("tx", None):
         from .workers import XdistHooks
 
         config.pluginmanager.register(XdistHooks(runtime), "propositions-xdist")
