@@ -12,7 +12,6 @@ import pytest
 
 from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
-from .workers import PROGRESS_DIR_INPUT
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine
@@ -60,6 +59,8 @@ def build_runtime(config: pytest.Config) -> Runtime:
     if workerinput is not None:
         # An xdist worker has no terminal: it tells the controller, through a file, what it is
         # judging (when the controller asked for that, see start_progress_relay).
+        from .workers import PROGRESS_DIR_INPUT  # only a worker reads it
+
         folder = workerinput.get(PROGRESS_DIR_INPUT)
         if folder:
             path = Path(folder) / str(workerinput.get("workerid", os.getpid()))

@@ -387,3 +387,27 @@ def test_a_successful_reply_echoing_the_key_keeps_it_out_of_everything_written(
     assert b"[redacted]" in exported.read_bytes()
     for where, data in written:
         assert PLAIN_KEY.encode() not in data, where
+
+
+def test_logs_hide_credentials_from_the_start_of_the_session(pytester: pytest.Pytester) -> None:
+    # A simulation logs before any claim is made (its client's DEBUG lines, here a warning):
+    # the filter is on pytest's log handlers from the session's start, claims or not.
+    pytester.makepyfile(
+        test_logs="""
+import logging
+
+def test_simulation_logs_then_fails():
+    password, token = "-".join(["hunter2", "secret"]), "".join(["tok-abcdefgh", "12345678"])
+    logging.getLogger("simulation.client").warning(
+        "POST https://alice:%s@llm.example.test/v1 with Bearer %s", password, token
+    )
+    assert False
+"""
+    )
+    # (The values are built at run time: the failure's traceback shows the test's source.)
+    result = pytester.runpytest_subprocess("-rA", "--log-level=DEBUG", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "Captured log call" in output
+    assert "hunter2-secret" not in output and "tok-abcdefgh12345678" not in output, output
+    assert "[redacted]" in output
