@@ -68,12 +68,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for given in args.version:
         name, _, folder = given.partition("=")
         sources[name] = Path(folder).resolve()
-    sources["after"] = REPO
     print(f"machine: {machine()}")
-    print(f"code: {revision()}; " + ", ".join(f"{n}: {s}" for n, s in sources.items()))
+    shown = {**sources, "after": REPO}
+    print(f"code: {revision()}; " + ", ".join(f"{n}: {s}" for n, s in shown.items()))
 
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:
         work = Path(temp)
+        # This checkout's package, copied alone: a build folder an editable install leaves here
+        # (pytest_propositions.egg-info) would be one more distribution on PYTHONPATH for every
+        # scan of entry points, which the other versions' folders do not have.
+        sources["after"] = work / "after-source"
+        shutil.copytree(
+            REPO / "pytest_propositions",
+            sources["after"] / "pytest_propositions",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         judge.default = verdict(True, justification="He names the city.")
         claims, plain = cache_overhead.write_suites(work, args.tests)
         plain_command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
@@ -81,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "plain pytest": (
                 [*plain_command, "-p", "no:propositions", str(plain)],
                 plain,
-                environment(extra={"PYTHONPATH": str(REPO)}),
+                environment(extra={"PYTHONPATH": str(sources["after"])}),
             )
         }
         for version, source in sources.items():
