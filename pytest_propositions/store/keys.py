@@ -135,12 +135,7 @@ def _key_text(full: dict[str, Any]) -> str:
     if type(messages) is not list or not messages:
         return canonical_json(full)
     first = messages[0]
-    if (
-        type(first) is not dict
-        or first.keys() != {"content", "role"}
-        or first["role"] != "system"
-        or type(first["content"]) is not str
-    ):
+    if not _is_plain_message(first) or first["role"] != "system":
         return canonical_json(full)
     stand_in = {**full, "messages": [{"content": _SLOT, "role": "system"}, *messages[1:]]}
     head, found, tail = canonical_json(stand_in).partition(_ENCODED_SLOT)
