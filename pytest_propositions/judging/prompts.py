@@ -100,10 +100,11 @@ def system_prompt(kind: Kind) -> str:
     return f"{_SHARED_SETTING}\n{rules}\n{_output_format(kind)}"
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=4)
 def fence(text: str) -> tuple[str, str]:
     """Boundary lines derived from the content's own hash, so the content cannot forge them.
-    (Kept for recent texts: a test's claims often share one target.)"""
+    (Kept for the last few texts, which a memo holds alive: a test's claims often share one
+    target, and a simulation's text can be large.)"""
     marker = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return f"<<<RECORDING {marker} BEGINS>>>", f"<<<RECORDING {marker} ENDS>>>"
 

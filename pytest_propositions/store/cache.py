@@ -1,9 +1,9 @@
 """The verdict cache: judge verdicts on disk, keyed by the fully rendered request.
 
 It owns the record modes, the store that pytest-xdist workers share, damage recovery, and the
-export/import/prune maintenance the CLI exposes; the key rules are keys.py's.
-diskcache is imported only when the cache is first touched (records.py opens it), so importing
-this module is cheap.
+export/import/prune methods the CLI calls; their passes over every record are maintenance.py's,
+what a cached claim reads (and diskcache itself) records.py's, the key rules keys.py's.
+diskcache is imported only when the cache is first touched, so importing this module is cheap.
 """
 
 from __future__ import annotations
