@@ -196,9 +196,11 @@ def judge_claim(
     sample_index: int = 0,
     timestamps: str | None = None,
     model: str | None = None,
+    holds: bool = True,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says (``model``: another judge than
-    the run's, the escalation model)."""
+    the run's, the escalation model; ``holds``: which way the claim faces, for ties between
+    samples)."""
     __tracebackhide__ = True
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
@@ -223,6 +225,7 @@ def judge_claim(
         runtime=runtime,
         model=model,
         noted_as=None,
+        holds=holds,
     )
 
 
@@ -311,7 +314,7 @@ def judge_and_note(
         )
     kind = "check" if threshold is None else "score"
     try:
-        verdict = judge_claim(runtime, target, claim, kind=kind, **options)
+        verdict = judge_claim(runtime, target, claim, kind=kind, holds=holds, **options)
         verdict = _confirmed(runtime, verdict, threshold, target, claim, kind, options, holds)
         main, verdict = _escalated(runtime, verdict, threshold, target, claim, kind, options, holds)
     except JudgeError as error:
@@ -346,12 +349,17 @@ def _judge_runs_and_note(
 
 
 def needs_confirmation(verdict: Verdict, threshold: int | None, holds: bool = True) -> bool:
-    """A failing verdict, or a score within one point of its bar, is worth asking again."""
+    """A failing verdict (however far a score is from its bar), or a passing score within one
+    point of its bar, is worth asking again."""
     if verdict.precondition_skipped or verdict.votes:
         return False
-    if verdict.kind == "check" or threshold is None:
-        return not passes(verdict, None, holds)
-    return abs(int(verdict.value) - threshold) <= 1
+    if not passes(verdict, threshold, holds):
+        return True
+    return (
+        verdict.kind == "score"
+        and threshold is not None
+        and abs(int(verdict.value) - threshold) <= 1
+    )
 
 
 def needs_escalation(
@@ -400,7 +408,9 @@ def _escalated(
     ):
         return None, verdict
     try:
-        standing = judge_claim(runtime, target, claim, kind=kind, model=stronger, **options)
+        standing = judge_claim(
+            runtime, target, claim, kind=kind, model=stronger, holds=holds, **options
+        )
     except JudgeError as error:
         import copy
 
@@ -434,7 +444,7 @@ def _confirmed(
         judge_claim(runtime, target, claim, kind=kind, **{**options, "samples": 1}, sample_index=i)
         for i in range(1, extra + 1)
     ]
-    return combine_samples([verdict, *more])
+    return combine_samples([verdict, *more], holds)
 
 
 def assert_claim(

@@ -327,8 +327,9 @@ OPTIONS: tuple[Option, ...] = (
         "--prop-confirm",
         "PROP_CONFIRM",
         "0",
-        "After a failing verdict, or a score within one point of its threshold, ask the judge "
-        "this many more times (each cached by its index) and let the majority or median decide.",
+        "After a failing verdict, or a passing score within one point of its threshold, ask the "
+        "judge this many more times (each cached by its index) and let the majority or median "
+        "decide, a tie going against the test's expectation.",
         "N",
         _parse_non_negative_int,
     ),

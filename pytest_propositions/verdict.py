@@ -185,19 +185,24 @@ def check_stored_verdict(data: Any) -> None:
         raise ValueError(f"not a valid verdict ({problems})") from None
 
 
-def combine_samples(samples: list[Verdict]) -> Verdict:
-    """One verdict from several samples: the majority for a check, the lower median for a score.
+def combine_samples(samples: list[Verdict], holds: bool = True) -> Verdict:
+    """One verdict from several samples: the majority for a check, the median for a score.
 
-    Ties go against the claim (a 2-2 check is False; an even count takes the lower middle
-    score), because a judge that cannot make up its mind has not supported the claim.
+    Ties go against what the test expects, because a judge that cannot make up its mind has
+    supported neither side. For a claim that must hold (``holds=True``), a 2-2 check is False
+    and an even count of scores takes the lower middle one; for a claim that must not hold (a
+    check with ``holds=False``, a score with ``max_score``), a 2-2 check is True and an even
+    count takes the upper middle score.
     """
     if not samples:
         raise ValueError("combine_samples needs at least one sample")
     values = [sample.value for sample in samples]
     if samples[0].kind == "check":
-        value: bool | int = sum(1 for v in values if v is True) * 2 > len(values)
+        upheld = sum(1 for v in values if v is True) * 2
+        value: bool | int = upheld > len(values) or (not holds and upheld == len(values))
     else:
-        value = sorted(int(v) for v in values)[(len(values) - 1) // 2]
+        ordered = sorted(int(v) for v in values)
+        value = ordered[(len(values) - 1) // 2] if holds else ordered[len(values) // 2]
     representative = next(sample for sample in samples if sample.value == value)
     costs = [sample.cost_usd for sample in samples if sample.cost_usd is not None]
     return representative.replace(

@@ -496,6 +496,60 @@ def test_confirm_asks_again_only_when_in_doubt(
     result.stdout.fnmatch_lines(["  votes: 6, 4, 5"])
 
 
+def test_ties_between_samples_go_against_a_claim_that_must_not_hold(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    from tests.support.judge_server import sequence
+
+    # Votes [True, False]: the judge cannot make up its mind, so a claim that must not hold
+    # has not been shown not to hold; scores 8, 2, 8, 2 likewise do not keep a score low.
+    judge_server.on("undecided", sequence(verdict(True), verdict(False)))
+    judge_server.on("unsteady", sequence(verdict(8), verdict(2), verdict(8), verdict(2)))
+    judge_server.on("wavering", sequence(verdict(True), verdict(False)))
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        def test_must_not_hold(world, assert_proposition):
+            assert_proposition(world, "Oscar is undecided.", holds=False, samples=2)
+
+        def test_must_stay_low(world, assert_proposition):
+            assert_proposition(world, "Oscar is unsteady.", max_score=3, samples=4)
+
+        def test_confirmed_must_not_hold(world, assert_proposition):
+            assert_proposition(world, "Oscar is wavering.", holds=False)
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-confirm=1", "-rf")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*undecided*votes ?True, False?*"])
+    result.stdout.fnmatch_lines(["*scored 8/9, above the maximum of 3*votes ?8, 2, 8, 2?*"])
+    result.stdout.fnmatch_lines(["*wavering*votes ?True, False?*"])
+
+
+def test_confirm_asks_again_for_a_failing_score_far_from_its_bar(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    from tests.support.judge_server import sequence
+
+    judge_server.on("far", sequence(verdict(2), verdict(8), verdict(8)))
+    judge_server.on("comfortable", verdict(9))
+    pytester.makepyfile(
+        """
+        def test_far(world, min_score):
+            v = min_score(world, "Oscar is far from calm.", 7)
+            assert v.votes == (2, 8, 8)
+
+        def test_comfortable(world, min_score):
+            v = min_score(world, "Oscar is comfortable.", 7)
+            assert v.votes == ()
+        """
+    )
+    result = pytester.runpytest(*judged, "--prop-confirm=2")
+    result.assert_outcomes(passed=2)
+    # 3 for the failing score 2 (five points below its bar), 1 for the passing 9.
+    assert len(judge_server.requests) == 4
+
+
 def test_concurrency_bounds_the_calls_in_flight(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
 ) -> None:

@@ -117,6 +117,26 @@ def test_combining_samples_keeps_votes_and_sums_usage() -> None:
     assert combined.usage == Usage(30, 6)
 
 
+@pytest.mark.parametrize(
+    ("values", "holds", "expected"),
+    [
+        ((True, False), True, False),
+        ((True, False), False, True),
+        ((True, True, False), False, True),
+        ((False, False, True), False, False),
+        ((8, 2, 8, 2), True, 2),
+        ((8, 2, 8, 2), False, 8),
+        ((3, 5, 7), False, 5),
+    ],
+)
+def test_ties_between_samples_go_against_the_expectation(
+    values: tuple[bool | int, ...], holds: bool, expected: bool | int
+) -> None:
+    kind = "check" if isinstance(values[0], bool) else "score"
+    samples = [FULL.replace(kind=kind, value=v, votes=()) for v in values]
+    assert combine_samples(samples, holds).value == expected
+
+
 # -- data from outside: strict -----------------------------------------------------------------------
 
 

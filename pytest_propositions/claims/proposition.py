@@ -565,13 +565,15 @@ class Proposition:
         runtime: Runtime | None = None,
         model: str | None = None,
         noted_as: str | None = "Proposition.evaluate",
+        holds: bool = True,
     ) -> Verdict:
         """Judge the claim and keep the result on this object; returns the full Verdict.
         ``model``: another judge than the run's (a claim over runs' referee).
 
         With ``samples`` > 1 the judge is asked that many times (each answer cached by its
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
-        stands. A precondition that returns False makes the claim hold trivially: it is then
+        stands; a tie goes against what the caller expects (``holds=False``: a claim that must
+        not hold, or a score that must stay at most a bar). A precondition that returns False makes the claim hold trivially: it is then
         neither rendered (so it needs no claim variables) nor judged.
 
         While a test runs, the verdict (or the judge's error) is filed in the run's reports
@@ -579,7 +581,15 @@ class Proposition:
         caller files it (the fixtures and claims over runs do, so it is counted once).
         """
         __tracebackhide__ = True
-        arguments = (kind, target, additional_context, claim_variables, samples, sample_index)
+        arguments = (
+            kind,
+            target,
+            additional_context,
+            claim_variables,
+            samples,
+            sample_index,
+            holds,
+        )
         if noted_as is None:
             return self._evaluate(*arguments, runtime, model)
         try:
@@ -602,6 +612,7 @@ class Proposition:
         claim_variables: Mapping[str, Any] | None,
         samples: int,
         sample_index: int,
+        holds: bool,
         runtime: Runtime | None,
         model: str | None,
     ) -> Verdict:
@@ -621,7 +632,7 @@ class Proposition:
                 self._judge(kind, targets, rendered_claim, additional_context, index, run, model)
                 for index in range(sample_index, sample_index + samples)
             ]
-            verdict = answers[0] if samples == 1 else combine_samples(answers)
+            verdict = answers[0] if samples == 1 else combine_samples(answers, holds)
         self.verdict = verdict
         self.value = verdict.value
         self.justification = verdict.justification
