@@ -215,12 +215,24 @@ def _render_tree(
             _render_tree(children, [value, *scopes], parts, claim, variables)
 
 
+# Characters that end a line for str.splitlines() and that JSON leaves as they are.
+_LINE_BREAKS_JSON_KEEPS = str.maketrans(
+    {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
 def _value_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
+    """A variable's value as claim text. A value is data, often from the simulation itself: one
+    that spans lines is written as a JSON string, so it stays on the claim's line and cannot
+    open a section of the judge's request of its own (a "# Additional context" heading, say)."""
     if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return str(value)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False).translate(
+            _LINE_BREAKS_JSON_KEEPS
+        )
+    text = value if isinstance(value, str) else str(value)
+    if len(f"{text}.".splitlines()) > 1:  # a line break anywhere, at the end too
+        return json.dumps(text, ensure_ascii=False).translate(_LINE_BREAKS_JSON_KEEPS)
+    return text
 
 
 # The options a Proposition-shaped object carries, by the reference library's attribute names.
