@@ -68,6 +68,29 @@ def judge(
         runtime.close()
 
 
+def deep_dict(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    level = top
+    for _ in range(depth):
+        level["inner"] = {}
+        level = level["inner"]
+    return top
+
+
+def agent_with_persona(persona: dict[str, Any]) -> Agent:
+    oscar = Agent("Oscar", persona=persona)
+    oscar.says("Hello.")
+    return oscar
+
+
+def tool_call(arguments: Any) -> list[dict[str, Any]]:
+    call = {"id": "c1", "type": "function", "function": {"name": "book", "arguments": arguments}}
+    return [
+        {"role": "user", "content": "Book a room."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+
+
 def make_world(said: str = "I love quiet cities with great architecture.") -> World:
     oscar = Agent("Oscar", persona={"occupation": "architect"})
     room = World("Chat room", agents=[oscar])
@@ -324,6 +347,35 @@ LIBRARY_CASES: list[tuple[str, Callable[[World], Any], type[Exception], str]] = 
         lambda world: check_proposition(deeply_nested(), "x"),
         ValueError,
         "nest more than 32 levels deep",
+    ),
+    # data shown to the judge: a persona or tool-call arguments nested past reason
+    (
+        "persona-1000-deep",
+        lambda world: check_proposition(
+            agent_with_persona(deep_dict(1000)), "x", include_personas=True
+        ),
+        ValueError,
+        "the persona specification of agent 'Oscar' is nested more than 32 levels deep",
+    ),
+    (
+        "persona-contains-itself",
+        lambda world: check_proposition(
+            agent_with_persona(self_containing_dict()), "x", include_personas=True
+        ),
+        ValueError,
+        "the persona specification of agent 'Oscar' contains itself",
+    ),
+    (
+        "tool-arguments-5000-deep",
+        lambda world: check_proposition(tool_call("[" * 5000 + "]" * 5000), "x"),
+        ValueError,
+        "the tool call book's argument data is nested too deeply to read",
+    ),
+    (
+        "tool-arguments-1000-deep",
+        lambda world: check_proposition(tool_call(deep_dict(1000)), "x"),
+        ValueError,
+        "the tool call book's argument data is nested more than 32 levels deep",
     ),
     (
         "samples-bool",

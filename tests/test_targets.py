@@ -687,3 +687,64 @@ def test_an_empty_or_self_containing_extraction_result_is_refused() -> None:
     looped["self"] = looped
     with pytest.raises(ValueError, match="contains itself"):
         as_target_list(looped)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    level = top
+    for _ in range(depth):
+        level["inner"] = {}
+        level = level["inner"]
+    return top
+
+
+def _tool_call(arguments: Any) -> list[dict[str, Any]]:
+    call = {"id": "c1", "type": "function", "function": {"name": "book", "arguments": arguments}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]}]
+
+
+def _rendered(target: Any) -> str:
+    return render_context(as_target_list(target), RenderOptions(include_personas=True))
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            World("Room", agents=[Agent("Oscar", persona=_nested(1000))]),
+            "persona specification of agent 'Oscar' is nested more than 32 levels",
+        ),
+        (
+            Agent("Ana", persona=_nested(40)),
+            "persona specification of agent 'Ana' is nested more than 32",
+        ),
+        (
+            _tool_call("[" * 5000 + "]" * 5000),
+            "tool call book's argument data is nested too deeply",
+        ),
+        (
+            _tool_call("[" * 500 + "]" * 500),
+            "tool call book's argument data is nested more than 32",
+        ),
+        (_tool_call(_nested(1000)), "tool call book's argument data is nested more than 32"),
+    ],
+)
+def test_data_nested_absurdly_deep_is_refused_by_name(target: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _rendered(target)
+
+
+def test_a_persona_or_tool_arguments_that_contain_themselves_are_refused_by_name() -> None:
+    persona: dict[str, Any] = {"occupation": "architect"}
+    persona["self"] = persona
+    with pytest.raises(ValueError, match="persona specification of agent 'Oscar' contains itself"):
+        _rendered(Agent("Oscar", persona=persona))
+    arguments: dict[str, Any] = {"city": "Lisbon"}
+    arguments["again"] = [arguments]
+    with pytest.raises(ValueError, match="tool call book's argument data contains itself"):
+        _rendered(_tool_call(arguments))
+
+
+def test_data_nested_within_the_limit_is_shown() -> None:
+    assert '"inner"' in _rendered(Agent("Oscar", persona=_nested(30)))
+    assert "book({" in _rendered(_tool_call(json.dumps(_nested(30))))

@@ -246,7 +246,7 @@ def _validate_extraction(result: Mapping[Any, Any]) -> None:
             "the target is an empty dict: as an extraction result it holds nothing to judge (the "
             "reference library's extractor returns {} when it could not read its model's answer)"
         )
-    _check_data_depth(result, 0, ())
+    check_plain_data(result, "the extraction result")
 
 
 #: How deeply lists of targets may nest; deeper is surely a mistake (or a list holding itself).
@@ -378,7 +378,8 @@ def _jsonable(value: Any) -> Any:
     return _ADDRESS_RE.sub("", str(value))
 
 
-def _persona_json(persona: Mapping[str, Any]) -> str:
+def _persona_json(persona: Mapping[str, Any], label: str) -> str:
+    check_plain_data(persona, f"the persona specification of {label}")
     return json.dumps(_jsonable(persona), indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -393,7 +394,7 @@ def _persona_block(agent: Any, level: str) -> str:
         f"{title}\n\n"
         "This is the static specification the agent was created from: what the agent is "
         "meant to be, NOT part of the simulation and NOT something it said or did.\n\n"
-        f"{_persona_json(persona)}"
+        f"{_persona_json(persona, label)}"
     )
 
 
@@ -495,8 +496,14 @@ def _call_text(function: Any) -> str:
             parsed = json.loads(raw)
         except ValueError:
             return f"{name}({raw})"  # shown as the model wrote it
+        except RecursionError:
+            raise ValueError(
+                f"the tool call {name}'s argument data is nested too deeply to read; expected "
+                "plain JSON data"
+            ) from None
     else:
         parsed = raw
+    check_plain_data(parsed, f"the tool call {name}'s argument data")
     return f"{name}({json.dumps(_jsonable(parsed), sort_keys=True, ensure_ascii=False)})"
 
 
@@ -570,18 +577,21 @@ def _render_transcript(messages: Sequence[Mapping[str, Any]], options: RenderOpt
 # Extraction results -------------------------------------------------------------------------
 
 
-def _check_data_depth(value: Any, depth: int, outer: tuple[int, ...]) -> None:
-    if isinstance(value, Mapping | list | tuple):
+def check_plain_data(value: Any, what: str, outer: tuple[int, ...] = ()) -> None:
+    """Data shown to the judge (an extraction result, a persona, a tool call's arguments) is
+    refused by name when it contains itself or nests past MAX_TARGET_NESTING levels, before a
+    renderer would meet Python's recursion limit."""
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
         if id(value) in outer:
-            raise ValueError("the extraction result contains itself; expected plain JSON data")
-        if depth > MAX_TARGET_NESTING:
+            raise ValueError(f"{what} contains itself; expected plain JSON data")
+        if len(outer) >= MAX_TARGET_NESTING:
             raise ValueError(
-                f"the extraction result nests more than {MAX_TARGET_NESTING} levels deep; "
-                "expected plain JSON data"
+                f"{what} is nested more than {MAX_TARGET_NESTING} levels deep; expected plain "
+                "JSON data"
             )
         items = value.values() if isinstance(value, Mapping) else value
         for item in items:
-            _check_data_depth(item, depth + 1, (*outer, id(value)))
+            check_plain_data(item, what, (*outer, id(value)))
 
 
 def _scalar_text(value: Any) -> str:
