@@ -63,6 +63,14 @@ def both_paths(request: pytest.FixtureRequest) -> str:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _terminal_width_of_80(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner runs (pytester, subprocesses) lay out their output for 80 columns, as on CI with no
+    terminal: a sample compared line by line must not change with the width of the outer shell."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def inner_run(
     pytester: pytest.Pytester,

@@ -47,6 +47,8 @@ def readme_sample() -> str:
 def run_examples(folder: Path) -> subprocess.CompletedProcess[str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith("PROP_")}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # A judge call on a loaded 2-core machine can take minutes: the bound is the suite's, not 60 s.
+    env["PROP_TIMEOUT"] = "900"
     command = [sys.executable, "-m", "pytest", "conftest_examples", "-p", "no:randomly"]
     command.append(f"--prop-cache-dir={folder / 'verdicts'}")
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)

@@ -111,7 +111,15 @@ CLAIMS = 11
 
 
 def run_suite(pytester: pytest.Pytester, cache_dir: Path, *, subprocess: bool) -> dict[str, object]:
-    args = ["-p", "no:cacheprovider", "--prop-model=local", f"--prop-cache-dir={cache_dir}", "-q"]
+    # A judge call on a loaded 2-core machine can take minutes: the bound is the suite's, not 60 s.
+    args = [
+        "-p",
+        "no:cacheprovider",
+        "--prop-model=local",
+        f"--prop-cache-dir={cache_dir}",
+        "--prop-timeout=900",
+        "-q",
+    ]
     result = pytester.runpytest_subprocess(*args) if subprocess else pytester.runpytest(*args)
     result.assert_outcomes(passed=CLAIMS)
     outcome: dict[str, object] = json.loads((pytester.path / "outcome.json").read_text())
