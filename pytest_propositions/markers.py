@@ -7,7 +7,8 @@ this.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -107,12 +108,104 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
     return claims
 
 
+class SoftClaims:
+    """A test's soft claims not yet judged. The body's are judged after it, those made later (a
+    fixture's teardown, a thread joined there) at the end of the teardown; then it closes, and a
+    claim made after that is an error at its call: nothing could judge or report it.
+    (Mutable state, not a value: a plain class.)"""
+
+    def __init__(self, test_id: str) -> None:
+        self.test_id = test_id
+        self._pending: list[PendingClaim] = []
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def add(self, claim: PendingClaim, origin: str = "expect_proposition") -> None:
+        with self._lock:
+            if not self._closed:
+                self._pending.append(claim)
+                return
+        raise RuntimeError(
+            f"{origin}: soft claim {quote_claim(claim.claim)} made after its test "
+            f"{self.test_id} ended (its soft claims were judged at the end of its teardown), so "
+            "it could be neither judged nor reported; make soft claims before the test's "
+            "teardown ends (join a thread that makes them in a fixture's teardown), or use "
+            "assert_proposition"
+        )
+
+    def take(self) -> list[PendingClaim]:
+        """The claims made so far, handed over to be judged (or dropped, after a skip)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            return pending
+
+    def close(self) -> list[PendingClaim]:
+        """The last claims; any made after this raise at their call."""
+        with self._lock:
+            self._closed = True
+            pending, self._pending = self._pending, []
+            return pending
+
+
+def start_soft_claims(item: pytest.Item, runtime: Runtime) -> SoftClaims:
+    """A test's soft claims, kept on its item. Those made after the body (a fixture's teardown,
+    a thread joined there) are judged at the end of its teardown, by hooks started at the
+    session's first ``expect_proposition``: a suite that never uses it pays nothing per test."""
+    config = item.config
+    if config.pluginmanager.get_plugin(_AT_TEARDOWN) is None:
+        config.pluginmanager.register(SoftClaimsAtTeardown(runtime), _AT_TEARDOWN)
+    soft = item.stash[SOFT_CLAIMS_KEY] = SoftClaims(item.nodeid)
+    return soft
+
+
+_AT_TEARDOWN = "propositions-soft-claims-at-teardown"
+
+
+class SoftClaimsAtTeardown:
+    """Judges the soft claims still pending once every fixture of a test is torn down (made in a
+    fixture's teardown, or by a thread joined there), failing the teardown; drops those of a test
+    that skipped (a skip judges nothing)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        # (An xfailed test is "skipped" too, but its soft claims were judged: it raised.)
+        skipped = report.skipped and not hasattr(report, "wasxfail")
+        if skipped and report.when != "teardown" and SOFT_CLAIMS_KEY in item.stash:
+            item.stash[SOFT_CLAIMS_KEY].take()
+        return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        # A wrapper: it runs after every fixture's teardown, whichever fixture made the claims
+        # and however it reached expect_proposition (the fixture's own finalizer may run first).
+        __tracebackhide__ = True
+        soft = item.stash.get(SOFT_CLAIMS_KEY, None)
+        if soft is None:
+            return (yield)
+        del item.stash[SOFT_CLAIMS_KEY]
+        try:
+            result = yield
+        except (Exception, pytest.fail.Exception) as error:
+            judge_soft_claims_after(self.runtime, item, soft.close(), error)
+            raise
+        except BaseException:
+            soft.close()
+            raise
+        judge_pending(self.runtime, soft.close())
+        return result
+
+
 def pending_for(item: pytest.Item) -> list[PendingClaim]:
     """Soft claims gathered during the body, then marker claims against their fixtures' values."""
     pending: list[PendingClaim] = []
     if SOFT_CLAIMS_KEY in item.stash:
-        soft = item.stash[SOFT_CLAIMS_KEY]
-        pending.extend(soft)
+        pending.extend(item.stash[SOFT_CLAIMS_KEY].take())
     funcargs: dict[str, Any] = getattr(item, "funcargs", {})
     for claim in marker_claims(item):
         if claim.target not in funcargs:
@@ -136,21 +229,18 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
 def judge_after_body(runtime: Runtime, item: pytest.Item) -> None:
     """The test body returned: judge its soft claims and markers, failing once with every failure."""
     __tracebackhide__ = True
-    try:
-        judge_pending(runtime, pending_for(item))
-    finally:
-        # The claims hold their targets and the test's frame: let them go with the test.
-        if SOFT_CLAIMS_KEY in item.stash:
-            del item.stash[SOFT_CLAIMS_KEY]
+    # Taken from the test's soft claims: their targets and frames go once judged.
+    judge_pending(runtime, pending_for(item))
 
 
-def judge_soft_claims_after(runtime: Runtime, item: pytest.Item, error: BaseException) -> None:
-    """The test body raised: still judge the soft claims made before, as pytest reports every
-    failure it can, and add what they came to to the error (their verdicts go in the report's
-    "proposition" section). Marker claims are not judged: the body did not finish.
+def judge_soft_claims_after(
+    runtime: Runtime, item: pytest.Item, pending: list[PendingClaim], error: BaseException
+) -> None:
+    """The test body (or its teardown) raised: still judge the soft claims made before, as
+    pytest reports every failure it can, and add what they came to to the error (their verdicts
+    go in the report's "proposition" section). Marker claims are not judged: the body did not
+    finish.
     """
-    pending: list[PendingClaim] = item.stash[SOFT_CLAIMS_KEY]
-    del item.stash[SOFT_CLAIMS_KEY]
     if not pending:
         return
     before = len(runtime.record.outcomes_of(item.nodeid))

@@ -172,7 +172,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         if SOFT_CLAIMS_KEY in item.stash:
             from .markers import judge_soft_claims_after
 
-            judge_soft_claims_after(item.config.stash[RUNTIME_KEY], item, error)
+            pending = item.stash[SOFT_CLAIMS_KEY].take()
+            judge_soft_claims_after(item.config.stash[RUNTIME_KEY], item, pending, error)
         raise
     if SOFT_CLAIMS_KEY not in item.stash and not _has_proposition_marker(item):
         return result
@@ -273,10 +274,9 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
     from .assertions import normalise_claim
-    from .markers import PendingClaim, soft_claim
+    from .markers import soft_claim, start_soft_claims
 
-    pending: list[PendingClaim] = []
-    request.node.stash[SOFT_CLAIMS_KEY] = pending
+    pending = start_soft_claims(request.node, request.config.stash[RUNTIME_KEY])
 
     def expect_proposition(
         target: Any,
@@ -291,7 +291,7 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
         target, claim, options = normalise_claim(target, claim, options)
         # Checked now: a bad soft claim raises at its own line, not after the body; a failure
         # judged after the body points back at this line (the caller's frame).
-        pending.append(
+        pending.add(
             soft_claim(
                 target,
                 claim,

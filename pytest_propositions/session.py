@@ -15,6 +15,7 @@ from .settings import OPTIONS, SettingsError, resolve
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine
+    from .markers import SoftClaims
     from .reference_config import ReferenceConfig
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
@@ -22,8 +23,8 @@ FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 CALIBRATION_RECORD = "calibrations.json"
 # reference_config.FILE_NAME: the reference library's settings file, likewise.
 REFERENCE_CONFIG_FILE = "config.ini"
-# A test's soft claims (expect_proposition), kept on its item until the body has run.
-SOFT_CLAIMS_KEY = pytest.StashKey[list[Any]]()
+# A test's soft claims (expect_proposition), kept on its item until its teardown has run.
+SOFT_CLAIMS_KEY: pytest.StashKey[SoftClaims] = pytest.StashKey()
 
 
 def build_runtime(config: pytest.Config) -> Runtime:
