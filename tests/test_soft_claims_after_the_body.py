@@ -94,6 +94,9 @@ def test_soft_claims_made_after_the_body_are_judged_and_fail_the_teardown(
             failure.format("1 claim") + " (test_after.py:45)",
         ]
     )
+    # The teardown's error shows the claims' section, the judge's justification in it.
+    result.stdout.fnmatch_lines(["*- proposition -*", "FAILED: Oscar writes a novel."])
+    assert "No novel is mentioned." in result.stdout.str()
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     judged = sorted(
         (r["test_id"].split("::")[1], r["verdict"]["claim"], r["passed"])

@@ -22,6 +22,8 @@ CLAIM_REPORTS = "propositions-reports"
 OUTCOME_STATUS = "propositions-outcome-status"
 # How many of a test's outcomes are already JUnit properties (claims may come in any phase).
 JUNIT_DONE_KEY = pytest.StashKey[int]()
+# How many of a test's outcomes a failing phase's report section has shown.
+SHOWN_KEY = pytest.StashKey[int]()
 # Set on a test's report (xdist carries them to the controller): the JudgeError's class name,
 # and how many of the test's claims were not upheld under --prop-outcome=report.
 JUDGE_ERROR_ATTR = "propositions_judge_error"
@@ -145,11 +147,13 @@ class ClaimReports:
             if getattr(call.excinfo.value, "stops_run", False):
                 # The shared store never answered: every further claim would fail the same way.
                 item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
-        if report.when != "call":
-            return report
         from .summary import SECTION_TITLE, failure_section
 
-        outcomes = runtime.record.outcomes_of(item.nodeid)
+        # A failing setup or teardown (a claim in a fixture) gets the section too, with the
+        # test's claims no earlier phase's section has shown.
+        shown = item.stash.get(SHOWN_KEY, 0)
+        outcomes = runtime.record.outcomes_of(item.nodeid, start=shown)
+        item.stash[SHOWN_KEY] = shown + len(outcomes)
         if outcomes:
             # The judge's reasoning is long: shown under -vv only (the HTML report has it too).
             section = failure_section(
