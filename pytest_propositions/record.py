@@ -37,6 +37,9 @@ class Outcome(NamedTuple):
     # (a check judged True, a score at least ``threshold``, the run's minimum score), and it
     # fails nothing by itself. None: a claim of the fixtures or markers.
     by_call: str | None = None
+    # Judged after its test ended (a call from a thread the test left running): filed under
+    # that test, whose own reports were already made; the run's reports count it and say so.
+    after_its_test: bool = False
 
 
 def stat_names() -> tuple[str, ...]:

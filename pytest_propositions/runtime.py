@@ -121,11 +121,15 @@ class Runtime:
         runs: dict[str, Any] | None = None,
         escalated_from: Verdict | None = None,
         by_call: str | None = None,
+        made_in: str | None = None,
     ) -> None:
+        """File an outcome under the test being run, or under ``made_in``, the test that made
+        the claim (marked as judged after it, when that test has ended)."""
         self._first_claim()
+        test_id = self.current_test if made_in is None else made_in
         self.record.add(
             Outcome(
-                self.current_test,
+                test_id,
                 verdict,
                 threshold,
                 passed,
@@ -134,28 +138,30 @@ class Runtime:
                 runs,
                 escalated_from=escalated_from,
                 by_call=by_call,
+                after_its_test=test_id != self.current_test,
             )
         )
 
-    def note_call(self, verdict: Verdict, call: str, where: str | None = None) -> None:
+    def note_call(self, verdict: Verdict, call: str, where: str | None, made_in: str) -> None:
         """File a verdict reached by a call of the reference library's API (``call`` names it)
-        while a test runs; outside a test nothing is filed.
+        under ``made_in``, the test running when the call began (the caller notes nothing
+        outside a test). A call from a thread its test left running may end after that test:
+        it is filed under it all the same, never under the test running then.
 
         Not asserted: upheld is a check judged True, or a score of at least the run's minimum
         score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
         """
-        if self.current_test is None:
-            return
         if verdict.kind == "check":
             threshold, upheld = None, verdict.value is True
         else:
             threshold = self.settings.min_score
             upheld = int(verdict.value) >= threshold
-        self.note(verdict, threshold, upheld, where=where, by_call=call)
+        self.note(verdict, threshold, upheld, where=where, by_call=call, made_in=made_in)
 
-    def note_error(self, error: BaseException) -> None:
+    def note_error(self, error: BaseException, made_in: str | None = None) -> None:
+        """File a judge's error under the test being run, or ``made_in`` (see ``note``)."""
         self._first_claim()
-        self.record.add_error(self.current_test, error)
+        self.record.add_error(self.current_test if made_in is None else made_in, error)
 
     def remember_context(self, key: str, messages: Any) -> None:
         """Keep what the judge was shown, for an HTML report; nothing when none is written."""

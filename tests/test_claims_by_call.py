@@ -6,6 +6,7 @@ nothing is noted. The fixtures' claims, which go through ``Proposition`` too, ar
 
 from __future__ import annotations
 
+import json
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -335,3 +336,80 @@ def test_a_failed_tests_short_line_names_the_claim_by_call_not_upheld(
         for case in root.iter("testcase")
     }
     assert messages["test_bare"].startswith("AssertionError: claim 'Oscar is a chef.' judged")
+
+
+OUTLIVING_THREAD_SUITE = """
+import json
+import threading
+
+from pytest_propositions import Proposition
+
+made = threading.Event()
+release = threading.Event()
+thread = None
+
+
+def hold(target, additional_context, claim_variables):
+    made.set()  # the claim is made, while test_a runs...
+    release.wait()  # ...and judged once test_b runs
+    return True
+
+
+def test_a(world):
+    global thread
+    claim = Proposition("Oscar is a chef.", world, precondition_function=hold)
+    thread = threading.Thread(target=claim.check)
+    thread.start()
+    made.wait()
+
+
+def test_b(world, assert_proposition):
+    release.set()
+    thread.join()
+    assert_proposition(world, "Oscar is an architect.")
+    assert 1 == 2, "test_b fails: its report lists its claims"
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+def test_a_claim_by_call_that_outlives_its_test_is_never_filed_under_a_later_test(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], xdist: bool
+) -> None:
+    judge_server.on("Oscar is a chef.", verdict(False, "He is an architect."))
+    judge_server.on("Oscar is an architect.", verdict(True, "He designs towers."))
+    pytester.makepyfile(test_late=OUTLIVING_THREAD_SUITE)
+    # One worker under xdist: both tests in one process, one after the other.
+    spread = ["-p", "xdist", "-n", "1"] if xdist else []
+    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
+    result = run(*inner_run, *spread, "--prop-report=report.json", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    # test_b's section lists its own claim only; the late one is not test_b's.
+    result.stdout.fnmatch_lines(["*- proposition -*", "PASSED: Oscar is an architect."])
+    assert "Oscar is a chef." not in out.split("short test summary")[0]
+    # It is counted for the run, and said to have come after the test that made it ended.
+    result.stdout.fnmatch_lines(
+        [
+            "propositions: 2 claims, 1 passed, 0 failed, 0 judge errors, "
+            "1 by call (0 upheld, 1 not upheld)*",
+            "propositions: 1 claim by call was judged after its test ended "
+            "(from a thread left running): test_late.py::test_a",
+        ]
+    )
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    filed = {
+        r["verdict"]["claim"]: (r["test_id"], r.get("after_its_test")) for r in report["verdicts"]
+    }
+    assert filed == {
+        "Oscar is a chef.": ("test_late.py::test_a", True),
+        "Oscar is an architect.": ("test_late.py::test_b", None),
+    }
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    claims_of_b = [
+        prop.attrib["value"]
+        for case in root.iter("testcase")
+        if case.attrib["name"] == "test_b"
+        for prop in case.iter("property")
+        if prop.attrib["name"].endswith(".claim")
+    ]
+    assert claims_of_b == ["Oscar is an architect."]

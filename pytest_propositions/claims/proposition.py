@@ -602,18 +602,19 @@ class Proposition:
             sample_index,
             holds,
         )
+        # Filed under the test running when the call began: a thread's call may end after it.
+        run = None if noted_as is None else runtime or runtime_module.active()
+        made_in = run.current_test if run is not None else None
         if noted_as is None:
             return self._evaluate(*arguments, runtime, model)
         try:
             verdict = self._evaluate(*arguments, runtime, model)
         except JudgeError as error:
-            run = runtime or runtime_module.active()
-            if run is not None and run.current_test is not None:
-                run.note_error(error)
+            if run is not None and made_in is not None:
+                run.note_error(error, made_in=made_in)
             raise
-        run = runtime or runtime_module.active()
-        if run is not None and run.current_test is not None:
-            run.note_call(verdict, noted_as, call_site_outside_package())
+        if run is not None and made_in is not None:
+            run.note_call(verdict, noted_as, call_site_outside_package(), made_in=made_in)
         return verdict
 
     def _evaluate(

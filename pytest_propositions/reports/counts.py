@@ -217,6 +217,21 @@ def all_cached_line(counts: RunCounts) -> str | None:
     return None
 
 
+def after_its_test_line(outcomes: Iterable[Outcome]) -> str | None:
+    """Claims judged after the test that made them ended (a thread it left running): each is
+    filed under that test, whose report was already made, so the summary names them."""
+    late = [outcome for outcome in outcomes if outcome.after_its_test]
+    if not late:
+        return None
+    tests = sorted({outcome.test_id or "" for outcome in late})
+    verb, whose = ("was", "its") if len(late) == 1 else ("were", "their")
+    test = "test" if len(tests) == 1 else "tests"
+    return (
+        f"propositions: {plural(len(late), 'claim')} by call {verb} judged after {whose} {test} "
+        f"ended (from a thread left running): {', '.join(tests)}"
+    )
+
+
 def dry_run_line(misses: int) -> str:
     return f"propositions: dry run, {plural(misses, 'claim')} would be judged (no cached verdict)"
 

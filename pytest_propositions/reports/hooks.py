@@ -49,7 +49,14 @@ def report_statuses(config: pytest.Config) -> None:
 def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runtime) -> None:
     """The run's summary lines: verdicts (report mode or -vv), counts, store, dry run, lowest."""
     # summary.py, the longer texts, is loaded only for a listing, a calibration or a table.
-    from .counts import all_cached_line, dry_run_line, run_calibrations, run_counts, summary_line
+    from .counts import (
+        after_its_test_line,
+        all_cached_line,
+        dry_run_line,
+        run_calibrations,
+        run_counts,
+        summary_line,
+    )
 
     stats = runtime.stats()
     mode = runtime.settings.outcome
@@ -65,6 +72,9 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     cached = all_cached_line(counts)
     if cached is not None:
         terminalreporter.write_line(cached)
+    late = after_its_test_line(runtime.record.outcomes)
+    if late is not None:
+        terminalreporter.write_line(late)
     # The measured error of each calibrated judge that decided a claim (calibrate's record).
     for view in run_calibrations(runtime.record.outcomes, runtime.record.calibrations).values():
         from .summary import calibration_line

@@ -45,6 +45,8 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
         record["escalated_from"] = outcome.escalated_from.as_dict()
     if outcome.by_call is not None:
         record["by_call"] = outcome.by_call
+    if outcome.after_its_test:
+        record["after_its_test"] = True
     return record
 
 
@@ -72,6 +74,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
             Verdict.from_dict(record["escalated_from"]) if record.get("escalated_from") else None
         ),
         by_call=record.get("by_call"),
+        after_its_test=record.get("after_its_test") is True,
     )
 
 
