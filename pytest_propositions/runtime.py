@@ -94,7 +94,7 @@ class Runtime:
             return SharedVerdictCache(
                 self.cache_dir,
                 self.settings.cache,  # type: ignore[arg-type]
-                store=PostgresStore(self.settings.store),
+                store=PostgresStore(self.settings.store, query_timeout=self.settings.store_timeout),
             )
         from .store.cache import VerdictCache
 

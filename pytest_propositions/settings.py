@@ -262,6 +262,18 @@ OPTIONS: tuple[Option, ...] = (
         _parse_store_url,
     ),
     Option(
+        "store_timeout",
+        "--prop-store-timeout",
+        "PROP_STORE_TIMEOUT",
+        "30",
+        "Seconds one query to the shared store (--prop-store) may take, a wait on another "
+        "session's lock included, before it is cancelled and the store counts as lost (at the "
+        "first claim: an error); a store that does not answer the cancel either is dropped at "
+        "most 5 s later.",
+        "SECONDS",
+        _parse_positive_float,
+    ),
+    Option(
         "timestamps",
         "--prop-timestamps",
         "PROP_TIMESTAMPS",
@@ -512,6 +524,7 @@ class Settings(NamedTuple):
     cache: str = "use"
     cache_dir: str | None = None
     store: str | None = None
+    store_timeout: float = 30.0
     timestamps: str = "relative"
     min_score: int = 7
     timeout: float = 60.0

@@ -32,7 +32,7 @@ from pytest_propositions.store.postgres import (
 )
 from tests.conftest import INNER_WORLD
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
-from tests.support.postgres import PostgresServer, find_bindir, free_port
+from tests.support.postgres import PostgresServer, StallingProxy, find_bindir, free_port
 
 MODEL = "openai/judge-model"
 PASSWORD = "pw-Zq81-never-shown"
@@ -92,18 +92,30 @@ class Fleet:
         env.update(PROP_API_KEY="test-key-not-real", LITELLM_LOCAL_MODEL_COST_MAP="True")
         return env
 
-    def start(self, machine: str, *extra: str, store: str | None = None) -> subprocess.Popen[str]:
+    def start(
+        self,
+        machine: str,
+        *extra: str,
+        store: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[str]:
         return subprocess.Popen(
             self.args(machine, *extra, store=store),
             cwd=self.project,
-            env=self.env(),
+            env=env or self.env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
 
-    def run(self, machine: str, *extra: str, store: str | None = None) -> tuple[int, str]:
-        process = self.start(machine, *extra, store=store)
+    def run(
+        self,
+        machine: str,
+        *extra: str,
+        store: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> tuple[int, str]:
+        process = self.start(machine, *extra, store=store, env=env)
         out, _ = process.communicate()
         self.runs.append(out)
         return process.returncode, out
@@ -385,6 +397,120 @@ def test_a_store_lost_mid_run_keeps_verdicts_locally_and_push_sends_them(
         server.destroy()
 
 
+def hold_lock(fleet: Fleet) -> Any:
+    """Another session's transaction holding the verdict table locked until it is closed."""
+    import psycopg
+
+    locker = psycopg.connect(fleet.server.admin_url(fleet.database))
+    locker.execute("LOCK TABLE prop_verdicts IN ACCESS EXCLUSIVE MODE")
+    return locker
+
+
+def test_a_store_locked_at_the_first_claim_stops_the_run_before_any_judge_call(
+    fleet: Fleet,
+) -> None:
+    """Another session holds the verdict table locked: the first lookup waits past its bound,
+    and the run stops there as for an unreachable store, naming it."""
+    PostgresStore(fleet.url).connect()  # the tables exist, to be locked
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    locker = hold_lock(fleet)
+    try:
+        code, out = fleet.run("a", "--prop-store-timeout=1")
+    finally:
+        locker.close()
+    assert code != 0, out[-3000:]
+    where = f"postgresql://{fleet.role}@127.0.0.1:{fleet.server.port}/{fleet.database}"
+    assert (
+        f"Interrupted: pytest-propositions: the verdict store {where} did not answer within 1 s"
+        in out
+    )
+    assert "--prop-store-timeout" in out and "Nothing was judged" in out
+    assert fleet.judge.requests == []
+    assert PASSWORD not in out
+
+
+def test_a_store_locked_mid_run_keeps_verdicts_locally(fleet: Fleet) -> None:
+    """The table is locked while claim 1 is judged: its insert waits past the bound, and the
+    store counts as lost (kept locally, counted, named for push), as when it goes away."""
+    (fleet.project / "test_claims.py").write_text(claims_file(4))
+    lockers: list[Any] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        if "subject number 1." in request.text and not lockers:
+            lockers.append(hold_lock(fleet))
+        return verdict(True, justification="He does.")
+
+    fleet.judge.default = echo_fn(answer)
+    try:
+        code, out = fleet.run("a", "-p", "no:randomly", "--prop-store-timeout=1")
+    finally:
+        for locker in lockers:
+            locker.close()
+    assert code == 0, out[-3000:]
+    assert summary_counts(out) == (4, 0, 4)
+    assert store_counts(out) == (0, 1, 0)
+    assert "3 verdicts NOT shared" in out
+    where = f"postgresql://{fleet.role}@127.0.0.1:{fleet.server.port}/{fleet.database}"
+    assert f"the verdict store {where} did not answer within 1 s" in out
+    assert f"cache push --store {where}" in out
+    with VerdictCache(fleet.machine("a")) as cache:
+        assert len(cache) == 4
+    assert len(fleet.rows()) == 1
+
+
+@pytest.mark.parametrize("hold", [b"", b"INSERT INTO prop_verdicts"])
+def test_a_store_that_stops_answering_after_login_ends_the_run(fleet: Fleet, hold: bytes) -> None:
+    """A proxy passes the login through, then holds a query (the first one, or the first
+    insert): no timeout of the server's can fire, and the client's bound ends the wait. At the
+    first claim, the run stops naming the store; mid-run, the verdicts are kept locally."""
+    PostgresStore(fleet.url).connect()
+    (fleet.project / "test_claims.py").write_text(claims_file(3))
+    with StallingProxy(fleet.server.port, hold=hold) as proxy:
+        url = fleet.url.replace(f":{fleet.server.port}/", f":{proxy.port}/")
+        code, out = fleet.run("a", "-p", "no:randomly", "--prop-store-timeout=1", store=url)
+        assert proxy.held.is_set()
+    where = f"postgresql://{fleet.role}@127.0.0.1:{proxy.port}/{fleet.database}"
+    assert f"the verdict store {where} did not answer within 1 s" in out
+    assert PASSWORD not in out
+    if hold:
+        assert code == 0, out[-3000:]
+        assert summary_counts(out) == (3, 0, 3)
+        assert "3 verdicts NOT shared" in out
+    else:
+        assert code != 0, out[-3000:]
+        assert "Interrupted: pytest-propositions: the verdict store" in out
+        assert fleet.judge.requests == []
+
+
+@pytest.mark.parametrize("password_in_url", [True, False])
+def test_the_store_user_name_is_no_secret(fleet: Fleet, password_in_url: bool) -> None:
+    """A long user name (8 characters or more, as long secrets are) in a target, a claim and
+    the judge's reply reaches the judge, the store and the reports as written; only the
+    password is kept out of them."""
+    user = f"verdicts_ci_{os.getpid()}_{next(_names)}"
+    fleet.server.create_role(user, PASSWORD)
+    database = fleet.server.create_database(f"{user}_db", owner=user)
+    url = fleet.server.url(user, PASSWORD if password_in_url else None, database)
+    env = {**fleet.env(), **({} if password_in_url else {"PGPASSWORD": PASSWORD})}
+    target, claim = f"Oscar writes to {user} every day.", f"Oscar writes to {user}."
+    (fleet.project / "test_user.py").write_text(
+        f"def test_user(assert_proposition):\n    assert_proposition({target!r}, {claim!r})\n"
+    )
+    justification = f"He writes to {user} daily."
+    fleet.judge.default = verdict(True, justification=justification)
+    report = fleet.root / "report.json"
+    code, out = fleet.run("a", "-rA", f"--prop-report={report}", store=url, env=env)
+    assert code == 0, out[-3000:]
+    [request] = fleet.judge.requests
+    assert target in request.text and claim in request.text
+    assert claim in report.read_text() and justification in report.read_text()
+    [row] = fleet.server.sql("SELECT record FROM prop_verdicts", database)
+    assert json.loads(str(row[0]))["verdict"]["justification"] == justification
+    assert f"propositions: shared verdict store postgresql://{user}@127.0.0.1:" in out
+    for text in (out, report.read_text(), str(row[0])):
+        assert PASSWORD not in text and "[redacted]" not in text
+
+
 def test_the_password_never_shows(fleet: Fleet) -> None:
     """In the URL, with -l, -vv, DEBUG logs to a file, JUnit, JSON and HTML reports, a failing
     claim and a judge error: the password is nowhere."""
@@ -628,6 +754,27 @@ def test_a_store_flag_that_is_no_url_is_refused_without_echoing_it(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prop-store*expected a PostgreSQL URL*"])
     assert PASSWORD not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_store_timeout_that_is_no_positive_number_is_refused(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """By the plugin at parse time, and by the cache commands (PROP_STORE_TIMEOUT), naming it."""
+    result = pytester.runpytest("--prop-store-timeout=0", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--prop-store-timeout*expected a finite positive number*"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PG"))}
+    store = f"postgresql://ci@127.0.0.1:{free_port()}/verdicts"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_propositions", "cache", "stats", "--store", store],
+        cwd=tmp_path,
+        env={**env, "PROP_STORE_TIMEOUT": "soon"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "PROP_STORE_TIMEOUT: expected a positive number, got 'soon'" in done.stderr
 
 
 # -- the cache commands on a store -----------------------------------------------------------------

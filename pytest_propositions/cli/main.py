@@ -307,6 +307,18 @@ def _store_url(args: argparse.Namespace) -> str | None:
     return getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
 
 
+def _store_timeout() -> float:
+    """How long a query to the store may take: PROP_STORE_TIMEOUT, read as a run reads it."""
+    from ..settings import OPTIONS_BY_NAME
+
+    option = OPTIONS_BY_NAME["store_timeout"]
+    assert option.env is not None and option.default is not None
+    try:
+        return float(option.parse(os.environ.get(option.env) or option.default))
+    except ValueError as error:
+        raise UsageError(f"environment variable {option.env}: {error}") from None
+
+
 def _at_fault(args: argparse.Namespace) -> str:
     """What an unexpected error is named after: the store when a command acts on one."""
     store = _store_url(args) if getattr(args, "command", None) == "cache" else None
@@ -326,7 +338,7 @@ def _run(args: argparse.Namespace) -> int:
 
         if store is None:
             raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
-        with StoreCommands(store, directory, _warn) as commands:
+        with StoreCommands(store, directory, _warn, _store_timeout()) as commands:
             if action == "export":
                 _export(commands.export_lines(), commands.where, args.output)
                 if commands.damaged:

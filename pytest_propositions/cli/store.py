@@ -22,8 +22,10 @@ class StoreCommandError(CacheError):
 class StoreCommands:
     """One store (and the local cache beside it, for push and prune) for one command."""
 
-    def __init__(self, url: str, directory: Path, warn: Callable[[str], None]) -> None:
-        self.store = PostgresStore(url)
+    def __init__(
+        self, url: str, directory: Path, warn: Callable[[str], None], query_timeout: float
+    ) -> None:
+        self.store = PostgresStore(url, query_timeout=query_timeout)
         self.where = self.store.where
         self.directory = directory
         self._warn = warn

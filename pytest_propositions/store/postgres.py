@@ -2,7 +2,8 @@
 
 It owns the connection (opened on first need, credentials from the URL, the ``PG*`` variables or
 ``.pgpass``, never shown), the versioned schema and its migrations, batched lookups, and the
-insert-if-absent that makes the first stored verdict of a request the fleet's only one.
+insert-if-absent that makes the first stored verdict of a request the fleet's only one, and the
+bound on every query (a lock held elsewhere or a silent peer must not hang the run).
 psycopg is imported only when the store is first reached.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -21,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import CacheUnusable
 from ..redaction import Secret, redact, redact_values, remember_secrets, url_credentials
+from ..settings import Settings
 from .cache import CacheError
 
 __all__ = [
@@ -61,6 +64,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 
 # Lookups and inserts go in slices of this many keys (one round trip each).
 BATCH = 500
+
+#: Seconds a query may take unless told otherwise (--prop-store-timeout, PROP_STORE_TIMEOUT).
+DEFAULT_QUERY_TIMEOUT = Settings().store_timeout
+# Once a query is past its bound: how long the cancel, and then the answer to it, may take
+# before the connection is cut (a peer that stopped answering answers no cancel either).
+CANCEL_GRACE = 5.0
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -190,6 +199,67 @@ def _load_psycopg(where: str) -> Any:
     return psycopg
 
 
+class _QueryBound:
+    """One step on the connection, bounded from a timer thread (psycopg's blocking calls have no
+    timeout of their own).
+
+    Past the bound, the server is asked to cancel the query: a wait on another session's lock
+    ends with an error. A peer that answers nothing within the grace after that (a stalled server
+    or proxy, where no timeout of the server's can fire) is cut off: its socket is shut down, so
+    the blocked read returns with an error. ``fired`` says the bound was passed.
+    """
+
+    def __init__(self, conn: Any, seconds: float) -> None:
+        self._conn = conn
+        self._grace = min(seconds, CANCEL_GRACE)
+        self._lock = threading.Lock()
+        self._ended = threading.Event()
+        self._cancelling: threading.Thread | None = None
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _QueryBound:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._ended.set()
+        self._timer.cancel()
+        if self._cancelling is not None:
+            # The caller may close the connection next: not while a cancel is being made of it.
+            self._cancelling.join(self._grace)
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._ended.is_set():
+                return
+            self.fired = True
+            # A thread of its own: before psycopg 3.2 (no cancel_safe) a cancel may block.
+            self._cancelling = threading.Thread(target=self._cancel, daemon=True)
+            self._cancelling.start()
+        if self._ended.wait(self._grace):
+            return
+        # Under the lock, and only while the step is still running: once it ended, the caller
+        # may close the connection and its descriptor number may belong to another file.
+        with self._lock, contextlib.suppress(Exception):
+            if not self._ended.is_set():
+                peer = socket.socket(fileno=os.dup(self._conn.fileno()))
+                try:
+                    peer.shutdown(socket.SHUT_RDWR)
+                finally:
+                    peer.close()
+
+    def _cancel(self) -> None:
+        with contextlib.suppress(Exception):
+            cancel_safe = getattr(self._conn, "cancel_safe", None)
+            if cancel_safe is not None:
+                cancel_safe(timeout=self._grace)
+            else:
+                self._conn.cancel()
+
+
 class _Coalescer(Generic[_K, _V]):
     """Calls from many threads at once become one batch: whoever arrives first runs the batch,
     for everyone waiting by then, and again for those who arrived meanwhile (group commit).
@@ -232,16 +302,30 @@ class PostgresStore:
 
     ``url`` is kept as a :class:`Secret`: it may carry a password, and a traceback with locals
     (``pytest -l``) or a repr must not show it. Every error message is redacted of it too.
+    ``query_timeout``: seconds each query may take (``_QueryBound``).
     """
 
-    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: int = 10,
+        query_timeout: float = DEFAULT_QUERY_TIMEOUT,
+    ) -> None:
         self._url = Secret(url, shown=describe_store(url))
         self.where = describe_store(url)
         self._password = Secret(_password_of(url) or "")
         self._misread = tuple(Secret(piece) for piece in _misread(url))
         # Whatever shows the store or its errors is redacted of its password, however given.
-        remember_secrets(self._password, *url_credentials(url), os.environ.get("PGPASSWORD"))
+        # The user name alone is no secret: a URL without a password names only the user.
+        credentials = url_credentials(url)
+        remember_secrets(
+            self._password,
+            *(credentials if len(credentials) > 1 else ()),
+            os.environ.get("PGPASSWORD"),
+        )
         self._connect_timeout = connect_timeout
+        self._query_timeout = query_timeout
         self._conn: Any = None
         self._lock = threading.RLock()
         self.round_trips = 0
@@ -418,10 +502,22 @@ class PostgresStore:
                 ) from None
             # The password libpq used, from the URL, PGPASSWORD or the .pgpass line it matched.
             remember_secrets(getattr(conn.info, "password", None))
+            bound = _QueryBound(conn, self._query_timeout)
             try:
-                self.schema_version = self._ensure_schema(conn)
-            except BaseException:
+                with bound:
+                    self.schema_version = self._ensure_schema(conn)
+            except BaseException as error:
                 conn.close()
+                if bound.fired:
+                    raise StoreUnavailable(
+                        f"{self._timed_out()}. Nothing was judged: check the server, or run "
+                        "without --prop-store"
+                    ) from None
+                if isinstance(error, psycopg.OperationalError):
+                    raise StoreUnavailable(
+                        f"cannot reach the verdict store {self.where}: {self._shown(error)}. "
+                        "Nothing was judged: check the server, or run without --prop-store"
+                    ) from None
                 raise
             self._conn = conn
             return conn
@@ -505,6 +601,14 @@ class PostgresStore:
 
     # -- queries --
 
+    def _timed_out(self) -> str:
+        return (
+            f"the verdict store {self.where} did not answer within {self._query_timeout:g} s "
+            "(another session may hold a lock on its table, or the server or a proxy before it "
+            "stopped answering); --prop-store-timeout (PROP_STORE_TIMEOUT) sets how long a "
+            "query may take"
+        )
+
     def _shown(self, error: BaseException) -> str:
         """A driver error as it may be shown: one line, no password, no URL credentials."""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -518,20 +622,24 @@ class PostgresStore:
 
         conn = self._connection()
         with self._lock:
+            bound = _QueryBound(conn, self._query_timeout)
             try:
                 self.round_trips += 1
-                cursor = conn.execute(sql, params)
-                return list(cursor.fetchall()) if fetch and cursor.description else []
-            except psycopg.errors.InsufficientPrivilege as error:
-                raise StoreError(
-                    f"the verdict store {self.where} refused: {self._shown(error)}"
-                ) from None
-            except psycopg.OperationalError as error:
-                self.close()
-                raise StoreLost(
-                    f"lost the verdict store {self.where}: {self._shown(error)}"
-                ) from None
+                with bound:
+                    cursor = conn.execute(sql, params)
+                    return list(cursor.fetchall()) if fetch and cursor.description else []
             except psycopg.Error as error:
+                if bound.fired or isinstance(error, psycopg.OperationalError):
+                    self.close()
+                    raise StoreLost(
+                        self._timed_out()
+                        if bound.fired
+                        else f"lost the verdict store {self.where}: {self._shown(error)}"
+                    ) from None
+                if isinstance(error, psycopg.errors.InsufficientPrivilege):
+                    raise StoreError(
+                        f"the verdict store {self.where} refused: {self._shown(error)}"
+                    ) from None
                 raise StoreError(
                     f"the verdict store {self.where} failed: {self._shown(error)}"
                 ) from None

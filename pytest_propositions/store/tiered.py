@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from .cache import CacheMode, CacheWarning, InvalidRecordError, VerdictCache
 from .maintenance import record_text, stored_record
-from .postgres import PostgresStore, StoreError, StoreLost
+from .postgres import PostgresStore, StoreError, StoreLost, StoreUnavailable
 
 __all__ = [
     "STORE_COUNTERS",
@@ -180,6 +180,13 @@ class SharedVerdictCache:
             result = call(*args)
         except StoreError as error:
             if not self._reached:
+                if isinstance(error, StoreLost):
+                    # Silent or dropped before it ever answered a claim: as if unreachable, so
+                    # the run stops here rather than fail every claim the same way.
+                    error = StoreUnavailable(
+                        f"{error}. Nothing was judged: check the server, or run without "
+                        "--prop-store"
+                    )
                 self._failed = error
                 raise error.with_traceback(None) from None
             if isinstance(error, StoreLost) or writing:

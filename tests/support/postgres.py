@@ -15,7 +15,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -161,3 +163,122 @@ def running_server(bindir: Path) -> Iterator[PostgresServer]:
         yield server
     finally:
         server.destroy()
+
+
+# The protocol's untyped requests a client may send before its startup message.
+_SSL_REQUEST, _GSSENC_REQUEST = 80877103, 80877104
+
+
+class StallingProxy:
+    """A TCP proxy on loopback in front of a server that passes the startup and the login through,
+    and queries, up to the first Query or Parse message holding ``hold`` (any one for b""): that
+    one it keeps, and it forwards nothing more from that client. The server answered the login;
+    the client then waits on a store that stopped answering (no timeout of the server's can
+    fire: the query never reaches it). ``held`` is set once a message was kept.
+
+    Bounded: it stops itself after ``lifetime`` seconds, or when its ``with`` block ends.
+    """
+
+    def __init__(self, upstream_port: int, hold: bytes = b"", lifetime: float = 300.0) -> None:
+        self.upstream_port = upstream_port
+        self.hold = hold
+        self.held = threading.Event()
+        self._deadline = time.monotonic() + lifetime
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.port = int(self._listener.getsockname()[1])
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> StallingProxy:
+        self._spawn(self._accept)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        with self._lock:
+            sockets = [self._listener, *self._sockets]
+        for sock in sockets:
+            sock.close()
+        for thread in list(self._threads):
+            thread.join(5)
+
+    def _spawn(self, target: Callable[..., None], *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
+
+    def _running(self) -> bool:
+        if time.monotonic() > self._deadline:
+            self._stop.set()
+        return not self._stop.is_set()
+
+    def _accept(self) -> None:
+        while self._running():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            for sock in (client, server):
+                sock.settimeout(0.1)
+            with self._lock:
+                self._sockets += [client, server]
+            self._spawn(self._to_client, server, client)
+            self._spawn(self._to_server, client, server)
+
+    def _receive(self, sock: socket.socket) -> bytes | None:
+        """What arrived, b"" for nothing yet, None once the connection is gone."""
+        try:
+            return sock.recv(65536) or None
+        except TimeoutError:
+            return b""
+        except OSError:
+            return None
+
+    def _to_client(self, server: socket.socket, client: socket.socket) -> None:
+        while self._running():
+            data = self._receive(server)
+            if data is None:
+                break
+            try:
+                client.sendall(data)
+            except OSError:
+                break
+        client.close()
+
+    def _to_server(self, client: socket.socket, server: socket.socket) -> None:
+        pending, started = b"", False
+        while self._running():
+            data = self._receive(client)
+            if data is None:
+                break
+            pending += data
+            while True:
+                if not started:  # untyped: a length, then a request code or the protocol version
+                    if len(pending) < 8 or len(pending) < int.from_bytes(pending[:4], "big"):
+                        break
+                    size = int.from_bytes(pending[:4], "big")
+                    started = int.from_bytes(pending[4:8], "big") not in (
+                        _SSL_REQUEST,
+                        _GSSENC_REQUEST,
+                    )
+                else:  # a type byte, then a length that counts itself but not the type
+                    if len(pending) < 5 or len(pending) < 1 + int.from_bytes(pending[1:5], "big"):
+                        break
+                    size = 1 + int.from_bytes(pending[1:5], "big")
+                    if pending[:1] in (b"Q", b"P") and self.hold in pending[:size]:
+                        self.held.set()
+                        self._stop.wait(max(0.0, self._deadline - time.monotonic()))
+                        return
+                message, pending = pending[:size], pending[size:]
+                try:
+                    server.sendall(message)
+                except OSError:
+                    return
+        server.close()
