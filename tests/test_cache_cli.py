@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.store.cache import VerdictCache, cache_key, canonical_json
+from pytest_propositions.store.cache import VerdictCache, canonical_json
+from tests.support.records import keyed
+from tests.support.records import line as kept_line
 
 
 def record(**overrides: Any) -> dict[str, Any]:
@@ -36,8 +38,13 @@ def record(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+# The model `filled` records each numbered request with (a kept request's key names its model).
+FILLED_MODELS = {1: "a", 2: "a", 3: "b"}
+
+
 def key(n: int) -> str:
-    return cache_key({"n": n})
+    """The key of the request numbered ``n``, as `filled` stores it."""
+    return keyed(n, record(model=FILLED_MODELS.get(n, "openai/gpt-4.1-mini")))[0]
 
 
 def cli(
@@ -68,9 +75,9 @@ def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str
 def filled(tmp_path: Path) -> Path:
     directory = tmp_path / "verdicts"
     cache = VerdictCache(directory)
-    cache.put(key(1), record(model="a", recorded_at="2025-01-01T00:00:00+00:00"))
-    cache.put(key(2), record(model="a", recorded_at="2025-02-01T00:00:00+00:00"))
-    cache.put(key(3), record(model="b", recorded_at="2025-03-01T00:00:00+00:00"))
+    cache.put(*keyed(1, record(model="a", recorded_at="2025-01-01T00:00:00+00:00")))
+    cache.put(*keyed(2, record(model="a", recorded_at="2025-02-01T00:00:00+00:00")))
+    cache.put(*keyed(3, record(model="b", recorded_at="2025-03-01T00:00:00+00:00")))
     cache.close()
     return directory
 
@@ -172,7 +179,7 @@ def test_import_a_file_into_a_new_cache(filled: Path, tmp_path: Path) -> None:
 
 
 def test_import_from_stdin_merges(filled: Path, tmp_path: Path) -> None:
-    line = canonical_json({"key": key(9), "record": record(claim="new")})
+    line = kept_line(9, record(claim="new"))
     result = cli("cache", "import", "-", "--cache-dir", str(filled), cwd=tmp_path, stdin=line)
     assert result.returncode == 0, result.stderr
     assert "imported 1 verdict into" in result.stdout
@@ -182,7 +189,7 @@ def test_import_from_stdin_merges(filled: Path, tmp_path: Path) -> None:
 def test_import_a_malformed_line(filled: Path, tmp_path: Path) -> None:
     before = "".join(VerdictCache(filled).export_lines())
     bad = tmp_path / "bad.jsonl"
-    good = canonical_json({"key": key(9), "record": record()})
+    good = kept_line(9, record())
     bad.write_text(f"{good}\n\n{json.dumps({'key': key(8), 'record': {'model': 'm'}})}\n")
     result = cli("cache", "import", str(bad), "--cache-dir", str(filled), cwd=tmp_path)
     # The good line is imported, the bad one named; exit 1 says the import was not whole.
