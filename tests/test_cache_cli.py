@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -166,6 +167,65 @@ def test_export_to_an_unwritable_place(filled: Path, tmp_path: Path) -> None:
     out = tmp_path / "no-such-dir" / "verdicts.jsonl"
     result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
     assert_clean_error(result, "cannot write", str(out))
+
+
+def make_special(kind: str, path: Path) -> None:
+    """Something at ``path`` that a file renamed over it would replace."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "symlink":
+        path.symlink_to(path.with_name("elsewhere.jsonl"))
+        path.with_name("elsewhere.jsonl").write_text("kept\n")
+    else:
+        try:
+            os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+        except PermissionError:
+            pytest.skip("making a device node needs root (CAP_MKNOD), which this run lacks")
+
+
+@pytest.mark.parametrize(
+    ("kind", "named"),
+    [
+        ("fifo", "a FIFO"),
+        ("directory", "a directory"),
+        ("symlink", "a symbolic link"),
+        ("device", "a character device"),
+    ],
+)
+def test_export_refuses_an_output_that_is_not_a_regular_file(
+    filled: Path, tmp_path: Path, kind: str, named: str
+) -> None:
+    out = tmp_path / "out"
+    make_special(kind, out)
+    before = os.lstat(out)
+    result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, f"cannot write {out}: it is {named}")
+    after = os.lstat(out)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    if kind == "symlink":
+        assert (tmp_path / "elsewhere.jsonl").read_text() == "kept\n"
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        pytest.param(lambda cache, tmp: cache / "cache.db", id="its-database"),
+        pytest.param(lambda cache, tmp: cache / "verdicts.jsonl", id="its-folder"),
+        pytest.param(lambda cache, tmp: tmp / "link" / "cache.db", id="through-a-symlink"),
+    ],
+)
+def test_export_refuses_a_path_inside_the_cache_it_exports(
+    filled: Path, tmp_path: Path, inside: Any
+) -> None:
+    (tmp_path / "link").symlink_to(filled)
+    out = inside(filled, tmp_path)
+    before = {path.name: path.read_bytes() for path in filled.iterdir()}
+    result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, f"cannot write {out}: it is inside the verdict cache at {filled}")
+    assert {path.name: path.read_bytes() for path in filled.iterdir()} == before
+    assert len(VerdictCache(filled)) == 3
 
 
 def test_import_a_file_into_a_new_cache(filled: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import os
 import sqlite3
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -95,8 +96,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         metavar="FILE",
-        help="write to FILE (atomically: a temporary file renamed into place) "
-        "(default: standard output)",
+        help="write to FILE, a new path or a regular file outside the cache (atomically: a "
+        "temporary file renamed into place) (default: standard output)",
     )
     imp = actions.add_parser(
         "import",
@@ -253,12 +254,52 @@ def _existing(directory: Path) -> VerdictCache:
     return cache
 
 
-def _export(lines: Iterable[str], source: object, output: str | None) -> None:
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _export_target(output: str, directory: Path) -> Path:
+    """Where an export may go: a new path or a regular file outside the verdict cache.
+
+    The export is a file renamed over the path, which would replace whatever is there: a device
+    node, a FIFO, a symlink (not its target), or the cache's own database."""
+    target = Path(output)
+    if target.name in ("", ".", ".."):
+        raise UsageError(f"cannot write {output}: expected a file name")
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise UsageError(
+            f"cannot write {output}: it is {what}, which the export would replace; "
+            "give a new path or a regular file"
+        )
+    cache = Path(os.path.realpath(directory))
+    where = Path(os.path.realpath(target.parent)) / target.name
+    if where == cache or cache in where.parents:
+        raise UsageError(
+            f"cannot write {output}: it is inside the verdict cache at {directory}, whose files "
+            "the export would replace; write it outside that folder"
+        )
+    return target
+
+
+def _export(lines: Iterable[str], source: object, output: str | None, directory: Path) -> None:
     if output is None:
         sys.stdout.writelines(lines)
         sys.stdout.flush()
         return
-    target = Path(output)
+    target = _export_target(output, directory)
     try:
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
@@ -328,7 +369,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
         with StoreCommands(store, directory, _warn) as commands:
             if action == "export":
-                _export(commands.export_lines(), commands.where, args.output)
+                _export(commands.export_lines(), commands.where, args.output, directory)
                 if commands.damaged:
                     print(
                         f"error: {len(commands.damaged)} damaged record(s) in {commands.where} "
@@ -364,7 +405,7 @@ def _run(args: argparse.Namespace) -> int:
             for line in _stats_lines(cache.stats()):
                 print(line)
         elif action == "export":
-            _export(cache.export_lines(), cache.directory, args.output)
+            _export(cache.export_lines(), cache.directory, args.output, cache.directory)
         elif action == "prune":
             count, usage = cache.prune()
             runs = "the 1 run" if usage.runs == 1 else f"the {usage.runs} runs"
