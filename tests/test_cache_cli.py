@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from pytest_propositions import checks
+from pytest_propositions.cli.main import main
 from pytest_propositions.store.cache import VerdictCache, canonical_json
 from tests.support.records import keyed
 from tests.support.records import line as kept_line
@@ -275,6 +277,38 @@ def test_import_undecodable_bytes(tmp_path: Path) -> None:
     bad.write_bytes(canonical_json({"key": key(1), "record": record()}).encode() + b"\n\xff\xfe\n")
     result = cli("cache", "import", str(bad), "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
     assert_clean_error(result, f"{bad}:2: expected UTF-8")
+
+
+def test_import_names_a_line_nested_too_deeply_not_the_cache(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(kept_line(1, record()) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = cli("cache", "import", str(bad), "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"warning: {bad}:2: JSON nested too deeply to be read; this line was not" in (
+        result.stderr
+    )
+    assert "verdict cache" not in result.stderr
+    assert "imported 1 verdict " in result.stdout
+
+
+def test_import_refuses_an_endless_file_naming_it(tmp_path: Path) -> None:
+    result = cli("cache", "import", "/dev/zero", "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
+    assert_clean_error(result, "/dev/zero:1: a line longer than 64 MiB")
+    assert "verdict cache" not in result.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_import_refuses_an_enormous_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In this process, with a smaller bound than the shipped one (64 MiB): a 2 MiB file does.
+    monkeypatch.setattr(checks, "LINE_LIMIT", 2**20)
+    big = tmp_path / "big.jsonl"
+    big.write_text(kept_line(1, record()) + "\n" + "x" * 2**21 + "\n")
+    assert main(["cache", "import", str(big), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {big}:2: a line longer than 1 MiB" in err and "verdict cache" not in err
+    assert not (tmp_path / "c").exists()
 
 
 def test_import_a_missing_file(tmp_path: Path) -> None:

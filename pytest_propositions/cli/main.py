@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..calibration import CalibrationError
+from ..checks import InputFileError, read_text_lines
 from ..reports.diff import ReportError
 from ..store.cache import CacheError, ImportLineError, VerdictCache
 from ..store.maintenance import CacheStats
@@ -326,24 +327,6 @@ def _export(lines: Iterable[str], source: object, output: str | None, directory:
     print(f"exported {count} {_verdicts(count)} from {source} to {output}")
 
 
-def _read_import(source: str) -> tuple[str, list[str]]:
-    """The import's display name and its lines; undecodable bytes are reported by line."""
-    if source == "-":
-        name, data = "<stdin>", sys.stdin.buffer.read()
-    else:
-        name = source
-        try:
-            data = Path(source).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        lineno = data.count(b"\n", 0, exc.start) + 1
-        raise UsageError(f"{name}:{lineno}: expected UTF-8 text") from None
-    return name, text.splitlines()
-
-
 def _store_url(args: argparse.Namespace) -> str | None:
     return getattr(args, "store", None) or os.environ.get(ENV_STORE) or None
 
@@ -380,11 +363,11 @@ def _run(args: argparse.Namespace) -> int:
                     return 1
                 return 0
             if action == "import":
-                name, lines = _read_import(args.file)
+                name, lines = read_text_lines(args.file)
                 return commands.import_lines(name, lines)
             return commands.run(action, replace=getattr(args, "replace", False))
     if action == "import":
-        name, lines = _read_import(args.file)
+        name, lines = read_text_lines(args.file)
         cache = VerdictCache(directory, warn=_warn)
         bad: list[ImportLineError] = []
         count = cache.import_lines(lines, bad=bad)
@@ -448,6 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except (
         UsageError,
+        InputFileError,
         CacheError,
         CalibrationError,
         ReportError,

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..checks import TOO_DEEP
 from ..verdict import verdict_of_record
 from .keys import KEY_PATTERN, _check_names, canonical_json
 from .recorded import request_key
@@ -268,6 +269,9 @@ def read_lines(lines: Iterable[str]) -> tuple[dict[str, str], list[ImportLineErr
             key, text = _parse_line(lineno, stripped)
         except ImportLineError as error:
             errors.append(error)
+            continue
+        except RecursionError:
+            errors.append(ImportLineError(lineno, TOO_DEEP))
             continue
         if key in entries and entries[key] != text:
             errors.append(
