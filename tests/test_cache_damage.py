@@ -566,6 +566,27 @@ def test_a_disk_full_at_the_start_is_called_full_and_its_verdicts_are_still_read
     assert len(judge_server.requests) == 2  # the first run's claim, then the new one
 
 
+def test_the_xdist_controller_counts_the_workers_verdicts_a_full_disk_refused(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], small_disk: Path
+) -> None:
+    judge_server.default = verdict(True)
+    cache_dir = small_disk / "verdicts"
+    args = [*inner_run, "--prop-cache=use", f"--prop-cache-dir={cache_dir}"]
+    pytester.makepyfile(test_claims=CLAIM_TEST)
+    pytester.runpytest(*args).assert_outcomes(passed=1)
+    fill(small_disk)
+    pytester.makepyfile(
+        test_claims=TWO_CLAIMS_TEST,
+        test_more="def test_more(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar likes bridges.')\n",
+    )
+    result = pytester.runpytest_subprocess(*args, "-n", "2")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [f"propositions: 2 verdicts NOT stored in the verdict cache at {cache_dir}: the disk is*"]
+    )
+
+
 @pytest.mark.parametrize(
     "error",
     [
