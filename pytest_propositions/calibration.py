@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .checks import TOO_DEEP, read_text_lines
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -197,24 +198,19 @@ def parse_item(data: Any, where: str) -> Item:
 
 def load_set(path: str | os.PathLike[str]) -> list[Item]:
     """Every item of a JSON-lines set; blank lines are skipped, ids must be unique."""
-    name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise CalibrationError(f"cannot read {name}: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise CalibrationError(f"{name}: expected UTF-8 text") from None
+    name, lines = read_text_lines(str(path))
     items: list[Item] = []
     seen: dict[str, str] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{name}:{lineno}"
         try:
-            data = json.loads(line)
+            item = parse_item(json.loads(line), where)
         except json.JSONDecodeError as error:
             raise _fail(where, f"not valid JSON ({error.msg})") from None
-        item = parse_item(data, where)
+        except RecursionError:
+            raise _fail(where, TOO_DEEP) from None
         if item.id in seen:
             raise _fail(where, f"id {item.id!r} already used at {seen[item.id]}")
         seen[item.id] = where

@@ -1,4 +1,5 @@
-"""Checks of what a call site gives (claims, options, claim variables, precondition results).
+"""Checks of what a call site gives (claims, options, claim variables, precondition results,
+the files a command is given).
 
 Every mistake is a clear error where it is made: a value that would be read by truthiness, or
 whose text changes from run to run (and with it the cache key), is refused, never guessed at.
@@ -6,13 +7,20 @@ whose text changes from run to run (and with it the cache key), is refused, neve
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
     "CLAIM_QUOTE_LIMIT",
+    "DOCUMENT_LIMIT",
+    "LINE_LIMIT",
+    "TOO_DEEP",
+    "InputFileError",
     "check_claim",
     "check_count",
     "check_flag",
@@ -23,6 +31,8 @@ __all__ = [
     "plural",
     "quote_claim",
     "quote_name",
+    "read_json_document",
+    "read_text_lines",
     "terminal_text",
 ]
 
@@ -225,3 +235,77 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 def quote_name(name: str) -> str:
     """Names go in single quotes on one line, so a name cannot break the layout."""
     return "'" + " ".join(name.splitlines()) + "'"
+
+
+# --- files a command is given --------------------------------------------------------------
+
+#: The longest line read from a file of JSON lines (an export, a calibration set): an export
+#: line keeps a judge request, which no judge's context comes near. A longer one is a mistake
+#: (the wrong file, /dev/zero), refused before it fills memory.
+LINE_LIMIT = 64 * 2**20
+#: The largest JSON document read whole (a --prop-report), for the same reason.
+DOCUMENT_LIMIT = 256 * 2**20
+
+
+#: What a JSON value nested deeper than the interpreter can follow is called.
+TOO_DEEP = "JSON nested too deeply to be read"
+
+
+class InputFileError(ValueError):
+    """A file a command was given cannot be read as asked; the message names the file (and
+    the line) and what is wrong with it."""
+
+
+def _size(limit: int) -> str:
+    return f"{limit / 2**20:g} MiB"
+
+
+def read_text_lines(path: str) -> tuple[str, list[str]]:
+    """The name to show and the lines (without their ends) of the UTF-8 text file at ``path``
+    (``-``: standard input); InputFileError for a file that cannot be read, a line that is not
+    UTF-8, or a line longer than LINE_LIMIT."""
+    name = "<stdin>" if path == "-" else path
+    limit = LINE_LIMIT
+    lines: list[str] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            file = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+            while raw := file.readline(limit + 2):
+                lineno = len(lines) + 1
+                raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+                if len(raw) > limit:
+                    raise InputFileError(
+                        f"{name}:{lineno}: a line longer than {_size(limit)}: not a file of "
+                        "JSON lines (or an endless one, such as /dev/zero)"
+                    )
+                try:
+                    lines.append(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise InputFileError(f"{name}:{lineno}: expected UTF-8 text") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {name}: {exc.strerror or exc}") from None
+    return name, lines
+
+
+def read_json_document(path: str) -> Any:
+    """The JSON value of the file at ``path``; InputFileError for a file that cannot be read,
+    is larger than DOCUMENT_LIMIT, is not UTF-8 JSON, or nests too deeply to be read."""
+    limit = DOCUMENT_LIMIT
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except OSError as exc:
+        raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise InputFileError(
+            f"{path}: larger than {_size(limit)}: not a JSON file this reads (or an endless "
+            "one, such as /dev/zero)"
+        )
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputFileError(f"{path}: expected UTF-8 text") from None
+    except RecursionError:
+        raise InputFileError(f"{path}: {TOO_DEEP}") from None
+    except ValueError as exc:
+        raise InputFileError(f"{path}: not JSON ({exc})") from None

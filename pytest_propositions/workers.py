@@ -62,8 +62,9 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         output["prop_used"] = True
         if runtime.record.contexts:
             output["prop_contexts"] = runtime.record.contexts
-        if runtime.settings.store:
-            output["prop_store"] = runtime.store_counts()
+        counts = runtime.store_counts()  # a shared store's, and verdicts a full disk refused
+        if counts:
+            output["prop_store"] = counts
     return output
 
 

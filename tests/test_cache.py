@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -11,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_propositions.store import recorded
 from pytest_propositions.store.cache import (
     CACHE_MODES,
     CacheDirectoryError,
@@ -35,6 +38,9 @@ from pytest_propositions.store.keys import (
     cache_key,
     canonical_json,
 )
+from pytest_propositions.store.recorded import pack_request
+from tests.support.records import keyed
+from tests.support.records import line as kept_line
 
 MATERIAL: dict[str, Any] = {
     "prompt_version": "3",
@@ -366,7 +372,8 @@ def test_export_is_sorted_canonical_and_byte_identical(tmp_path: Path) -> None:
 
 def test_export_import_round_trip(tmp_path: Path) -> None:
     source = VerdictCache(tmp_path / "a")
-    fill(source, 10)
+    for n in range(10):
+        source.put(*keyed(n, record(claim=f"claim {n}", model=f"m{n % 3}")))
     exported = list(source.export_lines())
     target = VerdictCache(tmp_path / "b")
     assert target.import_lines(exported) == 10
@@ -375,21 +382,21 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
 
 def test_import_merges_and_the_file_wins(tmp_path: Path) -> None:
     cache = VerdictCache(tmp_path)
-    cache.put(key(1), record(claim="local"))
-    cache.put(key(2), record(claim="kept"))
+    cache.put(*keyed(1, record(claim="local")))
+    cache.put(*keyed(2, record(claim="kept")))
     lines = [
-        canonical_json({"key": key(1), "record": record(claim="reviewed")}),
+        kept_line(1, record(claim="reviewed")),
         "",
-        canonical_json({"key": key(3), "record": record(claim="new")}) + "\n",
-        canonical_json({"key": key(3), "record": record(claim="new")}),  # same again: fine
+        kept_line(3, record(claim="new")) + "\n",
+        kept_line(3, record(claim="new")),  # same again: fine
     ]
     assert cache.import_lines(lines) == 2
-    assert cache.get(key(1)) == record(claim="reviewed")
-    assert cache.get(key(2)) == record(claim="kept")
-    assert cache.get(key(3)) == record(claim="new")
+    assert cache.get(keyed(1, record())[0]) == keyed(1, record(claim="reviewed"))[1]
+    assert cache.get(keyed(2, record())[0]) == keyed(2, record(claim="kept"))[1]
+    assert cache.get(keyed(3, record())[0]) == keyed(3, record(claim="new"))[1]
 
 
-GOOD = canonical_json({"key": key(1), "record": record()})
+GOOD = kept_line(1, record())
 
 
 @pytest.mark.parametrize(
@@ -404,14 +411,14 @@ GOOD = canonical_json({"key": key(1), "record": record()})
         (json.dumps({"key": key(2), "record": record(model=None)}), '"model"'),
         (json.dumps({"key": key(2), "record": record(api_key="sk")}), "credential"),
         (json.dumps({"key": key(2), "record": record(cost_usd=math.nan)}), "JSON-serializable"),
-        (json.dumps({"key": key(1), "record": record(claim="other")}), "line 1"),
+        (kept_line(1, record(claim="other")), "line 1"),
     ],
 )
 def test_a_malformed_line_is_named_and_nothing_is_written(
     tmp_path: Path, bad: str, expected: str
 ) -> None:
     cache = VerdictCache(tmp_path / "c")
-    lines = [GOOD, "", canonical_json({"key": key(5), "record": record()}), bad, GOOD]
+    lines = [GOOD, "", kept_line(5, record()), bad, GOOD]
     with pytest.raises(ImportLineError, match=expected) as info:
         cache.import_lines(lines)
     assert info.value.lineno == 4
@@ -424,8 +431,76 @@ def test_a_failed_import_leaves_an_existing_cache_as_it_was(tmp_path: Path) -> N
     cache.put(key(1), record(claim="mine"))
     before = list(cache.export_lines())
     with pytest.raises(ImportLineError):
-        cache.import_lines([canonical_json({"key": key(1), "record": record()}), "nope"])
+        cache.import_lines([kept_line(1, record()), "nope"])
     assert list(cache.export_lines()) == before
+
+
+def test_two_lines_with_their_keys_swapped_are_refused(tmp_path: Path) -> None:
+    """A bad merge of a committed export swaps two lines' keys: each record would then answer
+    the other's request (a false claim passing on replay). The key is recomputed from the
+    request each record keeps, and both lines are refused by number."""
+    true_key, true_record = keyed(1, record(claim="Oscar likes cities."))
+    false_verdict = {**record()["verdict"], "claim": "Oscar sings.", "value": False}
+    false_key, false_record = keyed(2, record(claim="Oscar sings.", verdict=false_verdict))
+    lines = [
+        canonical_json({"key": false_key, "record": true_record}),
+        canonical_json({"key": true_key, "record": false_record}),
+    ]
+    bad: list[ImportLineError] = []
+    cache = VerdictCache(tmp_path / "c")
+    assert cache.import_lines(lines, bad=bad) == 0
+    assert [error.lineno for error in bad] == [1, 2]
+    assert bad[0].expected.startswith(
+        f"key {false_key} is not the key of the request its record keeps ({true_key})"
+    )
+    assert not (tmp_path / "c").exists()
+    # The same lines with their own keys are imported.
+    assert cache.import_lines([kept_line(1, true_record), kept_line(2, false_record)]) == 2
+
+
+@pytest.mark.parametrize(
+    ("kept", "expected"),
+    [
+        pytest.param(None, 'keeps no "request"', id="none"),
+        pytest.param({"encoding": "gzip", "data": ""}, "cannot be read", id="encoding"),
+        pytest.param({"encoding": "zlib+base64", "data": "!!"}, "cannot be read", id="data"),
+        pytest.param(pack_request({"n": [1] * 3})["data"], "cannot be read", id="not-a-mapping"),
+        pytest.param(
+            pack_request({"n": 1, "api_key": "sk-1"}), "not the material of a key", id="credential"
+        ),
+        pytest.param(
+            {
+                "encoding": "zlib+base64",
+                "data": base64.b64encode(zlib.compress(b"[1]")).decode(),
+            },
+            "expected a JSON object",
+            id="a-list",
+        ),
+    ],
+)
+def test_a_line_whose_key_cannot_be_checked_is_refused(
+    tmp_path: Path, kept: Any, expected: str
+) -> None:
+    """Without a readable request the key cannot be shown to belong to the record: refused,
+    saying why and what to do, never trusted."""
+    rec = record() if kept is None else record(request=kept)
+    bad: list[ImportLineError] = []
+    cache = VerdictCache(tmp_path / "c")
+    assert cache.import_lines([GOOD, json.dumps({"key": key(2), "record": rec})], bad=bad) == 1
+    [error] = bad
+    assert error.lineno == 2 and expected in error.expected
+    assert "so its key cannot be checked" in error.expected
+    assert "export it again from the cache that recorded it" in error.expected
+
+
+def test_a_kept_request_that_expands_without_end_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recorded, "_MAX_REQUEST", 2**20)
+    data = base64.b64encode(zlib.compress(b'"' + b"a" * 2**21 + b'"')).decode()
+    rec = record(request={"encoding": "zlib+base64", "data": data})
+    with pytest.raises(ImportLineError, match="expands to more than 1 MiB"):
+        VerdictCache(tmp_path / "c").import_lines([json.dumps({"key": key(2), "record": rec})])
 
 
 def test_clear(tmp_path: Path) -> None:

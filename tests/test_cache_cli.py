@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -12,7 +13,11 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.store.cache import VerdictCache, cache_key, canonical_json
+from pytest_propositions import checks
+from pytest_propositions.cli.main import main
+from pytest_propositions.store.cache import VerdictCache, canonical_json
+from tests.support.records import keyed
+from tests.support.records import line as kept_line
 
 
 def record(**overrides: Any) -> dict[str, Any]:
@@ -36,8 +41,13 @@ def record(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+# The model `filled` records each numbered request with (a kept request's key names its model).
+FILLED_MODELS = {1: "a", 2: "a", 3: "b"}
+
+
 def key(n: int) -> str:
-    return cache_key({"n": n})
+    """The key of the request numbered ``n``, as `filled` stores it."""
+    return keyed(n, record(model=FILLED_MODELS.get(n, "openai/gpt-4.1-mini")))[0]
 
 
 def cli(
@@ -68,9 +78,9 @@ def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str
 def filled(tmp_path: Path) -> Path:
     directory = tmp_path / "verdicts"
     cache = VerdictCache(directory)
-    cache.put(key(1), record(model="a", recorded_at="2025-01-01T00:00:00+00:00"))
-    cache.put(key(2), record(model="a", recorded_at="2025-02-01T00:00:00+00:00"))
-    cache.put(key(3), record(model="b", recorded_at="2025-03-01T00:00:00+00:00"))
+    cache.put(*keyed(1, record(model="a", recorded_at="2025-01-01T00:00:00+00:00")))
+    cache.put(*keyed(2, record(model="a", recorded_at="2025-02-01T00:00:00+00:00")))
+    cache.put(*keyed(3, record(model="b", recorded_at="2025-03-01T00:00:00+00:00")))
     cache.close()
     return directory
 
@@ -161,6 +171,65 @@ def test_export_to_an_unwritable_place(filled: Path, tmp_path: Path) -> None:
     assert_clean_error(result, "cannot write", str(out))
 
 
+def make_special(kind: str, path: Path) -> None:
+    """Something at ``path`` that a file renamed over it would replace."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "symlink":
+        path.symlink_to(path.with_name("elsewhere.jsonl"))
+        path.with_name("elsewhere.jsonl").write_text("kept\n")
+    else:
+        try:
+            os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+        except PermissionError:
+            pytest.skip("making a device node needs root (CAP_MKNOD), which this run lacks")
+
+
+@pytest.mark.parametrize(
+    ("kind", "named"),
+    [
+        ("fifo", "a FIFO"),
+        ("directory", "a directory"),
+        ("symlink", "a symbolic link"),
+        ("device", "a character device"),
+    ],
+)
+def test_export_refuses_an_output_that_is_not_a_regular_file(
+    filled: Path, tmp_path: Path, kind: str, named: str
+) -> None:
+    out = tmp_path / "out"
+    make_special(kind, out)
+    before = os.lstat(out)
+    result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, f"cannot write {out}: it is {named}")
+    after = os.lstat(out)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    if kind == "symlink":
+        assert (tmp_path / "elsewhere.jsonl").read_text() == "kept\n"
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        pytest.param(lambda cache, tmp: cache / "cache.db", id="its-database"),
+        pytest.param(lambda cache, tmp: cache / "verdicts.jsonl", id="its-folder"),
+        pytest.param(lambda cache, tmp: tmp / "link" / "cache.db", id="through-a-symlink"),
+    ],
+)
+def test_export_refuses_a_path_inside_the_cache_it_exports(
+    filled: Path, tmp_path: Path, inside: Any
+) -> None:
+    (tmp_path / "link").symlink_to(filled)
+    out = inside(filled, tmp_path)
+    before = {path.name: path.read_bytes() for path in filled.iterdir()}
+    result = cli("cache", "export", "-o", str(out), "--cache-dir", str(filled), cwd=tmp_path)
+    assert_clean_error(result, f"cannot write {out}: it is inside the verdict cache at {filled}")
+    assert {path.name: path.read_bytes() for path in filled.iterdir()} == before
+    assert len(VerdictCache(filled)) == 3
+
+
 def test_import_a_file_into_a_new_cache(filled: Path, tmp_path: Path) -> None:
     export = tmp_path / "verdicts.jsonl"
     export.write_text("".join(VerdictCache(filled).export_lines()), encoding="utf-8")
@@ -172,7 +241,7 @@ def test_import_a_file_into_a_new_cache(filled: Path, tmp_path: Path) -> None:
 
 
 def test_import_from_stdin_merges(filled: Path, tmp_path: Path) -> None:
-    line = canonical_json({"key": key(9), "record": record(claim="new")})
+    line = kept_line(9, record(claim="new"))
     result = cli("cache", "import", "-", "--cache-dir", str(filled), cwd=tmp_path, stdin=line)
     assert result.returncode == 0, result.stderr
     assert "imported 1 verdict into" in result.stdout
@@ -182,7 +251,7 @@ def test_import_from_stdin_merges(filled: Path, tmp_path: Path) -> None:
 def test_import_a_malformed_line(filled: Path, tmp_path: Path) -> None:
     before = "".join(VerdictCache(filled).export_lines())
     bad = tmp_path / "bad.jsonl"
-    good = canonical_json({"key": key(9), "record": record()})
+    good = kept_line(9, record())
     bad.write_text(f"{good}\n\n{json.dumps({'key': key(8), 'record': {'model': 'm'}})}\n")
     result = cli("cache", "import", str(bad), "--cache-dir", str(filled), cwd=tmp_path)
     # The good line is imported, the bad one named; exit 1 says the import was not whole.
@@ -208,6 +277,38 @@ def test_import_undecodable_bytes(tmp_path: Path) -> None:
     bad.write_bytes(canonical_json({"key": key(1), "record": record()}).encode() + b"\n\xff\xfe\n")
     result = cli("cache", "import", str(bad), "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
     assert_clean_error(result, f"{bad}:2: expected UTF-8")
+
+
+def test_import_names_a_line_nested_too_deeply_not_the_cache(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(kept_line(1, record()) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = cli("cache", "import", str(bad), "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"warning: {bad}:2: JSON nested too deeply to be read; this line was not" in (
+        result.stderr
+    )
+    assert "verdict cache" not in result.stderr
+    assert "imported 1 verdict " in result.stdout
+
+
+def test_import_refuses_an_endless_file_naming_it(tmp_path: Path) -> None:
+    result = cli("cache", "import", "/dev/zero", "--cache-dir", str(tmp_path / "c"), cwd=tmp_path)
+    assert_clean_error(result, "/dev/zero:1: a line longer than 64 MiB")
+    assert "verdict cache" not in result.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_import_refuses_an_enormous_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In this process, with a smaller bound than the shipped one (64 MiB): a 2 MiB file does.
+    monkeypatch.setattr(checks, "LINE_LIMIT", 2**20)
+    big = tmp_path / "big.jsonl"
+    big.write_text(kept_line(1, record()) + "\n" + "x" * 2**21 + "\n")
+    assert main(["cache", "import", str(big), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {big}:2: a line longer than 1 MiB" in err and "verdict cache" not in err
+    assert not (tmp_path / "c").exists()
 
 
 def test_import_a_missing_file(tmp_path: Path) -> None:

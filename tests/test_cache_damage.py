@@ -7,6 +7,7 @@ found before a judge is paid for one.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -20,7 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.store.cache import CacheReadOnlyError, VerdictCache
+from pytest_propositions.store.cache import (
+    UNSTORED_FULL,
+    CacheReadOnlyError,
+    VerdictCache,
+    unstored_lines,
+)
 from tests.support.judge_server import ScriptedJudge, verdict
 from tests.support.outcomes import assert_counts
 from tests.test_cache import key, record
@@ -436,3 +442,194 @@ def test_a_damaged_read_only_cache_is_a_warning_and_a_miss(
     assert db.read_bytes() == before  # the user's file is left as it was
     if mode == "use":
         assert "is read-only" in result.stdout
+
+
+# --- a full disk -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A file system of 600 KiB of its own (a tmpfs), so that a disk really fills."""
+    where = tmp_path / "small-disk"
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a disk that really fills needs a small tmpfs, which only root can mount")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"a small tmpfs cannot be mounted here ({done.stderr.strip()})")
+    try:
+        yield where
+    finally:
+        if subprocess.run(["umount", str(where)], capture_output=True, check=False).returncode:
+            subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+def fill(disk: Path) -> None:
+    """Write a file until the disk holding it has no room left."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as error:
+        assert error.errno == errno.ENOSPC, error
+    finally:
+        os.close(fd)
+
+
+FILLED_MID_RUN = """
+import errno
+import os
+
+
+def test_a_stored(world, assert_proposition):
+    assert_proposition(world, "Oscar likes cities.")
+
+
+def test_b_the_disk_fills():
+    fd = os.open({filler!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as error:
+        assert error.errno == errno.ENOSPC, error
+    finally:
+        os.close(fd)
+
+
+def test_c_true(world, assert_proposition):
+    assert_proposition(world, "Oscar likes architecture.")
+
+
+def test_d_false(world, assert_proposition):
+    assert_proposition(world, "Oscar writes a novel about cats.")
+"""
+
+
+def test_a_disk_that_fills_mid_run_loses_no_verdict_and_the_summary_says_so(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], small_disk: Path
+) -> None:
+    """The verdicts judged once the disk is full were paid for: each claim gets its verdict
+    (a false one fails as false, not as a cache error), the run goes on, and the summary's last
+    word says how many were not stored, and why."""
+    judge_server.default = verdict(True)
+    judge_server.on("novel about cats", verdict(False, justification="No novel is mentioned."))
+    pytester.makepyfile(test_claims=FILLED_MID_RUN.format(filler=str(small_disk / "filler")))
+    cache_dir = small_disk / "verdicts"
+    result = pytester.runpytest(*inner_run, "--prop-cache=use", f"--prop-cache-dir={cache_dir}")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=3, failed=1)
+    assert "OperationalError" not in out and "CacheUnusable" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "E*PropositionFailed: claim 'Oscar writes a novel about cats.' judged False*",
+            "*No novel is mentioned.",
+            "*propositions: 3 claims, 2 passed, 1 failed, 0 judge errors, 0 from cache, "
+            "3 judged live*",
+            f"propositions: 2 verdicts NOT stored in the verdict cache at {cache_dir}: the disk "
+            "is full.*",
+        ]
+    )
+    assert "the disk is full" in out and "read-only" not in out
+    assert len(judge_server.requests) == 3
+    with VerdictCache(cache_dir, "replay") as cache:
+        assert len(cache) == 1  # the verdict stored before the disk filled
+
+
+def test_a_disk_full_at_the_start_is_called_full_and_its_verdicts_are_still_read(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], small_disk: Path
+) -> None:
+    judge_server.default = verdict(True)
+    cache_dir = small_disk / "verdicts"
+    args = [*inner_run, "--prop-cache=use", f"--prop-cache-dir={cache_dir}"]
+    pytester.makepyfile(test_claims=CLAIM_TEST)
+    pytester.runpytest(*args).assert_outcomes(passed=1)
+    fill(small_disk)
+    pytester.makepyfile(test_claims=TWO_CLAIMS_TEST)
+    result = pytester.runpytest(*args)
+    out = result.stdout.str()
+    result.assert_outcomes(passed=2)
+    assert "read-only" not in out and "OperationalError" not in out
+    assert "cannot store new verdicts: the disk is full" in out
+    result.stdout.fnmatch_lines(
+        [
+            "*propositions: 2 claims, 2 passed, 0 failed, 0 judge errors, 1 from cache, "
+            "1 judged live*",
+            f"propositions: 1 verdict NOT stored in the verdict cache at {cache_dir}: the disk "
+            "is full.*",
+        ]
+    )
+    assert len(judge_server.requests) == 2  # the first run's claim, then the new one
+
+
+def test_the_xdist_controller_counts_the_workers_verdicts_a_full_disk_refused(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], small_disk: Path
+) -> None:
+    judge_server.default = verdict(True)
+    cache_dir = small_disk / "verdicts"
+    args = [*inner_run, "--prop-cache=use", f"--prop-cache-dir={cache_dir}"]
+    pytester.makepyfile(test_claims=CLAIM_TEST)
+    pytester.runpytest(*args).assert_outcomes(passed=1)
+    fill(small_disk)
+    pytester.makepyfile(
+        test_claims=TWO_CLAIMS_TEST,
+        test_more="def test_more(world, assert_proposition):\n"
+        "    assert_proposition(world, 'Oscar likes bridges.')\n",
+    )
+    result = pytester.runpytest_subprocess(*args, "-n", "2")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [f"propositions: 2 verdicts NOT stored in the verdict cache at {cache_dir}: the disk is*"]
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(OSError(errno.ENOSPC, "No space left on device"), id="ENOSPC"),
+        pytest.param("SQLITE_FULL", id="sqlite"),
+    ],
+)
+def test_a_write_refused_for_a_full_disk_keeps_the_verdict_and_counts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Any
+) -> None:
+    if error == "SQLITE_FULL":
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = "SQLITE_FULL"  # as sqlite3 sets it
+    warned: list[str] = []
+    cache = VerdictCache(tmp_path / "c", warn=warned.append)
+    cache.put(key(1), record())
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(cache._cache, "set", full)
+    paid = record(claim="Paid for.")
+    assert cache.put(key(2), paid) is paid
+    assert cache.store_counts() == {UNSTORED_FULL: 1}
+    assert len(warned) == 1 and "cannot store new verdicts: the disk is full" in warned[0]
+    assert unstored_lines(cache.store_counts(), cache.directory) == [
+        f"propositions: 1 verdict NOT stored in the verdict cache at {cache.directory}: the disk "
+        "is full. They count in this run, and will be judged (and paid for) again next run: free "
+        "space on that disk, or give another --prop-cache-dir"
+    ]
+    assert cache.get(key(1)) == record()  # what was stored is still served
+
+
+def test_a_write_refused_for_another_reason_is_still_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = VerdictCache(tmp_path / "c")
+    cache.put(key(1), record())
+
+    def locked(*args: Any, **kwargs: Any) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(cache._cache, "set", locked)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        cache.put(key(2), record())
+    assert cache.store_counts() == {}

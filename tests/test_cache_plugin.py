@@ -774,3 +774,39 @@ def test_the_readmes_request_decoder_reads_a_real_export(suite: Suite) -> None:
     request = json.loads(result.stdout)
     assert request["kind"] == "check"
     assert any("Oscar talks about travel." in m["content"] for m in request["messages"])
+
+
+SWAPPED_TESTS = """
+def test_true(world, assert_proposition):
+    assert_proposition(world, "Oscar likes architecture.")
+
+def test_false(world, assert_proposition):
+    assert_proposition(world, "Oscar writes a novel about cats.")
+"""
+
+
+def test_an_export_with_two_keys_swapped_is_refused_and_never_replayed_as_a_pass(
+    suite: Suite,
+) -> None:
+    """A bad merge of a committed export swaps two lines' keys: imported as they are, the false
+    claim would replay the true claim's verdict and pass. The import refuses both lines."""
+    suite.judge.on("novel about cats", verdict(False, justification=FALSE_JUSTIFICATION))
+    suite.judge.default = verdict(True, justification="He says so.")
+    suite.pytester.makepyfile(test_swapped=SWAPPED_TESTS)
+    suite.run().assert_outcomes(passed=1, failed=1)
+    with suite.cache() as cache:
+        first, second = (json.loads(line) for line in cache.export_lines())
+    first["key"], second["key"] = second["key"], first["key"]
+    merged = suite.pytester.path / "verdicts.jsonl"
+    merged.write_text("".join(json.dumps(entry) + "\n" for entry in (first, second)))
+    ci = Suite(suite.pytester, suite.judge, suite.cache_dir.with_name("ci"))
+    done = cli("cache", "import", str(merged), "--cache-dir", str(ci.cache_dir), cwd=merged.parent)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "imported 0 verdicts" in done.stdout
+    for lineno, entry in enumerate((first, second), start=1):
+        assert f"{merged}:{lineno}: key {entry['key']} is not the key of the request" in done.stderr
+    result = ci.run(cache="replay")
+    outcomes = {nodeid.split("::")[-1]: r.outcome for nodeid, r in call_reports(result).items()}
+    assert outcomes == {"test_true": "failed", "test_false": "failed"}, result.outlines
+    assert "VerdictMissing" in result.stdout.str()
+    assert ci.judge.requests == []

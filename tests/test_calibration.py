@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_propositions import checks
 from pytest_propositions.__main__ import main
 from pytest_propositions.calibration import (
     CalibrationError,
@@ -256,6 +257,33 @@ def test_a_bad_item_is_a_usage_error_naming_file_and_line(
     assert calibrate("--set", "mine.jsonl") == 2
     err = capsys.readouterr().err
     assert message in err and "mine.jsonl" in err
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("deep", "mine.jsonl:2: JSON nested too deeply to be read"),
+        ("enormous-line", "mine.jsonl:2: a line longer than 1 MiB"),
+        ("endless", "/dev/zero:1: a line longer than 1 MiB"),
+    ],
+)
+def test_a_set_that_cannot_be_read_is_named_not_the_cache(
+    env: Path,
+    judge_server: ScriptedJudge,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    message: str,
+) -> None:
+    # A smaller bound than the shipped one, so that the endless file is refused after 1 MiB.
+    monkeypatch.setattr(checks, "LINE_LIMIT", 2**20)
+    good = '{"id": "ok", "kind": "check", "target": {"text": "t"}, "claim": "c", "label": true}'
+    bad = "[" * 100_000 + "]" * 100_000 if kind == "deep" else "x" * (2**20 + 1)
+    (env / "mine.jsonl").write_text(good + "\n" + bad + "\n")
+    assert calibrate("--set", "/dev/zero" if kind == "endless" else "mine.jsonl") == 2
+    err = capsys.readouterr().err
+    assert message in err and "verdict cache" not in err
+    assert judge_server.requests == []
 
 
 def test_metrics_on_hand_made_outcomes() -> None:

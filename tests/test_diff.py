@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_propositions import checks
 from pytest_propositions.__main__ import main
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
 
@@ -107,3 +108,37 @@ def test_a_file_that_is_not_a_report_is_a_usage_error(
     (tmp_path / "c.json").write_text(json.dumps({"verdicts": [{"test_id": "t"}]}))
     assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "c.json")]) == 2
     assert "c.json: verdict #0 is not a report record" in capsys.readouterr().err
+
+
+# Deeper than the interpreter follows: json.loads raises RecursionError.
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("deep", "b.json: JSON nested too deeply to be read"),
+        ("too-large", "b.json: larger than 1 MiB"),
+        ("endless", "/dev/zero: larger than 1 MiB"),
+    ],
+)
+def test_a_report_that_cannot_be_read_is_named_not_the_cache(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    message: str,
+) -> None:
+    # A smaller bound than the shipped one, so that the endless file is refused after 1 MiB.
+    monkeypatch.setattr(checks, "DOCUMENT_LIMIT", 2**20)
+    (tmp_path / "a.json").write_text(json.dumps({"verdicts": []}))
+    other = tmp_path / "b.json"
+    if kind == "deep":
+        other.write_text(DEEP)
+    elif kind == "too-large":
+        other.write_text(json.dumps({"verdicts": [], "padding": "x" * 2**20}))
+    else:
+        other = Path("/dev/zero")
+    assert main(["diff", str(tmp_path / "a.json"), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "verdict cache" not in err

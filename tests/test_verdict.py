@@ -25,6 +25,7 @@ from pytest_propositions.store.cache import (
     canonical_json,
 )
 from pytest_propositions.verdict import Usage, Verdict, check_stored_verdict, combine_samples
+from tests.support.records import line as kept_line
 
 FULL = Verdict(
     kind="score",
@@ -168,10 +169,7 @@ def test_an_import_line_with_a_bad_verdict_is_refused_and_nothing_is_written(
 ) -> None:
     good = {"model": "m", "recorded_at": "2025-03-01T12:00:00+00:00", "verdict": stored()}
     bad = {**good, "verdict": stored(value="six")}
-    lines = [
-        json.dumps({"key": cache_key({"n": 1}), "record": good}),
-        json.dumps({"key": cache_key({"n": 2}), "record": bad}),
-    ]
+    lines = [kept_line(1, good), kept_line(2, bad)]
     with VerdictCache(tmp_path / "c") as cache:
         with pytest.raises(ImportLineError, match=r'line 2: bad "record": bad "verdict".*value'):
             cache.import_lines(lines)
@@ -264,14 +262,17 @@ def _other_kind_line(judge: Judge, request: JudgeRequest, stored_kind: str) -> t
 def test_a_verdict_of_the_other_kind_is_a_damaged_record_never_a_pass(
     tmp_path: Path, stored: str, asked: str, mode: str
 ) -> None:
-    """Imported (the line itself is consistent), then looked up by a claim of the other kind:
-    a warning naming the key and a miss, never that verdict and never a crash."""
+    """Stored (the record itself is consistent), then looked up by a claim of the other kind:
+    a warning naming the key and a miss, never that verdict and never a crash. (An import
+    refuses such a line, its key not being its request's; a cache written otherwise, by an
+    older import or from a shared store's row, can still hold one.)"""
     settings = Settings(model="openai/judge-model", cache=mode, dry_run=mode == "use")
     cache = VerdictCache(tmp_path / "verdicts", mode)  # type: ignore[arg-type]
     judge = Judge(settings, cache=cache)
     request = JudgeRequest(asked, "Oscar stays in character.", settings.model, ())  # type: ignore[arg-type]
     key, line = _other_kind_line(judge, request, stored)
-    assert VerdictCache(tmp_path / "verdicts").import_lines([line]) == 1
+    with VerdictCache(tmp_path / "verdicts") as writer:
+        writer.put(key, json.loads(line)["record"])
     with pytest.warns(CacheWarning) as caught, pytest.raises((VerdictMissing, DryRunSkip)):
         judge.evaluate(request)
     message = " ".join(str(w.message) for w in caught)

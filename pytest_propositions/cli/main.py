@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import os
 import sqlite3
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..calibration import CalibrationError
+from ..checks import InputFileError, read_text_lines
 from ..reports.diff import ReportError
 from ..store.cache import CacheError, ImportLineError, VerdictCache
 from ..store.maintenance import CacheStats
@@ -95,8 +97,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         metavar="FILE",
-        help="write to FILE (atomically: a temporary file renamed into place) "
-        "(default: standard output)",
+        help="write to FILE, a new path or a regular file outside the cache (atomically: a "
+        "temporary file renamed into place) (default: standard output)",
     )
     imp = actions.add_parser(
         "import",
@@ -253,12 +255,52 @@ def _existing(directory: Path) -> VerdictCache:
     return cache
 
 
-def _export(lines: Iterable[str], source: object, output: str | None) -> None:
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _export_target(output: str, directory: Path) -> Path:
+    """Where an export may go: a new path or a regular file outside the verdict cache.
+
+    The export is a file renamed over the path, which would replace whatever is there: a device
+    node, a FIFO, a symlink (not its target), or the cache's own database."""
+    target = Path(output)
+    if target.name in ("", ".", ".."):
+        raise UsageError(f"cannot write {output}: expected a file name")
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise UsageError(
+            f"cannot write {output}: it is {what}, which the export would replace; "
+            "give a new path or a regular file"
+        )
+    cache = Path(os.path.realpath(directory))
+    where = Path(os.path.realpath(target.parent)) / target.name
+    if where == cache or cache in where.parents:
+        raise UsageError(
+            f"cannot write {output}: it is inside the verdict cache at {directory}, whose files "
+            "the export would replace; write it outside that folder"
+        )
+    return target
+
+
+def _export(lines: Iterable[str], source: object, output: str | None, directory: Path) -> None:
     if output is None:
         sys.stdout.writelines(lines)
         sys.stdout.flush()
         return
-    target = Path(output)
+    target = _export_target(output, directory)
     try:
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
@@ -283,24 +325,6 @@ def _export(lines: Iterable[str], source: object, output: str | None) -> None:
             raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
         raise
     print(f"exported {count} {_verdicts(count)} from {source} to {output}")
-
-
-def _read_import(source: str) -> tuple[str, list[str]]:
-    """The import's display name and its lines; undecodable bytes are reported by line."""
-    if source == "-":
-        name, data = "<stdin>", sys.stdin.buffer.read()
-    else:
-        name = source
-        try:
-            data = Path(source).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        lineno = data.count(b"\n", 0, exc.start) + 1
-        raise UsageError(f"{name}:{lineno}: expected UTF-8 text") from None
-    return name, text.splitlines()
 
 
 def _store_url(args: argparse.Namespace) -> str | None:
@@ -340,7 +364,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
         with StoreCommands(store, directory, _warn, _store_timeout()) as commands:
             if action == "export":
-                _export(commands.export_lines(), commands.where, args.output)
+                _export(commands.export_lines(), commands.where, args.output, directory)
                 if commands.damaged:
                     print(
                         f"error: {len(commands.damaged)} damaged record(s) in {commands.where} "
@@ -351,11 +375,11 @@ def _run(args: argparse.Namespace) -> int:
                     return 1
                 return 0
             if action == "import":
-                name, lines = _read_import(args.file)
+                name, lines = read_text_lines(args.file)
                 return commands.import_lines(name, lines)
             return commands.run(action, replace=getattr(args, "replace", False))
     if action == "import":
-        name, lines = _read_import(args.file)
+        name, lines = read_text_lines(args.file)
         cache = VerdictCache(directory, warn=_warn)
         bad: list[ImportLineError] = []
         count = cache.import_lines(lines, bad=bad)
@@ -376,7 +400,7 @@ def _run(args: argparse.Namespace) -> int:
             for line in _stats_lines(cache.stats()):
                 print(line)
         elif action == "export":
-            _export(cache.export_lines(), cache.directory, args.output)
+            _export(cache.export_lines(), cache.directory, args.output, cache.directory)
         elif action == "prune":
             count, usage = cache.prune()
             runs = "the 1 run" if usage.runs == 1 else f"the {usage.runs} runs"
@@ -419,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except (
         UsageError,
+        InputFileError,
         CacheError,
         CalibrationError,
         ReportError,

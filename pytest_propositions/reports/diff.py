@@ -7,12 +7,12 @@ its bar; a score that moved otherwise is a score change; the rest are added or r
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checks import TOO_DEEP, read_json_document
 from ..scale import MAX_SCORE
 
 Key = tuple[str, str, str, int]
@@ -51,12 +51,7 @@ class Changes:
 def load_report(path: str | Path) -> dict[Key, Claim]:
     """The report's claims by key; ReportError if the file is not a report this plugin wrote."""
     name = str(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ReportError(f"cannot read {name}: {error.strerror or error}") from None
-    except ValueError as error:
-        raise ReportError(f"{name}: not JSON ({error})") from None
+    data = read_json_document(name)
     verdicts = data.get("verdicts") if isinstance(data, dict) else None
     if not isinstance(verdicts, list):
         raise ReportError(f'{name}: expected a --prop-report file (a JSON object with "verdicts")')
@@ -78,6 +73,8 @@ def load_report(path: str | Path) -> dict[Key, Claim]:
             raise ReportError(
                 f"{name}: verdict #{index} is not a report record ({error})"
             ) from None
+        except RecursionError:
+            raise ReportError(f"{name}: verdict #{index}: {TOO_DEEP}") from None
         occurrence = 0
         while (claim.test_id, claim.claim, claim.kind, occurrence) in claims:
             occurrence += 1

@@ -87,6 +87,11 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
         where = describe_store(runtime.settings.store)
         for line in store_summary(runtime.store_counts(), where):
             terminalreporter.write_line(line, yellow="NOT shared" in line)
+    if runtime.settings.cache != "off":
+        from ..store.cache import unstored_lines
+
+        for line in unstored_lines(runtime.store_counts(), runtime.cache_dir):
+            terminalreporter.write_line(line, yellow=True)
     if runtime.settings.dry_run:
         terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
     if config.option.verbose > 0:

@@ -9,6 +9,7 @@ diskcache is imported only when the cache is first touched, so importing this mo
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_FORMAT",
     "CACHE_MODES",
+    "UNSTORED_FULL",
     "CacheDamagedError",
     "CacheDirectoryError",
     "CacheError",
@@ -60,6 +62,7 @@ __all__ = [
     "VerdictCache",
     "cache_key",
     "canonical_json",
+    "unstored_lines",
 ]
 
 
@@ -88,6 +91,72 @@ def _is_corruption(exc: BaseException) -> bool:
         return False
     message = str(exc)
     return "malformed" in message or "not a database" in message
+
+
+#: Less room than this on the cache's disk makes an I/O error a full disk: sqlite grows its
+#: shared-memory file in 32 KiB steps and says only "disk I/O error" when it cannot.
+_FULL_BELOW = 2**20
+
+
+def _free_bytes(directory: Path) -> int | None:
+    """The room left for this user on the disk that holds ``directory`` (or would)."""
+    if not hasattr(os, "statvfs"):
+        return None
+    for place in (directory, *directory.parents):
+        try:
+            found = os.statvfs(place)
+        except OSError:
+            continue
+        return found.f_bavail * found.f_frsize
+    return None
+
+
+def _full_reason(exc: BaseException | None, directory: Path) -> str | None:
+    """What was said, if a write failed because the disk (or the user's quota) is full:
+    sqlite's SQLITE_FULL, ENOSPC or EDQUOT (here or in what caused it), or an I/O error of
+    sqlite's on a disk with no room left."""
+    for _ in range(4):
+        if exc is None:
+            return None
+        text = str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+        name = getattr(exc, "sqlite_errorname", None)
+        if isinstance(name, str) and name.startswith("SQLITE_FULL"):
+            return text
+        if isinstance(name, str) and name.startswith("SQLITE_IOERR"):
+            free = _free_bytes(directory)
+            if free is not None and free < _FULL_BELOW:
+                return f"{text}, with {free} bytes free there"
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return text
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _describe(exc: BaseException, directory: Path) -> str:
+    """An error of the file system or of sqlite, a full disk called so."""
+    reason = _full_reason(exc, directory)
+    if reason is not None:
+        return f"the disk is full ({reason})"
+    return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+
+
+# --- what the summary says -------------------------------------------------------------------
+
+#: The counter (``store_counts``) of verdicts judged but not stored because the disk is full.
+UNSTORED_FULL = "cache_unstored_full"
+
+
+def unstored_lines(counts: Mapping[str, float], where: object) -> list[str]:
+    """The summary's line about verdicts the disk cache could not store, if there were any."""
+    count = int(counts.get(UNSTORED_FULL, 0))
+    if not count:
+        return []
+    verdicts = "1 verdict" if count == 1 else f"{count} verdicts"
+    return [
+        f"propositions: {verdicts} NOT stored in the verdict cache at {where}: the disk is full. "
+        "They count in this run, and will be judged (and paid for) again next run: free space "
+        "on that disk, or give another --prop-cache-dir"
+    ]
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:
@@ -130,6 +199,10 @@ class VerdictCache:
         self.damaged: dict[str, str] = {}
         #: True once the cache turned out readable but not writable; writes are then skipped.
         self.read_only = False
+        #: Verdicts judged but not stored because the disk is full (UNSTORED_FULL).
+        self.unstored_full = 0
+        #: What sqlite or the file system said when the disk turned out full.
+        self._full: str | None = None
         self._lock = threading.RLock()
         self._cache: Any = None  # a diskcache.Cache once opened; diskcache is untyped
         self._db_identity: tuple[int, int] | None = None
@@ -143,8 +216,10 @@ class VerdictCache:
         return self
 
     def store_counts(self) -> dict[str, int]:
-        """No shared store here (``base.VerdictStore``)."""
-        return {}
+        """No shared store here (``base.VerdictStore``): only the verdicts a full disk could
+        not take, if there were any."""
+        with self._lock:
+            return {UNSTORED_FULL: self.unstored_full} if self.unstored_full else {}
 
     def served_elsewhere(self, key: str) -> None:
         """A miss here that a shared store served: counted as a hit, and the key as used."""
@@ -159,12 +234,15 @@ class VerdictCache:
         text = canonical_json(record)
         if self.read_only:
             return
-        stamp = time.time()
         try:
-            self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
-        except OSError as error:
+            self._write(key, text)
+        except Exception as error:
+            if not isinstance(error, OSError) and _full_reason(error, self.directory) is None:
+                raise
             self._warn_once(
-                "store-copy", f"cannot copy store verdicts to {self.directory}: {error}"
+                "store-copy",
+                f"cannot copy store verdicts to {self.directory}: "
+                f"{_describe(error, self.directory)}",
             )
 
     @property
@@ -223,14 +301,45 @@ class VerdictCache:
         self.used_keys.add(key)
         if self.mode in _WRITE_MODES:
             if self.read_only:
-                self._skip_write(None)
+                self._skip_write(None, judged=True)
                 return record
-            stamp = time.time()
             try:
-                self._call(lambda c: c.set(key, text, tag=stamp, retry=True), create=True)
+                self._write(key, text)
             except CacheReadOnlyError as exc:
-                self._skip_write(exc)
+                self._skip_write(exc, judged=True)
+            except Exception as exc:
+                # A full disk must not lose a verdict that was paid for: it stands for this
+                # run, is counted for the summary, and the run goes on.
+                if _full_reason(exc, self.directory) is None:
+                    raise
+                self._skip_write(exc, judged=True)
         return record
+
+    def _write(self, key: str, text: str) -> None:
+        """Store one record's text. On a full disk, this thread's connection is dropped before
+        the error is raised: sqlite may leave the failed transaction open, holding the write
+        lock, and the next open of a disk still full reads only."""
+        stamp = time.time()
+        used: list[Any] = []
+
+        def write(cache: Any) -> None:
+            used.append(cache)
+            cache.set(key, text, tag=stamp, retry=True)
+
+        try:
+            self._call(write, create=True)
+        except Exception as exc:
+            reason = _full_reason(exc, self.directory)
+            if reason is not None:
+                with self._lock:
+                    self._full = self._full or reason
+                    failed = used[-1] if used and used[-1] is self._cache else None
+                    if failed is not None:
+                        self._cache = None
+                if failed is not None:
+                    with contextlib.suppress(Exception):
+                        failed.close()
+            raise
 
     def prepare_write(self) -> None:
         """Before a live (paid) judge call: make sure its verdict can be stored.
@@ -247,14 +356,27 @@ class VerdictCache:
                 self._open(create=True)
         if self.read_only:
             if self.mode == "refresh":
+                why = f": the disk is full ({self._full})" if self._full else ""
                 raise CacheReadOnlyError(
-                    f"the verdict cache at {self.directory} cannot be written, and "
+                    f"the verdict cache at {self.directory} cannot be written{why}, and "
                     "--prop-cache=refresh exists to rewrite it; use --prop-cache=use or replay, "
                     "or give a writable --prop-cache-dir"
                 )
             self._skip_write(None)
 
-    def _skip_write(self, exc: BaseException | None) -> None:
+    def _skip_write(self, exc: BaseException | None, *, judged: bool = False) -> None:
+        """A verdict (``judged``) or the writes to come are not stored: one warning says why."""
+        if self._full is not None:
+            if judged:
+                with self._lock:
+                    self.unstored_full += 1
+            self._warn_once(
+                "full",
+                f"the verdict cache at {self.directory} cannot store new verdicts: the disk is "
+                f"full ({self._full}). Its verdicts are read; verdicts judged now count in this "
+                "run but are not stored (the summary says how many)",
+            )
+            return
         reason = f" ({exc})" if exc is not None else ""
         self._warn_once(
             "read-only",
@@ -299,6 +421,15 @@ class VerdictCache:
             # The end of a run is too late to fail it: say that prune will not know this run.
             self._warn_once(
                 "usage", f"{exc}; this run's verdicts are not recorded for 'cache prune'"
+            )
+        except Exception as exc:
+            if _full_reason(exc, self.directory) is None:
+                raise
+            self._warn_once(
+                "usage",
+                f"cannot write the verdict cache at {self.directory}: "
+                f"{_describe(exc, self.directory)}; this "
+                "run's verdicts are not recorded for 'cache prune'",
             )
 
     def usage(self) -> Usage | None:
@@ -493,11 +624,13 @@ class VerdictCache:
             except CacheDirectoryError as exc:
                 if not found:
                     raise
-                # Readable but not writable (a CI artifact mounted read-only): read it as is.
+                # Readable but not writable (a CI artifact mounted read-only, a full disk):
+                # read it as is.
                 self._cache = self._open_read_only(exc)
                 if self._cache is None:
                     raise
                 self.read_only = True
+                self._full = _full_reason(exc, directory)
                 if create:
                     raise CacheReadOnlyError(
                         f"cannot write the verdict cache at {directory}: {exc}"
@@ -562,12 +695,12 @@ class VerdictCache:
             if _is_corruption(exc):
                 raise
             raise CacheDirectoryError(
-                f"cannot open the verdict cache at {directory}: {exc}"
+                f"cannot open the verdict cache at {directory}: {_describe(exc, directory)}"
             ) from exc
         except OSError as exc:
             raise CacheDirectoryError(
                 f"cannot create or open the verdict cache directory {directory}: "
-                f"{exc.strerror or exc}"
+                f"{_describe(exc, directory)}"
             ) from exc
         return cache
 

@@ -17,8 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..checks import TOO_DEEP
 from ..verdict import verdict_of_record
 from .keys import KEY_PATTERN, _check_names, canonical_json
+from .recorded import request_key
 from .records import (
     META_KEYS,
     CacheReadOnlyError,
@@ -268,6 +270,9 @@ def read_lines(lines: Iterable[str]) -> tuple[dict[str, str], list[ImportLineErr
         except ImportLineError as error:
             errors.append(error)
             continue
+        except RecursionError:
+            errors.append(ImportLineError(lineno, TOO_DEEP))
+            continue
         if key in entries and entries[key] != text:
             errors.append(
                 ImportLineError(
@@ -302,7 +307,40 @@ def _parse_line(lineno: int, line: str) -> tuple[str, str]:
         text = record_text(data["record"])
     except InvalidRecordError as exc:
         raise ImportLineError(lineno, f'bad "record": {exc}') from None
+    _check_key(lineno, key, data["record"])
     return key, text
+
+
+def _check_key(lineno: int, key: str, record: dict[str, Any]) -> None:
+    """ImportLineError unless ``key`` is the key of the request ``record`` keeps.
+
+    A key moved to another line's record (a bad merge of a committed export, a hand edit) would
+    otherwise serve that record's verdict for another claim: a wrong pass on replay. A record
+    that keeps no request cannot be checked, so it is refused too."""
+    redo = (
+        "export it again from the cache that recorded it, or let a run "
+        "(--prop-cache=use) judge that claim again"
+    )
+    try:
+        kept = request_key(record)
+    except ValueError as exc:
+        raise ImportLineError(
+            lineno,
+            f'its record\'s "request" cannot be read ({exc}), so its key cannot be '
+            f"checked against it; {redo}",
+        ) from None
+    if kept is None:
+        raise ImportLineError(
+            lineno,
+            'its record keeps no "request" (written by hand, or by a version before requests '
+            "were kept), so its key cannot be checked against what was asked; " + redo,
+        )
+    if kept != key:
+        raise ImportLineError(
+            lineno,
+            f"key {key} is not the key of the request its record keeps ({kept}): a key moved to "
+            f"another record (a bad merge or an edit of the export?); {redo}",
+        )
 
 
 # -- passes over every record (VerdictCache runs them on its open diskcache) ------------------

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 ENCODING = "zlib+base64"
 _MAX_CHANGES = 4
 _MAX_SCAN = 100_000
+# Far above any judge's context window, far below what a machine cannot hold.
+_MAX_REQUEST = 64 * 2**20
 
 
 def pack_request(material: Mapping[str, Any]) -> dict[str, str]:
@@ -37,17 +39,47 @@ def pack_request(material: Mapping[str, Any]) -> dict[str, str]:
 
 def unpack_request(record: Mapping[str, Any]) -> dict[str, Any] | None:
     """The key material a record was stored under (model included), or None if it kept none."""
-    stored = record.get("request")
-    if not isinstance(stored, Mapping) or stored.get("encoding") != ENCODING:
-        return None
     try:
-        material = json.loads(zlib.decompress(base64.b64decode(str(stored.get("data")))))
-    except (ValueError, zlib.error):
+        return kept_request(record)
+    except ValueError:
         return None
+
+
+def kept_request(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The key material a record keeps (model included); None if it keeps no ``request`` field,
+    ValueError saying why if the one it keeps cannot be read."""
+    stored = record.get("request")
+    if stored is None:
+        return None
+    if not isinstance(stored, Mapping) or stored.get("encoding") != ENCODING:
+        raise ValueError(f'expected {{"encoding": "{ENCODING}", "data": ...}}')
+    try:
+        # Bounded: a line of an import must not expand into all of memory.
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(base64.b64decode(str(stored.get("data"))), _MAX_REQUEST)
+        if inflater.unconsumed_tail:
+            raise ValueError(f"it expands to more than {_MAX_REQUEST // 2**20} MiB")
+        material = json.loads(data)
+    except (ValueError, zlib.error, RecursionError) as exc:
+        raise ValueError(f"not zlib-compressed JSON in base64 ({exc})") from None
     if not isinstance(material, dict):
-        return None
+        raise ValueError(f"expected a JSON object, found {type(material).__name__}")
     material["model"] = record.get("model")
     return material
+
+
+def request_key(record: Mapping[str, Any]) -> str | None:
+    """The key of the request a record keeps (the judge's own key function); None if it keeps
+    none, ValueError saying why if it cannot be read or is no key material."""
+    from .keys import cache_key
+
+    material = kept_request(record)
+    if material is None:
+        return None
+    try:
+        return cache_key(material)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not the material of a key: {exc}") from None
 
 
 def iter_records(cache: VerdictCache) -> Iterable[tuple[str, dict[str, Any]]]:

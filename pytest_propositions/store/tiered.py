@@ -96,7 +96,8 @@ class SharedVerdictCache:
 
     def store_counts(self) -> dict[str, int]:
         with self._lock:
-            return {name: getattr(self, name) for name in STORE_COUNTERS}
+            counts = {name: getattr(self, name) for name in STORE_COUNTERS}
+        return {**counts, **self.disk.store_counts()}
 
     def record_usage(self, used: Iterable[str], started_at: datetime) -> None:
         self.disk.record_usage(used, started_at)
