@@ -742,11 +742,10 @@ class _Decider:
                     return total
             return None
         if self.betting is None:
-            rate = self.held / n
-            for total in range(n + 1, limit + 1):
-                if stats.rate_decision(round(rate * total), total, rule.bar, rule.alpha):
-                    return total
-            return None
+            found: int | None = stats.rate_runs_to_decide(
+                self.held / n, n + 1, limit, rule.bar, rule.alpha
+            )
+            return found
         values = (
             self.values
             if not self.control_values

@@ -141,31 +141,37 @@ def rate_log_evidence(held: int, runs: int, bar: float, direction: Direction) ->
     """
     if not 0 <= held <= runs:
         raise ValueError(f"held must be from 0 to runs, got {held} of {runs}")
-    return _evidence_row(runs, bar, direction)[held]
+    return float(_evidence_at([held], runs, bar, direction)[0])
 
 
 def _evidence_row(runs: int, bar: float, direction: Direction) -> list[float]:
     """``rate_log_evidence`` for every count held, 0..runs, in one vectorised call."""
+    return [float(value) for value in _evidence_at(range(runs + 1), runs, bar, direction)]
+
+
+def _evidence_at(held: Any, runs: Any, bar: float, direction: Direction) -> Any:
+    """``rate_log_evidence`` element by element over ``held`` and ``runs`` (numbers or
+    sequences of the same length), in one vectorised call: a numpy array."""
     import numpy as np
     from scipy import special, stats
 
     if not 0.0 < bar < 1.0:
         raise ValueError(f"the bar must be strictly between 0 and 1, got {bar!r}")
     a, b = _prior(bar, direction)
-    held = np.arange(runs + 1, dtype=float)
+    held = np.asarray(held, dtype=float)
+    runs = np.asarray(runs, dtype=float)
     post_a, post_b = a + held, b + runs - held
     if direction == "above":
         tail = stats.beta.logsf(bar, post_a, post_b) - stats.beta.logsf(bar, a, b)
     else:
         tail = stats.beta.logcdf(bar, post_a, post_b) - stats.beta.logcdf(bar, a, b)
-    row = (
+    return (
         special.betaln(post_a, post_b)
         - special.betaln(a, b)
         + tail
         - held * math.log(bar)
         - (runs - held) * math.log1p(-bar)
     )
-    return [float(value) for value in row]
 
 
 @dataclass(frozen=True)
@@ -213,6 +219,35 @@ def rate_decision(held: int, runs: int, bar: float, alpha: float) -> Direction |
     if is_above == is_below:  # neither, or (never seen) both: no decision
         return None
     return "above" if is_above else "below"
+
+
+def rate_runs_to_decide(
+    rate: float, start: int, limit: int, bar: float, alpha: float
+) -> int | None:
+    """The fewest runs ``n`` in ``start..limit`` after which ``round(rate * n)`` of ``n`` held is
+    decided (``rate_decision`` is not None), or None if none is.
+
+    The evidence at the observed rate is not monotone in ``n`` (the rounding of the count held
+    moves it up and down), so no bisection finds the *first* decided ``n`` for sure; instead
+    every ``n`` is evaluated, in blocks of doubling length, each one vectorised call per side:
+    a handful of calls rather than one ``rate_decision`` (two rows of ``n + 1`` values) per ``n``.
+    """
+    import numpy as np
+
+    threshold = math.log(1.0 / alpha)
+    low = start
+    width = max(start, 16)
+    while low <= limit:
+        high = min(limit, low + width - 1)
+        totals = list(range(low, high + 1))
+        held = [round(rate * total) for total in totals]
+        is_above = _evidence_at(held, totals, bar, "above") >= threshold
+        is_below = _evidence_at(held, totals, bar, "below") >= threshold
+        decided = np.flatnonzero(is_above != is_below)
+        if decided.size:
+            return totals[int(decided[0])]
+        low, width = high + 1, 2 * width
+    return None
 
 
 def _first_from(row: list[float], threshold: float) -> int | None:
