@@ -565,9 +565,11 @@ class Proposition:
         runtime: Runtime | None = None,
         model: str | None = None,
         noted_as: str | None = "Proposition.evaluate",
+        run_index: int = 0,
     ) -> Verdict:
         """Judge the claim and keep the result on this object; returns the full Verdict.
-        ``model``: another judge than the run's (a claim over runs' referee).
+        ``model``: another judge than the run's (a claim over runs' referee). ``run_index``: a claim
+        over runs' run number, a key of its own for each run's verdict.
 
         With ``samples`` > 1 the judge is asked that many times (each answer cached by its
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
@@ -581,9 +583,9 @@ class Proposition:
         __tracebackhide__ = True
         arguments = (kind, target, additional_context, claim_variables, samples, sample_index)
         if noted_as is None:
-            return self._evaluate(*arguments, runtime, model)
+            return self._evaluate(*arguments, runtime, model, run_index)
         try:
-            verdict = self._evaluate(*arguments, runtime, model)
+            verdict = self._evaluate(*arguments, runtime, model, run_index)
         except JudgeError as error:
             run = runtime or runtime_module.active()
             if run is not None and run.current_test is not None:
@@ -604,6 +606,7 @@ class Proposition:
         sample_index: int,
         runtime: Runtime | None,
         model: str | None,
+        run_index: int = 0,
     ) -> Verdict:
         __tracebackhide__ = True
         check_additional_context(additional_context)
@@ -618,7 +621,9 @@ class Proposition:
             rendered_claim = render_claim(self.claim, variables)
             run = runtime or runtime_module.current()
             answers = [
-                self._judge(kind, targets, rendered_claim, additional_context, index, run, model)
+                self._judge(
+                    kind, targets, rendered_claim, additional_context, index, run, model, run_index
+                )
                 for index in range(sample_index, sample_index + samples)
             ]
             verdict = answers[0] if samples == 1 else combine_samples(answers)
@@ -639,6 +644,7 @@ class Proposition:
         sample_index: int,
         run: Runtime,
         model: str | None = None,
+        run_index: int = 0,
     ) -> Verdict:
         context = check_text(
             render_context(
@@ -663,6 +669,7 @@ class Proposition:
                 double_check=self.double_check,
                 sample_index=sample_index,
                 test_id=run.current_test,
+                run_index=run_index,
             )
         )
         run.remember_context(verdict.key, messages)

@@ -787,7 +787,7 @@ def judge_over_runs(
     test_id = runtime.current_test
     kind = rule.kind
 
-    def judge_one(run_target: Any, model: str | None = None) -> Verdict:
+    def judge_one(run: int, run_target: Any, model: str | None = None) -> Verdict:
         from ..claims.proposition import Proposition
 
         runtime.current_test = test_id
@@ -810,20 +810,23 @@ def judge_over_runs(
             runtime=runtime,
             model=model,
             noted_as=None,  # the claim over runs is noted once, with every run's verdict
+            # Each run a verdict of its own: runs with equal transcripts are still separate
+            # draws of the judge (a shared verdict would make them one draw, counted often).
+            run_index=run,
         )
 
     seed = _referee_seed(runtime, claim, rule, options) if rule.referee is not None else ""
 
     def judge_unit(run: int, targets: tuple[Any, ...]) -> tuple[Verdict, ...]:
-        verdicts = tuple(judge_one(item) for item in targets)
+        verdicts = tuple(judge_one(run, item) for item in targets)
         if rule.referee is not None and _draw(seed, run) < rule.referee_fraction:
             # Drawn whatever the fraction turns out to be (it is never below the floor): the
             # referee's verdict is asked now, alongside the main judge's.
-            return (*verdicts, judge_one(targets[0], rule.referee))
+            return (*verdicts, judge_one(run, targets[0], rule.referee))
         return verdicts
 
     def referee_verdict(run: int) -> Verdict:
-        return judge_one(target.target(run), rule.referee)
+        return judge_one(run, target.target(run), rule.referee)
 
     def simulate_unit(run: int) -> tuple[Any, ...]:
         __tracebackhide__ = True
