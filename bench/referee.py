@@ -26,6 +26,7 @@ It prints, per agreement (70%, 90%, 95%, 99%), bar (0.5 and 0.8) and true value:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import sys
 import time
@@ -261,18 +262,87 @@ def savings(reps: int, rng: np.random.Generator) -> bool:
     return target_met
 
 
+def biased_main(referee: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A main judge biased toward passing: it upholds every run the referee upholds, and 30% of
+    the others."""
+    return np.where(referee == 1, 1.0, (rng.random(referee.shape) < 0.3).astype(float))
+
+
+def claim_draws_before(seed: str, runs: int) -> np.ndarray:
+    """The draws as the plugin made them before issue 40: from the claim's seed and the run
+    number alone, the same for every simulation of the claim."""
+    return np.array(
+        [
+            int.from_bytes(hashlib.sha256(f"{seed}\0{run}".encode()).digest()[:8], "big") / 2**64
+            for run in range(runs)
+        ]
+    )
+
+
+def per_claim(claims: int, sims: int, rng: np.random.Generator) -> bool:
+    """Each claim's own false-pass rate, over fresh simulations of it: the draws from the claim
+    alone (before) against the plugin's ``stats.referee_draw`` on each run's content."""
+    alpha = 1 - CONFIDENCE
+    bar = 0.5
+    print(
+        f"\n== each claim's own false-pass rate: {claims} claims (seeds), {sims} fresh simulations "
+        f"each, referee's rate at the bar {bar}, main judge biased toward passing, max_runs "
+        f"{MAX_RUNS}; target: every claim <= {alpha:.2f}"
+    )
+    ok = True
+    rows = []
+    for name in ("before: drawn from the claim alone", "now: drawn from each run's content"):
+        rates = []
+        for claim in range(claims):
+            seed = f"claim seed {claim}"
+            referee = (rng.random((sims, MAX_RUNS)) < bar).astype(float)
+            main = biased_main(referee, rng)
+            if name.startswith("before"):
+                draws = np.broadcast_to(claim_draws_before(seed, MAX_RUNS), referee.shape)
+            else:
+                # Each simulated run's content stands for its request key: distinct per run.
+                draws = np.array(
+                    [
+                        [stats.referee_draw(seed, run, f"{claim}:{sim}") for run in range(MAX_RUNS)]
+                        for sim in range(sims)
+                    ]
+                )
+            decision, _, _ = referee_many(referee, main, bar, draws, alpha)
+            rates.append(float(np.mean(decision == 1)))
+        r = np.array(rates)
+        noise = math.sqrt(r.mean() * (1 - r.mean()) / sims)
+        excess = math.sqrt(max(0.0, float(r.var()) - noise**2))
+        rows.append((name, r))
+        print(
+            f"{name:38} mean {r.mean():.4f}  max {r.max():.4f}  above {alpha:.2f}: "
+            f"{np.mean(r > alpha):5.1%}  spread {r.std():.4f} (sampling noise alone "
+            f"{noise:.4f}; beyond it {excess:.4f})"
+        )
+    ok = bool(rows[-1][1].max() <= alpha)
+    print(f"every claim within the target now: {'yes' if ok else 'NO'}")
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", choices=("validity", "savings", "per-claim"))
+    parser.add_argument("--claims", type=int, default=40, help="claims for per-claim (40)")
+    parser.add_argument("--sims", type=int, default=2000, help="simulations per claim (2000)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     check_against_the_plugin(rng)
-    valid = validity(args.reps, rng)
-    met = savings(args.reps, rng)
+    ok = True
+    if args.only in (None, "validity"):
+        ok &= validity(args.reps, rng)
+    if args.only in (None, "savings"):
+        ok &= savings(args.reps, rng)
+    if args.only in (None, "per-claim"):
+        ok &= per_claim(args.claims, args.sims, rng)
     print(f"\n({time.perf_counter() - started:.0f} s)")
-    raise SystemExit(0 if valid and met else 1)
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":

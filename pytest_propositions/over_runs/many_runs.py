@@ -819,7 +819,7 @@ def judge_over_runs(
 
     def judge_unit(run: int, targets: tuple[Any, ...]) -> tuple[Verdict, ...]:
         verdicts = tuple(judge_one(run, item) for item in targets)
-        if rule.referee is not None and _draw(seed, run) < rule.referee_fraction:
+        if rule.referee is not None and _draw(seed, run, verdicts[0]) < rule.referee_fraction:
             # Drawn whatever the fraction turns out to be (it is never below the floor): the
             # referee's verdict is asked now, alongside the main judge's.
             return (*verdicts, judge_one(run, targets[0], rule.referee))
@@ -905,7 +905,7 @@ def judge_over_runs(
 
 def _referee_seed(runtime: Runtime, claim: str, rule: Rule, options: Mapping[str, Any]) -> str:
     """The seed of a claim's referee draws: a hash of what names the claim (its text, rule,
-    judges and options), so a rerun draws the same runs and asks the referee nothing new."""
+    judges and options). Each run's draw adds the run's own content (``_draw``)."""
     material = {
         "claim": claim,
         "rule": [rule.mode, rule.kind, rule.bar, rule.threshold, rule.confidence],
@@ -916,10 +916,13 @@ def _referee_seed(runtime: Runtime, claim: str, rule: Rule, options: Mapping[str
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def _draw(seed: str, run: int) -> float:
+def _draw(seed: str, run: int, main: Verdict) -> float:
+    """Run ``run``'s referee draw: from the claim's seed and the key of the run's main request,
+    so a rerun of the same simulation draws the same runs and asks the referee nothing new,
+    while a fresh one draws afresh."""
     from .stats import referee_draw
 
-    return referee_draw(seed, run)
+    return referee_draw(seed, run, main.key)
 
 
 def _consume(
@@ -938,7 +941,7 @@ def _consume(
         # a drawn run is always judged by the referee (an error there is the claim's error).
         p = decider.referee.fraction()
         referee: Verdict | None = None
-        if _draw(seed, run) < p:
+        if _draw(seed, run, verdict) < p:
             if len(verdicts) > 1:
                 referee = verdicts[1]
             else:

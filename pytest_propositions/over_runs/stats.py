@@ -62,8 +62,11 @@ so ``E[R_i | F_{i-1}] = mu``, the referee's true rate or mean, the quantity deci
 
 * The draw. ``p_i`` in ``[floor, 1]`` is a function of ``F_{i-1}`` (``referee_fraction``: it
   rises with the disagreement seen on earlier drawn runs). ``U_i`` is a uniform number from a
-  hash of the claim's seed and ``i`` (``referee_draw``), which no verdict influences; ``S_i =
-  [U_i < p_i]``, so ``P(S_i = 1 | F_{i-1}, M_i, R_i) = p_i``. The referee is asked exactly when
+  hash of the claim's seed, ``i`` and the key of run ``i``'s main request (``referee_draw``);
+  the referee's verdict cannot influence it (the key is fixed by the transcript, and with
+  ``samples`` > 1 by the main verdict too, on which ``S_i`` may depend), and the hash's input
+  differs from every other run's, so ``U_i`` is uniform given ``F_{i-1}``. ``S_i = [U_i <
+  p_i]``, so ``P(S_i = 1 | F_{i-1}, M_i, R_i) = p_i``. The referee is asked exactly when
   ``S_i = 1``, and its answer is always used: a drawn run is never skipped or redrawn (an
   error there raises), and a verdict the referee gave an undrawn run is never read.
 * Unbiased. ``X_i = M_i + S_i (R_i - M_i) / p_i``. Given ``F_{i-1}, M_i, R_i`` it is ``M_i +
@@ -406,12 +409,19 @@ REFEREE_BET_CAP = 0.75
 MAIN_PRICE_RATIO = 0.1
 
 
-def referee_draw(seed: str, run: int) -> float:
-    """Run ``run``'s uniform draw in [0, 1) from the claim's ``seed``: the same on every rerun,
-    independent of every verdict (a hash of the seed and the run number, never of a run)."""
+def referee_draw(seed: str, run: int, content: str) -> float:
+    """Run ``run``'s uniform draw in [0, 1): a hash of the claim's ``seed``, the run number and
+    the run's ``content`` (the key of the main judge's request, which its transcript decides).
+
+    A rerun of the same simulation draws the same runs and asks the referee nothing new; a
+    fresh simulation draws afresh. Drawn from the claim alone, one claim would meet the same
+    draws on every CI run, and the error bound, which holds on average over the draws, would
+    not hold for it: some claims' own false-pass rate went above 0.05 at a nominal 0.05
+    (bench/referee.py, "per claim"). The run number keeps equal transcripts' draws apart.
+    """
     import hashlib
 
-    digest = hashlib.sha256(f"{seed}\0{run}".encode()).digest()
+    digest = hashlib.sha256(f"{seed}\0{run}\0{content}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
