@@ -720,6 +720,10 @@ def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refuse
         def test_too_few_at_99(assert_proposition):
             with pytest.raises(ValueError, match="max_runs=31 or more"):
                 assert_proposition(runs(simulation(1.0), max_runs=30), "c", at_least=0.8, confidence=0.99)
+        def test_too_few_for_the_referee_draws(assert_proposition):
+            # 8 runs would do were each run drawn at chance 1; the draws start at 0.25.
+            with pytest.raises(ValueError, match="with referee m needs 9 runs; give max_runs=9 or"):
+                assert_proposition(runs(simulation(1.0), max_runs=8), "c", at_least=0.5, referee="m")
         def test_nine(min_score):
             min_score(runs(scored([9]), max_runs=20), "Ana stays in character.", 9)
         def test_nine_fails(min_score):
@@ -727,7 +731,7 @@ def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refuse
         """
     )
     result = pytester.runpytest(*project, "-rA")
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["*the mean score is at least 9: every run must score 9*"])
 
 

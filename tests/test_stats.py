@@ -380,8 +380,52 @@ def test_the_least_runs_that_could_pass() -> None:
     assert stats.rate_decision(0, 74, 0.05, 0.05) == "below"
     assert stats.rate_decision(0, 73, 0.05, 0.05) is None
     assert stats.least_runs_to_pass("mean", 1.0, 0.05, "above") is None  # a bar at the top
-    # With a referee, at its widest bets (every run drawn): the fewest runs any draw allows.
-    assert stats.least_runs_to_pass("mean", 0.5, 0.05, "above", referee=True) == 8
+
+
+def first_pass_over_every_draw(
+    bar: float, direction: str, floor: float, horizon: int
+) -> int | None:
+    """The fewest runs to a pass of the referee test, over every pattern of draws (a run whose
+    chance is 1 is always drawn), both judges giving every run the passing verdict."""
+    import copy
+
+    best = 1.0 if direction == "above" else 0.0
+    found: int | None = None
+
+    def walk(test: stats.RefereeTest, n: int) -> None:
+        nonlocal found
+        if n >= horizon or (found is not None and n + 1 >= found):
+            return
+        p = test.fraction()
+        for drawn in (False, True) if p < 1.0 else (True,):
+            step = copy.deepcopy(test)
+            step.add(best, best if drawn else None, p)
+            if step.decide() == direction:
+                found = n + 1
+            else:
+                walk(step, n + 1)
+
+    walk(stats.RefereeTest(bar, 0.05, floor=floor), 0)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("bar", "direction", "floor"),
+    [(0.5, "above", 0.25), (0.3, "above", 0.1), (0.8, "below", 0.25), (0.5, "below", 0.5)],
+)
+def test_with_a_referee_the_least_runs_are_those_of_the_best_draws(
+    bar: float, direction: str, floor: float
+) -> None:
+    least = stats.least_runs_to_pass("rate", bar, 0.05, direction, referee=floor)  # type: ignore[arg-type]
+    assert least is not None
+    assert first_pass_over_every_draw(bar, direction, floor, horizon=least + 1) == least
+
+
+def test_with_a_referee_at_least_half_in_eight_runs_cannot_pass() -> None:
+    # Counted as if every run went to the referee at chance 1 (the widest bets), at_least=0.5
+    # looked possible in 8 runs; the claim's draws start at chance 0.25, and no draws allow it.
+    assert stats.least_runs_to_pass("rate", 0.5, 0.05, "above", referee=0.25) == 9
+    assert first_pass_over_every_draw(0.5, "above", 0.25, horizon=8) is None
 
 
 def test_the_printed_interval_has_the_confidence_it_says() -> None:

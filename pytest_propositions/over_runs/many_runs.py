@@ -281,7 +281,8 @@ def _least_runs(rule: Rule) -> int | None:
 
         margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
         direction, kind, bar = "above", "mean", paired_bar(margin)
-    return _least_runs_cached(kind, bar, rule.alpha, direction, rule.referee is not None)
+    floor = rule.referee_fraction if rule.referee is not None else None
+    return _least_runs_cached(kind, bar, rule.alpha, direction, floor)
 
 
 @functools.lru_cache(maxsize=256)
@@ -290,7 +291,7 @@ def _least_runs_cached(
     bar: float,
     alpha: float,
     direction: Literal["above", "below"],
-    referee: bool,
+    referee: float | None,
 ) -> int | None:
     from . import stats
 

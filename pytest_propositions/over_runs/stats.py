@@ -578,14 +578,23 @@ def least_runs_to_pass(
     alpha: float,
     direction: Direction,
     *,
-    referee: bool = False,
+    referee: float | None = None,
     limit: int = 1_000_000,
 ) -> int | None:
     """The fewest runs after which a claim could pass at all: every run on the passing side
     (held for "above", not held for "below"; a mean: every run at the top of the scale). None
-    when not even ``limit`` runs could. ``referee``: the referee test, at its widest bets."""
+    when not even ``limit`` runs could.
+
+    ``referee``: the referee test with that floor (``referee_fraction``), both judges giving
+    every run the passing verdict, at the best draws the claim's schedule allows. Each run's
+    value is then the passing one whether or not it is drawn, but a run checked by the referee
+    lowers every later chance of a draw (the agreement seen grows), and with it the caps on the
+    bets, so the best case draws a run only when its chance is 1; any draws may come, since
+    they follow from each run's content. Counting every run as drawn at chance 1 (the widest
+    bets) would accept claims that cannot pass: ``at_least=0.5`` with ``max_runs=8``.
+    """
     threshold = math.log(1.0 / alpha)
-    if mode == "rate" and not referee:
+    if mode == "rate" and referee is None:
 
         def passes(n: int) -> bool:
             import numpy as np
@@ -605,11 +614,12 @@ def least_runs_to_pass(
         return high
     best = 1.0 if direction == "above" else 0.0
     test: BettingTest | RefereeTest = (
-        RefereeTest(bar, alpha, floor=1.0, adapt=False) if referee else BettingTest(bar, alpha)
+        RefereeTest(bar, alpha, floor=referee) if referee is not None else BettingTest(bar, alpha)
     )
     for n in range(1, limit + 1):
         if isinstance(test, RefereeTest):
-            test.add(best, best, 1.0)
+            p = test.fraction()
+            test.add(best, best if p >= 1.0 else None, p)
         else:
             test.add(best)
         if test.decide() == direction:
