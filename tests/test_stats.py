@@ -324,6 +324,38 @@ def test_a_referee_passes_a_good_rate_with_a_share_of_referee_calls() -> None:
     assert calls / runs_used < 0.35  # about the floor: the main judge agrees 95% of the time
 
 
+def warned_share(kind: str, truth: float, claims: int, seed: int) -> float:
+    """The share of ``claims`` refereed claims against a bar of 0.5 that end with a cost ratio
+    above 1 (as the warning has it: 10 runs checked or more), the main judge agreeing on 95% of
+    runs (a rate flipped; a score 3 points off)."""
+    rng = random.Random(seed)
+    warned = 0
+    for _ in range(claims):
+        test = stats.RefereeTest(0.5, 0.05, floor=0.25)
+        for _ in range(400):
+            if kind == "rate":
+                truth_value = float(rng.random() < truth)
+                wrong = 1.0 - truth_value
+            else:
+                score = sum(rng.random() < truth for _ in range(9))
+                truth_value, wrong = score / 9, (score + 3 if score <= 6 else score - 3) / 9
+            main = truth_value if rng.random() < 0.95 else wrong
+            p = test.fraction()
+            test.add(main, truth_value if rng.random() < p else None, p)
+            if test.decide() is not None:
+                break
+        warned += test.checked >= 10 and test.cost_ratio() > 1
+    return warned / claims
+
+
+def test_the_referee_warning_fires_where_the_referee_alone_is_cheaper_and_not_elsewhere() -> None:
+    # bench/referee.py: mean scores 0.05 above the bar at 95% agreement cost 1.14 times the
+    # referee alone (the cost model on spreads alone warned on none of them); rates there cost
+    # 0.39 times.
+    assert warned_share("mean", 0.55, 40, seed=1) >= 0.8
+    assert warned_share("rate", 0.55, 40, seed=2) <= 0.1
+
+
 def test_referee_draws_are_fixed_by_the_seed_and_the_content_and_uniform() -> None:
     draws = [stats.referee_draw("claim-seed", run, "key") for run in range(4000)]
     assert draws == [stats.referee_draw("claim-seed", run, "key") for run in range(4000)]

@@ -500,8 +500,9 @@ def _figure(data: Mapping[str, Any], name: str) -> str:
 
 
 def interval_confidence(mode: str, confidence: float) -> float:
-    """The confidence an interval of the report really has: the bars that neither one-sided
-    test (each wrong at most alpha) rejects, so ``1 - 2 alpha``; every_run's one-sided bound
+    """The confidence an interval of the report has at least: the bars that neither one-sided
+    test (each wrong at most alpha) rejects, so at least ``1 - 2 alpha`` (a bound, like the
+    tests' error rates, which are often well under alpha); every_run's one-sided bound
     [alpha ** (1/k), 1] keeps ``1 - alpha``."""
     return confidence if mode == "every_run" else 1.0 - 2.0 * (1.0 - confidence)
 
@@ -684,7 +685,7 @@ class _Decider:
         rule, stats, n = self.rule, self.stats, self.count
         if n == 0:
             return math.nan, math.nan, math.nan, None
-        # Intervals: the bars neither one-sided test rejects, so 1 - 2 alpha two-sided (printed so).
+        # Intervals: the bars neither one-sided test rejects, so at least 1 - 2 alpha two-sided.
         if self.referee is not None:
             scale = MAX_SCORE if rule.mode == "mean" else 1
             lower, upper = stats.referee_interval(

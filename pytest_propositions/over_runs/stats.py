@@ -46,11 +46,11 @@ claim does not hold and passes when all ``max_runs`` hold. The report gives the 
 one-sided lower bound for the rate after ``k`` of ``k``, ``alpha ** (1/k)``.
 
 Reported intervals are the bars that neither one-sided process rejects, on a grid, rounded
-outward. Each side is wrong with probability at most ``alpha``, so the interval is a ``1 - 2
-alpha`` confidence sequence (90% at confidence 0.95) and reports print it as such; it agrees
-with the decision (a bar outside it is decided). ``every_run``'s bound is one-sided, ``1 -
-alpha``. ``every_run`` has no error guarantee: a claim with true rate ``r < 1`` passes ``k`` runs
-with probability ``r^k`` (0.77 at ``r = 0.95``, ``k = 5``). ``min_score`` 9 over runs is such a
+outward. Each side is wrong with probability at most ``alpha``, so the interval is a confidence
+sequence of at least ``1 - 2 alpha`` (at least 90% at confidence 0.95; reports print "90%
+interval"); it agrees with the decision (a bar outside it is decided). ``every_run``'s bound is
+one-sided, ``1 - alpha``. ``every_run`` has no error guarantee: a claim with true rate ``r <
+1`` passes ``k`` runs with probability ``r^k`` (0.77 at ``r = 0.95``, ``k = 5``). ``min_score`` 9 over runs is such a
 rule: a mean of 9 on a scale that ends at 9 means every run scores 9.
 
 A referee (``referee="MODEL"``): the decision is about a second, trusted judge's verdicts, while
@@ -451,7 +451,6 @@ class RefereeTest:
     bar: float
     alpha: float
     floor: float = 0.25
-    adapt: bool = True
     log_up: float = 0.0
     log_down: float = 0.0
     count: int = 0
@@ -464,11 +463,10 @@ class RefereeTest:
     main_squares: float = 0.0
     values: list[float] = field(default_factory=list)
     fractions: list[float] = field(default_factory=list)
+    referee_values: list[float] = field(default_factory=list)
 
     def fraction(self) -> float:
         """The next run's chance of going to the referee (a function of earlier runs only)."""
-        if not self.adapt:
-            return self.floor
         n = self.count
         spread = self.main_squares - self.main_total**2 / n if n else 0.0
         variance = (0.25 + max(spread, 0.0)) / (n + 1)
@@ -504,6 +502,7 @@ class RefereeTest:
         self.main_total += main
         self.main_squares += main * main
         if referee is not None:
+            self.referee_values.append(referee)
             self.checked += 1
             self.disagreement += (referee - main) ** 2
             self.agreed += abs(referee - main) < 1e-9
@@ -525,23 +524,59 @@ class RefereeTest:
         return self.total / self.count if self.count else math.nan
 
     def cost_ratio(self, price_ratio: float = MAIN_PRICE_RATIO) -> float:
-        """The expected judging cost of this test over a referee-only one, at what is seen so
-        far: above 1, the referee alone would have been cheaper."""
-        if self.count < 2:
+        """The expected judging cost of this test over the referee alone's, at what is seen so
+        far: above 1, the referee alone would have been cheaper.
+
+        A betting test needs about ``log(1/alpha) / g`` runs, ``g`` its capital's growth per run,
+        so the ratio is ``(price_ratio + p) * g_alone / g_here``. At a bet ``l`` on values of
+        spread ``v`` whose mean lies ``gap`` from the bar, ``g = l |gap| - l^2 (v + gap^2) / 2``
+        (to second order), with ``l`` the best bet, ``|gap| / (v + gap^2)``, cut to the test's
+        cap: here each run's own (a run drawn with chance ``p`` may be worth ``1/p``, so the cap
+        is far below the plain test's), the referee alone the plain betting test's. Both take
+        the gap from this test's estimate; ``v`` here is the spread of this test's values, and
+        the referee alone's that of the referee's verdicts on the drawn runs. The caps are what
+        a model on the spreads alone missed: where values vary little (mean scores) the cap, not
+        the spread, sets the pace, and that model warned on few of the mean-score claims that
+        cost more than the referee alone (``bench/referee.py``, "warning").
+        """
+        if self.checked < 2:
             return 0.0
         p = sum(self.fractions) / len(self.fractions)
-        mean = self.main_total / self.count
-        variance = max(self.main_squares / self.count - mean * mean, 0.01)
-        d = self.disagreement / self.checked if self.checked else 0.0
-        return (price_ratio + p) * (1.0 + d * (1.0 - p) / (p * variance))
+        bar, gap = self.bar, abs(self.mean - self.bar)
+        here_spread = _spread(self.values)
+        alone_spread = max(_spread(self.referee_values), 0.01)
+        if gap == 0.0:
+            return (price_ratio + p) * here_spread / alone_spread
+        above = self.mean > bar
+        caps = [
+            REFEREE_BET_CAP / (bar - 1 + 1 / q if above else 1 / q - bar) for q in self.fractions
+        ]
+        g_here = sum(_growth(gap, here_spread, cap) for cap in caps) / len(caps)
+        g_alone = _growth(gap, alone_spread, BET_CAP / (bar if above else 1 - bar))
+        return (price_ratio + p) * g_alone / g_here
+
+
+def _growth(gap: float, spread: float, cap: float) -> float:
+    """A betting test's growth per run (second order), its mean ``gap`` from the bar and its
+    values' ``spread`` (variance), at the best bet cut to ``cap``."""
+    bet = min(gap / (spread + gap * gap), cap)
+    return bet * gap - bet * bet * (spread + gap * gap) / 2
+
+
+def _spread(values: Sequence[float]) -> float:
+    """The variance of ``values`` (0 for fewer than two)."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return sum((value - mean) ** 2 for value in values) / len(values)
 
 
 def referee_interval(
     values: Sequence[float], fractions: Sequence[float], alpha: float
 ) -> tuple[float, float]:
     """The referee test's confidence sequence for the referee's mean: every bar that neither
-    process rejects at ``alpha`` (so ``1 - 2 alpha`` two-sided, like the others), on a grid of
-    0.001, rounded outward. ``values`` as ``RefereeTest.add`` returned them."""
+    process rejects at ``alpha`` (so at least ``1 - 2 alpha`` two-sided, like the others), on a
+    grid of 0.001, rounded outward. ``values`` as ``RefereeTest.add`` returned them."""
     import numpy as np
 
     if not values:
