@@ -26,6 +26,7 @@ It prints, per agreement (70%, 90%, 95%, 99%), bar (0.5 and 0.8) and true value:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import sys
 import time
@@ -44,19 +45,34 @@ MAX_RUNS = 400
 FLOOR = 0.25
 AGREEMENTS = (0.70, 0.90, 0.95, 0.99)
 PRICE = stats.MAIN_PRICE_RATIO
+# The price ratio of the usual pairs of one family's small and large models.
+PRICE_TOO = 0.2
+PRICES = (PRICE, PRICE_TOO)
 
 
 def verdicts(
-    kind: str, truth: float, agreement: float, reps: int, runs: int, rng: np.random.Generator
+    kind: str,
+    truth: float,
+    agreement: float,
+    reps: int,
+    runs: int,
+    rng: np.random.Generator,
+    toward_pass: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(referee values, main values), each reps x runs in [0, 1]."""
+    """(referee values, main values), each reps x runs in [0, 1]. The main judge errs on a
+    share ``1 - agreement`` of runs: the verdict flipped, a score 3 points off (up, or down at
+    7 and over); ``toward_pass``: always toward passing (upholds, 3 points up to at most 9), so
+    an error on a run that already passes changes nothing."""
     agree = rng.random((reps, runs)) < agreement
     if kind == "rate":
         referee = (rng.random((reps, runs)) < truth).astype(float)
-        main = np.where(agree, referee, 1.0 - referee)
+        main = np.where(agree, referee, 1.0 if toward_pass else 1.0 - referee)
         return referee, main
     scores = rng.binomial(9, truth, size=(reps, runs))
-    wrong = np.where(scores <= 6, scores + 3, scores - 3)
+    if toward_pass:
+        wrong = np.minimum(scores + 3, 9)
+    else:
+        wrong = np.where(scores <= 6, scores + 3, scores - 3)
     return scores / 9, np.where(agree, scores, wrong) / 9
 
 
@@ -195,22 +211,32 @@ def check_against_the_plugin(rng: np.random.Generator) -> None:
 def validity(reps: int, rng: np.random.Generator) -> bool:
     alpha = 1 - CONFIDENCE
     print(
-        f"== false passes against the referee's truth (target <= {alpha:.2f}), {reps} claims each"
+        f"== false passes against the referee's truth (target <= {alpha:.2f}), {reps} claims each;"
+        " the main judge errs both ways, or only toward passing"
     )
-    print(f"{'kind':>5} {'bar':>4} {'agree':>5}  {'at bar':>7} {'-0.05':>7}")
+    print(f"{'kind':>5} {'bar':>4} {'agree':>5} {'errs':>7}  {'at bar':>7} {'-0.05':>7}")
     ok = True
+    worst = (0.0, "")
     for kind in ("rate", "mean"):
         for bar in (0.5, 0.8):
-            for agreement in AGREEMENTS:
-                rates = []
-                for truth in (bar, bar - 0.05):
-                    referee, main = verdicts(kind, truth, agreement, reps, MAX_RUNS, rng)
-                    draws = rng.random(referee.shape)
-                    decision, _, _ = referee_many(referee, main, bar, draws, alpha)
-                    rates.append(float(np.mean(decision == 1)))
-                ok &= max(rates) <= alpha
-                print(f"{kind:>5} {bar:4.1f} {agreement:5.2f}  {rates[0]:7.4f} {rates[1]:7.4f}")
-    print(f"worst within the target: {'yes' if ok else 'NO'}")
+            for toward_pass in (False, True):
+                for agreement in AGREEMENTS:
+                    rates = []
+                    for truth in (bar, bar - 0.05):
+                        referee, main = verdicts(
+                            kind, truth, agreement, reps, MAX_RUNS, rng, toward_pass
+                        )
+                        draws = rng.random(referee.shape)
+                        decision, _, _ = referee_many(referee, main, bar, draws, alpha)
+                        rates.append(float(np.mean(decision == 1)))
+                    ok &= max(rates) <= alpha
+                    errs = "to pass" if toward_pass else "both"
+                    worst = max(worst, (max(rates), f"{kind} bar {bar} {agreement} {errs}"))
+                    print(
+                        f"{kind:>5} {bar:4.1f} {agreement:5.2f} {errs:>7}  {rates[0]:7.4f} "
+                        f"{rates[1]:7.4f}"
+                    )
+    print(f"worst: {worst[0]:.4f} ({worst[1]}); within the target: {'yes' if ok else 'NO'}")
     return ok
 
 
@@ -218,12 +244,13 @@ def savings(reps: int, rng: np.random.Generator) -> bool:
     alpha = 1 - CONFIDENCE
     print(
         f"\n== referee sampling (floor {FLOOR}) vs the referee alone, max_runs {MAX_RUNS}, "
-        f"main judge at {PRICE:g} of the referee's price, {reps} claims each"
+        f"{reps} claims each; cost in referee calls, a main call at {PRICE:g} of one (the "
+        f"plugin's assumption) and at {PRICE_TOO:g} (gpt-4.1-mini / gpt-4.1, gpt-5-mini / gpt-5)"
     )
     print(
         f"{'kind':>5} {'bar':>4} {'true':>5} {'agree':>5} | {'decided':>7} {'runs':>6} "
         f"{'calls':>6} {'cost':>6} | {'alone:':>6} {'decided':>7} {'runs':>6} | "
-        f"{'calls':>5} {'cost':>5}  (ratios)"
+        f"{'calls':>5} {'cost':>5} {'@' + format(PRICE_TOO, 'g'):>5}  (ratios)"
     )
     target_met = False
     for kind in ("rate", "mean"):
@@ -241,13 +268,16 @@ def savings(reps: int, rng: np.random.Generator) -> bool:
                     cost = PRICE * used + calls
                     call_ratio = calls.mean() / alone_used.mean()
                     cost_ratio = cost.mean() / alone_used.mean()
+                    cost_too = (PRICE_TOO * used + calls).mean() / alone_used.mean()
                     decided = float(np.mean(decision == 1))
                     print(
                         f"{kind:>5} {bar:4.1f} {truth:5.2f} {agreement:5.2f} | {decided:7.3f} "
                         f"{used.mean():6.1f} {calls.mean():6.1f} {cost.mean():6.1f} |        "
                         f"{float(np.mean(alone == 1)):7.3f} {alone_used.mean():6.1f} | "
-                        f"{call_ratio:5.2f} {cost_ratio:5.2f}"
+                        f"{call_ratio:5.2f} {cost_ratio:5.2f} {cost_too:5.2f}"
                         + ("  cheaper" if cost_ratio < 1 else "  DEARER")
+                        + ("" if (cost_too < 1) == (cost_ratio < 1) else f" (at {PRICE_TOO:g}: ")
+                        + ("" if (cost_too < 1) == (cost_ratio < 1) else "DEARER)")
                     )
                     if (kind, bar, offset, agreement) == ("rate", 0.5, 0.15, 0.95):
                         target = (decided, call_ratio)
@@ -261,18 +291,174 @@ def savings(reps: int, rng: np.random.Generator) -> bool:
     return target_met
 
 
+def biased_main(referee: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A main judge biased toward passing: it upholds every run the referee upholds, and 30% of
+    the others."""
+    return np.where(referee == 1, 1.0, (rng.random(referee.shape) < 0.3).astype(float))
+
+
+def claim_draws_before(seed: str, runs: int) -> np.ndarray:
+    """The draws as the plugin made them before issue 40: from the claim's seed and the run
+    number alone, the same for every simulation of the claim."""
+    return np.array(
+        [
+            int.from_bytes(hashlib.sha256(f"{seed}\0{run}".encode()).digest()[:8], "big") / 2**64
+            for run in range(runs)
+        ]
+    )
+
+
+def per_claim(claims: int, sims: int, rng: np.random.Generator) -> bool:
+    """Each claim's own false-pass rate, over fresh simulations of it: the draws from the claim
+    alone (before) against the plugin's ``stats.referee_draw`` on each run's content."""
+    alpha = 1 - CONFIDENCE
+    bar = 0.5
+    print(
+        f"\n== each claim's own false-pass rate: {claims} claims (seeds), {sims} fresh simulations "
+        f"each, referee's rate at the bar {bar}, main judge biased toward passing, max_runs "
+        f"{MAX_RUNS}; target: every claim <= {alpha:.2f}"
+    )
+    ok = True
+    rows = []
+    for name in ("before: drawn from the claim alone", "now: drawn from each run's content"):
+        rates = []
+        for claim in range(claims):
+            seed = f"claim seed {claim}"
+            referee = (rng.random((sims, MAX_RUNS)) < bar).astype(float)
+            main = biased_main(referee, rng)
+            if name.startswith("before"):
+                draws = np.broadcast_to(claim_draws_before(seed, MAX_RUNS), referee.shape)
+            else:
+                # Each simulated run's content stands for its request key: distinct per run.
+                draws = np.array(
+                    [
+                        [stats.referee_draw(seed, run, f"{claim}:{sim}") for run in range(MAX_RUNS)]
+                        for sim in range(sims)
+                    ]
+                )
+            decision, _, _ = referee_many(referee, main, bar, draws, alpha)
+            rates.append(float(np.mean(decision == 1)))
+        r = np.array(rates)
+        noise = math.sqrt(r.mean() * (1 - r.mean()) / sims)
+        excess = math.sqrt(max(0.0, float(r.var()) - noise**2))
+        rows.append((name, r))
+        print(
+            f"{name:38} mean {r.mean():.4f}  max {r.max():.4f}  above {alpha:.2f}: "
+            f"{np.mean(r > alpha):5.1%}  spread {r.std():.4f} (sampling noise alone "
+            f"{noise:.4f}; beyond it {excess:.4f})"
+        )
+    ok = bool(rows[-1][1].max() <= alpha)
+    print(f"every claim within the target now: {'yes' if ok else 'NO'}")
+    return ok
+
+
+def cost_ratio_before(test: stats.RefereeTest, price: float) -> float:
+    """The warning's cost model before issue 40: from the spreads alone (no bet caps)."""
+    if test.count < 2:
+        return 0.0
+    p = sum(test.fractions) / len(test.fractions)
+    mean = test.main_total / test.count
+    variance = max(test.main_squares / test.count - mean * mean, 0.01)
+    d = test.disagreement / test.checked if test.checked else 0.0
+    return (price + p) * (1.0 + d * (1.0 - p) / (p * variance))
+
+
+def warning(claims: int, rng: np.random.Generator) -> bool:
+    """Does ``RefereeWarning`` fire where the referee alone would have cost less? The plugin's
+    ``stats.RefereeTest`` on each claim, its ``cost_ratio`` at the end (as ``_warn_if_dear``:
+    at least 10 runs checked, ratio above 1), beside the model before issue 40. A line's cost
+    is its judging cost over the referee alone's on the same verdicts, per claim and per claim
+    decided (near the bar most claims end undecided at ``max_runs``, and money spent on them
+    decides nothing: per claim, sampling looks cheap there even where it decides less)."""
+    alpha = 1 - CONFIDENCE
+    print(
+        f"\n== RefereeWarning: {claims} claims per line, max_runs {MAX_RUNS}; cost over the "
+        "referee alone's per claim and per claim decided; the share of claims warned, with the "
+        "cost model before and now"
+    )
+    print(
+        f"{'kind':>5} {'bar':>4} {'true':>5} {'agree':>5} | "
+        + " | ".join(
+            f"at {price:g}: {'cost':>5} {'/dec.':>5} {'before':>6} {'now':>6}" for price in PRICES
+        )
+    )
+    lines: dict[tuple[float, str, bool], list[tuple[float, float]]] = {}
+    for kind in ("rate", "mean"):
+        for bar in (0.5, 0.8):
+            for offset in (0.05, 0.15):
+                truth = round(bar + offset, 2)
+                for agreement in AGREEMENTS:
+                    referee, main = verdicts(kind, truth, agreement, claims, MAX_RUNS, rng)
+                    draws = rng.random(referee.shape)
+                    tests = []
+                    for row in range(claims):
+                        test = stats.RefereeTest(bar, alpha, floor=FLOOR)
+                        for i in range(MAX_RUNS):
+                            p = test.fraction()
+                            drawn = draws[row, i] < p
+                            test.add(
+                                float(main[row, i]), float(referee[row, i]) if drawn else None, p
+                            )
+                            if test.decide() is not None:
+                                break
+                        tests.append(test)
+                    if kind == "rate":
+                        alone, alone_used = rate_many(referee, bar, alpha)
+                    else:
+                        alone, alone_used = betting_many(referee, bar, alpha)
+                    used = np.array([test.count for test in tests])
+                    calls = np.array([test.checked for test in tests])
+                    decided = np.mean([test.decide() is not None for test in tests])
+                    alone_decided = np.mean(alone != 0)
+                    cells = []
+                    for price in PRICES:
+                        ratio = (price * used + calls).mean() / alone_used.mean()
+                        per_decision = ratio * alone_decided / max(decided, 1e-9)
+                        before = np.mean(
+                            [t.checked >= 10 and cost_ratio_before(t, price) > 1 for t in tests]
+                        )
+                        now = np.mean([t.checked >= 10 and t.cost_ratio(price) > 1 for t in tests])
+                        for basis, value in (("claim", ratio), ("decided", per_decision)):
+                            lines.setdefault((price, basis, value > 1), []).append((before, now))
+                        cells.append(
+                            f"at {price:g}: {ratio:5.2f} {per_decision:5.2f} {before:6.1%} {now:6.1%}"
+                        )
+                    print(
+                        f"{kind:>5} {bar:4.1f} {truth:5.2f} {agreement:5.2f} | " + " | ".join(cells)
+                    )
+    for (price, basis, dearer), found in sorted(lines.items()):
+        before = np.mean([b for b, _ in found])
+        now = np.mean([n for _, n in found])
+        print(
+            f"at {price:g}, {len(found):2d} lines {'dearer' if dearer else 'cheaper'} per "
+            f"{basis}: claims warned {before:6.1%} before, {now:6.1%} now"
+        )
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", choices=("validity", "savings", "per-claim", "warning"))
+    parser.add_argument("--claims", type=int, default=40, help="claims for per-claim (40)")
+    parser.add_argument("--sims", type=int, default=2000, help="simulations per claim (2000)")
+    parser.add_argument("--warned", type=int, default=200, help="claims per warning line (200)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     check_against_the_plugin(rng)
-    valid = validity(args.reps, rng)
-    met = savings(args.reps, rng)
+    ok = True
+    if args.only in (None, "validity"):
+        ok &= validity(args.reps, rng)
+    if args.only in (None, "savings"):
+        ok &= savings(args.reps, rng)
+    if args.only in (None, "per-claim"):
+        ok &= per_claim(args.claims, args.sims, rng)
+    if args.only in (None, "warning"):
+        ok &= warning(args.warned, rng)
     print(f"\n({time.perf_counter() - started:.0f} s)")
-    raise SystemExit(0 if valid and met else 1)
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -720,6 +720,10 @@ def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refuse
         def test_too_few_at_99(assert_proposition):
             with pytest.raises(ValueError, match="max_runs=31 or more"):
                 assert_proposition(runs(simulation(1.0), max_runs=30), "c", at_least=0.8, confidence=0.99)
+        def test_too_few_for_the_referee_draws(assert_proposition):
+            # 8 runs would do were each run drawn at chance 1; the draws start at 0.25.
+            with pytest.raises(ValueError, match="with referee m needs 9 runs; give max_runs=9 or"):
+                assert_proposition(runs(simulation(1.0), max_runs=8), "c", at_least=0.5, referee="m")
         def test_nine(min_score):
             min_score(runs(scored([9]), max_runs=20), "Ana stays in character.", 9)
         def test_nine_fails(min_score):
@@ -727,7 +731,7 @@ def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refuse
         """
     )
     result = pytester.runpytest(*project, "-rA")
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["*the mean score is at least 9: every run must score 9*"])
 
 
@@ -813,3 +817,114 @@ def test_a_runs_target_is_known_even_after_its_module_was_dropped() -> None:
         assert not is_runs("text")
     finally:
         sys.modules[many_runs.__name__] = saved
+
+
+# -- each run a verdict of its own ------------------------------------------------------------------
+
+
+def test_runs_with_equal_transcripts_each_get_a_verdict_and_a_rerun_asks_nothing_new(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, project: list[str], tmp_path: Path
+) -> None:
+    # Every run tells the same story: its verdicts must still be separate draws of the judge
+    # (one each), neither read from the cache nor shared with a run in flight.
+    pytester.makepyfile(
+        """
+        from pytest_propositions import runs
+        def same(run):
+            return "Oscar says hello. MARK-YES"
+        def test_same(assert_proposition):
+            assert_proposition(runs(same, max_runs=4), "Oscar states the price.", every_run=True)
+        """
+    )
+    cached = [a for a in project if a != "--prop-cache=off"] + [f"--prop-cache-dir={tmp_path}"]
+    pytester.runpytest(*cached).assert_outcomes(passed=1)
+    assert len(judge_server.requests) == 4
+    pytester.runpytest(*cached).assert_outcomes(passed=1)
+    assert len(judge_server.requests) == 4  # the rerun asked the judge nothing new
+    pytester.runpytest(*project).assert_outcomes(passed=1)  # the cache off: nothing shared
+    assert len(judge_server.requests) == 8
+
+
+def test_a_coin_flip_judge_over_two_transcripts_is_not_passed_by_shared_verdicts(
+    judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Two transcripts; the judge upholds either with chance 0.5 on every call, so the true rate
+    # is 0.5, under a bar of 0.8. Were a transcript's verdict drawn once and shared by its runs,
+    # a quarter of the claims would see every run hold, and pass. Drawn per run, the rule's
+    # exact chance of a pass here is 5e-7 (stats.rate_boundaries, 30 runs): at most 1 of 30
+    # claims (0.033, within alpha 0.05) may pass. The cache is on, and a rerun asks nothing new.
+    import random
+
+    from pytest_propositions import check_over_runs, runs
+    from pytest_propositions.runtime import Runtime
+    from pytest_propositions.settings import Settings
+    from tests.support.judge_server import echo_fn
+
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    coin = random.Random(5)
+    judge_server.default = echo_fn(lambda request: verdict(coin.random() < 0.5))
+    settings = Settings(
+        model="openai/judge-model",
+        api_base=judge_server.base_url,
+        cache="use",
+        cache_dir=str(tmp_path),
+        retries=0,
+    )
+
+    def decide_all() -> list[tuple[str, int]]:
+        runtime = Runtime(settings, tmp_path)
+        try:
+            return [
+                (result.decision, result.runs_made)
+                for claim in range(30)
+                for result in [
+                    check_over_runs(
+                        runs(
+                            lambda run, c=claim: (
+                                f"Visit {c}: Oscar says " + ("hello." if run % 2 else "good day.")
+                            ),
+                            max_runs=30,
+                        ),
+                        "Oscar greets the customer.",
+                        at_least=0.8,
+                        runtime=runtime,
+                    )
+                ]
+            ]
+        finally:
+            runtime.close()
+
+    first = decide_all()
+    assert sum(decision == "pass" for decision, _ in first) <= 1
+    asked = len(judge_server.requests)
+    assert asked >= sum(made for _, made in first)  # a call per run, none shared
+    assert decide_all() == first
+    assert len(judge_server.requests) == asked
+
+
+def test_a_run_number_keys_a_sampling_judge_and_not_a_deterministic_one() -> None:
+    from pytest_propositions.judging.endpoint import Connection
+    from pytest_propositions.judging.judge import Judge, JudgeRequest
+    from pytest_propositions.settings import Settings
+    from pytest_propositions.store.cache import cache_key
+
+    judge = Judge(Settings(model="openai/judge-model", api_base="http://127.0.0.1:9/v1"))
+    hosted = Connection("openai/judge-model", "openai/judge-model", "http://127.0.0.1:9/v1", "k")
+    greedy = Connection(
+        "sha256:aaa",
+        "openai/local",
+        "http://127.0.0.1:9/v1",
+        "k",
+        sampling={"temperature": 0, "seed": 7},
+    )
+    message = ({"role": "user", "content": "Oscar says hello."},)
+
+    def key(run: int, connection: Connection) -> str:
+        request = JudgeRequest("check", "c", "m", message, run_index=run)
+        return cache_key(judge._key_material(request, connection))
+
+    # Run 0 keeps the key an ordinary claim has (verdicts recorded before are still found).
+    assert "run_index" not in judge._key_material(JudgeRequest("check", "c", "m", message), hosted)
+    assert len({key(run, hosted) for run in range(4)}) == 4
+    # Greedy decoding with a fixed seed answers equal requests alike: no draw to repeat.
+    assert len({key(run, greedy) for run in range(4)}) == 1

@@ -578,15 +578,18 @@ class Proposition:
         model: str | None = None,
         noted_as: str | None = "Proposition.evaluate",
         holds: bool = True,
+        run_index: int = 0,
     ) -> Verdict:
         """Judge the claim and keep the result on this object; returns the full Verdict.
-        ``model``: another judge than the run's (a claim over runs' referee).
+        ``model``: another judge than the run's (a claim over runs' referee). ``run_index``: a claim
+        over runs' run number, a key of its own for each run's verdict.
 
         With ``samples`` > 1 the judge is asked that many times (each answer cached by its
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
         stands; a tie goes against what the caller expects (``holds=False``: a claim that must
-        not hold, or a score that must stay at most a bar). A precondition that returns False makes the claim hold trivially: it is then
-        neither rendered (so it needs no claim variables) nor judged.
+        not hold, or a score that must stay at most a bar). A precondition that returns False
+        makes the claim hold trivially: it is then neither rendered (so it needs no claim
+        variables) nor judged.
 
         While a test runs, the verdict (or the judge's error) is filed in the run's reports
         under the call ``noted_as`` names, as a claim that fails nothing by itself; None: the
@@ -606,9 +609,9 @@ class Proposition:
         run = None if noted_as is None else runtime or runtime_module.active()
         made_in = run.current_test if run is not None else None
         if noted_as is None:
-            return self._evaluate(*arguments, runtime, model)
+            return self._evaluate(*arguments, runtime, model, run_index)
         try:
-            verdict = self._evaluate(*arguments, runtime, model)
+            verdict = self._evaluate(*arguments, runtime, model, run_index)
         except JudgeError as error:
             if run is not None and made_in is not None:
                 run.note_error(error, made_in=made_in)
@@ -628,6 +631,7 @@ class Proposition:
         holds: bool,
         runtime: Runtime | None,
         model: str | None,
+        run_index: int = 0,
     ) -> Verdict:
         __tracebackhide__ = True
         check_additional_context(additional_context)
@@ -642,7 +646,9 @@ class Proposition:
             rendered_claim = render_claim(self.claim, variables)
             run = runtime or runtime_module.current()
             answers = [
-                self._judge(kind, targets, rendered_claim, additional_context, index, run, model)
+                self._judge(
+                    kind, targets, rendered_claim, additional_context, index, run, model, run_index
+                )
                 for index in range(sample_index, sample_index + samples)
             ]
             verdict = answers[0] if samples == 1 else combine_samples(answers, holds)
@@ -663,6 +669,7 @@ class Proposition:
         sample_index: int,
         run: Runtime,
         model: str | None = None,
+        run_index: int = 0,
     ) -> Verdict:
         context = check_text(
             render_context(
@@ -687,6 +694,7 @@ class Proposition:
                 double_check=self.double_check,
                 sample_index=sample_index,
                 test_id=run.current_test,
+                run_index=run_index,
             )
         )
         run.remember_context(verdict.key, messages)

@@ -80,6 +80,7 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
             double_check=bool(material.get("double_check", False)),
             sample_index=int(material.get("sample_index", 0)),
             test_id=record.get("test_id"),
+            run_index=int(material.get("run_index", 0)),
         )
         requests.append((request, record))
     return Plan(requests, skipped)

@@ -56,6 +56,9 @@ class JudgeRequest(NamedTuple):
     double_check: bool = False
     sample_index: int = 0
     test_id: str | None = None
+    # A claim over runs' run number: each run is a draw of its own from the judge, so runs with
+    # equal transcripts do not share one verdict (keyed from run 1; run 0 keys as before).
+    run_index: int = 0
 
     @property
     def temperature(self) -> float:
@@ -309,15 +312,21 @@ class Judge:
         return hosted_for(self.settings, model)
 
     def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
-        return {
+        sampling = self._sampling(request, connection)
+        material = {
             "prompt_version": PROMPT_VERSION,
             "model": connection.identity,
             "messages": list(request.messages),
-            "sampling": self._sampling(request, connection),
+            "sampling": sampling,
             "kind": request.kind,
             "double_check": request.double_check,
             "sample_index": request.sample_index,
         }
+        # A judge that always gives the same answer to the same request has no randomness for
+        # runs to draw afresh: equal transcripts share its verdict, and pay for it once.
+        if request.run_index and not _deterministic(sampling):
+            material["run_index"] = request.run_index
+        return material
 
     def _sampling(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         """What is sent and what the key records: one decision, from the model's name alone."""

@@ -281,7 +281,8 @@ def _least_runs(rule: Rule) -> int | None:
 
         margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
         direction, kind, bar = "above", "mean", paired_bar(margin)
-    return _least_runs_cached(kind, bar, rule.alpha, direction, rule.referee is not None)
+    floor = rule.referee_fraction if rule.referee is not None else None
+    return _least_runs_cached(kind, bar, rule.alpha, direction, floor)
 
 
 @functools.lru_cache(maxsize=256)
@@ -290,7 +291,7 @@ def _least_runs_cached(
     bar: float,
     alpha: float,
     direction: Literal["above", "below"],
-    referee: bool,
+    referee: float | None,
 ) -> int | None:
     from . import stats
 
@@ -499,8 +500,9 @@ def _figure(data: Mapping[str, Any], name: str) -> str:
 
 
 def interval_confidence(mode: str, confidence: float) -> float:
-    """The confidence an interval of the report really has: the bars that neither one-sided
-    test (each wrong at most alpha) rejects, so ``1 - 2 alpha``; every_run's one-sided bound
+    """The confidence an interval of the report has at least: the bars that neither one-sided
+    test (each wrong at most alpha) rejects, so at least ``1 - 2 alpha`` (a bound, like the
+    tests' error rates, which are often well under alpha); every_run's one-sided bound
     [alpha ** (1/k), 1] keeps ``1 - alpha``."""
     return confidence if mode == "every_run" else 1.0 - 2.0 * (1.0 - confidence)
 
@@ -683,7 +685,7 @@ class _Decider:
         rule, stats, n = self.rule, self.stats, self.count
         if n == 0:
             return math.nan, math.nan, math.nan, None
-        # Intervals: the bars neither one-sided test rejects, so 1 - 2 alpha two-sided (printed so).
+        # Intervals: the bars neither one-sided test rejects, so at least 1 - 2 alpha two-sided.
         if self.referee is not None:
             scale = MAX_SCORE if rule.mode == "mean" else 1
             lower, upper = stats.referee_interval(
@@ -742,11 +744,10 @@ class _Decider:
                     return total
             return None
         if self.betting is None:
-            rate = self.held / n
-            for total in range(n + 1, limit + 1):
-                if stats.rate_decision(round(rate * total), total, rule.bar, rule.alpha):
-                    return total
-            return None
+            found: int | None = stats.rate_runs_to_decide(
+                self.held / n, n + 1, limit, rule.bar, rule.alpha
+            )
+            return found
         values = (
             self.values
             if not self.control_values
@@ -788,7 +789,7 @@ def judge_over_runs(
     test_id = runtime.current_test
     kind = rule.kind
 
-    def judge_one(run_target: Any, model: str | None = None) -> Verdict:
+    def judge_one(run: int, run_target: Any, model: str | None = None) -> Verdict:
         from ..claims.proposition import Proposition
 
         runtime.current_test = test_id
@@ -811,20 +812,23 @@ def judge_over_runs(
             runtime=runtime,
             model=model,
             noted_as=None,  # the claim over runs is noted once, with every run's verdict
+            # Each run a verdict of its own: runs with equal transcripts are still separate
+            # draws of the judge (a shared verdict would make them one draw, counted often).
+            run_index=run,
         )
 
     seed = _referee_seed(runtime, claim, rule, options) if rule.referee is not None else ""
 
     def judge_unit(run: int, targets: tuple[Any, ...]) -> tuple[Verdict, ...]:
-        verdicts = tuple(judge_one(item) for item in targets)
-        if rule.referee is not None and _draw(seed, run) < rule.referee_fraction:
+        verdicts = tuple(judge_one(run, item) for item in targets)
+        if rule.referee is not None and _draw(seed, run, verdicts[0]) < rule.referee_fraction:
             # Drawn whatever the fraction turns out to be (it is never below the floor): the
             # referee's verdict is asked now, alongside the main judge's.
-            return (*verdicts, judge_one(targets[0], rule.referee))
+            return (*verdicts, judge_one(run, targets[0], rule.referee))
         return verdicts
 
     def referee_verdict(run: int) -> Verdict:
-        return judge_one(target.target(run), rule.referee)
+        return judge_one(run, target.target(run), rule.referee)
 
     def simulate_unit(run: int) -> tuple[Any, ...]:
         __tracebackhide__ = True
@@ -903,7 +907,7 @@ def judge_over_runs(
 
 def _referee_seed(runtime: Runtime, claim: str, rule: Rule, options: Mapping[str, Any]) -> str:
     """The seed of a claim's referee draws: a hash of what names the claim (its text, rule,
-    judges and options), so a rerun draws the same runs and asks the referee nothing new."""
+    judges and options). Each run's draw adds the run's own content (``_draw``)."""
     material = {
         "claim": claim,
         "rule": [rule.mode, rule.kind, rule.bar, rule.threshold, rule.confidence],
@@ -914,10 +918,13 @@ def _referee_seed(runtime: Runtime, claim: str, rule: Rule, options: Mapping[str
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def _draw(seed: str, run: int) -> float:
+def _draw(seed: str, run: int, main: Verdict) -> float:
+    """Run ``run``'s referee draw: from the claim's seed and the key of the run's main request,
+    so a rerun of the same simulation draws the same runs and asks the referee nothing new,
+    while a fresh one draws afresh."""
     from .stats import referee_draw
 
-    return referee_draw(seed, run)
+    return referee_draw(seed, run, main.key)
 
 
 def _consume(
@@ -936,7 +943,7 @@ def _consume(
         # a drawn run is always judged by the referee (an error there is the claim's error).
         p = decider.referee.fraction()
         referee: Verdict | None = None
-        if _draw(seed, run) < p:
+        if _draw(seed, run, verdict) < p:
             if len(verdicts) > 1:
                 referee = verdicts[1]
             else:
