@@ -5,11 +5,14 @@ variant here is timed in the same rounds, in an order that rotates each round, a
 are compared:
 
 - ``plain pytest``: a suite of plain asserts with ``-p no:propositions`` (the plugin not loaded);
-- ``VERSION unused``: the same suite with the plugin installed but unused (target: at most 1.02
+- ``VERSION unused``: the same suite with the plugin installed but unused (guard: at most 1.05
   times plain pytest);
 - ``VERSION plain asserts`` and ``VERSION cached claims``: the suite of plain asserts and its
   twin where every test asserts one claim, fully cached (recorded first by that version, against
-  the scripted judge on loopback); target: cached at most 1.1 times plain asserts.
+  the scripted judge on loopback); guard: cached at most 1.2 times plain asserts.
+
+The guards are limits that say something went wrong, not targets to chase (issue 41 retired the
+1.1 and 1.02 targets, which were met and cost the design more than they saved).
 
 VERSION is each ``--version NAME=DIR`` (a source tree of another commit, e.g. from
 ``git archive BASE | tar -x -C ../base``, put first on PYTHONPATH) and ``after`` (this
@@ -50,8 +53,8 @@ from bench._common import (  # noqa: E402
 )
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 
-CACHED_TARGET = 1.1
-UNUSED_TARGET = 1.02
+CACHED_GUARD = 1.2
+UNUSED_GUARD = 1.05
 
 
 def _load() -> str:
@@ -150,14 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def print_ratios(
     figures: Mapping[str, float], versions: Sequence[str], change: Callable[[float], str]
 ) -> None:
-    """Each version's ratios against the targets, then each other version against ``after``
+    """Each version's ratios against the guards, then each other version against ``after``
     (``change`` words the difference of two figures)."""
     for version in versions:
         cached = figures[f"{version} cached claims"] / figures[f"{version} plain asserts"]
         unused = figures[f"{version} unused"] / figures["plain pytest"]
         print(
-            f"{version:<8} cached / plain asserts {cached:.3f} (target <= {CACHED_TARGET}); "
-            f"unused / plain pytest {unused:.3f} (target <= {UNUSED_TARGET})"
+            f"{version:<8} cached / plain asserts {cached:.3f} (guard <= {CACHED_GUARD}); "
+            f"unused / plain pytest {unused:.3f} (guard <= {UNUSED_GUARD})"
         )
     for version in [v for v in versions if v != "after"]:
         for what in ("cached claims", "unused", "plain asserts"):

@@ -55,6 +55,7 @@ def pytest_sessionfinish(session):
 
 PROBED = (
     "litellm",
+    "httpx",
     "pydantic",
     "pytest_propositions.judging.live",
     "pytest_propositions.judging.progress",
@@ -325,7 +326,8 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     result.stdout.fnmatch_lines(
         ["*from the cache, recorded *", "*6 from cache, 0 judged live, 0 judge calls*"]
     )
-    # Neither is needed to read a verdict back; pydantic alone costs about 0.1 s a process.
+    # None of litellm, httpx and pydantic is needed to read a verdict back; pydantic alone costs
+    # about 0.1 s a process.
     # Nor are the live judging path, its progress line and the transports, nor the reader of
     # the reference library's config.ini where there is none: every module costs every run.
     # The failure's section is in the terminal's words (reports/summary.py).

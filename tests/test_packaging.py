@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -93,6 +95,48 @@ def test_litellm_range_is_bounded_by_the_releases_nox_tests() -> None:
     assert oldest is not None
     assert oldest.group(1).split(".")[:2] == lower.group(1).split(".")[:2]
     assert upper.group(1).count(".") == 1 and upper.group(1) != "2"
+
+
+#: How many of its own modules an unused plugin may load (its face: plugin, session, runtime,
+#: settings and the kernel they stand on). A guard, not a target: raise it with a reason.
+UNUSED_MODULE_BUDGET = 15
+
+
+def test_an_unused_plugin_stays_within_its_load_budget(tmp_path: Path) -> None:
+    """A suite that makes no claim loads no library beyond what pytest itself loads (the standard
+    library aside), and at most
+    UNUSED_MODULE_BUDGET modules of the plugin's own."""
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    (tmp_path / "conftest.py").write_text(
+        "import json, os, sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    json.dump(sorted(sys.modules), open(os.environ['MODULES_OUT'], 'w'))\n"
+    )
+    quiet = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:hypothesispytest"]
+
+    def modules(*extra: str) -> set[str]:
+        out = tmp_path / f"modules{len(extra)}.json"
+        env = {**os.environ, "MODULES_OUT": str(out)}
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *quiet, "-p", "no:anyio", *extra],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return set(json.loads(out.read_text()))
+
+    added = modules() - modules("-p", "no:propositions")
+    own = sorted(name for name in added if name.split(".")[0] == "pytest_propositions")
+    libraries = sorted(
+        name
+        for name in added
+        if name.split(".")[0] not in {"pytest_propositions", *sys.stdlib_module_names}
+    )
+    assert libraries == []
+    assert 0 < len(own) <= UNUSED_MODULE_BUDGET, own
 
 
 def test_unused_plugin_imports_nothing_heavy(tmp_path: Path) -> None:
