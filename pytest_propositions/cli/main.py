@@ -20,6 +20,7 @@ from pathlib import Path
 from ..calibration import CalibrationError
 from ..checks import InputFileError, read_text_lines
 from ..reports.diff import ReportError
+from ..settings import OPTIONS_BY_NAME, add_command_flags
 from ..store.cache import CacheError, ImportLineError, VerdictCache
 from ..store.maintenance import CacheStats
 
@@ -130,8 +131,6 @@ def _build_parser() -> argparse.ArgumentParser:
         "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
         "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
     )
-    from ..settings import add_command_flags
-
     add_command_flags(
         rejudge,
         {
@@ -333,12 +332,10 @@ def _store_url(args: argparse.Namespace) -> str | None:
 
 def _store_timeout() -> float:
     """How long a query to the store may take: PROP_STORE_TIMEOUT, read as a run reads it."""
-    from ..settings import OPTIONS_BY_NAME
-
     option = OPTIONS_BY_NAME["store_timeout"]
-    assert option.env is not None and option.default is not None
+    raw = os.environ.get(option.env)
     try:
-        return float(option.parse(os.environ.get(option.env) or option.default))
+        return float(option.parse(raw) if raw else option.value())
     except ValueError as error:
         raise UsageError(f"environment variable {option.env}: {error}") from None
 

@@ -7,6 +7,7 @@ answers are stored under the keys a test run with the new model computes, so
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -95,7 +96,7 @@ def rejudge(
     from ..runtime import connector
     from ..store.cache import VerdictCache
 
-    settings = settings._replace(model=model, cache="use")
+    settings = dataclasses.replace(settings, model=model, cache="use")
     reader = VerdictCache(cache_dir)
     if not reader.exists:
         from ..calibration import CalibrationError
