@@ -149,7 +149,7 @@ class Option:
         shown = "off" if self.is_switch and self.default is None else (self.default or "not set")
         return f"{self.help} Ini: {self.ini}. Env: {self.env}. Default: {shown}."
 
-    def value(self) -> Any:
+    def default_value(self) -> Any:
         """The built-in default, parsed (a switch's is off)."""
         if self.default is None:
             return False if self.is_switch else None
@@ -432,7 +432,7 @@ OPTIONS_BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIO
 
 
 def _default(name: str) -> Any:
-    return OPTIONS_BY_NAME[name].value()
+    return OPTIONS_BY_NAME[name].default_value()
 
 
 # Settings that may hold a URL with a user and password are left out of the repr (pytest -l
@@ -597,6 +597,15 @@ def add_command_flags(
             required=name in must,
             help=text if name in must else f"{text} (default: {default})",
         )
+
+
+def command_settings(flags: Mapping[str, str | None], env: Mapping[str, str]) -> Settings:
+    """A command's settings: its flags (``add_command_flags``), then ``PROP_*`` variables, then
+    the defaults, as in pytest; an error names the command's flag (``--model``)."""
+    try:
+        return resolve(flags, env, {})
+    except SettingsError as error:
+        raise SettingsError(str(error).replace("--prop-", "--")) from None
 
 
 def checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -81,7 +81,7 @@ def test_settings_are_the_table() -> None:
     fields = [field for field in dataclasses.fields(Settings) if field.name in names]
     assert [field.name for field in fields] == names
     for field, option in zip(fields, OPTIONS, strict=True):
-        assert field.default == option.value(), option.name
+        assert field.default == option.default_value(), option.name
     extras = {field.name for field in dataclasses.fields(Settings)} - set(names)
     assert extras == {"judge_source", "api_key_env"}
     assert Settings().dry_run is False and Settings().min_score == 7

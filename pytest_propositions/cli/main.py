@@ -1,7 +1,8 @@
 """The commands of ``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
 
-The cache commands load only the cache module (never litellm or pydantic), so they are quick
-and work on machines without a judge configured; ``calibrate`` judges, so it loads the judge.
+The cache commands load the cache modules and the other commands' parsers, never pytest, litellm
+or pydantic, so they are quick and work on machines without a judge configured; ``calibrate``
+(cli/calibrate.py) judges, so it loads the judge.
 """
 
 from __future__ import annotations
@@ -17,16 +18,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ..calibration import CalibrationError
 from ..checks import InputFileError, read_text_lines
+from ..errors import CalibrationError
 from ..reports.diff import ReportError
-from ..settings import OPTIONS_BY_NAME, add_command_flags
+from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, ImportLineError, VerdictCache
 from ..store.maintenance import CacheStats
+from . import calibrate
 
 PROG = "python -m pytest_propositions"
-ENV_CACHE_DIR = "PROP_CACHE_DIR"
-ENV_STORE = "PROP_STORE"
+ENV_CACHE_DIR = OPTIONS_BY_NAME["cache_dir"].env
+ENV_STORE = OPTIONS_BY_NAME["store"].env
 #: Where the plugin keeps verdicts unless told otherwise: pytest's cache dir + ``d/propositions``.
 DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
 
@@ -170,7 +172,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="remove every verdict",
         description="Remove every verdict and the record of which ones runs used.",
     )
-    calibrate = commands.add_parser(
+    calibrate_parser = commands.add_parser(
         "calibrate",
         parents=[common],
         help="measure a judge on labeled claims: is it fit to gate CI?",
@@ -192,9 +194,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("old", metavar="OLD.json")
     diff.add_argument("new", metavar="NEW.json")
-    from ..calibration import add_arguments
-
-    add_arguments(calibrate)
+    calibrate.add_arguments(calibrate_parser)
     return parser
 
 
@@ -335,7 +335,7 @@ def _store_timeout() -> float:
     option = OPTIONS_BY_NAME["store_timeout"]
     raw = os.environ.get(option.env)
     try:
-        return float(option.parse(raw) if raw else option.value())
+        return float(option.parse(raw) if raw else option.default_value())
     except ValueError as error:
         raise UsageError(f"environment variable {option.env}: {error}") from None
 
@@ -430,9 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "calibrate":
-            from ..calibration import run as calibrate
-
-            return calibrate(args)
+            return calibrate.run(args)
         if args.command == "diff":
             from ..reports.diff import run as diff
 
@@ -443,6 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         InputFileError,
         CacheError,
         CalibrationError,
+        SettingsError,
         ReportError,
     ) as exc:  # NoUsageRecordedError included
         print(f"error: {exc}", file=sys.stderr)
