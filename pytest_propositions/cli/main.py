@@ -21,10 +21,14 @@ from pathlib import Path
 from ..checks import InputFileError, read_text_lines
 from ..errors import CalibrationError
 from ..reports.diff import ReportError
+from ..reports.diff import run as diff
 from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, ImportLineError, VerdictCache
 from ..store.maintenance import CacheStats
+from ..store.postgres import describe_store
 from . import calibrate
+from .rejudge import run as rejudge
+from .store import StoreCommands
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = OPTIONS_BY_NAME["cache_dir"].env
@@ -344,8 +348,6 @@ def _at_fault(args: argparse.Namespace) -> str:
     """What an unexpected error is named after: the store when a command acts on one."""
     store = _store_url(args) if getattr(args, "command", None) == "cache" else None
     if store is not None:
-        from ..store.postgres import describe_store
-
         return f"the verdict store {describe_store(store)}"
     return f"the verdict cache at {_cache_dir(args)}"
 
@@ -355,8 +357,6 @@ def _run(args: argparse.Namespace) -> int:
     action: str = args.action
     store = _store_url(args)
     if store is not None or action in ("push", "repair"):
-        from .store import StoreCommands
-
         if store is None:
             raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
         with StoreCommands(store, directory, _warn, _store_timeout()) as commands:
@@ -388,8 +388,6 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 1 if bad else 0
     if action == "rejudge":
-        from .rejudge import run as rejudge
-
         return rejudge(directory, args.model, args.api_base, args.concurrency)
     cache = _existing(directory)
     try:
@@ -432,8 +430,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "calibrate":
             return calibrate.run(args)
         if args.command == "diff":
-            from ..reports.diff import run as diff
-
             return diff(args.old, args.new)
         return _run(args)
     except (
