@@ -1,429 +1,42 @@
-"""Calibration: measure a judge on labeled claims before it may gate CI, and remember the result.
+"""The calibration record: what ``calibrate`` measured of a judge, kept beside the verdict cache
+and found by judge identity; the pytest header's line, ``--prop-min-calibration``'s gate, and
+the judge's measured error (rates and their upper bounds) that every report shows.
 
-It owns the labeled-item format, the shipped set, the metrics (balanced accuracy, false-pass
-rate, score AUC, sample agreement), the ``calibrate`` command, and the record kept beside the
-verdict cache that the pytest header shows and ``--prop-min-calibration`` checks. Items are
-judged through the same claim path as tests (``assertions.judge_claim``), cache included.
+The command that measures a judge is ``cli/calibrate.py``; this module is imported only when a
+record exists or the gate is asked for (session.py looks first).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks import TOO_DEEP, read_text_lines
-from .scale import MAX_SCORE, MIN_SCORE
+from .errors import CalibrationError
+from .judging.judge import Judge
+from .judging.prompts import PROMPT_VERSION
+from .over_runs.binomial import BOUND_CONFIDENCE, upper_bound
+from .reports.summary import calibration_line
+from .runtime import connector
 
 if TYPE_CHECKING:
     from .settings import Settings
 
 #: The file beside the verdict cache (inside its folder) that holds one calibration per judge.
 RECORD_NAME = "calibrations.json"
-#: Name for the shipped set on the command line (``--set builtin``).
-BUILTIN = "builtin"
-#: What "fit" means when the user gives no threshold (the exit code only follows given ones).
-DEFAULT_MIN_BALANCED_ACCURACY = 0.9
-DEFAULT_MAX_FALSE_PASS = 0.05
-
-_TARGET_FORMS = ("text", "chat", "world", "agent")
-_ITEM_FIELDS = frozenset({"id", "kind", "target", "claim", "label", "tags", "include_personas"})
 
 
-class CalibrationError(Exception):
-    """A calibration input or record the user must fix; the message says what was expected."""
-
-
-# --- items -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Item:
-    """One labeled claim: for a check the right answer, for a score whether it must pass the bar."""
-
-    id: str
-    kind: str
-    target: Mapping[str, Any]
-    claim: str
-    label: bool
-    tags: tuple[str, ...] = ()
-    include_personas: bool = False
-    source: str = ""
-
-    def build_target(self) -> Any:
-        return build_target(self.target)
-
-
-def shipped_set() -> Path:
-    """The set that ships with the package (176 items; see tools/calibration_set.py)."""
-    return Path(__file__).parent / "data" / "calibration.jsonl"
-
-
-def _fail(where: str, message: str) -> CalibrationError:
-    return CalibrationError(f"{where}: {message}")
-
-
-def _events(where: str, events: Any) -> list[list[Any]]:
-    if not isinstance(events, list) or not all(
-        isinstance(event, list) and event and isinstance(event[0], str) for event in events
-    ):
-        raise _fail(where, 'expected "events" to be a list of lists such as ["say", "text"]')
-    return events
-
-
-def _agent_from(where: str, spec: Any, *, standalone: bool) -> Any:
-    from .trace import Agent
-
-    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-        raise _fail(where, 'expected an agent as {"name": "...", "persona": {...}}')
-    agent = Agent(spec["name"], persona=spec.get("persona"))
-    if not standalone:
-        return agent
-    for event in _events(where, spec.get("events", [])):
-        verb, args = event[0], event[1:]
-        if verb == "say" and len(args) == 1:
-            agent.says(args[0])
-        elif verb == "think" and len(args) == 1:
-            agent.thinks(args[0])
-        elif verb == "hear" and len(args) in (1, 2):
-            agent.hears(*args)
-        elif verb == "see" and len(args) == 1:
-            agent.sees(args[0])
-        elif verb == "act" and len(args) in (1, 2):
-            agent.acts(*args)
-        else:
-            raise _fail(
-                where,
-                f"unknown agent event {event!r}; expected one of [say, text], [think, text], "
-                "[hear, text, source?], [see, text], [act, KIND, content?]",
-            )
-    return agent
-
-
-def _world_from(where: str, spec: Any) -> Any:
-    from .trace import World
-
-    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-        raise _fail(where, 'expected a world as {"name": "...", "agents": [...], "events": [...]}')
-    world = World(spec["name"])
-    for agent in spec.get("agents", []):
-        world.add(_agent_from(where, agent, standalone=False))
-    for event in _events(where, spec.get("events", [])):
-        verb, args = event[0], event[1:]
-        if verb == "talk" and len(args) in (2, 3):
-            world.talk(*args)
-        elif verb == "think" and len(args) == 2:
-            world.get(args[0]).thinks(args[1])
-        elif verb == "act" and len(args) in (2, 3):
-            world.get(args[0]).acts(*args[1:])
-        elif verb == "hear" and len(args) in (2, 3):
-            world.get(args[0]).hears(*args[1:])
-        elif verb == "broadcast" and len(args) in (1, 2):
-            world.broadcast(*args)
-        else:
-            raise _fail(
-                where,
-                f"unknown world event {event!r}; expected one of [talk, speaker, text, to?], "
-                "[think, agent, text], [act, agent, KIND, content?], [hear, agent, text, source?], "
-                "[broadcast, text, source?]",
-            )
-    return world
-
-
-def build_target(spec: Mapping[str, Any], where: str = "target") -> Any:
-    """The judged object an item's target describes: text, a chat list, a World or an Agent."""
-    if not isinstance(spec, Mapping) or len(spec) != 1 or next(iter(spec)) not in _TARGET_FORMS:
-        raise _fail(where, f"expected a target with exactly one of {', '.join(_TARGET_FORMS)}")
-    form, value = next(iter(spec.items()))
-    try:
-        if form == "text":
-            if not isinstance(value, str) or not value.strip():
-                raise _fail(where, 'expected "text" to be a non-empty string')
-            return value
-        if form == "chat":
-            from .claims.targets import as_target_list
-
-            if not isinstance(value, list) or not value:
-                raise _fail(where, 'expected "chat" to be a non-empty list of chat messages')
-            as_target_list(value)  # validates the messages
-            return value
-        if form == "world":
-            return _world_from(where, value)
-        return _agent_from(where, value, standalone=True)
-    except (TypeError, ValueError, KeyError) as error:
-        raise _fail(where, str(error)) from None
-
-
-def parse_item(data: Any, where: str) -> Item:
-    """One line of a set, checked; the error names the file and line."""
-    if not isinstance(data, dict):
-        raise _fail(where, "expected a JSON object per line")
-    unknown = sorted(set(data) - _ITEM_FIELDS)
-    if unknown:
-        raise _fail(where, f"unknown field(s) {', '.join(unknown)}")
-    for name in ("id", "claim"):
-        if not isinstance(data.get(name), str) or not data[name].strip():
-            raise _fail(where, f'expected "{name}" to be a non-empty string')
-    if data.get("kind") not in ("check", "score"):
-        raise _fail(where, f'expected "kind" to be "check" or "score", got {data.get("kind")!r}')
-    if type(data.get("label")) is not bool:
-        raise _fail(where, 'expected "label" to be true or false')
-    tags = data.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        raise _fail(where, 'expected "tags" to be a list of strings')
-    personas = data.get("include_personas", False)
-    if type(personas) is not bool:
-        raise _fail(where, 'expected "include_personas" to be true or false')
-    item = Item(
-        id=data["id"],
-        kind=data["kind"],
-        target=data.get("target", {}),
-        claim=data["claim"],
-        label=data["label"],
-        tags=tuple(tags),
-        include_personas=personas,
-        source=where,
-    )
-    build_target(item.target, where)
-    return item
-
-
-def load_set(path: str | os.PathLike[str]) -> list[Item]:
-    """Every item of a JSON-lines set; blank lines are skipped, ids must be unique."""
-    name, lines = read_text_lines(str(path))
-    items: list[Item] = []
-    seen: dict[str, str] = {}
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{name}:{lineno}"
-        try:
-            item = parse_item(json.loads(line), where)
-        except json.JSONDecodeError as error:
-            raise _fail(where, f"not valid JSON ({error.msg})") from None
-        except RecursionError:
-            raise _fail(where, TOO_DEEP) from None
-        if item.id in seen:
-            raise _fail(where, f"id {item.id!r} already used at {seen[item.id]}")
-        seen[item.id] = where
-        items.append(item)
-    if not items:
-        raise CalibrationError(f"{name}: no items")
-    return items
-
-
-def load_sets(names: Sequence[str]) -> list[Item]:
-    """The named sets (``builtin`` is the shipped one), ids unique across all of them."""
-    items: list[Item] = []
-    seen: dict[str, str] = {}
-    for name in names or [BUILTIN]:
-        for item in load_set(shipped_set() if name == BUILTIN else name):
-            if item.id in seen:
-                raise _fail(item.source, f"id {item.id!r} already used at {seen[item.id]}")
-            seen[item.id] = item.source
-            items.append(item)
-    return items
-
-
-# --- judging and metrics ---------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """What the judge made of one item; ``error`` holds an unparsable reply's message."""
-
-    item: Item
-    value: bool | int | None = None
-    votes: tuple[bool | int, ...] = ()
-    justification: str = ""
-    error: str | None = None
-
-    def judged_pass(self, min_score: int) -> bool | None:
-        if self.value is None:
-            return None
-        if self.item.kind == "check":
-            return self.value is True
-        return int(self.value) >= min_score
-
-    def correct(self, min_score: int) -> bool:
-        return self.judged_pass(min_score) is self.item.label
-
-
-@dataclass
-class Metrics:
-    items: int
-    balanced_accuracy: float
-    false_pass_rate: float
-    false_fail_rate: float
-    parse_failures: int
-    score_auc: float | None
-    agreement: float | None
-    per_tag: dict[str, dict[str, int]] = field(default_factory=dict)
-    # The counts behind the two error rates, kept so reports can bound them (``upper_bound``).
-    positives: int = 0
-    negatives: int = 0
-    false_passes: int = 0
-    false_fails: int = 0
-
-
-def _rate(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
-
-
-def score_auc(pairs: Iterable[tuple[bool, int | None]]) -> float | None:
-    """The chance that a true claim outscores a false one (ties count half).
-
-    An unanswered item takes the worst score for its label, so failing to answer never helps.
-    """
-    positives: list[int] = []
-    negatives: list[int] = []
-    for label, value in pairs:
-        if label:
-            positives.append(MIN_SCORE - 1 if value is None else value)
-        else:
-            negatives.append(MAX_SCORE + 1 if value is None else value)
-    if not positives or not negatives:
-        return None
-    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
-
-
-def compute_metrics(outcomes: Sequence[Outcome], min_score: int) -> Metrics:
-    """The numbers a gate cares about; an unanswered item counts as wrong, never as a pass."""
-    positives = [o for o in outcomes if o.item.label]
-    negatives = [o for o in outcomes if not o.item.label]
-    true_pass = sum(1 for o in positives if o.judged_pass(min_score) is True)
-    false_fail = sum(1 for o in positives if o.judged_pass(min_score) is False)
-    true_fail = sum(1 for o in negatives if o.judged_pass(min_score) is False)
-    false_pass = sum(1 for o in negatives if o.judged_pass(min_score) is True)
-    if positives and negatives:
-        balanced = (_rate(true_pass, len(positives)) + _rate(true_fail, len(negatives))) / 2
-    else:
-        balanced = _rate(true_pass + true_fail, len(outcomes))
-    sampled = [o for o in outcomes if len(o.votes) > 1]
-    agreement = (
-        _rate(sum(1 for o in sampled if len(set(o.votes)) == 1), len(sampled)) if sampled else None
-    )
-    per_tag: dict[str, dict[str, int]] = {}
-    for outcome in outcomes:
-        for tag in (outcome.item.kind, *outcome.item.tags):
-            row = per_tag.setdefault(tag, {"items": 0, "correct": 0, "false_pass": 0})
-            row["items"] += 1
-            row["correct"] += outcome.correct(min_score)
-            row["false_pass"] += not outcome.item.label and outcome.judged_pass(min_score) is True
-    return Metrics(
-        items=len(outcomes),
-        balanced_accuracy=balanced,
-        false_pass_rate=_rate(false_pass, len(negatives)),
-        false_fail_rate=_rate(false_fail, len(positives)),
-        parse_failures=sum(1 for o in outcomes if o.error is not None),
-        score_auc=score_auc((o.item.label, o.value) for o in outcomes if o.item.kind == "score"),
-        agreement=agreement,
-        per_tag=dict(sorted(per_tag.items())),
-        positives=len(positives),
-        negatives=len(negatives),
-        false_passes=false_pass,
-        false_fails=false_fail,
-    )
-
-
-def fitness(
-    metrics: Metrics, min_balanced_accuracy: float, max_false_pass: float
-) -> tuple[bool, list[str]]:
-    """Whether the judge meets both bars, and each reason it does not."""
-    reasons = []
-    if metrics.balanced_accuracy < min_balanced_accuracy:
-        reasons.append(
-            f"balanced accuracy {metrics.balanced_accuracy:.2f} < {min_balanced_accuracy:.2f}"
-        )
-    if metrics.false_pass_rate > max_false_pass:
-        reasons.append(f"false-pass rate {metrics.false_pass_rate:.2f} > {max_false_pass:.2f}")
-    return not reasons, reasons
-
-
-def judge_items(
-    items: Sequence[Item], settings: Settings, cache_dir: Path | None, *, samples: int
-) -> tuple[list[Outcome], dict[str, Any]]:
-    """Judge every item through the test path (cache, retries, samples); and the judge's counts.
-
-    An unparsable reply marks its item unanswered; any other judge error (unreachable, no key,
-    a replay miss) stops the run, since the numbers would describe the setup, not the judge.
-    """
-    from .assertions import judge_claim
-    from .errors import DryRunSkip, JudgeError, VerdictUnparsable
-    from .runtime import Runtime
-
-    runtime = Runtime(settings, cache_dir)
-
-    def one(item: Item) -> Outcome:
-        try:
-            verdict = judge_claim(
-                runtime,
-                item.build_target(),
-                item.claim,
-                kind=item.kind,
-                include_personas=item.include_personas,
-                samples=samples,
-            )
-        except VerdictUnparsable as error:
-            return Outcome(item, error=str(error))
-        except DryRunSkip:
-            raise CalibrationError(
-                f"item {item.id} has no cached verdict, and PROP_DRY_RUN forbids judging it"
-            ) from None
-        return Outcome(item, verdict.value, verdict.votes, verdict.justification)
-
-    try:
-        workers = max(1, min(settings.concurrency, len(items)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-calibrate") as pool:
-            futures = [pool.submit(one, item) for item in items]
-            outcomes: list[Outcome] = []
-            try:
-                for future in futures:
-                    outcomes.append(future.result())
-            except (JudgeError, CalibrationError):
-                for pending in futures:
-                    pending.cancel()
-                raise
-        stats = runtime.stats()
-        counts = {
-            "judge_calls": stats.judge_calls,
-            "cache_hits": stats.cache_hits,
-            "cost_usd": round(stats.cost_usd, 6),
-            "prompt_tokens": stats.prompt_tokens,
-            "completion_tokens": stats.completion_tokens,
-        }
-        return outcomes, counts
-    finally:
-        runtime.close()
-
-
-# --- the record beside the cache ----------------------------------------------------------------
-
-
-def judge_identity(settings: Settings, model: str | None = None) -> str:
+def judge_identity(settings: Settings) -> str:
     """What the cache keys name for this judge (the local model file's checksum for 'local')."""
-    from .judging.judge import Judge
-    from .runtime import connector
-
-    return Judge(settings, connect=connector(settings)).identity(model or settings.model)
+    return Judge(settings, connect=connector(settings)).identity(settings.model)
 
 
 def record_key(identity: str, prompt_version: str, reasoning_effort: str | None = None) -> str:
     key = f"{identity} (prompt {prompt_version})"
     return key + (f" (reasoning effort {reasoning_effort})" if reasoning_effort else "")
-
-
-def _reasoning_effort(settings: Settings) -> str | None:
-    return settings.reasoning_effort
 
 
 def read_records(cache_dir: Path) -> dict[str, Any]:
@@ -453,56 +66,12 @@ def save_record(cache_dir: Path, key: str, record: Mapping[str, Any]) -> Path:
 
 def find_record(settings: Settings, cache_dir: Path | None) -> tuple[str, dict[str, Any] | None]:
     """The judge's name for messages, and its calibration for the current prompt version."""
-    from .judging.prompts import PROMPT_VERSION
-
     if cache_dir is None or not (cache_dir / RECORD_NAME).is_file():
         return settings.model, None
     identity = judge_identity(settings)
-    key = record_key(identity, PROMPT_VERSION, _reasoning_effort(settings))
+    key = record_key(identity, PROMPT_VERSION, settings.reasoning_effort)
     record = read_records(cache_dir).get(key)
     return settings.model, record if isinstance(record, dict) else None
-
-
-#: The confidence of the upper bounds the reports give for a judge's error rates.
-BOUND_CONFIDENCE = 0.95
-
-
-def upper_bound(errors: int, trials: int, confidence: float = BOUND_CONFIDENCE) -> float:
-    """The exact (Clopper-Pearson) one-sided upper bound on an error rate seen ``errors`` times
-    in ``trials``: the rate ``u`` at which seeing at most ``errors`` has chance ``1 - confidence``.
-
-    The binomial tail falls as the rate grows, so bisection finds ``u`` (to 1e-9); pure Python,
-    so no run imports scipy for it (it equals ``beta.ppf(confidence, errors + 1, trials -
-    errors)``). No errors in ``n`` gives ``1 - (1 - confidence) ** (1 / n)``.
-    """
-    if trials <= 0 or not 0 <= errors <= trials:
-        raise ValueError(f"expected 0 <= errors <= trials and trials > 0, got {errors}/{trials}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"expected a confidence between 0 and 1, got {confidence!r}")
-    if errors == trials:
-        return 1.0
-    alpha = 1.0 - confidence
-    if errors == 0:
-        return 1.0 - float(alpha ** (1.0 / trials))
-    import math
-
-    logs = [
-        math.lgamma(trials + 1) - math.lgamma(i + 1) - math.lgamma(trials - i + 1)
-        for i in range(errors + 1)
-    ]
-
-    def tail(rate: float) -> float:  # P(X <= errors) at this rate
-        log_p, log_q = math.log(rate), math.log1p(-rate)
-        return sum(math.exp(c + i * log_p + (trials - i) * log_q) for i, c in enumerate(logs))
-
-    low, high = errors / trials, 1.0
-    while high - low > 1e-9:
-        middle = (low + high) / 2
-        if tail(middle) > alpha:
-            low = middle
-        else:
-            high = middle
-    return high
 
 
 def error_view(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -543,8 +112,6 @@ class Calibrations:
     missing or unreadable record means "not calibrated", never a broken report."""
 
     def __init__(self, cache_dir: Path | None, reasoning_effort: str | None) -> None:
-        import threading
-
         self._cache_dir = cache_dir
         self._reasoning_effort = reasoning_effort
         self._records: dict[str, Any] | None = None
@@ -572,8 +139,6 @@ class Calibrations:
                 records = self._read()
                 view = None
                 if records:
-                    from .judging.prompts import PROMPT_VERSION
-
                     key = record_key(identity, PROMPT_VERSION, self._reasoning_effort)
                     record = records.get(key)
                     if isinstance(record, dict):
@@ -594,19 +159,14 @@ def describe_record(model: str, record: Mapping[str, Any]) -> str:
 
 
 def header_line(settings: Settings, cache_dir: Path | None) -> str | None:
-    """The pytest header's calibration line; None (and no work) when nothing was calibrated."""
-    if settings.min_calibration is None and (
-        cache_dir is None or not (cache_dir / RECORD_NAME).is_file()
-    ):
-        return None
+    """The pytest header's calibration line (session.py asks only when a record exists or the
+    gate is set); None when the record cannot be read."""
     try:
         model, record = find_record(settings, cache_dir)
     except Exception:  # a header must never break a run; the gate reports problems properly
         return None
     if record is None:
         return f"judge {model}: not calibrated for this prompt version"
-    from .reports.summary import calibration_line
-
     return calibration_line(error_view(record), model)
 
 
@@ -629,208 +189,3 @@ def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
             f"({describe_record(model, record)})"
         )
     return None
-
-
-# --- the command ------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .settings import add_command_flags
-
-    add_command_flags(
-        parser,
-        {
-            "model": "the judge",
-            "api_base": "OpenAI-compatible server",
-            "reasoning_effort": "passed to the judge as --prop-reasoning-effort is",
-            "samples": "ask N times per item; reports agreement",
-            "min_score": "the bar score items must reach",
-            "concurrency": "items judged at once",
-            "cache": "verdict cache mode",
-        },
-    )
-    parser.add_argument(
-        "--set",
-        metavar="FILE.jsonl",
-        action="append",
-        dest="sets",
-        default=[],
-        help=f"labeled items (repeatable); '{BUILTIN}' is the shipped set (default: {BUILTIN})",
-    )
-    parser.add_argument(
-        "--min-balanced-accuracy", metavar="X", type=_fraction, help="exit 1 below this"
-    )
-    parser.add_argument(
-        "--max-false-pass", metavar="X", type=_fraction, help="exit 1 above this false-pass rate"
-    )
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
-    return value
-
-
-def settings_from(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
-    """Command-line values first, then ``PROP_*`` variables, then defaults, as in pytest."""
-    from .settings import SettingsError, resolve
-
-    cli: dict[str, str | None] = {
-        "model": args.model,
-        "api_base": args.api_base,
-        "samples": args.samples,
-        "concurrency": args.concurrency,
-        "cache": args.cache,
-        "min_score": args.min_score,
-        "cache_dir": getattr(args, "cache_dir", None),
-        "reasoning_effort": args.reasoning_effort,
-    }
-    try:
-        return resolve(cli, env, {})
-    except SettingsError as error:
-        raise CalibrationError(str(error).replace("--prop-", "--")) from None
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def table_lines(metrics: Metrics) -> list[str]:
-    lines = [f"{'tag':<22} {'items':>5} {'correct':>7} {'accuracy':>8} {'false pass':>10}"]
-    for tag, row in metrics.per_tag.items():
-        lines.append(
-            f"{tag:<22} {row['items']:>5} {row['correct']:>7} "
-            f"{_rate(row['correct'], row['items']):>8.2f} {row['false_pass']:>10}"
-        )
-    lines.append("")
-    lines.append(
-        f"items {metrics.items}, balanced accuracy {metrics.balanced_accuracy:.2f}, "
-        f"false-pass {metrics.false_pass_rate:.2f}, false-fail {metrics.false_fail_rate:.2f}, "
-        f"parse failures {metrics.parse_failures}, score AUC {_pct(metrics.score_auc)}, "
-        f"agreement {_pct(metrics.agreement)}"
-    )
-    return lines
-
-
-def _wrong(outcome: Outcome, min_score: int) -> dict[str, Any]:
-    return {
-        "id": outcome.item.id,
-        "kind": outcome.item.kind,
-        "claim": outcome.item.claim,
-        "label": outcome.item.label,
-        "value": outcome.value,
-        "votes": list(outcome.votes),
-        "judged_pass": outcome.judged_pass(min_score),
-        "justification": outcome.justification,
-        "error": outcome.error,
-        "tags": list(outcome.item.tags),
-        "source": outcome.item.source,
-    }
-
-
-def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    """The ``calibrate`` command; 0 fit or no bar given, 1 a given bar missed, 2 a usage error."""
-    from ._version import __version__
-    from .errors import JudgeError
-    from .judging.prompts import PROMPT_VERSION
-
-    environ = os.environ if env is None else env
-    settings = settings_from(args, environ)
-    cache_dir = Path(
-        getattr(args, "cache_dir", None)
-        or settings.cache_dir
-        or os.path.join(".pytest_cache", "d", "propositions")
-    )
-    items = load_sets(args.sets)
-    started = time.perf_counter()
-    try:
-        outcomes, counts = judge_items(
-            items,
-            settings,
-            None if settings.cache == "off" else cache_dir,
-            samples=settings.samples,
-        )
-    except JudgeError as error:
-        raise CalibrationError(
-            f"the judge could not be calibrated: {type(error).__name__}: {error}"
-        ) from None
-    seconds = time.perf_counter() - started
-    metrics = compute_metrics(outcomes, settings.min_score)
-    min_ba = args.min_balanced_accuracy
-    max_fp = args.max_false_pass
-    fit, reasons = fitness(
-        metrics,
-        DEFAULT_MIN_BALANCED_ACCURACY if min_ba is None else min_ba,
-        DEFAULT_MAX_FALSE_PASS if max_fp is None else max_fp,
-    )
-    identity = judge_identity(settings)
-    recorded_at = datetime.now(UTC).replace(microsecond=0).isoformat()
-    wrong = [_wrong(o, settings.min_score) for o in outcomes if not o.correct(settings.min_score)]
-    result: dict[str, Any] = {
-        "model": settings.model,
-        "identity": identity,
-        "prompt_version": PROMPT_VERSION,
-        "reasoning_effort": _reasoning_effort(settings),
-        "plugin_version": __version__,
-        "sets": list(args.sets or [BUILTIN]),
-        "min_score": settings.min_score,
-        "samples": settings.samples,
-        "items": metrics.items,
-        "balanced_accuracy": round(metrics.balanced_accuracy, 4),
-        "false_pass_rate": round(metrics.false_pass_rate, 4),
-        "false_fail_rate": round(metrics.false_fail_rate, 4),
-        "positives": metrics.positives,
-        "negatives": metrics.negatives,
-        "false_passes": metrics.false_passes,
-        "false_fails": metrics.false_fails,
-        "parse_failures": metrics.parse_failures,
-        "score_auc": None if metrics.score_auc is None else round(metrics.score_auc, 4),
-        "agreement": None if metrics.agreement is None else round(metrics.agreement, 4),
-        "seconds": round(seconds, 3),
-        "recorded_at": recorded_at,
-        "fit": fit,
-        "reasons": reasons,
-        **counts,
-        "per_tag": metrics.per_tag,
-        "wrong": wrong,
-    }
-    for line in table_lines(metrics):
-        print(line)
-    if wrong:
-        print("")
-        print(f"wrongly judged ({len(wrong)}):")
-        for entry in wrong:
-            got = "no answer" if entry["error"] else entry["value"]
-            expected = "true" if entry["label"] else "false"
-            print(f"  {entry['id']:<22} expected {expected:<5} got {got!s:<6} {entry['claim']}")
-    if settings.cache != "off":
-        summary = {
-            name: value for name, value in result.items() if name not in ("wrong", "per_tag")
-        }
-        save_record(
-            cache_dir, record_key(identity, PROMPT_VERSION, _reasoning_effort(settings)), summary
-        )
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    why = "; ".join(reasons)
-    print("")
-    if fit:
-        print(
-            f"FIT: judge {settings.model} meets the bars (balanced accuracy "
-            f"{metrics.balanced_accuracy:.2f}, false-pass {metrics.false_pass_rate:.2f}, "
-            f"{metrics.items} items, ${counts['cost_usd']:.4f}, {seconds:.1f}s)"
-        )
-    else:
-        print(f"NOT FIT: judge {settings.model} should not gate CI: {why}")
-    missed = (min_ba is not None and metrics.balanced_accuracy < min_ba) or (
-        max_fp is not None and metrics.false_pass_rate > max_fp
-    )
-    sys.stdout.flush()
-    return 1 if missed else 0

@@ -81,3 +81,7 @@ class CacheUnusable(JudgeError):
 
 class DryRunSkip(Exception):
     """``--prop-dry-run``: this claim has no cached verdict, so its test is skipped, not judged."""
+
+
+class CalibrationError(Exception):
+    """A calibration input or record the user must fix; the message says what was expected."""

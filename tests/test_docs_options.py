@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 from pathlib import Path
@@ -9,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from pytest_propositions.settings import OPTIONS
+from pytest_propositions.settings import OPTIONS, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS = ROOT / "docs" / "hooks.py"
@@ -71,3 +72,16 @@ def test_the_page_keeps_its_marker() -> None:
     assert hooks.OPTIONS_MARKER in OPTIONS_PAGE.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="marker"):
         hooks.render_options_page("# Options reference\n")
+
+
+def test_settings_are_the_table() -> None:
+    """Settings has a field per option of the table, in its order, whose default is the table's
+    default parsed: a default is written once, and the two cannot drift apart."""
+    names = [option.name for option in OPTIONS]
+    fields = [field for field in dataclasses.fields(Settings) if field.name in names]
+    assert [field.name for field in fields] == names
+    for field, option in zip(fields, OPTIONS, strict=True):
+        assert field.default == option.default_value(), option.name
+    extras = {field.name for field in dataclasses.fields(Settings)} - set(names)
+    assert extras == {"judge_source", "api_key_env"}
+    assert Settings().dry_run is False and Settings().min_score == 7

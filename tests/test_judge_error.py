@@ -11,17 +11,10 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.calibration import (
-    RECORD_NAME,
-    Calibrations,
-    Item,
-    Outcome,
-    compute_metrics,
-    record_key,
-    save_record,
-    upper_bound,
-)
+from pytest_propositions.calibration import RECORD_NAME, Calibrations, record_key, save_record
+from pytest_propositions.cli.calibrate import Item, Outcome, compute_metrics
 from pytest_propositions.judging.prompts import PROMPT_VERSION
+from pytest_propositions.over_runs.binomial import upper_bound
 from pytest_propositions.reports.summary import calibration_line, calibration_text
 from tests.support.calibration import calibration_record as shared_record
 from tests.support.judge_server import ScriptedJudge, verdict

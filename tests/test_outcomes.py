@@ -5,6 +5,7 @@ that leaves out waiting for a free slot."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -251,7 +252,7 @@ def test_judging_time_leaves_out_waiting_for_a_free_slot(
     def managed(model: str) -> Connection:
         return Connection("managed-test", "openai/judge-model", start=lambda: (base_url, "no-key"))
 
-    judge = Judge(Settings()._replace(retries=0), cache=None, connect=managed)
+    judge = Judge(dataclasses.replace(Settings(), retries=0), cache=None, connect=managed)
     verdicts: list[Any] = []
 
     def ask(claim: str) -> None:

@@ -1,7 +1,8 @@
 """The commands of ``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
 
-The cache commands load only the cache module (never litellm or pydantic), so they are quick
-and work on machines without a judge configured; ``calibrate`` judges, so it loads the judge.
+The cache commands load the cache modules and the other commands' parsers, never pytest, litellm
+or pydantic, so they are quick and work on machines without a judge configured; ``calibrate``
+(cli/calibrate.py) judges, so it loads the judge.
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ..calibration import CalibrationError
 from ..checks import InputFileError, read_text_lines
+from ..errors import CalibrationError
 from ..reports.diff import ReportError
+from ..reports.diff import run as diff
+from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, ImportLineError, VerdictCache
 from ..store.maintenance import CacheStats
+from ..store.postgres import describe_store
+from . import calibrate
+from .rejudge import run as rejudge
+from .store import StoreCommands
 
 PROG = "python -m pytest_propositions"
-ENV_CACHE_DIR = "PROP_CACHE_DIR"
-ENV_STORE = "PROP_STORE"
+ENV_CACHE_DIR = OPTIONS_BY_NAME["cache_dir"].env
+ENV_STORE = OPTIONS_BY_NAME["store"].env
 #: Where the plugin keeps verdicts unless told otherwise: pytest's cache dir + ``d/propositions``.
 DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
 
@@ -130,8 +137,6 @@ def _build_parser() -> argparse.ArgumentParser:
         "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
         "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
     )
-    from ..settings import add_command_flags
-
     add_command_flags(
         rejudge,
         {
@@ -171,7 +176,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="remove every verdict",
         description="Remove every verdict and the record of which ones runs used.",
     )
-    calibrate = commands.add_parser(
+    calibrate_parser = commands.add_parser(
         "calibrate",
         parents=[common],
         help="measure a judge on labeled claims: is it fit to gate CI?",
@@ -193,9 +198,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("old", metavar="OLD.json")
     diff.add_argument("new", metavar="NEW.json")
-    from ..calibration import add_arguments
-
-    add_arguments(calibrate)
+    calibrate.add_arguments(calibrate_parser)
     return parser
 
 
@@ -333,12 +336,10 @@ def _store_url(args: argparse.Namespace) -> str | None:
 
 def _store_timeout() -> float:
     """How long a query to the store may take: PROP_STORE_TIMEOUT, read as a run reads it."""
-    from ..settings import OPTIONS_BY_NAME
-
     option = OPTIONS_BY_NAME["store_timeout"]
-    assert option.env is not None and option.default is not None
+    raw = os.environ.get(option.env)
     try:
-        return float(option.parse(os.environ.get(option.env) or option.default))
+        return float(option.parse(raw) if raw else option.default_value())
     except ValueError as error:
         raise UsageError(f"environment variable {option.env}: {error}") from None
 
@@ -347,8 +348,6 @@ def _at_fault(args: argparse.Namespace) -> str:
     """What an unexpected error is named after: the store when a command acts on one."""
     store = _store_url(args) if getattr(args, "command", None) == "cache" else None
     if store is not None:
-        from ..store.postgres import describe_store
-
         return f"the verdict store {describe_store(store)}"
     return f"the verdict cache at {_cache_dir(args)}"
 
@@ -358,8 +357,6 @@ def _run(args: argparse.Namespace) -> int:
     action: str = args.action
     store = _store_url(args)
     if store is not None or action in ("push", "repair"):
-        from .store import StoreCommands
-
         if store is None:
             raise UsageError(f"cache {action} needs the store: --store URL or ${ENV_STORE}")
         with StoreCommands(store, directory, _warn, _store_timeout()) as commands:
@@ -391,8 +388,6 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 1 if bad else 0
     if action == "rejudge":
-        from .rejudge import run as rejudge
-
         return rejudge(directory, args.model, args.api_base, args.concurrency)
     cache = _existing(directory)
     try:
@@ -433,12 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "calibrate":
-            from ..calibration import run as calibrate
-
-            return calibrate(args)
+            return calibrate.run(args)
         if args.command == "diff":
-            from ..reports.diff import run as diff
-
             return diff(args.old, args.new)
         return _run(args)
     except (
@@ -446,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         InputFileError,
         CacheError,
         CalibrationError,
+        SettingsError,
         ReportError,
     ) as exc:  # NoUsageRecordedError included
         print(f"error: {exc}", file=sys.stderr)

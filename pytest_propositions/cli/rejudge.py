@@ -7,17 +7,23 @@ answers are stored under the keys a test run with the new model computes, so
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..settings import Settings
-    from ..store.cache import VerdictCache
-    from ..verdict import Verdict
+from ..errors import CalibrationError, JudgeError
+from ..judging.judge import Judge, JudgeRequest
+from ..judging.prompts import PROMPT_VERSION
+from ..runtime import connector
+from ..settings import Settings, command_settings
+from ..store.cache import VerdictCache
+from ..store.keys import canonical_json
+from ..store.recorded import iter_records, unpack_request
+from ..verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -46,11 +52,6 @@ class Plan:
 
 
 def plan(cache: VerdictCache, new_identity: str) -> Plan:
-    from ..judging.judge import JudgeRequest
-    from ..judging.prompts import PROMPT_VERSION
-    from ..store.keys import canonical_json
-    from ..store.recorded import iter_records, unpack_request
-
     requests: list[tuple[Any, Mapping[str, Any]]] = []
     skipped: dict[str, int] = {}
     seen: set[str] = set()
@@ -90,16 +91,9 @@ def rejudge(
     cache_dir: Path, settings: Settings, model: str
 ) -> tuple[list[Rejudged], dict[str, int], dict[str, Any]]:
     """Judge each stored request with ``model``; the results, the skips, and the judge's counts."""
-    from ..errors import JudgeError
-    from ..judging.judge import Judge
-    from ..runtime import connector
-    from ..store.cache import VerdictCache
-
-    settings = settings._replace(model=model, cache="use")
+    settings = dataclasses.replace(settings, model=model, cache="use")
     reader = VerdictCache(cache_dir)
     if not reader.exists:
-        from ..calibration import CalibrationError
-
         raise CalibrationError(f"no verdict cache at {cache_dir}")
     judge = Judge(settings, VerdictCache(cache_dir, "use"), connect=connector(settings))
     try:
@@ -140,15 +134,8 @@ def rejudge(
 
 def run(cache_dir: Path, model: str, api_base: str | None, concurrency: str | None) -> int:
     """The command: list the flips; the last line is ``N re-judged, K flipped``."""
-    from ..calibration import CalibrationError
-    from ..errors import JudgeError
-    from ..settings import SettingsError, resolve
-
-    cli = {"model": model, "api_base": api_base, "concurrency": concurrency}
-    try:
-        settings = resolve(cli, os.environ, {})
-    except SettingsError as error:
-        raise CalibrationError(str(error).replace("--prop-", "--")) from None
+    flags = {"model": model, "api_base": api_base, "concurrency": concurrency}
+    settings = command_settings(flags, os.environ)
     try:
         results, skipped, _counts = rejudge(cache_dir, settings, settings.model)
     except JudgeError as error:
