@@ -20,8 +20,7 @@ from pathlib import Path
 from ..calibration import CalibrationError
 from ..checks import InputFileError, read_text_lines
 from ..reports.diff import ReportError
-from ..store.cache import CacheError, ImportLineError, VerdictCache
-from ..store.maintenance import CacheStats
+from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = "PROP_CACHE_DIR"

@@ -48,8 +48,8 @@ class Plan:
 def plan(cache: VerdictCache, new_identity: str) -> Plan:
     from ..judging.judge import JudgeRequest
     from ..judging.prompts import PROMPT_VERSION
+    from ..store.cache_record import unpack_request
     from ..store.keys import canonical_json
-    from ..store.recorded import iter_records, unpack_request
 
     requests: list[tuple[Any, Mapping[str, Any]]] = []
     skipped: dict[str, int] = {}
@@ -58,7 +58,7 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
 
-    for _key, record in iter_records(cache):
+    for _key, record in cache.records():
         if record.get("model") == new_identity:
             continue  # the new judge's own answers
         material = unpack_request(record)
