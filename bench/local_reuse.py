@@ -43,7 +43,7 @@ RECORDED = REPO / "conftest_examples" / "verdicts.jsonl"
 
 
 def recorded_requests() -> list[dict[str, Any]]:
-    from pytest_propositions.store.recorded import unpack_request
+    from pytest_propositions.store.cache_record import unpack_request
 
     requests = []
     for line in RECORDED.read_text().splitlines():

@@ -117,38 +117,6 @@ class Verdict:
         return dataclasses.replace(self, **changes)
 
 
-def kind_problem(record: dict[str, Any], kind: str | None = None) -> str | None:
-    """What is wrong with the kinds a record names (its own, its verdict's and, given, the
-    request's); None when they agree. The key names the request's kind, so a verdict of the
-    other kind under it was moved there (a store row, an imported line): damage, never a pass.
-    Cheap (no verdict is built): every cache hit asks it."""
-    data = record.get("verdict")
-    found = data.get("kind") if isinstance(data, dict) else None
-    if found not in ("check", "score"):
-        return "no verdict of a known kind"
-    stored = record.get("kind", found)
-    if stored != found:
-        return f"a {found} verdict in a record of kind {str(stored)[:20]!r}"
-    if kind is not None and found != kind:
-        return f"a {found} verdict under the key of a {kind} claim"
-    return None
-
-
-def verdict_of_record(record: Any, kind: str | None = None, *, key: str = "") -> Verdict:
-    """The verdict a cache record holds, for a request of ``kind``; ValueError saying why not.
-    No pydantic: every hit reads a record this way."""
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, found {type(record).__name__}")
-    data = record.get("verdict")
-    if not isinstance(data, dict):
-        raise ValueError('expected "verdict" to be a JSON object')
-    verdict = Verdict.from_dict(data, cached=True, recorded_at=record.get("recorded_at"), key=key)
-    problem = kind_problem(record, kind)
-    if problem is not None:
-        raise ValueError(problem)
-    return verdict
-
-
 @functools.cache
 def _verdict_adapter() -> Any:
     import pydantic

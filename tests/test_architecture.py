@@ -285,7 +285,7 @@ HEAVY_OWNERS = {
     "litellm": "judging.transport_litellm",
     "openai": "judging.transport_litellm",
     "httpx": "judging.transport_http",
-    "diskcache": "store.records",
+    "diskcache": "store.database",
     "psycopg": "store.postgres",  # the optional [postgres] extra
 }
 

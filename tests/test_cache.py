@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_propositions.store import recorded
+from pytest_propositions.store import cache_record
 from pytest_propositions.store.cache import (
     CACHE_MODES,
     CacheDirectoryError,
@@ -32,13 +32,13 @@ from pytest_propositions.store.cache import (
     NoUsageRecordedError,
     VerdictCache,
 )
+from pytest_propositions.store.cache_record import pack_request
 from pytest_propositions.store.keys import (
     CACHE_FORMAT,
     _looks_like_credential,
     cache_key,
     canonical_json,
 )
-from pytest_propositions.store.recorded import pack_request
 from tests.support.records import keyed
 from tests.support.records import line as kept_line
 
@@ -496,7 +496,7 @@ def test_a_line_whose_key_cannot_be_checked_is_refused(
 def test_a_kept_request_that_expands_without_end_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(recorded, "_MAX_REQUEST", 2**20)
+    monkeypatch.setattr(cache_record, "_MAX_REQUEST", 2**20)
     data = base64.b64encode(zlib.compress(b'"' + b"a" * 2**21 + b'"')).decode()
     rec = record(request={"encoding": "zlib+base64", "data": data})
     with pytest.raises(ImportLineError, match="expands to more than 1 MiB"):
@@ -557,7 +557,7 @@ def test_an_older_complete_run_record_is_read_as_one_run(tmp_path: Path) -> None
     old = canonical_json(
         {"recorded_at": ended.isoformat(), "timestamp": ended.timestamp(), "keys": [key(0)]}
     )
-    cache._call(lambda c: c.set("meta:complete-run", old), create=True)
+    cache._db.call(lambda c: c.set("meta:complete-run", old), create=True)
     usage = cache.usage()
     assert usage is not None and (usage.runs, usage.keys) == (1, {key(0)})
     assert cache.prune()[0] == 2
@@ -626,7 +626,7 @@ def test_damage_found_while_running_is_recovered(tmp_path: Path) -> None:
     warned: list[str] = []
     cache = VerdictCache(tmp_path / "c", warn=warned.append)
     cache.put(key(1), record())
-    opened = cache._cache
+    opened = cache._db.handle
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise sqlite3.DatabaseError("database disk image is malformed")
@@ -646,7 +646,7 @@ def test_other_database_errors_are_not_mistaken_for_damage(tmp_path: Path) -> No
     def locked(*args: Any, **kwargs: Any) -> Any:
         raise sqlite3.OperationalError("database is locked")
 
-    cache._cache.get = locked
+    cache._db.handle.get = locked
     with pytest.raises(sqlite3.OperationalError):
         cache.get(key(1))
     assert (tmp_path / "c" / "cache.db").exists()

@@ -378,7 +378,7 @@ def test_a_damaged_record_in_a_run_is_judged_again_with_a_warning(
 
 
 def test_a_read_only_store_refuses_writes_by_name(tmp_path: Path) -> None:
-    from pytest_propositions.store.maintenance import ReadOnlyStore
+    from pytest_propositions.store.database import ReadOnlyStore
 
     stored(tmp_path / "c")
     store = ReadOnlyStore(tmp_path / "c")
@@ -607,7 +607,7 @@ def test_a_write_refused_for_a_full_disk_keeps_the_verdict_and_counts_it(
     def full(*args: Any, **kwargs: Any) -> None:
         raise error
 
-    monkeypatch.setattr(cache._cache, "set", full)
+    monkeypatch.setattr(cache._db.handle, "set", full)
     paid = record(claim="Paid for.")
     assert cache.put(key(2), paid) is paid
     assert cache.store_counts() == {UNSTORED_FULL: 1}
@@ -629,7 +629,7 @@ def test_a_write_refused_for_another_reason_is_still_an_error(
     def locked(*args: Any, **kwargs: Any) -> None:
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(cache._cache, "set", locked)
+    monkeypatch.setattr(cache._db.handle, "set", locked)
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         cache.put(key(2), record())
     assert cache.store_counts() == {}

@@ -73,12 +73,12 @@ def test_diskcache_is_capped_below_its_next_major_release_and_its_names_are_read
     [diskcache] = [dep for dep in project["dependencies"] if dep.startswith("diskcache")]
     assert re.search(r"<6(,|$)", diskcache), diskcache
     store = ROOT / "pytest_propositions" / "store"
-    for name in ("cache.py", "records.py", "maintenance.py"):
+    for name in ("cache.py", "database.py", "cache_record.py"):
         source = (store / name).read_text()
         assert '"cache.db"' not in source, name
         assert "mode == 1" not in source and "mode == 3" not in source, name
-    # records.py, diskcache's one importer (tests/test_architecture.py), reads them.
-    records = (store / "records.py").read_text()
+    # database.py, diskcache's one importer (tests/test_architecture.py), reads them.
+    records = (store / "database.py").read_text()
     assert "from diskcache.core import DBNAME" in records
     assert "from diskcache.core import MODE_RAW, MODE_TEXT" in records
 

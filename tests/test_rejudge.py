@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_propositions.__main__ import main
-from pytest_propositions.store.recorded import pack_request, unpack_request, word_changes
+from pytest_propositions.store.cache_record import pack_request, unpack_request
+from pytest_propositions.store.replay_miss import word_changes
 from tests.support.judge_server import ScriptedJudge, verdict
 from tests.support.outcomes import assert_counts
 

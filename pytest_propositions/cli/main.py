@@ -23,8 +23,7 @@ from ..errors import CalibrationError
 from ..reports.diff import ReportError
 from ..reports.diff import run as diff
 from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
-from ..store.cache import CacheError, ImportLineError, VerdictCache
-from ..store.maintenance import CacheStats
+from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 from ..store.postgres import describe_store
 from . import calibrate
 from .rejudge import run as rejudge

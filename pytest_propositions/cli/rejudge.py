@@ -1,6 +1,6 @@
 """``cache rejudge``: ask every stored request again, of another judge, and store its answers.
 
-No simulation runs again: each record keeps its rendered request (see ``recorded``). The new
+No simulation runs again: each record keeps its rendered request (see ``store.cache_record``). The new
 answers are stored under the keys a test run with the new model computes, so
 ``--prop-model=NEW --prop-cache=replay`` is served from the cache afterwards.
 """
@@ -21,8 +21,8 @@ from ..judging.prompts import PROMPT_VERSION
 from ..runtime import connector
 from ..settings import Settings, command_settings
 from ..store.cache import VerdictCache
+from ..store.cache_record import unpack_request
 from ..store.keys import canonical_json
-from ..store.recorded import iter_records, unpack_request
 from ..verdict import Verdict
 
 
@@ -59,7 +59,7 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
 
-    for _key, record in iter_records(cache):
+    for _key, record in cache.records():
         if record.get("model") == new_identity:
             continue  # the new judge's own answers
         material = unpack_request(record)

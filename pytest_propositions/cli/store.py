@@ -9,8 +9,8 @@ from pathlib import Path
 from types import TracebackType
 
 from ..store.cache import CacheError, InvalidRecordError, VerdictCache
+from ..store.cache_record import read_lines, stored_record
 from ..store.keys import canonical_json
-from ..store.maintenance import read_lines, stored_record
 from ..store.postgres import PostgresStore
 from ..store.tiered import push_command, repair_command
 

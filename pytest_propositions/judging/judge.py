@@ -25,8 +25,9 @@ from ..errors import (
     VerdictMissing,
 )
 from ..store.cache import CacheDirectoryError, CacheWarning
+from ..store.cache_record import verdict_of_record
 from ..store.keys import cache_key
-from ..verdict import Verdict, verdict_of_record
+from ..verdict import Verdict
 from . import families
 from .endpoint import Connection, hosted_connection
 from .families import TEMPERATURE
@@ -180,7 +181,7 @@ class Judge:
                     self.stats.cache_hits += 1
                 return verdict
             if self.cache.mode == "replay":
-                from ..store.recorded import explain_miss
+                from ..store.replay_miss import explain_miss
 
                 nearest = explain_miss(self.cache, material, request.claim, request.test_id)
                 raise VerdictMissing(

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .._version import __version__
 from ..checks import quote_claim, terminal_text
 from ..errors import JudgeReplyInvalid, JudgeUnavailable, VerdictUnparsable
-from ..store.recorded import pack_request
+from ..store.cache_record import new_record
 from ..verdict import Usage, Verdict
 from .parsing import parse_choices
-from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .prompts import DOUBLE_CHECK_PROMPT, Message, assistant_turn
 from .transport import (
     Transport,
     other_choices,
@@ -111,24 +110,7 @@ async def judge_live(
     with stats.lock:
         stats.verdicts += 1
         stats.judge_seconds += elapsed
-    stored = verdict.stored()
-    record = {
-        "claim": request.claim,
-        "kind": request.kind,
-        "model": connection.identity,
-        "recorded_at": recorded_at,
-        "plugin_version": __version__,
-        "prompt_version": PROMPT_VERSION,
-        "usage": stored["usage"],
-        "cost_usd": cost,
-        "raw_reply": final.raw,
-        "verdict": stored,
-        # The request itself, compressed: for cache rejudge and for explaining replay misses.
-        "request": pack_request(material),
-    }
-    if request.test_id:
-        record["test_id"] = request.test_id
-    return verdict, record
+    return verdict, new_record(verdict, material, request.test_id)
 
 
 async def _answer(

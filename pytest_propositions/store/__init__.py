@@ -1,1 +1,1 @@
-"""Where verdicts are kept: the disk cache, the shared PostgreSQL store, recorded requests."""
+"""Where verdicts are kept: the key, the cache record, the disk cache, the shared PostgreSQL tier."""

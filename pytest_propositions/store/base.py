@@ -1,8 +1,7 @@
-"""What every place that keeps verdicts provides to the judge and the run: ``VerdictStore``.
+"""``VerdictStore``: what every place that keeps verdicts gives the judge and the run.
 
-The disk cache (``cache.VerdictCache``) implements it, and so do the two levels over it and a
-shared store (``tiered.SharedVerdictCache``, which holds a disk cache rather than being one).
-A new place to keep verdicts implements it too; the judge and the runtime use nothing else.
+The disk cache (``cache.VerdictCache``) implements it, and so does the shared tier over it
+(``tiered.SharedVerdictCache``); a new place to keep verdicts implements it too.
 """
 
 from __future__ import annotations

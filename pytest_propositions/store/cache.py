@@ -1,15 +1,15 @@
 """The verdict cache: judge verdicts on disk, keyed by the fully rendered request.
 
-It owns the record modes, the store that pytest-xdist workers share, damage recovery, and the
-export/import/prune methods the CLI calls; their passes over every record are maintenance.py's,
-what a cached claim reads (and diskcache itself) records.py's, the key rules keys.py's.
-diskcache is imported only when the cache is first touched, so importing this module is cheap.
+It owns the cache modes, the judge's reads and writes, what a read-only or full disk means for
+them, the usage record that prune keeps, and export, import, prune, stats and clear. The database
+under it (diskcache, damage) is database.py's, the record cache_record.py's, the keys keys.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
+import functools
+import json
 import os
 import threading
 import time
@@ -18,14 +18,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple
 
-from ..verdict import kind_problem
-from .keys import CACHE_FORMAT, KEY_PATTERN, cache_key, canonical_json
-from .records import (
-    META_COMPLETE_RUN,
-    META_KEYS,
-    META_USAGE,
+from ..settings import CACHE_MODES
+from .cache_record import (
+    RecordDamage,
+    check_kind,
+    export_line,
+    kind_problem,
+    read_lines,
+    read_record,
+    record_text,
+    recorded_time,
+)
+from .database import Database, describe, full_reason
+from .errors import (
     CacheDamagedError,
     CacheDirectoryError,
     CacheError,
@@ -34,16 +41,8 @@ from .records import (
     ImportLineError,
     InvalidRecordError,
     NoUsageRecordedError,
-    RecordDamage,
-    Usage,
-    db_path,
-    open_database,
-    read_record,
-    read_usage,
 )
-
-if TYPE_CHECKING:
-    from .maintenance import CacheStats
+from .keys import CACHE_FORMAT, KEY_PATTERN, cache_key, canonical_json
 
 __all__ = [
     "CACHE_FORMAT",
@@ -54,6 +53,7 @@ __all__ = [
     "CacheError",
     "CacheMode",
     "CacheReadOnlyError",
+    "CacheStats",
     "CacheWarning",
     "ImportLineError",
     "InvalidRecordError",
@@ -67,83 +67,84 @@ __all__ = [
 
 
 CacheMode = Literal["use", "replay", "refresh", "off"]
-CACHE_MODES: tuple[str, ...] = ("use", "replay", "refresh", "off")
 
 _READ_MODES = frozenset({"use", "replay"})
 _WRITE_MODES = frozenset({"use", "refresh"})
 
-
-_T = TypeVar("_T")
-
-
-# --- keys and records --------------------------------------------------------------------
-
-
-# --- damage --------------------------------------------------------------------------------
-
-
-def _is_corruption(exc: BaseException) -> bool:
-    """True for sqlite's "this file is damaged" errors, not for locks or permissions."""
-    name = getattr(exc, "sqlite_errorname", None)
-    if isinstance(name, str) and name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return True
-    if type(exc).__module__ != "sqlite3":
-        return False
-    message = str(exc)
-    return "malformed" in message or "not a database" in message
-
-
-#: Less room than this on the cache's disk makes an I/O error a full disk: sqlite grows its
-#: shared-memory file in 32 KiB steps and says only "disk I/O error" when it cannot.
-_FULL_BELOW = 2**20
-
-
-def _free_bytes(directory: Path) -> int | None:
-    """The room left for this user on the disk that holds ``directory`` (or would)."""
-    if not hasattr(os, "statvfs"):
-        return None
-    for place in (directory, *directory.parents):
-        try:
-            found = os.statvfs(place)
-        except OSError:
-            continue
-        return found.f_bavail * found.f_frsize
-    return None
-
-
-def _full_reason(exc: BaseException | None, directory: Path) -> str | None:
-    """What was said, if a write failed because the disk (or the user's quota) is full:
-    sqlite's SQLITE_FULL, ENOSPC or EDQUOT (here or in what caused it), or an I/O error of
-    sqlite's on a disk with no room left."""
-    for _ in range(4):
-        if exc is None:
-            return None
-        text = str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
-        name = getattr(exc, "sqlite_errorname", None)
-        if isinstance(name, str) and name.startswith("SQLITE_FULL"):
-            return text
-        if isinstance(name, str) and name.startswith("SQLITE_IOERR"):
-            free = _free_bytes(directory)
-            if free is not None and free < _FULL_BELOW:
-                return f"{text}, with {free} bytes free there"
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return text
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def _describe(exc: BaseException, directory: Path) -> str:
-    """An error of the file system or of sqlite, a full disk called so."""
-    reason = _full_reason(exc, directory)
-    if reason is not None:
-        return f"the disk is full ({reason})"
-    return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
-
-
-# --- what the summary says -------------------------------------------------------------------
+# Reserved keys: never 64 hex digits, so they cannot collide with a verdict key.
+META_USAGE = "meta:usage"
+# Written before usage was gathered over runs (one run's keys); still read, as one run.
+META_COMPLETE_RUN = "meta:complete-run"
+META_KEYS = (META_USAGE, META_COMPLETE_RUN)
 
 #: The counter (``store_counts``) of verdicts judged but not stored because the disk is full.
 UNSTORED_FULL = "cache_unstored_full"
+
+
+class Usage(NamedTuple):
+    """Which verdicts the finished runs since the last prune used: what prune keeps. (This and
+    CacheStats are named tuples: every run that reads the cache defines them, and a dataclass
+    costs several times more to define.)"""
+
+    since: datetime  # when the first of those runs started
+    last_finished: datetime
+    runs: int
+    keys: frozenset[str]
+
+    def to_json(self) -> str:
+        return canonical_json(
+            {
+                "since": self.since.timestamp(),
+                "last_finished": self.last_finished.timestamp(),
+                "runs": self.runs,
+                "keys": sorted(self.keys),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Usage:
+        data = json.loads(text)
+        return cls(
+            since=datetime.fromtimestamp(float(data["since"]), UTC),
+            last_finished=datetime.fromtimestamp(float(data["last_finished"]), UTC),
+            runs=int(data["runs"]),
+            keys=frozenset(str(key) for key in data["keys"]),
+        )
+
+    @classmethod
+    def from_complete_run(cls, text: str) -> Usage:
+        """An older version's record of one complete run (it kept no start time)."""
+        data = json.loads(text)
+        ended = datetime.fromtimestamp(float(data["timestamp"]), UTC)
+        keys = frozenset(str(key) for key in data["keys"])
+        return cls(since=ended, last_finished=ended, runs=1, keys=keys)
+
+
+def _read_usage(cache: Any) -> Usage | None:
+    """The usage record, or an older complete-run record read as one run; None if neither."""
+    for meta, read in (
+        (META_USAGE, Usage.from_json),
+        (META_COMPLETE_RUN, Usage.from_complete_run),
+    ):
+        text = cache.get(meta)
+        if isinstance(text, str):
+            try:
+                return read(text)
+            except (ValueError, KeyError, TypeError):
+                return None  # damaged bookkeeping: as if no run had recorded usage
+    return None
+
+
+class CacheStats(NamedTuple):
+    """What the cache holds, for ``cache stats`` and the terminal summary."""
+
+    directory: Path
+    models: dict[str, int]
+    entries: int = 0
+    size_bytes: int = 0
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    usage: Usage | None = None
 
 
 def unstored_lines(counts: Mapping[str, float], where: object) -> list[str]:
@@ -159,15 +160,21 @@ def unstored_lines(counts: Mapping[str, float], where: object) -> list[str]:
     ]
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
+def _verdict_keys(cache: Any) -> list[str]:
+    """The verdict keys, sorted; reserved metadata keys are not verdicts."""
+    return sorted(
+        key for key in cache.iterkeys() if type(key) is str and KEY_PATTERN.fullmatch(key)
+    )
 
 
-# --- the cache -----------------------------------------------------------------------------
+def _tree_size(directory: Path) -> int:
+    """Bytes on disk, WAL included: what the user would have to copy or delete."""
+    total = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            with contextlib.suppress(OSError):  # removed meanwhile
+                total += os.path.getsize(os.path.join(root, name))
+    return total
 
 
 class VerdictCache:
@@ -193,19 +200,13 @@ class VerdictCache:
         self.misses = 0
         self.used_keys: set[str] = set()
         self._warn = warn
-        self._warned = False
         self._warned_about: set[str] = set()
         #: Records found damaged (key -> what is wrong); each was warned about once and missed.
         self.damaged: dict[str, str] = {}
-        #: True once the cache turned out readable but not writable; writes are then skipped.
-        self.read_only = False
         #: Verdicts judged but not stored because the disk is full (UNSTORED_FULL).
         self.unstored_full = 0
-        #: What sqlite or the file system said when the disk turned out full.
-        self._full: str | None = None
         self._lock = threading.RLock()
-        self._cache: Any = None  # a diskcache.Cache once opened; diskcache is untyped
-        self._db_identity: tuple[int, int] | None = None
+        self._db = Database(self.directory, self._warn_once)
 
     def __repr__(self) -> str:
         return f"VerdictCache({str(self.directory)!r}, mode={self.mode!r})"
@@ -215,45 +216,16 @@ class VerdictCache:
         """This cache (``base.VerdictStore``: the disk cache behind a store)."""
         return self
 
+    @property
+    def exists(self) -> bool:
+        """Whether a cache database is there; reading a missing one must not create it."""
+        return self._db.exists
+
     def store_counts(self) -> dict[str, int]:
         """No shared store here (``base.VerdictStore``): only the verdicts a full disk could
         not take, if there were any."""
         with self._lock:
             return {UNSTORED_FULL: self.unstored_full} if self.unstored_full else {}
-
-    def served_elsewhere(self, key: str) -> None:
-        """A miss here that a shared store served: counted as a hit, and the key as used."""
-        with self._lock:
-            self.hits += 1
-            self.misses -= 1
-        self.used_keys.add(key)
-
-    def keep_copy(self, key: str, record: Mapping[str, Any]) -> None:
-        """A copy of a record another store served (and checked), so the next run needs no
-        round trip for it; a cache that cannot be written says so once."""
-        text = canonical_json(record)
-        if self.read_only:
-            return
-        try:
-            self._write(key, text)
-        except Exception as error:
-            if not isinstance(error, OSError) and _full_reason(error, self.directory) is None:
-                raise
-            self._warn_once(
-                "store-copy",
-                f"cannot copy store verdicts to {self.directory}: "
-                f"{_describe(error, self.directory)}",
-            )
-
-    @property
-    def exists(self) -> bool:
-        """Whether a cache database is there; reading a missing one must not create it."""
-        try:
-            return db_path(self.directory).is_file()
-        except OSError as exc:
-            raise CacheDirectoryError(
-                f"cannot read the verdict cache at {self.directory}: {exc.strerror or exc}"
-            ) from exc
 
     # -- the judge's traffic (hot path) --
 
@@ -263,9 +235,9 @@ class VerdictCache:
         With the request's ``kind``, a record that holds no readable verdict of that kind is
         damage: one warning naming it, and a miss."""
         if self.mode in _READ_MODES:
-            cache = self._cache
+            cache = self._db.handle
             if cache is None:
-                cache = self._open_for_reading()
+                cache = self._db.open_for_reading()
             if cache is not None:
                 record = None
                 try:
@@ -278,7 +250,7 @@ class VerdictCache:
                     record = None
                     self._record_damaged(key, damage)
                 except Exception as exc:
-                    self._recover(cache, exc)
+                    self._db.recover(cache, exc)
                 if record is not None:
                     with self._lock:
                         self.hits += 1
@@ -295,51 +267,47 @@ class VerdictCache:
         another process's (``tiered.SharedVerdictCache``, ``base.VerdictStore``)."""
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
             raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
-        from .maintenance import record_text  # records arrive from live judging and imports
-
         text = record_text(record)
         self.used_keys.add(key)
         if self.mode in _WRITE_MODES:
-            if self.read_only:
+            if self._db.read_only:
                 self._skip_write(None, judged=True)
                 return record
             try:
-                self._write(key, text)
+                self._db.write(key, text, time.time())
             except CacheReadOnlyError as exc:
                 self._skip_write(exc, judged=True)
             except Exception as exc:
                 # A full disk must not lose a verdict that was paid for: it stands for this
                 # run, is counted for the summary, and the run goes on.
-                if _full_reason(exc, self.directory) is None:
+                if full_reason(exc, self.directory) is None:
                     raise
                 self._skip_write(exc, judged=True)
         return record
 
-    def _write(self, key: str, text: str) -> None:
-        """Store one record's text. On a full disk, this thread's connection is dropped before
-        the error is raised: sqlite may leave the failed transaction open, holding the write
-        lock, and the next open of a disk still full reads only."""
-        stamp = time.time()
-        used: list[Any] = []
+    def served_elsewhere(self, key: str) -> None:
+        """A miss here that a shared store served: counted as a hit, and the key as used."""
+        with self._lock:
+            self.hits += 1
+            self.misses -= 1
+        self.used_keys.add(key)
 
-        def write(cache: Any) -> None:
-            used.append(cache)
-            cache.set(key, text, tag=stamp, retry=True)
-
+    def keep_copy(self, key: str, record: Mapping[str, Any]) -> None:
+        """A copy of a record another store served (and checked), so the next run needs no
+        round trip for it; a cache that cannot be written says so once."""
+        text = canonical_json(record)
+        if self._db.read_only:
+            return
         try:
-            self._call(write, create=True)
-        except Exception as exc:
-            reason = _full_reason(exc, self.directory)
-            if reason is not None:
-                with self._lock:
-                    self._full = self._full or reason
-                    failed = used[-1] if used and used[-1] is self._cache else None
-                    if failed is not None:
-                        self._cache = None
-                if failed is not None:
-                    with contextlib.suppress(Exception):
-                        failed.close()
-            raise
+            self._db.write(key, text, time.time())
+        except Exception as error:
+            if not isinstance(error, OSError) and full_reason(error, self.directory) is None:
+                raise
+            self._warn_once(
+                "store-copy",
+                f"cannot copy store verdicts to {self.directory}: "
+                f"{describe(error, self.directory)}",
+            )
 
     def prepare_write(self) -> None:
         """Before a live (paid) judge call: make sure its verdict can be stored.
@@ -351,12 +319,13 @@ class VerdictCache:
         """
         if self.mode not in _WRITE_MODES:
             return
-        if not self.read_only:
+        if not self._db.read_only:
             with contextlib.suppress(CacheReadOnlyError):
-                self._open(create=True)
-        if self.read_only:
+                self._db.open(create=True)
+        if self._db.read_only:
             if self.mode == "refresh":
-                why = f": the disk is full ({self._full})" if self._full else ""
+                full = self._db.full
+                why = f": the disk is full ({full})" if full else ""
                 raise CacheReadOnlyError(
                     f"the verdict cache at {self.directory} cannot be written{why}, and "
                     "--prop-cache=refresh exists to rewrite it; use --prop-cache=use or replay, "
@@ -366,14 +335,15 @@ class VerdictCache:
 
     def _skip_write(self, exc: BaseException | None, *, judged: bool = False) -> None:
         """A verdict (``judged``) or the writes to come are not stored: one warning says why."""
-        if self._full is not None:
+        full = self._db.full
+        if full is not None:
             if judged:
                 with self._lock:
                     self.unstored_full += 1
             self._warn_once(
                 "full",
                 f"the verdict cache at {self.directory} cannot store new verdicts: the disk is "
-                f"full ({self._full}). Its verdicts are read; verdicts judged now count in this "
+                f"full ({full}). Its verdicts are read; verdicts judged now count in this "
                 "run but are not stored (the summary says how many)",
             )
             return
@@ -397,13 +367,13 @@ class VerdictCache:
         cannot run there anyway).
         """
         keys = {key for key in used if isinstance(key, str)}
-        if self.mode == "off" or (self.mode == "replay" and not self.exists) or self.read_only:
+        if self.mode == "off" or (self.mode == "replay" and not self.exists) or self._db.read_only:
             return
         now = datetime.now(UTC)
 
         def op(cache: Any) -> None:
             with cache.transact(retry=True):  # runs finishing together both count
-                before = read_usage(cache)
+                before = _read_usage(cache)
                 usage = Usage(
                     since=min(started_at, before.since) if before else started_at,
                     last_finished=now,
@@ -414,7 +384,7 @@ class VerdictCache:
                 cache.delete(META_COMPLETE_RUN, retry=True)
 
         try:
-            self._call(op, create=True)
+            self._db.call(op, create=True)
         except CacheReadOnlyError:
             return
         except CacheDirectoryError as exc:
@@ -423,18 +393,18 @@ class VerdictCache:
                 "usage", f"{exc}; this run's verdicts are not recorded for 'cache prune'"
             )
         except Exception as exc:
-            if _full_reason(exc, self.directory) is None:
+            if full_reason(exc, self.directory) is None:
                 raise
             self._warn_once(
                 "usage",
                 f"cannot write the verdict cache at {self.directory}: "
-                f"{_describe(exc, self.directory)}; this "
+                f"{describe(exc, self.directory)}; this "
                 "run's verdicts are not recorded for 'cache prune'",
             )
 
     def usage(self) -> Usage | None:
         """What the runs since the last prune used, or None if no run recorded any."""
-        return self._call(read_usage, create=False)
+        return self._db.call(_read_usage, create=False)
 
     def prune(self) -> tuple[int, Usage]:
         """Remove the verdicts that no run since the last prune used; start the count afresh.
@@ -451,50 +421,59 @@ class VerdictCache:
                 "runs used, so without one it would remove every verdict. Run the tests whose "
                 "verdicts you want to keep (any selection, every shard), then prune."
             )
-        from .maintenance import remove_unused
+        cutoff = usage.since.timestamp()
 
-        return self._call(lambda cache: remove_unused(cache, usage), create=False) or 0, usage
+        def remove_unused(cache: Any) -> int:
+            doomed = []
+            for key in _verdict_keys(cache):
+                if key in usage.keys:
+                    continue
+                try:
+                    value, stored = cache.get(key, tag=True)
+                except (UnicodeDecodeError, OSError):
+                    doomed.append(key)  # a damaged record no run used
+                    continue
+                if value is None:
+                    continue
+                if isinstance(stored, int | float) and stored > cutoff:
+                    continue
+                doomed.append(key)
+            with cache.transact(retry=True):
+                for key in doomed:
+                    cache.delete(key, retry=True)
+                for meta in META_KEYS:
+                    cache.delete(meta, retry=True)
+            return len(doomed)
 
-    # -- maintenance (the work itself is maintenance.py's, loaded when asked for) --
+        return self._db.call(remove_unused, create=False) or 0, usage
+
+    # -- maintenance --
 
     def stats(self) -> CacheStats:
         """Count entries, bytes, models and the recorded-time range."""
-        from .maintenance import CacheStats, count_records, tree_size
-
-        found = self._call(lambda cache: count_records(self._records(cache)), create=False)
+        found = self._db.call(lambda cache: list(self._readable(cache)), create=False)
         if found is None:
             return CacheStats(directory=self.directory, models={})
+        models: dict[str, int] = {}
+        moments = []
+        for _key, record in found:
+            model = str(record.get("model", "?"))
+            models[model] = models.get(model, 0) + 1
+            with contextlib.suppress(ValueError):
+                moments.append(recorded_time(str(record.get("recorded_at"))))
         return CacheStats(
             directory=self.directory,
-            size_bytes=tree_size(self.directory),
+            models=dict(sorted(models.items(), key=lambda item: (-item[1], item[0]))),
+            entries=len(found),
+            size_bytes=_tree_size(self.directory),
+            oldest=min(moments, default=None),
+            newest=max(moments, default=None),
             usage=self.usage(),
-            **found,
         )
 
-    def export_lines(self) -> Iterator[str]:
-        """Yield one canonical JSON line (newline included) per verdict, sorted by key.
-
-        The same cache exports byte-identical text, so an export can be committed and diffed.
-        """
-        from .maintenance import check_kind, verdict_keys
-
-        keys = self._call(verdict_keys, create=False) or []
-        for key in keys:
-            try:
-                record = self._call(_reader(key), create=False)
-                if record is not None:
-                    check_kind(record, None, key)
-            except RecordDamage as damage:
-                self._record_damaged(key, damage)
-                continue
-            if record is None:
-                continue  # removed meanwhile
-            yield canonical_json({"key": key, "record": record}) + "\n"
-
-    def _records(self, cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-        from .maintenance import verdict_keys
-
-        for key in verdict_keys(cache):
+    def _readable(self, cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every record that reads back as JSON (stats counts them whatever their verdict)."""
+        for key in _verdict_keys(cache):
             try:
                 record = read_record(cache, key)
             except RecordDamage as damage:
@@ -502,6 +481,28 @@ class VerdictCache:
                 continue
             if record is not None:
                 yield key, record
+
+    def records(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every (key, record) holding a readable verdict, sorted by key; damage is noted in
+        ``damaged`` (with one warning each) and passed over."""
+        for key in self._db.call(_verdict_keys, create=False) or []:
+            try:
+                record = self._db.call(functools.partial(read_record, key=key), create=False)
+                if record is not None:
+                    check_kind(record, None, key)
+            except RecordDamage as damage:
+                self._record_damaged(key, damage)
+                continue
+            if record is not None:  # else removed meanwhile
+                yield key, record
+
+    def export_lines(self) -> Iterator[str]:
+        """Yield one canonical JSON line (newline included) per verdict, sorted by key.
+
+        The same cache exports byte-identical text, so an export can be committed and diffed.
+        """
+        for key, record in self.records():
+            yield export_line(key, record)
 
     def import_lines(
         self, lines: Iterable[str], *, bad: list[ImportLineError] | None = None
@@ -512,8 +513,6 @@ class VerdictCache:
         Without ``bad``, a bad line leaves the cache as it was (ImportLineError); with it, the
         good lines are written and each bad one is added to ``bad``.
         """
-        from .maintenance import read_lines, write_entries
-
         entries, errors = read_lines(lines)
         if errors:
             if bad is None:
@@ -522,20 +521,28 @@ class VerdictCache:
         if not entries:
             return 0
         stamp = time.time()
-        return self._call(lambda cache: write_entries(cache, entries, stamp), create=True) or 0
+
+        def write_entries(cache: Any) -> int:
+            with cache.transact(retry=True):
+                for key, text in entries.items():
+                    cache.set(key, text, tag=stamp, retry=True)
+            return len(entries)
+
+        return self._db.call(write_entries, create=True) or 0
 
     def clear(self) -> int:
         """Remove every verdict and the usage record; return how many verdicts."""
-        from .maintenance import remove_all
 
-        return self._call(remove_all, create=False) or 0
+        def remove_all(cache: Any) -> int:
+            count = len(_verdict_keys(cache))
+            cache.clear(retry=True)
+            return count
+
+        return self._db.call(remove_all, create=False) or 0
 
     def close(self) -> None:
         """Close this thread's database connection; the next call opens it again."""
-        with self._lock:
-            cache, self._cache = self._cache, None
-        if cache is not None:
-            cache.close()
+        self._db.close()
 
     def __enter__(self) -> VerdictCache:
         return self
@@ -550,217 +557,21 @@ class VerdictCache:
 
     def __len__(self) -> int:
         def op(cache: Any) -> int:
-            count = len(cache)
-            for meta in META_KEYS:
-                if meta in cache:
-                    count -= 1
-            return int(count)
+            return len(cache) - sum(1 for meta in META_KEYS if meta in cache)
 
-        return self._call(op, create=False) or 0
+        return self._db.call(op, create=False) or 0
 
-    # -- opening, and recovering from damage --
-
-    def _call(self, op: Callable[[Any], _T], *, create: bool) -> _T | None:
-        """Run ``op`` on the open cache; None if there is none and ``create`` is false."""
-        cache = self._cache
-        if cache is None:
-            cache = self._open(create=create)
-            if cache is None:
-                return None
-        try:
-            return op(cache)
-        except Exception as exc:
-            self._recover(cache, exc)
-        cache = self._open(create=create)
-        if cache is None:
-            return None
-        try:
-            return op(cache)
-        except Exception as exc:
-            if _is_corruption(exc):
-                raise CacheDirectoryError(
-                    f"the verdict cache at {self.directory} was rebuilt after damage and "
-                    f"failed again: {exc}"
-                ) from exc
-            raise
-
-    def _open_for_reading(self) -> Any:
-        """Open to read: a cache that cannot be written is read without writing; a damaged one
-        that cannot be moved aside is a warning and an empty cache, never an error."""
-        try:
-            return self._open(create=False)
-        except CacheDamagedError as exc:
-            from .maintenance import EmptyStore
-
-            self._warn_once("damaged", f"{exc}; every verdict is a miss")
-            with self._lock:
-                self._cache = EmptyStore()
-                self.read_only = True
-            return self._cache
-
-    def _open(self, *, create: bool) -> Any:
-        """The open diskcache, opening it on first use; None if absent and not ``create``."""
-        with self._lock:
-            if self._cache is not None:
-                return self._cache
-            directory = self.directory
-            try:
-                is_dir, present = directory.is_dir(), directory.exists()
-                found = is_dir and db_path(directory).exists()
-            except OSError as exc:
-                raise CacheDirectoryError(
-                    f"cannot read the verdict cache at {directory}: {exc.strerror or exc}"
-                ) from exc
-            if present and not is_dir:
-                raise CacheDirectoryError(
-                    f"cannot use {directory} as the verdict cache: it exists and is not a directory"
-                )
-            if not found and not create:
-                return None
-            if found and not create:
-                self._note_empty_file(db_path(directory))
-            try:
-                self._cache = self._connect()
-            except CacheDirectoryError as exc:
-                if not found:
-                    raise
-                # Readable but not writable (a CI artifact mounted read-only, a full disk):
-                # read it as is.
-                self._cache = self._open_read_only(exc)
-                if self._cache is None:
-                    raise
-                self.read_only = True
-                self._full = _full_reason(exc, directory)
-                if create:
-                    raise CacheReadOnlyError(
-                        f"cannot write the verdict cache at {directory}: {exc}"
-                    ) from exc
-                return self._cache
-            except Exception as exc:
-                if not _is_corruption(exc):
-                    raise
-                self._quarantine(exc, self._db_identity)
-                try:
-                    self._cache = self._connect()
-                except Exception as again:
-                    if not _is_corruption(again):
-                        raise
-                    raise CacheDamagedError(
-                        f"the verdict cache at {directory} is damaged and could not be "
-                        f"rebuilt: {again}"
-                    ) from again
-            return self._cache
-
-    def _note_empty_file(self, db: Path) -> None:
-        # sqlite reads an empty file as an empty database, so nothing is lost, but a cache
-        # that was expected to hold verdicts deserves a word before every claim misses.
-        with contextlib.suppress(OSError):
-            if db.stat().st_size == 0:
-                self._warn_once(
-                    "empty", f"the verdict cache at {self.directory} is an empty file: no verdicts"
-                )
-
-    def _open_read_only(self, cause: Exception) -> Any:
-        """A read-only view of the database, or None if even reading fails."""
-        from .maintenance import ReadOnlyStore
-
-        try:
-            store = ReadOnlyStore(self.directory)
-        except Exception as exc:
-            if _is_corruption(exc):
-                raise CacheDamagedError(
-                    f"the verdict cache at {self.directory} is damaged ({exc}) and cannot be "
-                    f"moved aside ({cause})"
-                ) from exc
-            return None
-        if not store.has_table:
-            self._warn_once(
-                "empty",
-                f"the verdict cache at {self.directory} holds no verdict table (an empty or "
-                "foreign database); every verdict is a miss",
-            )
-        return store
-
-    def _connect(self) -> Any:
-        import sqlite3
-
-        directory = self.directory
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._db_identity = _file_identity(db_path(directory))
-            _refuse_foreign_database(db_path(directory))
-            cache = open_database(directory)
-            self._db_identity = _file_identity(db_path(directory))
-        except sqlite3.Error as exc:
-            if _is_corruption(exc):
-                raise
-            raise CacheDirectoryError(
-                f"cannot open the verdict cache at {directory}: {_describe(exc, directory)}"
-            ) from exc
-        except OSError as exc:
-            raise CacheDirectoryError(
-                f"cannot create or open the verdict cache directory {directory}: "
-                f"{_describe(exc, directory)}"
-            ) from exc
-        return cache
-
-    def _recover(self, failed: Any, exc: Exception) -> None:
-        """Re-raise ``exc`` unless it is damage; then move the damage aside once."""
-        if not _is_corruption(exc):
-            raise exc
-        with self._lock:
-            if self._cache is not failed:
-                return  # another thread already recovered
-            self._cache = None
-            with contextlib.suppress(Exception):  # a damaged connection may fail to close
-                failed.close()
-            self._quarantine(exc, self._db_identity)
-
-    def _quarantine(self, exc: Exception, seen: tuple[int, int] | None) -> None:
-        """Move the damaged directory to ``<dir>.corrupt-<n>``, keeping the user's data."""
-        directory = self.directory
-        db = db_path(directory)
-        current = _file_identity(db)
-        if seen is not None and current != seen:
-            return  # another process already moved it aside and started afresh
-        number = 1
-        while True:
-            target = directory.with_name(f"{directory.name}.corrupt-{number}")
-            if not target.exists():
-                try:
-                    os.rename(directory, target)
-                    break
-                except FileNotFoundError:
-                    return  # another process moved it first
-                except OSError as error:
-                    if not target.exists():
-                        raise CacheDamagedError(
-                            f"the verdict cache at {directory} is damaged ({exc}) and could "
-                            f"not be moved aside to {target}: {error.strerror or error}"
-                        ) from error
-            number += 1
-        message = (
-            f"the verdict cache at {directory} is damaged ({exc}); moved it to {target} and "
-            "started an empty cache, so its verdicts will be judged again"
-        )
-        self._db_identity = None
-        if self._warned:
-            return
-        self._warned = True
-        self._emit(message)
-
-    def _emit(self, message: str) -> None:
-        if self._warn is not None:
-            self._warn(message)
-        else:
-            warnings.warn(message, CacheWarning, stacklevel=3)
+    # -- telling the user --
 
     def _warn_once(self, topic: str, message: str) -> None:
         with self._lock:
             if topic in self._warned_about:
                 return
             self._warned_about.add(topic)
-        self._emit(message)
+        if self._warn is not None:
+            self._warn(message)
+        else:
+            warnings.warn(message, CacheWarning, stacklevel=2)
 
     def _record_damaged(self, key: str, damage: RecordDamage) -> None:
         """A damaged record is a miss, with one warning naming it (and the next store fixes it)."""
@@ -769,34 +580,4 @@ class VerdictCache:
             f"record:{key}",
             f"the verdict cache at {self.directory} holds a damaged record {key[:16]} "
             f"({damage}); treating it as a miss",
-        )
-
-
-# --- helpers over an open diskcache ---------------------------------------------------------
-
-
-def _reader(key: str) -> Callable[[Any], dict[str, Any] | None]:
-    return lambda cache: read_record(cache, key)
-
-
-def _refuse_foreign_database(db: Path) -> None:
-    """A database with tables but none of diskcache's is not a verdict cache: it is damage
-    (moved aside, never altered). An empty file or one with no table yet is a new cache."""
-    import sqlite3
-
-    try:
-        if db.stat().st_size == 0:
-            return
-        connection = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
-    except (OSError, sqlite3.Error):
-        return
-    try:
-        names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
-    except sqlite3.Error:
-        return  # damage of another kind: diskcache's open finds it
-    finally:
-        connection.close()
-    if names and not names & {"Cache", "Settings"}:
-        raise sqlite3.DatabaseError(
-            f"file is not a database of verdicts (its tables: {', '.join(sorted(names))})"
         )

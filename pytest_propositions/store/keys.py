@@ -94,7 +94,7 @@ def _is_plain_message(item: Any) -> bool:
     )
 
 
-def _check_names(value: Any, path: str, what: str) -> None:
+def check_names(value: Any, path: str, what: str) -> None:
     """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
     kind = type(value)
     if kind in _SCALARS:
@@ -110,12 +110,12 @@ def _check_names(value: Any, path: str, what: str) -> None:
                     "never enter the verdict cache"
                 )
             if type(item) not in _SCALARS:
-                _check_names(item, f"{path}.{name}" if path else name, what)
+                check_names(item, f"{path}.{name}" if path else name, what)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             if type(item) in _SCALARS or _is_plain_message(item):
                 continue
-            _check_names(item, f"{path}[{index}]", what)
+            check_names(item, f"{path}[{index}]", what)
 
 
 # Most of a key's text is the judge's standing instructions, the same in every claim: their JSON
@@ -153,5 +153,5 @@ def cache_key(material: Mapping[str, Any]) -> str:
         text = _key_text(full)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cache key material is not plain JSON: {exc}") from None
-    _check_names(full, "", "cache key material")
+    check_names(full, "", "cache key material")
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -10,6 +10,7 @@ psycopg is imported only when the store is first reached.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -24,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import CacheUnusable
 from ..redaction import Secret, redact, redact_values, remember_secrets, url_credentials
 from ..settings import Settings
-from .cache import CacheError
+from .errors import CacheError
 
 __all__ = [
     "EXTRA_HINT",
@@ -90,6 +91,10 @@ class StoreUnavailable(StoreError):
     """
 
     stops_run = True
+
+
+class StoreLost(StoreError):
+    """The store answered earlier in the run and no longer does (a connection dropped)."""
 
 
 @dataclass(frozen=True)
@@ -172,20 +177,6 @@ def _parse_url_roughly(url: str) -> dict[str, str]:
         "dbname": parts.path.lstrip("/"),
     }
     return {k: v for k, v in found.items() if v}
-
-
-def _password_of(url: str) -> str | None:
-    """The password the driver reads in the URL (``url_credentials`` has the masker's reading)."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        value = conninfo_to_dict(url).get("password")
-    except Exception:
-        try:
-            value = urlsplit(url).password
-        except ValueError:
-            value = None
-    return str(value) if value else None
 
 
 def _load_psycopg(where: str) -> Any:
@@ -312,9 +303,9 @@ class PostgresStore:
         connect_timeout: int = 10,
         query_timeout: float = DEFAULT_QUERY_TIMEOUT,
     ) -> None:
-        self._url = Secret(url, shown=describe_store(url))
         self.where = describe_store(url)
-        self._password = Secret(_password_of(url) or "")
+        self._url = Secret(url, shown=self.where)
+        self._password = Secret(_driver_reading(url).get("password", ""))
         self._misread = tuple(Secret(piece) for piece in _misread(url))
         # Whatever shows the store or its errors is redacted of its password, however given.
         # The user name alone is no secret: a URL without a password names only the user.
@@ -355,11 +346,12 @@ class PostgresStore:
     def upsert(self, key: str, text: str) -> str:
         """Store ``text`` under ``key``, replacing a record there (``--prop-cache=refresh``)."""
         model, recorded_at = _columns(text)
-        self._execute(
+        self._rows(
             f"INSERT INTO {VERDICT_TABLE} (key, record, model, recorded_at) "
             "VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, "
             "model = EXCLUDED.model, recorded_at = EXCLUDED.recorded_at, stored_at = now()",
             (key, text, model, recorded_at),
+            fetch=False,
         )
         return text
 
@@ -614,9 +606,6 @@ class PostgresStore:
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return redact(text, (self._password, self._url, *self._misread))
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._rows(sql, params, fetch=False)
-
     def _rows(self, sql: str, params: Sequence[Any] = (), *, fetch: bool = True) -> list[Any]:
         import psycopg
 
@@ -689,13 +678,7 @@ class PostgresStore:
         return len(inserted), standing
 
 
-class StoreLost(StoreError):
-    """The store answered earlier in the run and no longer does (a connection dropped)."""
-
-
 def _columns(text: str) -> tuple[str, str]:
     """The model and recorded time a record's row carries beside its text (for stats, prune)."""
-    import json
-
     record = json.loads(text)
     return str(record["model"]), str(record["recorded_at"])

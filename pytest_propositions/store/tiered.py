@@ -15,8 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cache import CacheMode, CacheWarning, InvalidRecordError, VerdictCache
-from .maintenance import record_text, stored_record
+from .cache import CacheMode, VerdictCache
+from .cache_record import record_text, stored_record
+from .errors import CacheWarning, InvalidRecordError
 from .postgres import PostgresStore, StoreError, StoreLost, StoreUnavailable
 
 __all__ = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_propositions.store.cache_record import pack_request
 from pytest_propositions.store.keys import cache_key, canonical_json
-from pytest_propositions.store.recorded import pack_request
 
 
 def keyed(n: int, record: dict[str, Any]) -> tuple[str, dict[str, Any]]:

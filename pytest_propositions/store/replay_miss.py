@@ -1,0 +1,109 @@
+"""A replay miss explained: the nearest recorded request for the claim, and what changed since
+(the model, the prompt version, the judge's instructions, words of the claim or recording)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .cache_record import unpack_request
+
+if TYPE_CHECKING:
+    from .base import VerdictStore
+
+_MAX_CHANGES = 4
+_MAX_SCAN = 100_000
+
+
+_FENCE = re.compile(r"<<<RECORDING [0-9a-f]+ (?:BEGINS|ENDS)>>>")
+
+
+def _text(material: Mapping[str, Any], *, system: bool) -> str:
+    """The judge's instructions (``system``), or the rest of what it was asked."""
+    messages = material.get("messages") or []
+    return "\n".join(
+        str(m.get("content", ""))
+        for m in messages
+        if isinstance(m, Mapping) and (m.get("role") == "system") == system
+    )
+
+
+def _clip(words: list[str]) -> str:
+    text = " ".join(words)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def word_changes(old: str, new: str, limit: int = _MAX_CHANGES) -> list[str]:
+    """A few word-level changes from ``old`` to ``new``, e.g. ``'Lisbon' -> 'Porto'``."""
+    a, b = old.split(), new.split()
+    changes = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace":
+            changes.append(f"{_clip(a[i1:i2])} -> {_clip(b[j1:j2])}")
+        elif tag == "delete":
+            changes.append(f"removed {_clip(a[i1:i2])}")
+        else:
+            changes.append(f"added {_clip(b[j1:j2])}")
+    if len(changes) > limit:
+        changes = [*changes[:limit], f"and {len(changes) - limit} more changes"]
+    return changes
+
+
+def differences(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """What separates a recorded request from the one asked for, most telling first."""
+    found = []
+    for name, label in (("model", "model"), ("prompt_version", "prompt version")):
+        if recorded.get(name) != wanted.get(name):
+            found.append(f"{label} {recorded.get(name)!r} -> {wanted.get(name)!r}")
+    for name in ("kind", "double_check", "sample_index", "sampling"):
+        if name in recorded and recorded.get(name) != wanted.get(name):
+            found.append(f"{name} {recorded.get(name)!r} -> {wanted.get(name)!r}")
+    if "messages" in recorded:
+        if _text(recorded, system=True) != _text(wanted, system=True):
+            found.append("the judge's instructions changed")
+        # The recording's fence carries a hash of its content: it changes with any change, so
+        # it says nothing the word diff does not.
+        old, new = (_FENCE.sub("", _text(m, system=False)) for m in (recorded, wanted))
+        changes = word_changes(old, new)
+        if changes:
+            found.append("the claim or recording: " + "; ".join(changes))
+    return found
+
+
+def explain_miss(
+    store: VerdictStore, wanted: Mapping[str, Any], claim: str, test_id: str | None
+) -> str:
+    """A sentence naming the nearest recorded request for this claim and what differs from it
+    (read from the store's disk cache)."""
+    best: tuple[tuple[int, int, int], str, dict[str, Any], list[str]] | None = None
+    try:
+        for scanned, (key, record) in enumerate(store.disk.records()):
+            if scanned >= _MAX_SCAN:
+                break
+            if record.get("claim") != claim:
+                continue
+            material = unpack_request(record) or {
+                "model": record.get("model"),
+                "prompt_version": record.get("prompt_version"),
+            }
+            diff = differences(material, wanted)
+            same_test = bool(test_id) and record.get("test_id") == test_id
+            distance = sum(len(text) for text in diff)
+            rank = (0 if same_test else 1, len(diff), distance)
+            if best is None or rank < best[0]:
+                best = (rank, key, record, diff)
+    except Exception:  # an explanation must never hide the miss itself
+        return ""
+    if best is None:
+        return " No verdict for this claim is recorded at all."
+    _, key, record, diff = best
+    where = f" in {record['test_id']}" if record.get("test_id") else ""
+    diff = diff or ["nothing visible (the cache key format may have changed)"]
+    return (
+        f" The nearest recorded request for this claim (key {key[:16]}{where}, recorded "
+        f"{record.get('recorded_at', '?')}) differs in: " + "; ".join(diff) + "."
+    )
