@@ -2,7 +2,7 @@
 side by side in one script.
 
 The judge is left out (its cost is the provider's, or a cache read): what is timed is the
-plugin's own work on each judged run, the sequential decision (``_Decider``), and at the end
+plugin's own work on each judged run, the sequential decision (its decider), and at the end
 the figures, the interval and, for an undecided claim, the advice (how many runs would decide
 it). Each claim is fed the same verdicts in both versions (a seeded pattern), in a process of
 its own with the version's package first on ``sys.path``; the baseline's package comes from
@@ -41,13 +41,38 @@ CLAIMS: list[tuple[str, dict[str, Any], int, float, bool]] = [
 ]
 
 
+def _the_version() -> tuple[Any, Any, Any]:
+    """(Rule, RunsResult, a decider for a rule) of the package on the path: the wing split by
+    responsibility (issue 41), or a baseline from before, with ``many_runs``."""
+    try:
+        from pytest_propositions.over_runs.deciders import decider_for
+        from pytest_propositions.over_runs.result import RunsResult
+        from pytest_propositions.over_runs.rule import Rule
+    except ImportError:
+        from pytest_propositions.over_runs import many_runs  # type: ignore[attr-defined]
+
+        class Before:
+            """The baseline's ``_Decider``, finished by its ``_finish``."""
+
+            def __init__(self, rule: Any, min_runs: int, max_runs: int) -> None:
+                self.decider = many_runs._Decider(rule, min_runs, max_runs)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.decider, name)
+
+            def finish(self, result: Any) -> None:
+                many_runs._finish(result, self.decider)
+
+        return many_runs.Rule, many_runs.RunsResult, Before
+    return Rule, RunsResult, decider_for
+
+
 def work(index: int) -> dict[str, Any]:
     """One claim, decided in this process: CPU seconds, runs judged, decision and advice."""
-    from pytest_propositions.over_runs import many_runs
-
     name, arguments, max_runs, truth, refereed = CLAIMS[index]
     kind = "score" if arguments["mode"] == "mean" else "check"
-    rule = many_runs.Rule(
+    Rule, RunsResult, decider_for = _the_version()
+    rule = Rule(
         arguments["mode"],
         kind,
         0.95,
@@ -55,8 +80,8 @@ def work(index: int) -> dict[str, Any]:
         referee="referee" if refereed else None,
     )
     rng = random.Random(index)
-    decider = many_runs._Decider(rule, 1, max_runs)  # scipy imported here, before the clock
-    result = many_runs.RunsResult(name, rule, max_runs)
+    decider = decider_for(rule, 1, max_runs)  # scipy imported here, before the clock
+    result = RunsResult(name, rule, max_runs)
     started = time.process_time()
     while decider.decision is None and decider.count < max_runs:
         if kind == "score":
@@ -65,13 +90,13 @@ def work(index: int) -> dict[str, Any]:
         elif refereed:
             truth_held = rng.random() < truth
             main = truth_held if rng.random() < 0.9 else not truth_held
-            p = decider.referee.fraction()
+            p = decider.fraction() if hasattr(decider, "fraction") else decider.referee.fraction()
             drawn = rng.random() < p
             decider.add_refereed(float(main), main, float(truth_held) if drawn else None, p)
         else:
             held = rng.random() < truth
             decider.add(float(held), held)
-    many_runs._finish(result, decider)
+    decider.finish(result)
     cpu = time.process_time() - started
     return {"cpu": cpu, "runs": decider.count, "decision": result.decision, "advice": result.advice}
 

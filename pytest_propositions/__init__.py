@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .assertions import check_over_runs
     from .claims.proposition import Proposition, check_proposition, compute_score
     from .claims.targets import RenderOptions, register_renderer
-    from .over_runs.many_runs import Runs, RunsResult, runs
+    from .over_runs.result import RunsResult
+    from .over_runs.target import Runs, runs
     from .trace import Agent, World
     from .verdict import Verdict
 
@@ -40,9 +41,9 @@ _LAZY = {
     "Agent": "trace",
     "World": "trace",
     "Verdict": "verdict",
-    "runs": "over_runs.many_runs",
-    "Runs": "over_runs.many_runs",
-    "RunsResult": "over_runs.many_runs",
+    "runs": "over_runs.target",
+    "Runs": "over_runs.target",
+    "RunsResult": "over_runs.result",
     "check_over_runs": "assertions",
 }
 

@@ -19,10 +19,12 @@ from .claims.proposition import (
 from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .over_runs.keywords import RUNS_OPTION_NAMES, is_runs, split_options
+from .runtime import current
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
-    from .over_runs.many_runs import Rule
+    from .over_runs.result import RunsResult
+    from .over_runs.rule import Rule
     from .runtime import Runtime
     from .verdict import Verdict
 
@@ -197,10 +199,11 @@ def judge_claim(
     timestamps: str | None = None,
     model: str | None = None,
     holds: bool = True,
+    run_index: int = 0,
 ) -> Verdict:
     """Evaluate without asserting: the Verdict, whatever it says (``model``: another judge than
-    the run's, the escalation model; ``holds``: which way the claim faces, for ties between
-    samples)."""
+    the run's, the escalation model or a claim over runs' referee; ``holds``: which way the
+    claim faces, for ties between samples; ``run_index``: a claim over runs' run number)."""
     __tracebackhide__ = True
     if kind not in ("check", "score"):
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
@@ -226,6 +229,7 @@ def judge_claim(
         model=model,
         noted_as=None,
         holds=holds,
+        run_index=run_index,
     )
 
 
@@ -274,21 +278,24 @@ def rule_of(
     target: Any,
     options: Mapping[str, Any],
     threshold: int | None,
-    confidence: float | None,
     where: str,
     *,
+    runtime: Runtime | None = None,
     kind: Literal["check", "score"] | None = None,
     holds: bool = True,
 ) -> Rule | None:
-    """The checked rule of a claim over runs; None for an ordinary claim, which names neither a
-    ``runs(...)`` target nor a runs keyword and so never loads the runs machinery."""
+    """The checked rule of a claim over runs, made once where the claim is made and handed
+    down; None for an ordinary claim, which names neither a ``runs(...)`` target nor a runs
+    keyword and so never loads the runs machinery. ``runtime``: whose settings (confidence,
+    referee) apply; None: the current run's."""
     __tracebackhide__ = True
     rule_options = split_options(options)[0] if options else {}
     if not rule_options and not is_runs(target):
         return None
-    from .over_runs.many_runs import check_rule
+    from .over_runs.rule import check_rule
 
-    return check_rule(target, rule_options, threshold, confidence, where, kind=kind, holds=holds)
+    settings = (runtime or current()).settings if is_runs(target) else None
+    return check_rule(target, rule_options, threshold, settings, where, kind=kind, holds=holds)
 
 
 def judge_and_note(
@@ -299,17 +306,21 @@ def judge_and_note(
     options: Mapping[str, Any],
     holds: bool = True,
     where: str | None = None,
-    compare_scores: bool = False,
+    rule: Rule | None = None,
 ) -> tuple[Verdict, bool, Verdict | None]:
     """The claim judged and noted: its standing verdict, whether it passed, and the main
-    judge's verdict when the claim was escalated (None otherwise)."""
+    judge's verdict when the claim was escalated (None otherwise).
+
+    ``rule``: a claim over runs' rule, checked where the claim was made; a marker's claim,
+    whose target is known only now, has its rule checked here.
+    """
     __tracebackhide__ = True
-    if is_runs(target) or any(name in options for name in RUNS_OPTION_NAMES):
+    if rule is None and (is_runs(target) or any(name in options for name in RUNS_OPTION_NAMES)):
+        rule = rule_of(target, options, threshold, "claim", runtime=runtime)
+    if rule is not None:
         # Claims over runs are never escalated: a referee (--prop-referee-model) checks them.
         return (
-            *_judge_runs_and_note(
-                runtime, target, claim, threshold, options, compare_scores, where
-            ),
+            *_judge_runs_and_note(runtime, target, claim, rule, threshold, options, where),
             None,
         )
     kind = "check" if threshold is None else "score"
@@ -329,17 +340,17 @@ def _judge_runs_and_note(
     runtime: Runtime,
     target: Any,
     claim: str,
+    rule: Rule,
     threshold: int | None,
     options: Mapping[str, Any],
-    compare_scores: bool,
     where: str | None = None,
 ) -> tuple[Verdict, bool]:
     """A claim over many runs: decided by its rule, noted once with every run's verdict."""
     __tracebackhide__ = True
-    from .over_runs.many_runs import summary_verdict
+    from .over_runs.result import summary_verdict
 
     try:
-        result = _decide_over_runs(runtime, target, claim, threshold, options, compare_scores)
+        result = _decide_over_runs(runtime, target, claim, rule, options)
     except JudgeError as error:
         runtime.note_error(error)
         raise
@@ -468,8 +479,8 @@ def assert_claim(
         target,
         options,
         threshold,
-        runtime.settings.confidence,
         "claim",
+        runtime=runtime,
         kind="score" if compare_scores else None,
         holds=holds,
     )
@@ -477,7 +488,7 @@ def assert_claim(
         raise TypeError("holds=False does not apply to claims over runs; use at_most=")
     try:
         verdict, ok, main = judge_and_note(
-            runtime, target, claim, threshold, options, holds, compare_scores=compare_scores
+            runtime, target, claim, threshold, options, holds, rule=rule
         )
     except DryRunSkip as skip:
         pytest.skip(str(skip))
@@ -504,7 +515,7 @@ def check_over_runs(
     compare_scores: bool = False,
     runtime: Runtime | None = None,
     **options: Any,
-) -> Any:
+) -> RunsResult:
     """Decide a claim over many runs outside an assertion: a ``RunsResult`` with the figures
     (``passed``, ``decision``, ``estimate``, ``lower``, ``upper``, ``runs``); it does not raise
     on a failed or inconclusive claim.
@@ -514,9 +525,7 @@ def check_over_runs(
     ``better_than=`` compare mean scores instead of rates.
     """
     __tracebackhide__ = True
-    from . import runtime as runtime_module
-
-    run = runtime or runtime_module.current()
+    run = runtime or current()
     target, claim, options = normalise_claim(target, claim, options)
     validate_options(options, "check_over_runs")
     validate_claim(claim, options, "check_over_runs")
@@ -527,35 +536,28 @@ def check_over_runs(
         )
     if min_score is not None:
         validate_threshold(min_score, "check_over_runs min_score")
-    return _decide_over_runs(
-        run, target, claim, min_score, options, compare_scores, "check_over_runs"
-    )
+    kind: Literal["score"] | None = "score" if compare_scores else None
+    rule = rule_of(target, options, min_score, "check_over_runs", runtime=run, kind=kind)
+    assert rule is not None
+    return _decide_over_runs(run, target, claim, rule, options)
 
 
 def _decide_over_runs(
-    runtime: Runtime,
-    target: Any,
-    claim: str,
-    threshold: int | None,
-    options: Mapping[str, Any],
-    compare_scores: bool,
-    where: str = "claim",
-) -> Any:
-    """Simulate and judge the runs until the claim's rule decides; the ``RunsResult``."""
+    runtime: Runtime, target: Any, claim: str, rule: Rule, options: Mapping[str, Any]
+) -> RunsResult:
+    """Simulate and judge the runs until the claim's (checked) rule decides; the result. Each
+    run is judged as an ordinary claim with the claim's own options (``judge_claim``)."""
     __tracebackhide__ = True
-    from .over_runs.many_runs import check_rule, judge_over_runs
+    from .over_runs.scheduler import judge_over_runs
 
-    rule_options, rest = split_options(options)
-    rule = check_rule(
-        target,
-        rule_options,
-        threshold,
-        runtime.settings.confidence,
-        where,
-        kind="score" if compare_scores else None,
-    )
-    assert rule is not None
-    return judge_over_runs(runtime, target, claim, rule, rest)
+    rest = split_options(options)[1]
+
+    def judge_run(run: int, run_target: Any, model: str | None) -> Verdict:
+        return judge_claim(
+            runtime, run_target, claim, kind=rule.kind, model=model, run_index=run, **rest
+        )
+
+    return judge_over_runs(runtime, target, claim, rule, rest, judge_run)
 
 
 # -- the fixtures' bodies (plugin.py holds only the fixtures themselves) ---------------------------

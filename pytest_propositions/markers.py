@@ -31,6 +31,7 @@ from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .session import SOFT_CLAIMS_KEY
 
 if TYPE_CHECKING:
+    from .over_runs.rule import Rule
     from .runtime import Runtime
     from .verdict import Verdict
 
@@ -284,11 +285,15 @@ def soft_claim(
     validate_options(options, origin)
     threshold, expected = expectation(min_score, max_score, holds, origin)
     validate_claim(claim, options, origin)
-    # A claim over runs is checked now too (its rule); its runs are simulated when judged.
-    if rule_of(target, options, threshold, None, origin, holds=expected) is None:
+    # A claim over runs is checked now too (its rule, handed on); its runs are simulated when
+    # judged.
+    rule = rule_of(target, options, threshold, origin, holds=expected)
+    if rule is None:
         validate_target(target, origin)
     where, site = _call_site(frame) if frame is not None else (None, None)
-    return PendingClaim(target, claim, threshold, dict(options), origin, expected, where, site)
+    return PendingClaim(
+        target, claim, threshold, dict(options), origin, expected, where, site, rule
+    )
 
 
 def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
@@ -385,6 +390,8 @@ class PendingClaim(NamedTuple):
     # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
     where: str | None = None
     site: TracebackType | None = None
+    # A claim over runs' rule, checked where the claim was made (a marker's: when judged).
+    rule: Rule | None = None
 
 
 class _Result:
@@ -419,6 +426,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
                 item.options,
                 item.holds,
                 item.where,
+                rule=item.rule,
             )
         except DryRunSkip as skip:
             result.skipped = str(skip)

@@ -775,23 +775,23 @@ def test_an_ordinary_claim_never_loads_the_runs_machinery(
     pytester: pytest.Pytester, project: list[str]
 ) -> None:
     # Every claim asks whether it is over runs; a cached suite of ordinary claims should not pay
-    # for importing many_runs to hear no. A runs(...) target, or a runs keyword, loads it.
+    # for importing the runs machinery to hear no. A runs(...) target, or a runs keyword, loads it.
     pytester.makepyfile(
         test_loading="""
         import sys
         import pytest
 
-        MANY_RUNS = "pytest_propositions.over_runs.many_runs"
+        MACHINERY = ("pytest_propositions.over_runs.target", "pytest_propositions.over_runs.rule")
 
         def test_ordinary(assert_proposition, expect_proposition):
             assert_proposition("Oscar says hello. MARK-YES", "Oscar states the price.")
             expect_proposition("Oscar says hello. MARK-YES", "Oscar states the price.")
-            assert MANY_RUNS not in sys.modules
+            assert not any(name in sys.modules for name in MACHINERY)
 
         def test_keyword_on_an_ordinary_target(assert_proposition):
             with pytest.raises(TypeError, match="at_least= apply to claims over many runs"):
                 assert_proposition("Oscar says hello.", "Oscar states the price.", at_least=0.5)
-            assert MANY_RUNS in sys.modules
+            assert all(name in sys.modules for name in MACHINERY)
         """
     )
     result = pytester.runpytest_subprocess(*project, "-p", "no:randomly")
@@ -808,15 +808,64 @@ def test_a_runs_target_is_known_even_after_its_module_was_dropped() -> None:
 
     # Imported by name: an earlier inline run may have dropped the module from sys.modules while
     # the package kept it as an attribute, which a from-import would return.
-    many_runs = importlib.import_module("pytest_propositions.over_runs.many_runs")
-    target = many_runs.runs(lambda run: "text", max_runs=5)
-    assert is_runs(target) and not is_runs("text") and not is_runs(many_runs)
-    saved = sys.modules.pop(many_runs.__name__)
+    module = importlib.import_module("pytest_propositions.over_runs.target")
+    target = module.runs(lambda run: "text", max_runs=5)
+    assert is_runs(target) and not is_runs("text") and not is_runs(module)
+    saved = sys.modules.pop(module.__name__)
     try:
         assert is_runs(target)
         assert not is_runs("text")
     finally:
-        sys.modules[many_runs.__name__] = saved
+        sys.modules[module.__name__] = saved
+
+
+# -- the claim's options reach every run -----------------------------------------------------------
+
+
+def test_a_claim_over_runs_passes_its_timestamps_on_to_every_run(
+    judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # timestamps= was accepted for a claim over runs and silently dropped: each run was judged
+    # with the run's clock rendering instead of the claim's.
+    from pytest_propositions import check_over_runs, runs
+    from pytest_propositions.runtime import Runtime
+    from pytest_propositions.settings import Settings
+    from tests.support.tinytroupe_like import LibraryPerson, LibraryWorld
+
+    script(judge_server)
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    settings = Settings(
+        model="openai/judge-model", api_base=judge_server.base_url, cache="off", retries=0
+    )
+    runtime = Runtime(settings)
+
+    def simulate(run: int) -> LibraryWorld:
+        oscar = LibraryPerson("Oscar")
+        world = LibraryWorld("Room", [oscar])
+        oscar.listen("Hello")
+        world.advance()
+        oscar.act("TALK", f"Hi there, run {run}")
+        return world
+
+    def sent() -> list[str]:
+        return [str(request.messages[1]["content"]) for request in judge_server.requests]
+
+    try:
+        check_over_runs(
+            runs(simulate, max_runs=2), "Oscar greets.", every_run=True, runtime=runtime
+        )
+        assert sent() and all("Date and time of events: +0:05:00" in text for text in sent())
+        judge_server.clear_requests()
+        check_over_runs(
+            runs(simulate, max_runs=2),
+            "Oscar greets.",
+            every_run=True,
+            timestamps="none",
+            runtime=runtime,
+        )
+        assert sent() and not any("Date and time of events" in text for text in sent())
+    finally:
+        runtime.close()
 
 
 # -- each run a verdict of its own ------------------------------------------------------------------

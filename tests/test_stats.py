@@ -15,7 +15,8 @@ from scipy import integrate  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
 from pytest_propositions.over_runs import stats  # noqa: E402
-from pytest_propositions.over_runs.many_runs import Rule, _Decider  # noqa: E402
+from pytest_propositions.over_runs.deciders import decider_for  # noqa: E402
+from pytest_propositions.over_runs.rule import Rule  # noqa: E402
 
 
 @pytest.mark.parametrize(("held", "runs", "bar"), [(0, 5, 0.5), (7, 10, 0.6), (18, 20, 0.8)])
@@ -160,7 +161,7 @@ def test_the_advice_on_an_inconclusive_rate_asks_scipy_a_handful_of_times(
 ) -> None:
     # 55 of 100 runs held at a bar of 0.5: about 1,060 runs would decide it. The search for that
     # figure once evaluated the decision at every count up to 2,000 (11.6 s of a 13.3 s claim).
-    decider = _Decider(Rule("at_least", "check", 0.95, 0.5), min_runs=1, max_runs=100)
+    decider = decider_for(Rule("at_least", "check", 0.95, 0.5), min_runs=1, max_runs=100)
     for run in range(100):
         held = run % 2 == 0 or run % 20 == 19
         decider.add(float(held), held)
@@ -174,7 +175,7 @@ def test_the_advice_on_an_inconclusive_rate_asks_scipy_a_handful_of_times(
         return logsf(*args)
 
     monkeypatch.setattr(scipy_stats.beta, "logsf", counted)
-    assert decider._runs_to_decide() == 1061
+    assert decider.runs_to_decide() == 1061
     assert calls <= 20
 
 
@@ -234,17 +235,17 @@ def test_paired_values_map_differences_into_the_unit_interval() -> None:
 
 
 def test_the_decider_respects_min_runs_at_most_and_every_run() -> None:
-    decider = _Decider(Rule("at_least", "check", 0.95, 0.3), min_runs=15, max_runs=40)
+    decider = decider_for(Rule("at_least", "check", 0.95, 0.3), min_runs=15, max_runs=40)
     for _ in range(14):
         decider.add(1.0, True)
     assert decider.decision is None  # evident already, but min_runs is 15
     decider.add(1.0, True)
     assert decider.decision == "pass"
-    rare = _Decider(Rule("at_most", "check", 0.95, 0.5), min_runs=1, max_runs=40)
+    rare = decider_for(Rule("at_most", "check", 0.95, 0.5), min_runs=1, max_runs=40)
     while rare.decision is None:
         rare.add(0.0, False)
     assert rare.decision == "pass"
-    every = _Decider(Rule("every_run", "check", 0.95), min_runs=1, max_runs=5)
+    every = decider_for(Rule("every_run", "check", 0.95), min_runs=1, max_runs=5)
     every.add(1.0, True)
     every.add(0.0, False)
     assert every.decision == "fail" and "run 1 did not hold" in every.decided_by
@@ -461,7 +462,7 @@ def test_with_a_referee_at_least_half_in_eight_runs_cannot_pass() -> None:
 
 
 def test_the_printed_interval_has_the_confidence_it_says() -> None:
-    from pytest_propositions.over_runs.many_runs import interval_confidence
+    from pytest_propositions.reports.runs_text import interval_confidence
 
     assert interval_confidence("at_least", 0.95) == pytest.approx(0.90)
     assert interval_confidence("every_run", 0.95) == 0.95
@@ -483,17 +484,18 @@ def test_the_printed_interval_has_the_confidence_it_says() -> None:
 
 def test_the_decider_with_a_referee_decides_at_most_and_mean_scores_on_its_values() -> None:
     rng = random.Random(2)
-    rare = _Decider(Rule("at_most", "check", 0.95, 0.2, referee="r"), min_runs=1, max_runs=400)
+    rare = decider_for(Rule("at_most", "check", 0.95, 0.2, referee="r"), min_runs=1, max_runs=400)
     while rare.decision is None:
-        p = rare.referee.fraction()
+        p = rare.fraction()
         rare.add_refereed(0.0, False, 0.0 if rng.random() < p else None, p)
     assert rare.decision == "pass" and "referee's true value is below" in rare.decided_by
     # The main judge says 8 every run, the referee 2: the referee's mean decides (a fail).
-    low = _Decider(Rule("mean", "score", 0.95, 6.0, referee="r"), min_runs=1, max_runs=400)
+    low = decider_for(Rule("mean", "score", 0.95, 6.0, referee="r"), min_runs=1, max_runs=400)
     while low.decision is None:
-        p = low.referee.fraction()
+        p = low.fraction()
         low.add_refereed(8 / 9, True, 2 / 9 if rng.random() < p else None, p)
     assert low.decision == "fail"
-    estimate, lower, upper, _ = low.figures()
+    figures = low.figures()
+    estimate, lower, upper = figures.estimate, figures.lower, figures.upper
     assert estimate == pytest.approx(2.0, abs=1.5)
     assert lower <= 2.0 <= upper and upper < 6.0

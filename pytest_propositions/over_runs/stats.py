@@ -125,6 +125,13 @@ def require_scipy() -> None:
     import scipy.stats  # noqa: F401
 
 
+def _side(is_above: bool, is_below: bool) -> Direction | None:
+    """The side of the bar the evidence reached; None for neither, or (never seen) both."""
+    if is_above == is_below:
+        return None
+    return "above" if is_above else "below"
+
+
 # -- rates --------------------------------------------------------------------------------------
 
 
@@ -191,11 +198,7 @@ class RateBoundaries:
     def decide(self, held: int, runs: int) -> Direction | None:
         above = self.above_from[runs - 1]
         below = self.below_to[runs - 1]
-        is_above = above is not None and held >= above
-        is_below = below is not None and held <= below
-        if is_above == is_below:  # neither, or (never seen) both: no decision
-            return None
-        return "above" if is_above else "below"
+        return _side(above is not None and held >= above, below is not None and held <= below)
 
 
 def rate_boundaries(bar: float, alpha: float, max_runs: int) -> RateBoundaries:
@@ -217,11 +220,10 @@ def rate_boundaries(bar: float, alpha: float, max_runs: int) -> RateBoundaries:
 def rate_decision(held: int, runs: int, bar: float, alpha: float) -> Direction | None:
     """Whether ``held`` of ``runs`` shows the rate above ``bar``, below it, or neither yet."""
     threshold = math.log(1.0 / alpha)
-    is_above = rate_log_evidence(held, runs, bar, "above") >= threshold
-    is_below = rate_log_evidence(held, runs, bar, "below") >= threshold
-    if is_above == is_below:  # neither, or (never seen) both: no decision
-        return None
-    return "above" if is_above else "below"
+    return _side(
+        rate_log_evidence(held, runs, bar, "above") >= threshold,
+        rate_log_evidence(held, runs, bar, "below") >= threshold,
+    )
 
 
 def rate_runs_to_decide(
@@ -360,11 +362,7 @@ class BettingTest:
 
     def decide(self) -> Direction | None:
         threshold = math.log(1.0 / self.alpha)
-        is_above = self.log_up >= threshold
-        is_below = self.log_down >= threshold
-        if is_above == is_below:  # neither, or (never seen) both: no decision
-            return None
-        return "above" if is_above else "below"
+        return _side(self.log_up >= threshold, self.log_down >= threshold)
 
     @property
     def mean(self) -> float:
@@ -512,11 +510,7 @@ class RefereeTest:
 
     def decide(self) -> Direction | None:
         threshold = math.log(1.0 / self.alpha)
-        is_above = self.log_up >= threshold
-        is_below = self.log_down >= threshold
-        if is_above == is_below:
-            return None
-        return "above" if is_above else "below"
+        return _side(self.log_up >= threshold, self.log_down >= threshold)
 
     @property
     def mean(self) -> float:

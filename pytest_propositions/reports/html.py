@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..scale import MAX_SCORE, MIN_SCORE
+from .runs_text import decision_about, figures_line
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -171,8 +172,6 @@ def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A claim over runs: its figures, then each run's verdict and justification."""
     if not runs:
         return None
-    from ..over_runs.many_runs import decision_about, figures_line
-
     rows = [
         {
             "run": str(run["run"]),

@@ -15,6 +15,7 @@ from .counts import (
     confidence_text,
     run_counts,
 )
+from .runs_text import decision_about
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -184,13 +185,6 @@ def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
             ),
         ]
     return pairs
-
-
-def decision_about(runs: Mapping[str, Any]) -> str:
-    """Whose verdicts a claim over runs was decided on: the referee's, or the main judge's."""
-    from ..over_runs.many_runs import decision_about as about
-
-    return about(runs)
 
 
 def junit_failure_to_error(config: Any, report: Any) -> bool:

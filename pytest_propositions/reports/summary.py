@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..checks import plural, terminal_text
 from ..scale import MAX_SCORE
 from .counts import Calibrations, claim_calibration, claim_result, confidence_text
+from .runs_text import runs_text
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -112,8 +113,6 @@ def outcome_text(
 ) -> str:
     calibration = claim_calibration(outcome, calibrations)
     if outcome.runs is not None:
-        from ..over_runs.many_runs import runs_text
-
         text = runs_text(outcome.runs)
         if calibration is not None:
             text += f"\n  judge's measured error: {calibration_text(calibration)}"
