@@ -21,14 +21,8 @@ from ..store.recorded import pack_request
 from ..verdict import Usage, Verdict
 from .parsing import parse_choices
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
-from .transport import (
-    Transport,
-    other_choices,
-    queue_waits,
-    reply_content,
-    reply_cost,
-    reply_usage,
-)
+from .response import other_choices, reply_content, reply_cost, reply_usage
+from .transport import Transport, queue_waits
 
 if TYPE_CHECKING:
     from .endpoint import Connection
