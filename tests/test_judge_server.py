@@ -512,8 +512,8 @@ def test_concurrent_requests_are_all_answered_and_recorded(judge_server: Scripte
 
 # --------------------------------------------------------------------------- the light path
 # The plugin's other path to OpenAI-compatible servers (plain HTTP, no litellm): the same
-# server answers, and each failure must surface as an exception the transport's shared fault
-# reading classifies as it does litellm's (status, transient or final, connection refused).
+# server answers, and each failure must surface as the Fault that litellm's table makes of
+# litellm's exception (its kind, its status, its Retry-After).
 
 
 def light(judge: ScriptedJudge, content: str = "Is the claim true?", **kwargs: Any) -> Any:
@@ -617,6 +617,31 @@ def test_the_light_paths_faults_by_status(
     assert info.value.transient is transient
     assert len(judge_server.requests) == 1  # the client itself never retries
     assert info.value.retry_after == (0.0 if code == 429 else None)
+
+
+@pytest.mark.parametrize(("code", "kind"), [(429, "rate_limited"), (503, "server"), (401, "auth")])
+def test_litellms_exceptions_make_the_same_faults(
+    judge_server: ScriptedJudge, code: int, kind: str
+) -> None:
+    import asyncio
+
+    from pytest_propositions.judging.transport_litellm import fault_of
+
+    judge_server.default = status(code, f"scripted {code}")
+    with pytest.raises(Exception) as info:
+        asyncio.run(
+            litellm.acompletion(
+                model=MODEL,
+                messages=[{"role": "user", "content": "Is the claim true?"}],
+                api_base=judge_server.base_url,
+                api_key=API_KEY,
+                max_retries=0,
+            )
+        )
+    fault = fault_of(info.value)
+    assert (fault.kind, fault.status) == (kind, code)
+    assert f"scripted {code}" in fault.detail
+    assert fault.retry_after == (0.0 if code == 429 else None)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,15 @@ from typing import Literal
 
 from ..redaction import Secret, redact
 
-__all__ = ["TRANSIENT", "Fault", "FaultKind", "kind_of_status", "rejects_format", "shown_detail"]
+__all__ = [
+    "TRANSIENT",
+    "Fault",
+    "FaultKind",
+    "kind_of_status",
+    "rejects_format",
+    "retry_after_seconds",
+    "shown_detail",
+]
 
 FaultKind = Literal[
     "auth",  # 401, 403: the credentials were rejected
@@ -122,3 +130,14 @@ def rejects_format(status: int | None, message: str) -> bool:
     return (status is None or status in (400, 422, 500, 501)) and any(
         name in text for name in ("response_format", "json_schema", "json_object")
     )
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header's seconds; None when absent, negative, or a date (not read)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None

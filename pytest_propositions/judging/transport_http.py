@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from .families import PROVIDER_ENV
-from .faults import Fault, FaultKind, kind_of_status, rejects_format
+from .faults import Fault, FaultKind, kind_of_status, rejects_format, retry_after_seconds
 
 if TYPE_CHECKING:
     import httpx
@@ -69,17 +69,6 @@ def _status_fault(status: int, body: bytes, retry_after: float | None) -> Fault:
     )
     detail = f"Error code: {status} - {message[:2000]}"
     return Fault(kind, detail, status, retry_after)
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
 
 
 # -- the response, as the judge reads it ---------------------------------------------------------
@@ -626,7 +615,8 @@ class HttpPath:
                     error_body = await _read_body(
                         response, min(_ERROR_BODY_BYTES, self.max_reply_bytes), cut=True
                     )
-                    raise _status_fault(status, error_body, _retry_after(response.headers))
+                    retry_after = retry_after_seconds(response.headers.get("retry-after"))
+                    raise _status_fault(status, error_body, retry_after)
                 data = await _read_body(response, self.max_reply_bytes, cut=False)
                 return data, response.headers.get("content-type", "")
             finally:

@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..redaction import Secret, url_credentials
 from . import families
-from .faults import TRANSIENT, Fault, FaultKind, kind_of_status, rejects_format, shown_detail
+from .faults import (
+    TRANSIENT,
+    Fault,
+    FaultKind,
+    kind_of_status,
+    rejects_format,
+    retry_after_seconds,
+    shown_detail,
+)
 
 if TYPE_CHECKING:
     from .families import Profile
@@ -259,7 +267,8 @@ def fault_of(error: BaseException, secrets: tuple[Secret | None, ...] = ()) -> F
     elif kind in TRANSIENT and any(marker in texts for marker in _INVALID_RESPONSE):
         kind = "invalid_response"
     status = _sent_status(chain, kind, raw_status)
-    return Fault(kind, shown_detail(str(error), secrets), status)
+    retry_after = _retry_after(chain) if kind in TRANSIENT else None
+    return Fault(kind, shown_detail(str(error), secrets), status, retry_after)
 
 
 def _class_kind(error: BaseException, status: int | None) -> FaultKind:
@@ -287,6 +296,20 @@ def _unreachable(link: BaseException) -> bool:
     return isinstance(link, ConnectionRefusedError | socket.gaierror) or (
         isinstance(link, OSError) and link.errno in _UNREACHABLE
     )
+
+
+def _retry_after(chain: list[BaseException]) -> float | None:
+    """The Retry-After of the response the server sent (a 429, a 503), which the openai SDK's
+    status errors, and litellm's subclasses of them, keep."""
+    import openai
+
+    for link in chain:
+        if isinstance(link, openai.APIStatusError):
+            # litellm's own refusals (UnsupportedParamsError) are status errors without one.
+            response = getattr(link, "response", None)
+            headers = getattr(response, "headers", None)
+            return None if headers is None else retry_after_seconds(headers.get("retry-after"))
+    return None
 
 
 def _sent_status(chain: list[BaseException], kind: FaultKind, status: int | None) -> int | None:
