@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from pytest_propositions.claims.proposition import Proposition, render_claim
 from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions.judging import families
 from pytest_propositions.judging import judge as judge_module
 from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.judging.judge import Judge, JudgeRequest
@@ -144,7 +145,7 @@ def test_all_variants_are_mutually_distinct() -> None:
 def test_the_sampling_temperature_is_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     # Kind and temperature move together in real use; change the temperature alone here.
     before = key_of()
-    monkeypatch.setitem(judge_module.TEMPERATURE, "check", 0.25)
+    monkeypatch.setitem(families.TEMPERATURE, "check", 0.25)
     assert key_of() != before
     monkeypatch.undo()
     assert key_of() == before

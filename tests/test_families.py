@@ -21,7 +21,7 @@ from pytest_propositions.judging import families
 from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.prompts import PROMPT_VERSION
-from pytest_propositions.judging.transport import _received_status
+from pytest_propositions.judging.transport_litellm import fault_of
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import OPTIONS_BY_NAME, Settings, SettingsError, resolve
 from pytest_propositions.store.cache import cache_key
@@ -210,8 +210,8 @@ def test_a_refusal_by_litellm_is_recognised_and_has_no_http_status(
         )
     except litellm.UnsupportedParamsError as error:
         assert error.status_code == 400  # what litellm claims
-        assert families.is_client_side_refusal(error)
-        assert _received_status(error) is None
+        assert fault_of(error).kind == "client_refused"
+        assert fault_of(error).status is None
     else:
         pytest.fail("litellm sent temperature=0.5 to gpt-5-mini")
 

@@ -217,7 +217,7 @@ def test_text_reply_can_set_finish_reason(judge_server: ScriptedJudge) -> None:
 def test_a_refusal_litellm_returns_is_read_as_one(judge_server: ScriptedJudge) -> None:
     # Where litellm puts OpenAI's `refusal` field depends on its release (1.106 moved it into
     # provider_specific_fields, 1.110 keeps it on the message): the plugin must find it in both.
-    from pytest_propositions.judging.transport import reply_content
+    from pytest_propositions.judging.response import reply_content
 
     judge_server.default = refusal("I won't judge that.")
     response = complete(judge_server)
@@ -512,8 +512,8 @@ def test_concurrent_requests_are_all_answered_and_recorded(judge_server: Scripte
 
 # --------------------------------------------------------------------------- the light path
 # The plugin's other path to OpenAI-compatible servers (plain HTTP, no litellm): the same
-# server answers, and each failure must surface as an exception the transport's shared fault
-# reading classifies as it does litellm's (status, transient or final, connection refused).
+# server answers, and each failure must surface as the Fault that litellm's table makes of
+# litellm's exception (its kind, its status, its Retry-After).
 
 
 def light(judge: ScriptedJudge, content: str = "Is the claim true?", **kwargs: Any) -> Any:
@@ -549,7 +549,7 @@ def chain_of(error: BaseException) -> list[BaseException]:
 
 @pytest.mark.parametrize("path", ["litellm", "openai"])
 def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) -> None:
-    from pytest_propositions.judging.transport import reply_content, reply_usage
+    from pytest_propositions.judging.response import reply_content, reply_usage
 
     judge_server.default = verdict(False, justification="No.")
     response = (complete if path == "litellm" else light)(judge_server, "one two three")
@@ -562,7 +562,7 @@ def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) 
 
 
 def test_the_light_path_reads_a_refusal_from_the_message(judge_server: ScriptedJudge) -> None:
-    from pytest_propositions.judging.transport import reply_content
+    from pytest_propositions.judging.response import reply_content
 
     judge_server.default = refusal("I must decline.")
     assert reply_content(light(judge_server)) == ("", "I must decline.")
@@ -570,7 +570,7 @@ def test_the_light_path_reads_a_refusal_from_the_message(judge_server: ScriptedJ
 
 def test_both_paths_price_a_call_alike(judge_server: ScriptedJudge) -> None:
     # The light path reads litellm's price table as data; litellm prices the same usage.
-    from pytest_propositions.judging.transport import reply_cost
+    from pytest_propositions.judging.response import reply_cost
     from pytest_propositions.judging.transport_http import price_entry
 
     model = "openai/gpt-4o-mini"
@@ -588,35 +588,60 @@ def test_both_paths_price_a_call_alike(judge_server: ScriptedJudge) -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "name", "transient"),
+    ("code", "kind", "transient"),
     [
-        (400, "BadRequestError", False),
-        (401, "AuthenticationError", False),
-        (403, "PermissionDeniedError", False),
-        (404, "NotFoundError", False),
-        (408, "APIStatusError", True),
-        (409, "ConflictError", True),
-        (422, "UnprocessableEntityError", False),
-        (429, "RateLimitError", True),
-        (500, "InternalServerError", True),
-        (502, "InternalServerError", True),
-        (503, "ServiceUnavailableError", True),
+        (400, "bad_request", False),
+        (401, "auth", False),
+        (403, "auth", False),
+        (404, "not_found", False),
+        (408, "timeout", True),
+        (409, "conflict", True),
+        (422, "bad_request", False),
+        (429, "rate_limited", True),
+        (500, "server", True),
+        (502, "server", True),
+        (503, "server", True),
     ],
 )
-def test_the_light_paths_exception_mapping(
-    judge_server: ScriptedJudge, code: int, name: str, transient: bool
+def test_the_light_paths_faults_by_status(
+    judge_server: ScriptedJudge, code: int, kind: str, transient: bool
 ) -> None:
-    from pytest_propositions.judging.transport import _is_transient
+    from pytest_propositions.judging.faults import Fault
+
+    judge_server.default = status(code, f"scripted {code}")
+    with pytest.raises(Fault) as info:
+        light(judge_server)
+    assert info.value.kind == kind
+    assert info.value.status == code
+    assert f"scripted {code}" in str(info.value)
+    assert info.value.transient is transient
+    assert len(judge_server.requests) == 1  # the client itself never retries
+    assert info.value.retry_after == (0.0 if code == 429 else None)
+
+
+@pytest.mark.parametrize(("code", "kind"), [(429, "rate_limited"), (503, "server"), (401, "auth")])
+def test_litellms_exceptions_make_the_same_faults(
+    judge_server: ScriptedJudge, code: int, kind: str
+) -> None:
+    import asyncio
+
+    from pytest_propositions.judging.transport_litellm import fault_of
 
     judge_server.default = status(code, f"scripted {code}")
     with pytest.raises(Exception) as info:
-        light(judge_server)
-    assert type(info.value).__name__ == name
-    assert getattr(info.value, "status_code", None) == code
-    assert f"scripted {code}" in str(info.value)
-    assert _is_transient(info.value) is transient
-    assert len(judge_server.requests) == 1  # the client itself never retries
-    assert info.value.retry_after == (0.0 if code == 429 else None)  # type: ignore[attr-defined]
+        asyncio.run(
+            litellm.acompletion(
+                model=MODEL,
+                messages=[{"role": "user", "content": "Is the claim true?"}],
+                api_base=judge_server.base_url,
+                api_key=API_KEY,
+                max_retries=0,
+            )
+        )
+    fault = fault_of(info.value)
+    assert (fault.kind, fault.status) == (kind, code)
+    assert f"scripted {code}" in fault.detail
+    assert fault.retry_after == (0.0 if code == 429 else None)
 
 
 @pytest.mark.parametrize(
@@ -625,25 +650,28 @@ def test_the_light_paths_exception_mapping(
 def test_a_body_that_is_no_completion_is_an_invalid_response(
     judge_server: ScriptedJudge, reply: Reply
 ) -> None:
-    from pytest_propositions.judging.transport_http import InvalidResponse
+    from pytest_propositions.judging.faults import Fault
 
     judge_server.default = reply
-    with pytest.raises(InvalidResponse, match="invalid response object") as info:
+    with pytest.raises(Fault, match="invalid response object") as info:
         light(judge_server)
-    assert info.value.status_code is None and info.value.transient
+    assert info.value.kind == "invalid_response"
+    assert info.value.status is None and info.value.transient
 
 
 def test_the_light_path_names_a_dropped_connection_and_a_timeout(
     judge_server: ScriptedJudge,
 ) -> None:
-    from pytest_propositions.judging.transport_http import APIConnectionError, Timeout
+    from pytest_propositions.judging.faults import Fault
 
     judge_server.default = disconnect()
-    with pytest.raises(APIConnectionError, match="Connection error"):
+    with pytest.raises(Fault, match="Connection error") as info:
         light(judge_server)
+    assert info.value.kind == "connection"
     judge_server.default = delay(30, verdict(True))
-    with pytest.raises(Timeout):
+    with pytest.raises(Fault) as info:
         light(judge_server, timeout=0.3)
+    assert info.value.kind == "timeout"
 
 
 def test_the_light_path_says_a_connection_was_refused() -> None:
@@ -651,7 +679,7 @@ def test_the_light_path_says_a_connection_was_refused() -> None:
 
     import httpx
 
-    from pytest_propositions.judging.transport import _is_connection_refused
+    from pytest_propositions.judging.faults import Fault
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -659,7 +687,7 @@ def test_the_light_path_says_a_connection_was_refused() -> None:
     with ScriptedJudge() as judge, pytest.raises(Exception) as info:
         light(judge, api_base=f"http://127.0.0.1:{port}/v1")
     assert any(isinstance(link, httpx.ConnectError) for link in chain_of(info.value))
-    assert _is_connection_refused(info.value)
+    assert isinstance(info.value, Fault) and info.value.kind == "refused_connection"
     assert "attempts" not in str(info.value)
 
 
@@ -814,7 +842,8 @@ def test_the_light_path_decodes_what_it_asks_for_in_small_steps(coding: str) -> 
 
     import httpx
 
-    from pytest_propositions.judging.transport_http import ReplyTooLarge, _read_body
+    from pytest_propositions.judging.faults import Fault
+    from pytest_propositions.judging.transport_http import _read_body
 
     data = b'{"value": true} ' * 1000
     encoded = {
@@ -833,8 +862,9 @@ def test_the_light_path_decodes_what_it_asks_for_in_small_steps(coding: str) -> 
         return httpx.Response(200, headers={"content-encoding": header}, stream=Chunks())
 
     assert asyncio.run(_read_body(response(), len(data), cut=False)) == data
-    with pytest.raises(ReplyTooLarge, match=f"larger than {len(data) - 1} bytes"):
+    with pytest.raises(Fault, match=f"larger than {len(data) - 1} bytes") as info:
         asyncio.run(_read_body(response(), len(data) - 1, cut=False))
+    assert info.value.kind == "refused_reply"
     assert asyncio.run(_read_body(response(), 100, cut=True)) == data[:100]
 
 
@@ -843,8 +873,10 @@ def test_the_light_path_refuses_a_coding_it_did_not_ask_for() -> None:
 
     import httpx
 
-    from pytest_propositions.judging.transport_http import UnsupportedEncoding, _read_body
+    from pytest_propositions.judging.faults import Fault
+    from pytest_propositions.judging.transport_http import _read_body
 
     response = httpx.Response(200, headers={"content-encoding": "br"}, content=b"x")
-    with pytest.raises(UnsupportedEncoding, match="'br', which the client did not ask for"):
+    with pytest.raises(Fault, match="'br', which the client did not ask for") as info:
         asyncio.run(_read_body(response, 100, cut=False))
+    assert info.value.kind == "refused_reply"

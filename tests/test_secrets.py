@@ -302,12 +302,12 @@ def test_a_retried_call_logs_no_secret(
 
 
 def test_a_provider_error_quoting_the_password_alone_is_redacted() -> None:
-    from pytest_propositions.judging.transport import _Fault
+    from pytest_propositions.judging.transport_litellm import fault_of
     from pytest_propositions.redaction import url_credentials
 
     base = Secret(f"http://h13user:{PASSWORD}@127.0.0.1:9/v1")
     error = RuntimeError(f"proxy auth failed for password {PASSWORD} (user h13user:{PASSWORD})")
-    fault = _Fault.read(error, (Secret(PLAIN_KEY), *url_credentials(base)))
+    fault = fault_of(error, (Secret(PLAIN_KEY), *url_credentials(base)))
     assert PASSWORD not in fault.detail
     assert "proxy auth failed" in fault.detail
     assert url_credentials(Secret("http://127.0.0.1:9/v1")) == ()

@@ -101,6 +101,8 @@ def hosted_connection(
 def _missing_endpoint(
     model: str, api_base: str | None, api_key: str | None, key_env: str
 ) -> Callable[[], tuple[str, str | None]] | None:
+    # Only a run whose config.ini names an Azure judge gets here: a cached run never loads the
+    # reader of config.ini (tests/test_cache_plugin.py holds it).
     from ..reference_config import AZURE_ENDPOINT_ENV
 
     problems = []
@@ -119,8 +121,6 @@ def _missing_endpoint(
     )
 
     def refuse() -> tuple[str, str | None]:
-        from ..errors import JudgeUnavailable
-
         raise JudgeUnavailable(message)
 
     return refuse

@@ -278,21 +278,3 @@ def first_response_mode(litellm: ModuleType, model: str, modes: tuple[str, ...])
     if supported is not None and "response_format" not in supported:
         return modes[-1]
     return modes[0] if schema else modes[1]
-
-
-def is_client_side_refusal(error: BaseException) -> bool:
-    """litellm refused the request itself (an unsupported parameter): nothing reached a server.
-
-    Its error carries status 400 all the same; reporting that as the server's answer would
-    send a user looking for a request in logs that never saw one.
-    """
-    seen = 0
-    current: BaseException | None = error
-    while current is not None and seen < 10:
-        if type(current).__name__ == "UnsupportedParamsError" and type(
-            current
-        ).__module__.startswith("litellm"):
-            return True
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return False

@@ -1,9 +1,13 @@
 """Turning a claim's request into a verdict: the orchestration, from the cache when it can.
 
-A request is keyed and looked up; a miss (unless replay, dry run or the budget forbids it) is
-judged live (live.py: the transport asks the model, the reply is parsed, a double check asks it
-to reconsider) and the verdict is recorded. Identical requests in flight at once share one call;
-the counts for the summary are kept here. A cached run imports neither live.py nor a transport.
+A request (request.py) is keyed and looked up; a miss (unless replay, dry run or the budget
+forbids it) is judged live (live.py: the transport asks the model, the reply is parsed, a double
+check asks it to reconsider) on the judge's event loop, and the verdict is recorded. Identical
+requests in flight at once share one call; the counts for the summary are kept here.
+
+A run whose verdicts are all recorded never imports live.py, the transports, the event loop or
+the recorded requests: those four imports stay inside the functions that go live (a guard that
+tests/test_cache_plugin.py holds); live.py imports nothing of this module.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..checks import quote_claim
 from ..errors import (
@@ -30,8 +35,8 @@ from ..store.keys import cache_key
 from ..verdict import Verdict
 from . import families
 from .endpoint import Connection, hosted_connection
-from .families import TEMPERATURE
 from .prompts import PROMPT_VERSION, Message
+from .request import JudgeRequest, JudgeStats
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -41,68 +46,11 @@ if TYPE_CHECKING:
     from .progress import ProgressLine
     from .transport import Transport
 
+__all__ = ["Judge", "JudgeRequest", "JudgeStats", "hosted_for"]
+
 logger = logging.getLogger("pytest_propositions")
 
 _T = TypeVar("_T")
-
-
-class JudgeRequest(NamedTuple):
-    """Everything that decides a verdict; all of it but the test id goes into the cache key.
-    (A named tuple: one is made for every claim, and a dataclass costs more to make and define.)"""
-
-    kind: Kind
-    claim: str
-    model: str
-    messages: tuple[Message, ...]
-    double_check: bool = False
-    sample_index: int = 0
-    test_id: str | None = None
-    # A claim over runs' run number: each run is a draw of its own from the judge, so runs with
-    # equal transcripts do not share one verdict (keyed from run 1; run 0 keys as before).
-    run_index: int = 0
-
-    @property
-    def temperature(self) -> float:
-        """The temperature of a model that takes one; what is sent is ``sampling``'s choice."""
-        return TEMPERATURE[self.kind]
-
-    def sampling(self, model: str, reasoning_effort: str | None) -> dict[str, Any]:
-        """The sampling parameters sent to ``model`` (the litellm name) for this request."""
-        return families.sampling(model, self.kind, reasoning_effort)
-
-
-class JudgeStats:
-    """Counts for the terminal summary; updated under a lock because claims may run in threads.
-    (A plain class: every cached run defines it, and a dataclass costs more to define.)"""
-
-    #: The counters, as workers send them to the controller and the JSON report writes them.
-    COUNTERS = (
-        "verdicts",
-        "cache_hits",
-        "judge_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost_usd",
-        "judge_seconds",
-        "dry_run_misses",
-        "coalesced",
-    )
-
-    def __init__(self) -> None:
-        self.verdicts = 0
-        self.cache_hits = 0
-        self.judge_calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.cost_usd = 0.0
-        self.judge_seconds = 0.0
-        self.dry_run_misses = 0
-        self.coalesced = 0
-        self.lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        counts = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.COUNTERS)
-        return f"JudgeStats({counts})"
 
 
 def _cache_step(step: Callable[..., _T], *args: Any) -> _T:
@@ -225,7 +173,7 @@ class Judge:
             from .judge_loop import run_on_judge_loop
             from .live import judge_live
 
-            # Imports here, not on the shared loop where they would stall calls in flight.
+            # The path's imports here, not on the shared loop where they would stall calls.
             self.transport.prepare(connection)
             verdict, record = run_on_judge_loop(
                 judge_live(self.transport, self.stats, request, connection, key, material)
@@ -358,8 +306,6 @@ class Judge:
             first = identity not in self._same_samples_warned
             self._same_samples_warned.add(identity)
         if first:
-            import warnings
-
             warnings.warn(
                 f"samples > 1 asks {identity} the same request several times, but it decodes "
                 "greedily with a fixed seed (temperature 0): every sample gets the same answer, "
@@ -377,8 +323,6 @@ class Judge:
         try:
             return verdict_of_record(record, kind, key=key)
         except ValueError as error:
-            import warnings
-
             warnings.warn(
                 f"the cached record {key[:16]} is not a verdict this version can read ({error}); "
                 "treating it as a miss",

@@ -5,12 +5,10 @@ Synchronous code (a test, a worker thread of a batch) hands it a coroutine and w
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    import asyncio
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
@@ -27,8 +25,6 @@ class _JudgeLoop:
         self._lock = threading.Lock()
 
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        import asyncio  # only live judging needs it; a cached run never gets here
-
         future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
         try:
             return future.result()
@@ -37,8 +33,6 @@ class _JudgeLoop:
             raise
 
     def _ensure(self) -> asyncio.AbstractEventLoop:
-        import asyncio
-
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()

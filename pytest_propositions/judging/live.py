@@ -1,8 +1,8 @@
 """Asking the model: one request judged live, its reply parsed (asked again once if it cannot be)
 and double-checked, and the record the cache stores; and free-text follow-ups.
 
-Apart from judge.py, which serves what the cache holds: a run whose verdicts are all recorded
-never imports this module, the transports or the event loop.
+judge.py calls it on a cache miss; it takes the request and the counts (request.py) as values
+and never imports the judge.
 """
 
 from __future__ import annotations
@@ -20,19 +20,13 @@ from ..store.cache_record import new_record
 from ..verdict import Usage, Verdict
 from .parsing import parse_choices
 from .prompts import DOUBLE_CHECK_PROMPT, Message, assistant_turn
-from .transport import (
-    Transport,
-    other_choices,
-    queue_waits,
-    reply_content,
-    reply_cost,
-    reply_usage,
-)
+from .response import other_choices, reply_content, reply_cost, reply_usage
+from .transport import Transport, queue_waits
 
 if TYPE_CHECKING:
     from .endpoint import Connection
-    from .judge import JudgeRequest, JudgeStats
     from .parsing import ParsedReply
+    from .request import JudgeRequest, JudgeStats
 
 logger = logging.getLogger("pytest_propositions")
 

@@ -1,17 +1,18 @@
-"""Talking to an endpoint: one request shape and one reading of faults, over two paths.
+"""Talking to an endpoint: one request shape and one set of faults, over two paths.
 
 An OpenAI-compatible endpoint (OpenAI, Azure OpenAI, the local judge, any --prop-api-base) is
 asked over plain HTTP (``transport_http``); every other provider through litellm
 (``transport_litellm``), which ``--prop-transport=litellm`` forces for every model. Both read the
 model's one ``Profile`` (resolved once per connection) and are sent the same body: the
 structured-output mode (and the per-model fallback when a provider rejects one), the sampling
-parameters as given. Here, shared by both: retries with backoff on transient faults, a bound on
-calls in flight, an error the user can act on for every other fault, and reading what a
-response holds (the reply text or refusal, the tokens used, the cost).
+parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both:
+retries with backoff on the transient kinds of fault, a bound on calls in flight, an error the
+user can act on for every other kind. What a response holds is read by ``response``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 import logging
@@ -19,17 +20,25 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import JudgeReplyInvalid, JudgeUnavailable
-from ..redaction import Secret, redact, remember_secrets, url_credentials
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from ..errors import JudgeUnavailable
+from ..redaction import Secret, remember_secrets, url_credentials
 from ..scale import MAX_SCORE, MIN_SCORE
 from . import families
+from .faults import Fault
+from .transport_http import HttpPath
+from .transport_litellm import LitellmPath
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ..settings import Settings
     from ..verdict import Kind
     from .endpoint import Connection
@@ -57,15 +66,14 @@ _BACKOFF_CAP_SECONDS = 8.0
 
 
 class _Transient(Exception):
-    """A fault worth another attempt, as retries see it: the fault as read, never the provider's
-    error (whose text may quote the key)."""
+    """A fault worth another attempt, as retries see it."""
 
-    def __init__(self, fault: _Fault) -> None:
-        super().__init__(fault.type_name)
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.kind)
         self.fault = fault
 
 
-def _transient_fault(state: Any) -> _Fault:
+def _transient_fault(state: RetryCallState) -> Fault:
     outcome = state.outcome
     error = outcome.exception() if outcome is not None else None
     assert isinstance(error, _Transient)
@@ -75,8 +83,9 @@ def _transient_fault(state: Any) -> _Fault:
 class TransportPath(Protocol):
     """What each path to a model provides (``transport_http.HttpPath``,
     ``transport_litellm.LitellmPath``): the first response mode, its refusal of a request
-    before sending it (a sentence, or None: the light path refuses nothing), one call, and
-    closing what it holds. ``Transport`` asks these of whichever path a model takes."""
+    before sending it (a sentence, or None: the light path refuses nothing), one call (which
+    raises a ``Fault`` when it fails, and nothing else), and closing what it holds.
+    ``Transport`` asks these of whichever path a model takes."""
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
 
@@ -146,73 +155,6 @@ def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str
     return None
 
 
-def _status(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _is_format_rejection(error: BaseException) -> bool:
-    """A provider refusing our response_format: llama.cpp says so with a 500, Azure with a 400."""
-    status = _status(error)
-    message = str(error).lower()
-    return (status is None or status in (400, 422, 500, 501)) and (
-        "response_format" in message or "json_schema" in message or "json_object" in message
-    )
-
-
-def _chain(error: BaseException) -> list[BaseException]:
-    """The error and what caused it: litellm wraps a refused connection in a generic 500."""
-    seen: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and current not in seen and len(seen) < 10:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-def _is_connection_refused(error: BaseException) -> bool:
-    for link in _chain(error):
-        message = str(link).lower()
-        if type(link).__name__ == "ConnectError" or any(
-            marker in message
-            for marker in (
-                "connection refused",
-                "connect call failed",
-                "name or service not known",
-                "nodename nor servname",
-                "no route to host",
-            )
-        ):
-            return True
-    return False
-
-
-_MISSING_KEY_MARKERS = (
-    "missing credentials",
-    "api_key client option must be set",
-    "no api key",
-    "api key not found",
-    "missing api key",
-)
-
-
-def _is_missing_key(error: BaseException) -> bool:
-    """The client had no key to send: litellm reports that as a 500, but retrying cannot help."""
-    return any(
-        marker in str(link).lower() for link in _chain(error) for marker in _MISSING_KEY_MARKERS
-    )
-
-
-def _is_transient(error: BaseException) -> bool:
-    if getattr(error, "transient", None) is True:  # the light path says so itself
-        return True
-    status = _status(error)
-    if status is not None:
-        return status in (408, 409, 429) or status >= 500
-    name = type(error).__name__.lower()
-    return "timeout" in name or "connection" in name
-
-
 def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
     """The keys the provider's own variables hold, which the paths read when PROP_API_KEY and
     config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the providers it alone knows)."""
@@ -235,26 +177,6 @@ def _credentials_in_url(connection: Connection) -> str:
 def _key_hint(model: str) -> str:
     provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
     return f"{provider}_API_KEY (or PROP_API_KEY)"
-
-
-def _received_status(error: BaseException) -> int | None:
-    """The HTTP status the server really sent, if any.
-
-    litellm makes up a 500 for a refused or dropped connection, a 408 for its own client-side
-    timeout and a 400 for a parameter it refuses to send; a user searching their server's logs
-    for those would find nothing.
-    """
-    if families.is_client_side_refusal(error):
-        return None
-    for link in _chain(error):
-        if type(link).__module__.split(".")[0] == "openai":
-            status = getattr(link, "status_code", None)
-            return status if isinstance(status, int) else None
-    for link in _chain(error):
-        name = type(link).__name__
-        if name == "OpenAIError" or "timeout" in name.lower():
-            return None
-    return _status(error)
 
 
 class Transport:
@@ -285,12 +207,8 @@ class Transport:
             path = self._paths.get(profile.path)
             if path is None:
                 if profile.path == "litellm":
-                    from .transport_litellm import LitellmPath
-
                     path = LitellmPath(self.settings.timeout)
                 else:
-                    from .transport_http import HttpPath
-
                     path = HttpPath(self.settings.timeout, self.settings.max_reply_bytes)
                 self._paths[profile.path] = path
             return path
@@ -380,8 +298,6 @@ class Transport:
         if fmt is not None:
             body["response_format"] = fmt
         # Starting a managed local server blocks; keep it off the event loop.
-        import asyncio
-
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; the paths reveal it only inside their call expression.
         if connection.start is None:
@@ -405,10 +321,10 @@ class Transport:
                     if waits is not None:
                         waits.append(time.perf_counter() - queued)
                     return await path.send(profile, body, api_base, api_key)
-            except Exception as error:
-                # Read the provider's error here and let it go: its text (and its traceback's
-                # frames) may quote the key, so no frame shown later may hold it.
-                fault = _Fault.read(error, secrets)
+            except Fault as raised:
+                # A copy, redacted, and nothing chained: the provider's error and its
+                # traceback's frames may quote the key, so no frame shown later may hold it.
+                fault = raised.bare(secrets)
             # Outside the handler, so nothing raised from here chains the provider's error.
             self._raise_if_final(fault, connection, number, attempts)
             raise _Transient(fault)
@@ -421,17 +337,7 @@ class Transport:
         """``attempt`` until it answers; a transient fault waits first. The wait is drawn at
         random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so a
         fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
-        a 503) is the least it waits. tenacity (imported on a live call only) runs the loop."""
-        import asyncio
-
-        from tenacity import (
-            AsyncRetrying,
-            RetryCallState,
-            retry_if_exception_type,
-            stop_after_attempt,
-            wait_random_exponential,
-        )
-
+        a 503) is the least it waits. tenacity runs the loop."""
         jitter = wait_random_exponential(multiplier=_BACKOFF_SECONDS, max=_BACKOFF_CAP_SECONDS)
 
         def wait(state: RetryCallState) -> float:
@@ -445,7 +351,7 @@ class Transport:
             logger.info(
                 "judge call to %s failed (%s); retry %d of %d in %.2fs",
                 connection.identity,
-                _transient_fault(state).type_name,
+                _transient_fault(state).label,
                 state.attempt_number,
                 attempts - 1,
                 state.upcoming_sleep,
@@ -475,8 +381,6 @@ class Transport:
         llama.cpp's server answers one request at a time, so queueing more there only lets
         their timeouts run out.
         """
-        import asyncio
-
         with self._lock:
             semaphore = self._semaphores.get(connection.litellm_model)
             if semaphore is None:
@@ -485,225 +389,80 @@ class Transport:
             return semaphore
 
     def _raise_if_final(
-        self, fault: _Fault, connection: Connection, attempt: int, attempts: int
+        self, fault: Fault, connection: Connection, attempt: int, attempts: int
     ) -> None:
         """Raise the error the user sees, unless the fault is transient and tries remain.
 
-        The advice fits the cause: only a transient fault suggests more retries or time.
+        The advice fits the kind of fault: only a transient one suggests more retries or time.
         """
-        shown_base = connection.shown_base
-        where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
-        status = fault.status
-        detail = fault.detail
-        client_side = fault.client_side
-        if fault.own_words:  # a reply the light path would not read: a redirect, a bomb
-            raise JudgeUnavailable(f"the judge ({where}) {detail}.", status=status)
-        if fault.format_rejected:
-            raise JudgeUnavailable(
-                (
-                    f"litellm refused the structured-output request before sending it ({where}): "
-                    f"{detail}; no request reached the server"
-                    if client_side
-                    else f"{where} rejected the structured-output request: {detail}"
-                ),
-                status=status,
-                format_rejected=True,
-            )
-        if client_side:
-            raise JudgeUnavailable(
-                f"litellm refused the request before sending it ({where}): {detail}; no request "
-                "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
-                "litellm.drop_params would send other parameters than the cache key records).",
-                status=None,
-            )
-        if fault.url_credentials:
-            raise JudgeUnavailable(_credentials_in_url(connection), status=status)
-        if fault.refused:
-            raise JudgeUnavailable(
-                f"cannot connect to the judge ({where}); is the server running? "
-                f"Check --prop-api-base. Detail: {detail}",
-                status=status,
-            )
-        if fault.missing_key:
-            raise JudgeUnavailable(
-                f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
-                "or choose another model with --prop-model (--prop-model=local needs no key)",
-                status=status,
-            )
-        if fault.auth:
-            raise JudgeUnavailable(
-                f"the judge ({where}) rejected the credentials (HTTP {status}): set "
-                f"{_key_hint(connection.litellm_model)}. Detail: {detail}",
-                status=status,
-            )
-        if fault.not_found:
-            raise JudgeUnavailable(
-                f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
-                f"and --prop-api-base. Detail: {detail}",
-                status=status,
-            )
-        if not fault.transient:
-            raise JudgeUnavailable(
-                f"the judge ({where}) rejected the request"
-                + (f" (HTTP {status})" if status else "")
-                + f": {detail}. Check --prop-model and --prop-api-base.",
-                status=status,
-            )
-        if attempt + 1 >= attempts:
-            tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
-            if fault.invalid_response:
-                # The server answered, but not with a chat completion: more tries will not help.
-                raise JudgeUnavailable(
-                    f"the judge ({where}) answered with a response that is not a chat "
-                    f"completion, after {tries} ({fault.type_name}): {detail}. Check that "
-                    "--prop-api-base "
-                    "points at an OpenAI-compatible /v1 endpoint (not a proxy's error page).",
-                    status=status,
-                )
-            raise JudgeUnavailable(
-                f"the judge ({where}) kept failing after {tries}"
-                + (f"; last HTTP {status}" if status else "")
-                + f" ({fault.type_name}): {detail}. Raise --prop-retries or --prop-timeout "
-                "if the provider is only slow.",
-                status=status,
-            )
-
-
-def reply_content(response: Any) -> tuple[str, str | None]:
-    """The reply text and, when the provider flagged one, its refusal; both redacted of every
-    known secret (a judge or a proxy may echo the request's Authorization header) before
-    anything parses, caches or shows them."""
-    try:
-        choices = response.choices
-        message = choices[0].message if choices else None
-    except (AttributeError, IndexError, TypeError):
-        message = None
-    if message is None:
-        shown = redact(str(response))[:2000]
-        raise JudgeReplyInvalid(
-            "the judge's response holds no message (an empty 'choices' list, or a null "
-            "message: a provider's content filter or a broken proxy)",
-            raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
-        )
-    repeated = getattr(response, "repeated_keys", ())
-    if repeated:
-        shown = redact(str(getattr(message, "content", "")))[:2000]
-        raise JudgeReplyInvalid(
-            "the judge's response gives "
-            + ", ".join(repr(key) for key in repeated)
-            + " more than once: a chat completion that reads two ways, which no reply may",
-            raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
-        )
-    refusal = getattr(message, "refusal", None)
-    if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields
-        extra = getattr(message, "provider_specific_fields", None)
-        refusal = extra.get("refusal") if isinstance(extra, dict) else None
-    content = getattr(message, "content", None)
-    text = redact(content) if isinstance(content, str) else ""
-    if isinstance(refusal, str) and refusal.strip():
-        return text, redact(refusal)
-    return text, None
-
-
-def other_choices(response: Any) -> list[str]:
-    """The texts of a response's choices after the first (a refusal or no text gives ""); the
-    judge reads a response with several choices only when they all agree."""
-    try:
-        choices = list(response.choices)[1:]
-    except (AttributeError, TypeError):
-        return []
-    texts: list[str] = []
-    for choice in choices:
-        message = getattr(choice, "message", None)
-        content = getattr(message, "content", None)
-        refusal = getattr(message, "refusal", None)
-        refused = isinstance(refusal, str) and refusal.strip()
-        texts.append(content if isinstance(content, str) and not refused else "")
-    return texts
-
-
-def reply_cost(response: Any) -> float | None:
-    hidden = getattr(response, "_hidden_params", None)
-    if isinstance(hidden, dict) and "response_cost" in hidden:
-        cost = hidden["response_cost"]  # litellm priced the call already (None: unknown)
-    else:
-        from .transport_litellm import completion_cost
-
-        return completion_cost(response)
-    try:
-        return float(cost) if cost else None
-    except (TypeError, ValueError):
-        return None
-
-
-def reply_usage(response: Any) -> tuple[int, int]:
-    usage = getattr(response, "usage", None)
-    prompt = getattr(usage, "prompt_tokens", 0) or 0
-    completion = getattr(usage, "completion_tokens", 0) or 0
-    return int(prompt), int(completion)
-
-
-# litellm's words for an HTTP 200 whose body is JSON but not a chat completion.
-_INVALID_RESPONSE_MARKERS = ("invalid response object", "returned 'choices' that is not")
-
-
-@dataclass(frozen=True)
-class _Fault:
-    """What a failed call told us, read while its exception is in hand and then let go.
-
-    The provider's exception can quote the key, and so can the frames of its traceback; the
-    judge keeps only this redacted reading, so ``pytest -l`` has nothing secret to show.
-    """
-
-    type_name: str
-    status: int | None
-    detail: str
-    format_rejected: bool
-    refused: bool
-    missing_key: bool
-    auth: bool
-    not_found: bool
-    transient: bool
-    invalid_response: bool
-    url_credentials: bool
-    client_side: bool
-    retry_after: float | None = None
-    own_words: bool = False
-
-    @classmethod
-    def read(cls, error: BaseException, secrets: tuple[Secret | None, ...]) -> _Fault:
-        text = str(error)
-        # litellm pastes a whole Python traceback into some messages: keep the first part.
-        text = text.split("Traceback (most recent call last)", 1)[0].rstrip()
-        name = type(error).__name__
-        status = _received_status(error)
-        return cls(
-            type_name=name,
-            status=status,
-            detail=redact(text, secrets)[:500],
-            format_rejected=_is_format_rejection(error),
-            refused=_is_connection_refused(error),
-            missing_key=_is_missing_key(error),
-            auth=status in (401, 403) or "authentication" in name.lower(),
-            not_found=status == 404 or "notfound" in name.lower(),
-            transient=_is_transient(error),
-            client_side=families.is_client_side_refusal(error),
-            url_credentials=any(
-                "credentials encoded in url" in str(link).lower() for link in _chain(error)
-            ),
-            retry_after=_retry_after(error),
-            own_words=getattr(error, "own_words", False) is True,
-            invalid_response=any(
-                marker in link_text
-                for link in _chain(error)
-                for link_text in (str(link).lower(),)
-                for marker in _INVALID_RESPONSE_MARKERS
-            ),
+        if fault.transient and attempt + 1 < attempts:
+            return
+        raise JudgeUnavailable(
+            _message(fault, connection, attempts),
+            status=fault.status,
+            format_rejected=fault.kind in ("format_rejected", "format_refused"),
         )
 
 
-def _retry_after(error: BaseException) -> float | None:
-    value = getattr(error, "retry_after", None)
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
+def _message(fault: Fault, connection: Connection, attempts: int) -> str:
+    """What the user reads for a fault that ends the call: what failed, and the setting to fix."""
+    shown_base = connection.shown_base
+    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
+    status, detail, kind = fault.status, fault.detail, fault.kind
+    if kind == "refused_reply":  # a reply the light path would not read: a redirect, a bomb
+        return f"the judge ({where}) {detail}."
+    if kind == "format_refused":
+        return (
+            f"litellm refused the structured-output request before sending it ({where}): "
+            f"{detail}; no request reached the server"
+        )
+    if kind == "format_rejected":
+        return f"{where} rejected the structured-output request: {detail}"
+    if kind == "client_refused":
+        return (
+            f"litellm refused the request before sending it ({where}): {detail}; no request "
+            "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
+            "litellm.drop_params would send other parameters than the cache key records)."
+        )
+    if kind == "url_credentials":
+        return _credentials_in_url(connection)
+    if kind == "refused_connection":
+        return (
+            f"cannot connect to the judge ({where}); is the server running? "
+            f"Check --prop-api-base. Detail: {detail}"
+        )
+    if kind == "missing_key":
+        return (
+            f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
+            "or choose another model with --prop-model (--prop-model=local needs no key)"
+        )
+    if kind == "auth":
+        return (
+            f"the judge ({where}) rejected the credentials (HTTP {status}): set "
+            f"{_key_hint(connection.litellm_model)}. Detail: {detail}"
+        )
+    if kind == "not_found":
+        return (
+            f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
+            f"and --prop-api-base. Detail: {detail}"
+        )
+    if not fault.transient:
+        return (
+            f"the judge ({where}) rejected the request"
+            + (f" (HTTP {status})" if status else "")
+            + f": {detail}. Check --prop-model and --prop-api-base."
+        )
+    tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
+    if kind == "invalid_response":
+        # The server answered, but not with a chat completion: more tries will not help.
+        return (
+            f"the judge ({where}) answered with a response that is not a chat completion, "
+            f"after {tries} ({fault.label}): {detail}. Check that --prop-api-base points at an "
+            "OpenAI-compatible /v1 endpoint (not a proxy's error page)."
+        )
+    return (
+        f"the judge ({where}) kept failing after {tries}"
+        + (f"; last HTTP {status}" if status else "")
+        + f" ({fault.label}): {detail}. Raise --prop-retries or --prop-timeout "
+        "if the provider is only slow."
+    )

@@ -4,26 +4,30 @@ OpenAI, Azure OpenAI, the local judge and any server at ``--prop-api-base`` (vLL
 LM Studio's OpenAI APIs) speak one wire format; asking them through litellm costs seconds of
 imports on every run that judges anything. This module sends the transport's request body as it
 is, reads the response into the few fields the judge reads (the same attribute names litellm's
-objects have, so one reader serves both paths), and turns every failure into an exception whose
-name, status and text the transport's shared fault reading classifies as it does litellm's.
+objects have, so one reader serves both paths), and raises every failure as a ``Fault`` read
+from the response it got (its status, its Retry-After, its message) or from the one it did not.
 Prices come from litellm's own table, read as data (the package is never imported).
 The only module that imports httpx.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import importlib.util
 import json
 import os
 import re
 import threading
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from .families import PROVIDER_ENV
+from .faults import Fault, FaultKind, kind_of_status, rejects_format, retry_after_seconds
 
 if TYPE_CHECKING:
     import httpx
@@ -41,117 +45,11 @@ AZURE_JSON_SCHEMA_SINCE = "2024-08-01-preview"
 _PRICE_FILE = "model_prices_and_context_window_backup.json"
 
 
-# -- errors, named as the openai SDK and litellm name them ----------------------------------------
+# -- faults, read from the response ----------------------------------------------------------
 
 
-class APIError(Exception):
-    """A failed call on the light path. ``status_code`` is the status the server really sent
-    (None when none was received); ``transient``: worth another try."""
-
-    status_code: int | None = None
-    transient = False
-
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class APIStatusError(APIError):
-    def __init__(self, status: int, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message, retry_after=retry_after)
-        self.status_code = status
-
-
-class BadRequestError(APIStatusError):
-    pass
-
-
-class AuthenticationError(APIStatusError):
-    pass
-
-
-class PermissionDeniedError(APIStatusError):
-    pass
-
-
-class NotFoundError(APIStatusError):
-    pass
-
-
-class ConflictError(APIStatusError):
-    pass
-
-
-class UnprocessableEntityError(APIStatusError):
-    pass
-
-
-class RateLimitError(APIStatusError):
-    pass
-
-
-class InternalServerError(APIStatusError):
-    pass
-
-
-class ServiceUnavailableError(APIStatusError):
-    pass
-
-
-class Timeout(APIError):
-    """The client gave up waiting: the server sent no answer in --prop-timeout."""
-
-    transient = True
-
-
-class APIConnectionError(APIError):
-    """No response: the connection was refused, dropped, or broken mid-answer."""
-
-    transient = True
-
-
-class InvalidResponse(APIError):
-    """HTTP 200, but not a chat completion (a proxy's error page, a wrong route)."""
-
-    transient = True
-
-
-class RefusedReply(APIError):
-    """A reply the client will not read as an answer; the message says why in full.
-
-    Not transient: a redirect or an oversized reply comes back the same way (and a retry of a
-    compression bomb would only cost more).
-    """
-
-    own_words = True
-
-
-class Redirect(RefusedReply, APIStatusError):
-    """An HTTP 3xx: only a 2xx is a reply, and a redirect is never followed (the request, and
-    its key, would go to a host the user did not name)."""
-
-
-class ReplyTooLarge(RefusedReply):
-    """The body grew past --prop-max-reply-bytes (counted decompressed, while it was read)."""
-
-
-class UnsupportedEncoding(RefusedReply):
-    """A body in a content coding the client did not ask for (it asks for gzip or deflate)."""
-
-
-_BY_STATUS: dict[int, type[APIStatusError]] = {
-    400: BadRequestError,
-    401: AuthenticationError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    409: ConflictError,
-    422: UnprocessableEntityError,
-    429: RateLimitError,
-    503: ServiceUnavailableError,
-}
-
-
-def _status_error(status: int, body: bytes, retry_after: float | None) -> APIStatusError:
+def _status_fault(status: int, body: bytes, retry_after: float | None) -> Fault:
+    """The fault an error status and its body make: the body's own message is the detail."""
     text = body.decode("utf-8", "replace")
     message = text
     try:
@@ -166,19 +64,11 @@ def _status_error(status: int, body: bytes, retry_after: float | None) -> APISta
             message = error
         elif isinstance(payload.get("message"), str):
             message = payload["message"]
-    cls = _BY_STATUS.get(status, InternalServerError if status >= 500 else APIStatusError)
-    return cls(status, f"Error code: {status} - {message[:2000]}", retry_after=retry_after)
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
+    kind: FaultKind = (
+        "format_rejected" if rejects_format(status, message) else kind_of_status(status)
+    )
+    detail = f"Error code: {status} - {message[:2000]}"
+    return Fault(kind, detail, status, retry_after)
 
 
 # -- the response, as the judge reads it ---------------------------------------------------------
@@ -240,7 +130,7 @@ def _repeated_keys(found: list[str]) -> Any:
 
 
 def read_completion(data: bytes, content_type: str) -> Completion:
-    """The body of an HTTP 200 as a completion; InvalidResponse if it is not one.
+    """The body of an HTTP 200 as a completion; a fault of kind ``invalid_response`` if it is not one.
 
     A key given twice anywhere in it (two ``content``, two ``choices``) is noted, not resolved:
     the completion's ``repeated_keys`` makes the judge treat the reply as unreadable.
@@ -250,28 +140,32 @@ def read_completion(data: bytes, content_type: str) -> Completion:
         payload = json.loads(data, object_pairs_hook=_repeated_keys(repeated))
     except ValueError:
         shown = data[:300].decode("utf-8", "replace")
-        raise InvalidResponse(
+        raise Fault(
+            "invalid_response",
             f"invalid response object: the body is not JSON ({content_type or 'no content type'})"
-            f": {shown}"
+            f": {shown}",
         ) from None
     choices = payload.get("choices") if isinstance(payload, dict) else None
     if not isinstance(choices, list):
         shown = json.dumps(payload)[:300]
-        raise InvalidResponse(
-            f"invalid response object: no 'choices' list in the chat completion: {shown}"
+        raise Fault(
+            "invalid_response",
+            f"invalid response object: no 'choices' list in the chat completion: {shown}",
         )
     read: list[Choice] = []
     for choice in choices:
         if not isinstance(choice, dict):
-            raise InvalidResponse(
+            raise Fault(
+                "invalid_response",
                 "invalid response object: returned 'choices' that is not a list of objects: "
-                + json.dumps(choices)[:300]
+                + json.dumps(choices)[:300],
             )
         message = choice.get("message")
         if not isinstance(message, dict):  # litellm's reading too: no chat completion
-            raise InvalidResponse(
+            raise Fault(
+                "invalid_response",
                 "invalid response object: a choice whose message is not an object: "
-                + json.dumps(choice)[:300]
+                + json.dumps(choice)[:300],
             )
         read.append(
             Choice(
@@ -311,9 +205,10 @@ class _Decoder:
         elif coding == "deflate":
             self._inflater = zlib.decompressobj()
         elif coding not in ("", "identity"):
-            raise UnsupportedEncoding(
+            raise Fault(
+                "refused_reply",
                 f"sent a reply in the content coding {coding[:40]!r}, which the client did not "
-                f"ask for (it asks for {_ACCEPT_ENCODING})"
+                f"ask for (it asks for {_ACCEPT_ENCODING})",
             )
         self._started = False
 
@@ -329,15 +224,16 @@ class _Decoder:
                 self._raw_deflate = True
                 self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self.decode(data, room)
-            raise InvalidResponse(
-                f"invalid response object: the body's {self.coding} coding is broken"
+            raise Fault(
+                "invalid_response",
+                f"invalid response object: the body's {self.coding} coding is broken",
             ) from None
         self._started = True
         return out
 
 
 async def _read_body(response: httpx.Response, limit: int, *, cut: bool) -> bytes:
-    """The decoded body, counted while it is read; past ``limit`` bytes ReplyTooLarge, or with
+    """The decoded body, counted while it is read; past ``limit`` bytes a refused reply, or with
     ``cut`` its first ``limit`` bytes (an error body: only its message is wanted)."""
     decoder = _Decoder(response.headers.get("content-encoding", "").strip().lower())
     body = bytearray()
@@ -347,9 +243,10 @@ async def _read_body(response: httpx.Response, limit: int, *, cut: bool) -> byte
         if len(body) > limit:
             if cut:
                 return bytes(body[:limit])
-            raise ReplyTooLarge(
+            raise Fault(
+                "refused_reply",
                 f"sent a reply larger than {limit} bytes (decompressed), which was not read "
-                "further; raise --prop-max-reply-bytes if the judge really writes that much"
+                "further; raise --prop-max-reply-bytes if the judge really writes that much",
             )
     return bytes(body)
 
@@ -361,10 +258,11 @@ async def _refuse_redirect(response: httpx.Response) -> None:
     status = response.status_code
     if 300 <= status < 400:
         location = _shown_location(response.headers.get("location", ""))
-        raise Redirect(
-            status,
+        raise Fault(
+            "refused_reply",
             f"answered with a redirect (HTTP {status} to {location}), which is not followed: "
             "only a 2xx response is a reply. Point --prop-api-base at the endpoint itself",
+            status,
         )
 
 
@@ -384,9 +282,6 @@ _price_entries: dict[str, dict[str, Any] | None] = {}
 def _table_text() -> str:
     with _PRICES_LOCK:
         if not _price_text:
-            import importlib.util
-            from pathlib import Path
-
             text = ""
             try:
                 spec = importlib.util.find_spec("litellm")  # finds, never imports
@@ -617,8 +512,9 @@ class HttpPath:
         base = (api_base.reveal() if api_base is not None else None) or _environment(bases)
         if profile.provider == "azure":
             if not base:
-                raise APIError(
-                    "no endpoint for the Azure deployment: set AZURE_API_BASE or --prop-api-base"
+                raise Fault(
+                    "bad_request",
+                    "no endpoint for the Azure deployment: set AZURE_API_BASE or --prop-api-base",
                 )
             deployment = quote(profile.wire_model, safe="")
             return (
@@ -627,9 +523,10 @@ class HttpPath:
             )
         if not base:
             if profile.provider not in ("openai", "custom_openai"):
-                raise APIError(
+                raise Fault(
+                    "bad_request",
                     f"no endpoint for {profile.model}: set --prop-api-base "
-                    f"(or {' or '.join(bases)})"
+                    f"(or {' or '.join(bases)})",
                 )
             base = OPENAI_BASE
         return f"{base.rstrip('/')}/chat/completions"
@@ -640,9 +537,10 @@ class HttpPath:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if not key:
             if profile.provider in ("openai", "azure", "custom_openai"):
-                raise APIError(
+                raise Fault(
+                    "missing_key",
                     f"Missing credentials: no API key for {profile.model} "
-                    f"(the {keys[0]} environment variable)"
+                    f"(the {keys[0]} environment variable)",
                 )
             return headers
         if profile.provider == "azure":
@@ -658,18 +556,22 @@ class HttpPath:
         api_base: Secret | None,
         api_key: Secret | None,
     ) -> Completion:
-        """One POST of the request body; a completion, or an APIError saying what went wrong."""
-        import asyncio
-
+        """One POST of the request body; a completion, or the fault that stopped it."""
         import httpx
 
         url = self._url(profile, api_base)
-        if urlsplit(url).username is not None or urlsplit(url).password is not None:
-            raise APIError(
+        try:
+            parts = urlsplit(url)
+            credentials = parts.username is not None or parts.password is not None
+        except ValueError as error:  # a malformed --prop-api-base: no request can be made
+            raise Fault("bad_request", f"invalid URL: {error}") from None
+        if credentials:
+            raise Fault(
+                "url_credentials",
                 "credentials encoded in URL: the client does not send a user and password "
-                "along with an API key"
+                "along with an API key",
             )
-        scheme = urlsplit(url).scheme.lower()
+        scheme = parts.scheme.lower()
         client = self._clients.get(scheme)
         if client is None:
             client = self._clients[scheme] = _client_class()(
@@ -684,14 +586,15 @@ class HttpPath:
         headers["Accept-Encoding"] = _ACCEPT_ENCODING
         # The deadline bounds the whole attempt: connecting, sending, and every byte of the
         # reply (httpx's own timeout is per read, which a body trickling a byte at a time never
-        # trips). Its message names the timeout, which the transport reads as transient.
+        # trips): past it, a fault of kind ``timeout``.
         try:
             async with asyncio.timeout(self.timeout):
                 data, content_type = await self._exchange(client, url, payload, headers)
         except TimeoutError as error:
-            raise Timeout(
+            raise Fault(
+                "timeout",
                 f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
-                "attempt, the reply's last byte included)"
+                "attempt, the reply's last byte included)",
             ) from error
         completion = read_completion(data, content_type)
         completion._hidden_params["response_cost"] = _cost(profile, completion)
@@ -700,7 +603,7 @@ class HttpPath:
     async def _exchange(
         self, client: httpx.AsyncClient, url: str, payload: bytes, headers: dict[str, str]
     ) -> tuple[bytes, str]:
-        """One POST, its body read as a stream: a 2xx's body and content type, or an APIError."""
+        """One POST, its body read as a stream: a 2xx's body and content type, or a fault."""
         import httpx
 
         try:
@@ -712,19 +615,25 @@ class HttpPath:
                     error_body = await _read_body(
                         response, min(_ERROR_BODY_BYTES, self.max_reply_bytes), cut=True
                     )
-                    raise _status_error(status, error_body, _retry_after(response.headers))
+                    retry_after = retry_after_seconds(response.headers.get("retry-after"))
+                    raise _status_fault(status, error_body, retry_after)
                 data = await _read_body(response, self.max_reply_bytes, cut=False)
                 return data, response.headers.get("content-type", "")
             finally:
                 await response.aclose()
         except httpx.TimeoutException as error:
-            raise Timeout(f"Request timed out after {self.timeout:g}s") from error
+            raise Fault("timeout", f"Request timed out after {self.timeout:g}s") from error
         except httpx.ConnectError as error:
-            raise APIConnectionError(f"Connection error: {_connect_reason(error)}") from error
+            # Nothing listens there, or the name does not resolve: no request was made.
+            detail = f"Connection error: {_connect_reason(error)}"
+            raise Fault("refused_connection", detail) from error
         except httpx.TransportError as error:
-            raise APIConnectionError(
-                f"Connection error: {type(error).__name__}: {error or 'no response'}"
+            raise Fault(
+                "connection", f"Connection error: {type(error).__name__}: {error or 'no response'}"
             ) from error
+        except (httpx.InvalidURL, httpx.HTTPError) as error:
+            # No request could be made (a malformed --prop-api-base): another try cannot help.
+            raise Fault("bad_request", f"{type(error).__name__}: {error}") from error
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}

@@ -1,28 +1,41 @@
 """The litellm path: every provider litellm knows, and any model when --prop-transport=litellm.
 
-The only module that imports litellm (inside functions: a cached run never does). It sends the
-transport's request body through ``litellm.acompletion``, and consults what litellm knows of a
-model (the parameters it would refuse, the structured-output mode it takes) once per model.
+The only module that imports litellm and the openai SDK (inside functions: a cached run never
+does). It sends the transport's request body through ``litellm.acompletion``, consults what
+litellm knows of a model (the parameters it would refuse, the structured-output mode it takes)
+once per model, and turns litellm's exceptions into the transport's ``Fault`` by one table.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import errno
 import logging
 import os
+import socket
 import sys
 import threading
 from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..redaction import Secret, url_credentials
 from . import families
+from .faults import (
+    TRANSIENT,
+    Fault,
+    FaultKind,
+    kind_of_status,
+    rejects_format,
+    retry_after_seconds,
+    shown_detail,
+)
 
 if TYPE_CHECKING:
-    from ..redaction import Secret
     from .families import Profile
 
-__all__ = ["LitellmPath", "load_litellm"]
+__all__ = ["LitellmPath", "fault_of", "load_litellm"]
 
 # litellm sends these providers through the openai SDK, whose client imports its ~450 resource
 # modules on first use. A wrong guess costs time, never correctness.
@@ -89,12 +102,6 @@ def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
         return None
 
 
-class AttemptTimeout(Exception):
-    """The whole attempt outlasted --prop-timeout (the transport retries it as a timeout)."""
-
-    transient = True
-
-
 class LitellmPath:
     """Calls through litellm; what litellm knows of a model is asked once per model."""
 
@@ -133,8 +140,6 @@ class LitellmPath:
         What this path cannot bound: the reply's size (litellm reads the body whole, inflated,
         before handing it over), nor see a key a body repeats (it parses the JSON itself).
         """
-        import asyncio
-
         litellm = load_litellm()
         try:
             async with asyncio.timeout(self.timeout):
@@ -146,11 +151,17 @@ class LitellmPath:
                     **({"api_version": profile.api_version} if profile.api_version else {}),
                     **_revealed(api_base=api_base, api_key=api_key),
                 )
-        except TimeoutError as error:
-            raise AttemptTimeout(
+        except TimeoutError:
+            fault = Fault(
+                "timeout",
                 f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
-                "attempt)"
-            ) from error
+                "attempt)",
+            )
+        except Exception as error:
+            # Read litellm's error here and let it go: its text and its traceback's frames may
+            # quote the key. Raised outside the handler, the fault chains nothing.
+            fault = fault_of(error, (api_key, *url_credentials(api_base)))
+        raise fault
 
     async def aclose(self) -> None:
         """litellm keeps its own clients; nothing of ours to close."""
@@ -181,3 +192,137 @@ def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, s
     if api_key is not None and api_key.reveal():
         revealed["api_key"] = api_key.reveal()
     return revealed
+
+
+# -- litellm's exceptions, as faults ---------------------------------------------------------------
+
+# litellm's exception classes, the most specific first (litellm.UnsupportedParamsError is a
+# BadRequestError; litellm.Timeout an openai APIConnectionError), and the fault each one is.
+# Any other litellm.APIError is read by its status.
+_KINDS: tuple[tuple[str, FaultKind], ...] = (
+    ("UnsupportedParamsError", "client_refused"),
+    ("AuthenticationError", "auth"),
+    ("PermissionDeniedError", "auth"),
+    ("NotFoundError", "not_found"),
+    ("RateLimitError", "rate_limited"),
+    ("Timeout", "timeout"),
+    ("APIConnectionError", "connection"),
+    ("BadRequestError", "bad_request"),
+    ("UnprocessableEntityError", "bad_request"),
+    ("ServiceUnavailableError", "server"),
+    ("InternalServerError", "server"),
+    ("BadGatewayError", "server"),
+    ("APIResponseValidationError", "invalid_response"),
+)
+
+# The faults in which no HTTP status came from the server, whatever status litellm gives them
+# (a made-up 500 for a refused or dropped connection, a 408 for its own timeout, a 400 for a
+# parameter it refuses to send): a user searching their server's logs would find nothing.
+_NO_STATUS: frozenset[FaultKind] = frozenset(
+    {
+        "client_refused",
+        "format_refused",
+        "missing_key",
+        "refused_connection",
+        "connection",
+        "timeout",
+        "invalid_response",
+    }
+)
+
+# What litellm and the openai SDK say, in words only, when the client had no key to send
+# (litellm reports it as a 500, but retrying cannot help) ...
+_MISSING_KEY = (
+    "missing credentials",
+    "api_key client option must be set",
+    "no api key",
+    "api key not found",
+    "missing api key",
+)
+# ... and for an HTTP 200 whose body is JSON but not a chat completion.
+_INVALID_RESPONSE = ("invalid response object", "returned 'choices' that is not")
+# The operating system's reasons nothing could be reached: no listener, no route, no such name.
+_UNREACHABLE = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+
+
+def fault_of(error: BaseException, secrets: tuple[Secret | None, ...] = ()) -> Fault:
+    """The fault a litellm call raised, its detail redacted of ``secrets``: litellm's class
+    says the kind (``_KINDS``), refined where litellm blurs what happened (a refused connection
+    or a missing key reported as a 500, a refused response_format inside a 400 or a 500)."""
+    chain = _chain(error)
+    texts = " ".join(str(link).lower() for link in chain)
+    raw_status = getattr(error, "status_code", None)
+    raw_status = raw_status if isinstance(raw_status, int) else None
+    kind = _class_kind(error, raw_status)
+    if kind == "client_refused":
+        kind = "format_refused" if rejects_format(None, str(error)) else kind
+    elif rejects_format(raw_status, str(error)):
+        kind = "format_rejected"
+    elif "credentials encoded in url" in texts:
+        kind = "url_credentials"
+    elif any(_unreachable(link) for link in chain):
+        kind = "refused_connection"
+    elif any(marker in texts for marker in _MISSING_KEY):
+        kind = "missing_key"
+    elif kind in TRANSIENT and any(marker in texts for marker in _INVALID_RESPONSE):
+        kind = "invalid_response"
+    status = _sent_status(chain, kind, raw_status)
+    retry_after = _retry_after(chain) if kind in TRANSIENT else None
+    return Fault(kind, shown_detail(str(error), secrets), status, retry_after)
+
+
+def _class_kind(error: BaseException, status: int | None) -> FaultKind:
+    litellm = sys.modules.get("litellm")
+    if litellm is not None:
+        for name, kind in _KINDS:
+            if isinstance(error, getattr(litellm, name)):
+                return kind
+    if status is not None:
+        return kind_of_status(status)
+    return "bad_request"
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and what caused it: litellm wraps the openai SDK's error, which wraps httpx's."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 10:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _unreachable(link: BaseException) -> bool:
+    return isinstance(link, ConnectionRefusedError | socket.gaierror) or (
+        isinstance(link, OSError) and link.errno in _UNREACHABLE
+    )
+
+
+def _retry_after(chain: list[BaseException]) -> float | None:
+    """The Retry-After of the response the server sent (a 429, a 503), which the openai SDK's
+    status errors, and litellm's subclasses of them, keep."""
+    import openai
+
+    for link in chain:
+        if isinstance(link, openai.APIStatusError):
+            # litellm's own refusals (UnsupportedParamsError) are status errors without one.
+            response = getattr(link, "response", None)
+            headers = getattr(response, "headers", None)
+            return None if headers is None else retry_after_seconds(headers.get("retry-after"))
+    return None
+
+
+def _sent_status(chain: list[BaseException], kind: FaultKind, status: int | None) -> int | None:
+    """The HTTP status the server really sent: the openai SDK's own error holds it (litellm's
+    classes, its subclasses, may hold one made up)."""
+    if kind in ("client_refused", "format_refused"):
+        return None
+    for link in chain:
+        if type(link).__module__.split(".")[0] == "openai":
+            sent = getattr(link, "status_code", None)
+            return sent if isinstance(sent, int) else None
+    from litellm.llms.openai.common_utils import OpenAIError
+
+    if kind in _NO_STATUS or any(isinstance(link, OpenAIError) for link in chain):
+        return None  # litellm's own OpenAIError: it read no valid response, whatever it says
+    return status
