@@ -1,4 +1,4 @@
-"""Asking the model: one request judged live, its reply parsed (asked again once if it cannot be)
+"""Asking the model: one request judged live, its reply read (asked again once if it cannot be)
 and double-checked, and the record the cache stores; and free-text follow-ups.
 
 Apart from judge.py, which serves what the cache holds: a run whose verdicts are all recorded
@@ -19,8 +19,8 @@ from ..checks import quote_claim, terminal_text
 from ..errors import JudgeReplyInvalid, JudgeUnavailable, VerdictUnparsable
 from ..store.recorded import pack_request
 from ..verdict import Usage, Verdict
-from .parsing import parse_choices
 from .prompts import DOUBLE_CHECK_PROMPT, PROMPT_VERSION, Message, assistant_turn
+from .reply import read_choices
 from .transport import (
     Transport,
     other_choices,
@@ -33,7 +33,7 @@ from .transport import (
 if TYPE_CHECKING:
     from .endpoint import Connection
     from .judge import JudgeRequest, JudgeStats
-    from .parsing import ParsedReply
+    from .reply import ParsedReply
 
 logger = logging.getLogger("pytest_propositions")
 
@@ -179,7 +179,7 @@ async def _answer(
             continue
         try:
             texts = [content, *other_choices(response)]
-            parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
+            parsed = read_choices([profile.reply_text(t) for t in texts], request.kind)
         except VerdictUnparsable as error:
             # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
             last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)
