@@ -423,7 +423,7 @@ def test_the_reasoning_effort_reaches_the_judge_and_names_the_record(
     [request] = judge_server.requests
     assert request.body.get("reasoning_effort") == "low"
     record = json.loads((env / ".pytest_cache/d/propositions/calibrations.json").read_text())
-    assert list(record) == ["openai/gpt-5-mini (prompt 1) (reasoning effort low)"]
+    assert list(record) == ["openai/gpt-5-mini (prompt 2) (reasoning effort low)"]
     assert (
         main(
             [

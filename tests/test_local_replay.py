@@ -63,6 +63,7 @@ def test_local_requests_are_greedy_with_a_seed_and_keyed_as_sent(
     schema = sent.response_format["json_schema"]["schema"]
     assert schema["properties"]["reasoning"]["maxLength"] > 0
     assert schema["properties"]["value"]["enum"] == list(range(10))
+    assert schema["properties"]["confidence"]["enum"] == [i / 10 for i in range(11)]
 
 
 def test_other_models_keep_the_judges_own_sampling(judge_server: ScriptedJudge) -> None:

@@ -18,8 +18,8 @@ import pytest
 
 from pytest_propositions.errors import JudgeUnavailable
 from pytest_propositions.judging.judge import Judge, JudgeRequest
-from pytest_propositions.judging.parsing import parse_reply
 from pytest_propositions.judging.prompts import build_messages
+from pytest_propositions.judging.reply import read_reply
 from pytest_propositions.judging.transport import reply_schema, response_format
 from pytest_propositions.judging.transport_litellm import load_litellm
 from pytest_propositions.local import engine as local
@@ -93,7 +93,7 @@ def test_json_object_with_a_schema_gives_a_parsable_check(server: LocalServer) -
     data = json.loads(text, strict=False)  # the grammar forces the schema's shape
     assert set(data) == {"reasoning", "justification", "value", "confidence"}
     assert isinstance(data["value"], bool)
-    assert parse_reply(text, "check").value is data["value"]
+    assert read_reply(text, "check").value is data["value"]
     assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
 
 
@@ -118,7 +118,7 @@ def test_json_schema_response_format_constrains_the_reply(server: LocalServer) -
     data = json.loads(text, strict=False)
     assert set(data) == {"reasoning", "justification", "value", "confidence"}
     assert type(data["value"]) is int and 0 <= data["value"] <= 9
-    assert parse_reply(text, "score").value == data["value"]
+    assert read_reply(text, "score").value == data["value"]
 
 
 def _ask(base_url: str, kind: str, claim: str, **extra: object) -> dict[str, object]:

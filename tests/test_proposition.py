@@ -283,10 +283,24 @@ def test_plain_text_when_no_json_mode_is_accepted(judge: ScriptedJudge, world: W
         lambda r: r.response_format is not None,
         status(400, "response_format json_object unsupported"),
     )
-    judge.default = text("True. Oscar talks about travel.")
+    judge.default = text("Oscar talks about travel.\nVERDICT: true")
     assert Proposition("x", world).check() is True
     formats = [r.response_format["type"] if r.response_format else None for r in judge.requests]
     assert formats == ["json_schema", "json_object", None]
+
+
+def test_plain_text_without_the_final_line_is_unparsable(
+    judge: ScriptedJudge, world: World
+) -> None:
+    # The lenient grammar read an opening "True." as the verdict; the contract asks for the line.
+    judge.reject_json_schema = 400
+    judge.on(
+        lambda r: r.response_format is not None,
+        status(400, "response_format json_object unsupported"),
+    )
+    judge.default = text("True. Oscar talks about travel.")
+    with pytest.raises(VerdictUnparsable, match="neither one JSON object"):
+        Proposition("x", world).check()
 
 
 def test_unparsable_reply_is_asked_once_more(judge: ScriptedJudge, world: World) -> None:

@@ -54,6 +54,7 @@ TARGET = "Oscar acts: [TALK] I like quiet cities."
 HTML_PAGE = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
 DEEP_LIST = '{"value": true, "justification": ' + "[" * 400 + "]" * 400 + "}"
 DEEP_OBJECT = '{"value": true, "justification": ' + '{"a": ' * 300 + "1" + "}" * 300 + "}"
+SCHEMA_OBJECT = '{"reasoning": "r", "justification": "j", "value": true, "confidence": 0.5}'
 TOO_DEEP_TO_LOAD = '{"value": true, "justification": ' + "[" * 5000 + "]" * 5000 + "}"
 
 UNPARSABLE = VerdictUnparsable
@@ -67,7 +68,7 @@ CASES = [
         text("True to his persona, Oscar never mentions travel, so the claim is false."),
         "check",
         UNPARSABLE,
-        "cues for more than one verdict",
+        "neither one JSON object",
         2,
         id="true-to-his-persona",
     ),
@@ -75,7 +76,7 @@ CASES = [
         text("Positive thinking aside, the claim is false."),
         "check",
         UNPARSABLE,
-        "cues for more than one verdict",
+        "neither one JSON object",
         2,
         id="positive-thinking-aside",
     ),
@@ -83,7 +84,7 @@ CASES = [
         text("Yes, I can help with that. Let me analyze..."),
         "check",
         UNPARSABLE,
-        "states no verdict",
+        "neither one JSON object",
         2,
         id="yes-i-can-help",
     ),
@@ -91,7 +92,7 @@ CASES = [
         text("No problem! Here is my analysis of the trace."),
         "check",
         UNPARSABLE,
-        "states no verdict",
+        "neither one JSON object",
         2,
         id="no-problem",
     ),
@@ -99,7 +100,7 @@ CASES = [
         text("**Yes.** Oscar talks about cities."),
         "check",
         UNPARSABLE,
-        "states no verdict",
+        "neither one JSON object",
         2,
         id="yes-then-prose",
     ),
@@ -107,18 +108,18 @@ CASES = [
         text("True. Actually, false."),
         "check",
         UNPARSABLE,
-        "more than one verdict",
+        "neither one JSON object",
         2,
         id="true-then-false",
     ),
     pytest.param(
-        text("True, No."), "check", UNPARSABLE, "more than one verdict", 2, id="true-comma-no"
+        text("True, No."), "check", UNPARSABLE, "neither one JSON object", 2, id="true-comma-no"
     ),
     pytest.param(
         text("True, but only for the first half."),
         "check",
         UNPARSABLE,
-        "takes its verdict back",
+        "neither one JSON object",
         2,
         id="true-but",
     ),
@@ -126,7 +127,7 @@ CASES = [
         text("It is not the case that the claim is true."),
         "check",
         UNPARSABLE,
-        "qualifies its verdict statement",
+        "neither one JSON object",
         2,
         id="negated-from-outside",
     ),
@@ -134,7 +135,7 @@ CASES = [
         text("If Oscar had named a city, the claim is true."),
         "check",
         UNPARSABLE,
-        "qualifies its verdict statement",
+        "neither one JSON object",
         2,
         id="conditional",
     ),
@@ -142,7 +143,7 @@ CASES = [
         text("The claim is not false."),
         "check",
         UNPARSABLE,
-        "negates a negative verdict",
+        "neither one JSON object",
         2,
         id="not-false",
     ),
@@ -150,7 +151,7 @@ CASES = [
         text("Verdict: true/false"),
         "check",
         UNPARSABLE,
-        "states no verdict",
+        "neither one JSON object",
         2,
         id="verdict-both-words",
     ),
@@ -158,7 +159,7 @@ CASES = [
         verdict("True to form, the claim is false."),
         "check",
         UNPARSABLE,
-        "more than one verdict",
+        "not true or false",
         2,
         id="json-value-sentence-with-both-cues",
     ),
@@ -166,7 +167,7 @@ CASES = [
         verdict("yes or no"),
         "check",
         UNPARSABLE,
-        "JSON value is unusable",
+        "not true or false",
         2,
         id="json-value-yes-or-no",
     ),
@@ -174,7 +175,7 @@ CASES = [
         text('False.\n{"value": true, "justification": "he mentions cities"}'),
         "check",
         UNPARSABLE,
-        "the text around it says False",
+        "neither one JSON object",
         2,
         id="prose-contradicts-json",
     ),
@@ -182,12 +183,12 @@ CASES = [
         text('{"value": true, "justification": "a"} Wait: {"value": false}'),
         "check",
         UNPARSABLE,
-        "contradicting verdicts",
+        "not one JSON object",
         2,
         id="two-json-objects-disagree",
     ),
-    pytest.param(verdict(1), "check", UNPARSABLE, "is not true or false", 2, id="check-int-1"),
-    pytest.param(verdict(None), "check", UNPARSABLE, "is not true or false", 2, id="null-value"),
+    pytest.param(verdict(1), "check", UNPARSABLE, "not true or false", 2, id="check-int-1"),
+    pytest.param(verdict(None), "check", UNPARSABLE, "not true or false", 2, id="null-value"),
     # --- no verdict at all ---------------------------------------------------------------
     pytest.param(
         refusal("I can't help with that."), "check", UNPARSABLE, "refused", 2, id="refusal"
@@ -202,16 +203,23 @@ CASES = [
         2,
         id="only-a-think-block",
     ),
-    pytest.param(text(HTML_PAGE), "score", UNPARSABLE, "markup", 2, id="html-page-as-content"),
     pytest.param(
-        text('{"value": tr'), "check", UNPARSABLE, "malformed or cut short", 2, id="truncated"
+        text(HTML_PAGE),
+        "score",
+        UNPARSABLE,
+        "neither one JSON object",
+        2,
+        id="html-page-as-content",
+    ),
+    pytest.param(
+        text('{"value": tr'), "check", UNPARSABLE, "not one JSON object", 2, id="truncated"
     ),
     # --- scores --------------------------------------------------------------------------
     pytest.param(
         text("9 out of the 12 events are irrelevant; I'd rate this a 2/9."),
         "score",
         UNPARSABLE,
-        "more than one verdict",
+        "neither one JSON object",
         2,
         id="nine-out-of-twelve",
     ),
@@ -219,7 +227,7 @@ CASES = [
         text("3 agents spoke. Score: 7/9"),
         "score",
         UNPARSABLE,
-        "more than one verdict",
+        "neither one JSON object",
         2,
         id="leading-count",
     ),
@@ -227,19 +235,21 @@ CASES = [
         text("9/9 would be too generous. 2"),
         "score",
         UNPARSABLE,
-        "more than one verdict",
+        "neither one JSON object",
         2,
         id="nine-then-standalone-two",
     ),
     pytest.param(
-        text("Score: 8/10"), "score", UNPARSABLE, "scale other than /9", 2, id="out-of-ten"
+        text("Score: 8/10"), "score", UNPARSABLE, "neither one JSON object", 2, id="out-of-ten"
     ),
-    pytest.param(text("Rating: 6 or 7"), "score", UNPARSABLE, "range", 2, id="either-score"),
+    pytest.param(
+        text("Rating: 6 or 7"), "score", UNPARSABLE, "neither one JSON object", 2, id="either-score"
+    ),
     pytest.param(
         text("If the agent had stayed, 8/9."),
         "score",
         UNPARSABLE,
-        "under a condition",
+        "neither one JSON object",
         2,
         id="conditional-score",
     ),
@@ -247,7 +257,7 @@ CASES = [
         text('Score: 8/9\n{"value": 2, "justification": "weak"}'),
         "score",
         UNPARSABLE,
-        "the text around it says 8",
+        "neither one JSON object",
         2,
         id="prose-score-contradicts-json",
     ),
@@ -255,7 +265,7 @@ CASES = [
         text("1. First, the agent greeted the user."),
         "score",
         UNPARSABLE,
-        "states no verdict",
+        "neither one JSON object",
         2,
         id="numbered-list",
     ),
@@ -265,7 +275,7 @@ CASES = [
         text('{"value": false, "justification": "It never happens.", "value": true}'),
         "check",
         UNPARSABLE,
-        "contradicting verdicts",
+        "'value' twice",
         2,
         id="repeated-value-key",
     ),
@@ -273,7 +283,7 @@ CASES = [
         text('{"value": 1, "justification": "weak", "confidence": 0.9, "value": 9}'),
         "score",
         UNPARSABLE,
-        "contradicting verdicts",
+        "'value' twice",
         2,
         id="repeated-score-key",
     ),
@@ -282,7 +292,7 @@ CASES = [
         text('{"answer": false, "value": true}'),
         "check",
         UNPARSABLE,
-        "contradicting verdicts",
+        "breaks the reply schema",
         2,
         id="answer-and-value-disagree",
     ),
@@ -290,7 +300,7 @@ CASES = [
         text('{"verdict": {"value": false}, "value": true}'),
         "check",
         UNPARSABLE,
-        "contradicting verdicts",
+        "breaks the reply schema",
         2,
         id="nested-verdict-disagrees",
     ),
@@ -298,7 +308,7 @@ CASES = [
         text('{"value": true, "Verdict": false}'),
         "check",
         UNPARSABLE,
-        "contradicting verdicts",
+        "breaks the reply schema",
         2,
         id="capitalised-verdict-disagrees",
     ),
@@ -306,7 +316,7 @@ CASES = [
         text('{"value": true, "score": 0}'),
         "check",
         UNPARSABLE,
-        "contradicting verdicts",
+        "breaks the reply schema",
         2,
         id="check-with-score-0",
     ),
@@ -314,7 +324,7 @@ CASES = [
         text('{"value": 8, "justification": "good", "score": 2}'),
         "score",
         UNPARSABLE,
-        "contradicting verdicts",
+        "breaks the reply schema",
         2,
         id="two-scores-disagree",
     ),
@@ -336,15 +346,25 @@ CASES = [
         id="three-choices-one-disagrees",
     ),
     pytest.param(verdict(7.5), "score", UNPARSABLE, "not a whole number", 2, id="score-7.5"),
-    pytest.param(verdict(True), "score", UNPARSABLE, "boolean", 2, id="score-boolean"),
+    pytest.param(verdict(True), "score", UNPARSABLE, "not a whole number", 2, id="score-boolean"),
     # --- replies that break the plumbing -------------------------------------------------
+    # Without the schema's other keys, the lenient grammar's plumbing cases break the schema
+    # before their text is looked at; in a schema object, the plumbing error stands.
     pytest.param(
         raw_content(json.dumps('{"value": true, "justification": "\\ud800"}')),
+        "check",
+        UNPARSABLE,
+        "breaks the reply schema",
+        2,
+        id="surrogate-escape-in-justification",
+    ),
+    pytest.param(
+        raw_content(json.dumps(SCHEMA_OBJECT.replace('"j"', '"\\ud800"'))),
         "check",
         INVALID,
         "unpaired surrogate",
         2,
-        id="surrogate-escape-in-justification",
+        id="surrogate-escape-in-a-schema-object",
     ),
     pytest.param(
         raw_content('"{\\"value\\": true, \\"justification\\": \\"x \\ud83d y\\"}"'),
@@ -354,9 +374,29 @@ CASES = [
         2,
         id="lone-surrogate-in-content",
     ),
-    pytest.param(text(DEEP_LIST), "check", INVALID, "nested", 2, id="justification-400-deep"),
     pytest.param(
-        text(DEEP_OBJECT), "check", INVALID, "nested", 2, id="justification-object-300-deep"
+        text(DEEP_LIST),
+        "check",
+        UNPARSABLE,
+        "breaks the reply schema",
+        2,
+        id="justification-400-deep",
+    ),
+    pytest.param(
+        text(DEEP_OBJECT),
+        "check",
+        UNPARSABLE,
+        "breaks the reply schema",
+        2,
+        id="justification-object-300-deep",
+    ),
+    pytest.param(
+        text(SCHEMA_OBJECT.replace('"j"', "[" * 400 + "]" * 400)),
+        "check",
+        UNPARSABLE,
+        "'justification' is a list, not a string",
+        2,
+        id="justification-400-deep-in-a-schema-object",
     ),
     pytest.param(text(TOO_DEEP_TO_LOAD), "score", INVALID, "nested", 2, id="json-5000-deep"),
     pytest.param(no_choices(), "check", INVALID, "no message", 2, id="empty-choices"),
@@ -599,6 +639,10 @@ def test_bad_replies_are_counted_as_judge_errors_in_the_summary(
         "Oscar likes cities.", raw_content(json.dumps('{"value": true, "reasoning": "\\udfff"}'))
     )
     judge_server.on("Oscar is calm.", text("9 out of the 12 events are calm; 2/9."))
+    judge_server.on(
+        "Oscar likes museums.",
+        raw_content(json.dumps(SCHEMA_OBJECT.replace('"r"', '"\\udfff"'))),
+    )
     judge_server.default = verdict(True)
     pytester.makepyfile(
         """
@@ -611,6 +655,9 @@ def test_bad_replies_are_counted_as_judge_errors_in_the_summary(
         def test_nine_out_of_twelve(world, min_score):
             min_score(world, "Oscar is calm.", 7)
 
+        def test_surrogate_in_a_schema_object(world, assert_proposition):
+            assert_proposition(world, "Oscar likes museums.")
+
         def test_fine(world, assert_proposition):
             assert_proposition(world, "Oscar is an architect.")
         """
@@ -619,13 +666,14 @@ def test_bad_replies_are_counted_as_judge_errors_in_the_summary(
     result = pytester.runpytest(
         *inner_run, "--prop-cache=use", f"--prop-cache-dir={cache_dir}", "-p", "no:randomly"
     )
-    assert_counts(result, passed=1, judge_errors=3)
+    assert_counts(result, passed=1, judge_errors=4)
     result.stdout.fnmatch_lines(
         [
             "*JudgeReplyInvalid: the judge's response holds no message*",
+            "*VerdictUnparsable: Unparsable judge reply: *breaks the reply schema*",
+            "*VerdictUnparsable: Unparsable judge reply: *neither one JSON object*",
             "*JudgeReplyInvalid: Invalid judge reply: *unpaired surrogate*",
-            "*VerdictUnparsable: Unparsable judge reply: *more than one verdict*",
-            "propositions: *3 judge errors*",
+            "propositions: *4 judge errors*",
         ]
     )
     with VerdictCache(cache_dir) as cache:

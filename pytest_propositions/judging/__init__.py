@@ -1,1 +1,1 @@
-"""Judging one request: the judge, its event loop, prompts, parsing, families and transports."""
+"""Judging one request: the judge, its event loop, prompts, replies, families and transports."""

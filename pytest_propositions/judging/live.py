@@ -1,4 +1,4 @@
-"""Asking the model: one request judged live, its reply parsed (asked again once if it cannot be)
+"""Asking the model: one request judged live, its reply read (asked again once if it cannot be)
 and double-checked, and the record the cache stores; and free-text follow-ups.
 
 judge.py calls it on a cache miss; it takes the request and the counts (request.py) as values
@@ -18,14 +18,14 @@ from ..checks import quote_claim, terminal_text
 from ..errors import JudgeReplyInvalid, JudgeUnavailable, VerdictUnparsable
 from ..store.cache_record import new_record
 from ..verdict import Usage, Verdict
-from .parsing import parse_choices
 from .prompts import DOUBLE_CHECK_PROMPT, Message, assistant_turn
+from .reply import read_choices
 from .response import other_choices, reply_content, reply_cost, reply_usage
 from .transport import Transport, queue_waits
 
 if TYPE_CHECKING:
     from .endpoint import Connection
-    from .parsing import ParsedReply
+    from .reply import ParsedReply
     from .request import JudgeRequest, JudgeStats
 
 logger = logging.getLogger("pytest_propositions")
@@ -155,7 +155,7 @@ async def _answer(
             continue
         try:
             texts = [content, *other_choices(response)]
-            parsed = parse_choices([profile.reply_text(t) for t in texts], request.kind)
+            parsed = read_choices([profile.reply_text(t) for t in texts], request.kind)
         except VerdictUnparsable as error:
             # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
             last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)

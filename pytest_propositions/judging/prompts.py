@@ -11,11 +11,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..scale import MAX_SCORE, MIN_SCORE
+from .reply import final_line_instruction
 
 if TYPE_CHECKING:
     from ..verdict import Kind
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 
 Message = dict[str, str]
 
@@ -89,6 +90,7 @@ Reply with one JSON object and nothing else, with these keys in this order:
 - "justification": the concrete reasons for your answer, citing the recording;
 - "value": {value};
 - "confidence": how sure you are, a number from 0.0 to 1.0.
+{final_line_instruction(kind)}
 """
 
 

@@ -118,10 +118,13 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
     )
     reasoning: dict[str, Any] = {"type": "string"}
     justification: dict[str, Any] = {"type": "string"}
+    confidence: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
     if bounded:
-        # llama.cpp's grammar ignores minimum/maximum but enforces an enum.
+        # llama.cpp's grammar ignores minimum/maximum but enforces an enum (a confidence out of
+        # 0..1, which a small model writes, breaks the reply contract).
         if kind == "score":
             value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
+        confidence["enum"] = [tenths / 10 for tenths in range(11)]
         reasoning["maxLength"] = REASONING_MAX_CHARS
         justification["maxLength"] = JUSTIFICATION_MAX_CHARS
     return {
@@ -130,7 +133,7 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
             "reasoning": reasoning,
             "justification": justification,
             "value": value,
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "confidence": confidence,
         },
         "required": ["reasoning", "justification", "value", "confidence"],
         "additionalProperties": False,

@@ -1,4 +1,11 @@
-"""The reply parser against a corpus of the odd replies judges really send, plus properties."""
+"""The strict reply contract against a corpus of the odd replies judges really send, plus
+properties. The contract, entry by entry, is in test_reply.py.
+
+The corpus was written for the lenient grammar this contract replaced: each entry keeps its
+input, its id and what that grammar read from it. A reply the lenient grammar refused is still
+refused; a reply it read is refused now, unless it keeps the contract (``KEEPS_CONTRACT``), and
+then it gives the same verdict. Never a different one.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +18,34 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_propositions.errors import VerdictUnparsable
-from pytest_propositions.judging.parsing import (
-    MAX_SCORE,
-    MIN_SCORE,
-    ParsedReply,
-    coerce_check,
-    coerce_score,
-    parse_choices,
-    parse_reply,
+from pytest_propositions.judging.reply import ParsedReply, read_choices, read_reply
+from pytest_propositions.scale import MAX_SCORE, MIN_SCORE
+
+# Marks a corpus entry that the lenient grammar already refused.
+UNPARSABLE: dict[str, Any] = {}
+
+# The entries that keep the contract (one JSON object of exactly the schema's keys, in at most
+# one code fence, or text ending with a VERDICT:/SCORE: line): read, with the same verdict.
+# Every other entry is refused.
+KEEPS_CONTRACT = frozenset(
+    {
+        "clean-check",
+        "clean-score",
+        "plain-score-prefix",
+        "adv-verdict-label-false",
+        "adv-final-line-false-after-true-words",
+        "adv-final-line-low-score-after-high-numbers",
+        "adv-fenced-full-object-false",
+    }
 )
 
-# Marks a corpus entry that must raise VerdictUnparsable.
-UNPARSABLE: dict[str, Any] = {}
+
+def full(value: object, **fields: object) -> str:
+    """A reply of exactly the schema's keys (what a schema-constrained judge sends)."""
+    reply = {"reasoning": "r", "justification": "j", "value": value, "confidence": 0.5}
+    reply.update(fields)
+    return json.dumps(reply)
+
 
 HTML_PAGE = (
     "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title>"
@@ -513,28 +536,51 @@ ADVERSARIAL = [
         id="adv-json-int-high-number-in-justification",
     ),
     pytest.param("Score: 7\nConfidence: 0.8", "score", {"value": 7}, id="adv-score-confidence"),
+    # --- replies that keep the contract, verdict words and numbers around them ------------
+    pytest.param(
+        "True to his persona, Oscar never mentions travel; yes, he is quiet.\nVERDICT: false",
+        "check",
+        {
+            "value": False,
+            "justification": "True to his persona, Oscar never mentions travel; yes, he is quiet.",
+        },
+        id="adv-final-line-false-after-true-words",
+    ),
+    pytest.param(
+        "9 out of the 12 events are irrelevant; 9/9 would be too generous.\nSCORE: 2",
+        "score",
+        {"value": 2},
+        id="adv-final-line-low-score-after-high-numbers",
+    ),
+    pytest.param(
+        "```json\n" + full(False, justification="True, he spoke, but never of travel.") + "\n```",
+        "check",
+        {"value": False, "justification": "True, he spoke, but never of travel."},
+        id="adv-fenced-full-object-false",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), ADVERSARIAL)
-def test_adversarial(text: str, kind: str, expected: dict[str, Any]) -> None:
-    test_corpus(text, kind, expected)
+def test_adversarial(text: str, kind: str, expected: dict[str, Any], request: Any) -> None:
+    test_corpus(text, kind, expected, request)
 
 
 def test_adversarial_corpus_is_large_enough() -> None:
     assert len(ADVERSARIAL) >= 40
-    outcomes = {(p.values[1], p.values[2] is UNPARSABLE) for p in ADVERSARIAL}
+    outcomes = {(p.values[1], p.id not in KEEPS_CONTRACT) for p in ADVERSARIAL}
     assert outcomes == {("check", True), ("check", False), ("score", True), ("score", False)}
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), CORPUS)
-def test_corpus(text: str | None, kind: str, expected: dict[str, Any]) -> None:
-    if expected is UNPARSABLE:
+def test_corpus(text: str | None, kind: str, expected: dict[str, Any], request: Any) -> None:
+    entry = request.node.callspec.id
+    if entry not in KEEPS_CONTRACT:
         with pytest.raises(VerdictUnparsable) as info:
-            parse_reply(text, kind)  # type: ignore[arg-type]
+            read_reply(text, kind)  # type: ignore[arg-type]
         assert info.value.raw_reply == (text or "")
         return
-    parsed = parse_reply(text, kind)  # type: ignore[arg-type]
+    parsed = read_reply(text, kind)  # type: ignore[arg-type]
     for field, want in expected.items():
         assert getattr(parsed, field) == want, field
     # True == 1 in Python, so check the type too: a check is a bool, a score never is.
@@ -545,15 +591,23 @@ def test_corpus_is_large_enough() -> None:
     assert len(CORPUS) >= 40
 
 
+def test_an_entry_refused_before_is_never_kept() -> None:
+    ids = {p.id for p in [*CORPUS, *ADVERSARIAL]}
+    assert ids >= KEEPS_CONTRACT
+    refused = {p.id for p in [*CORPUS, *ADVERSARIAL] if p.values[2] is UNPARSABLE}
+    assert not refused & KEEPS_CONTRACT
+
+
 # --- the error message -----------------------------------------------------------------------
 
 
 def test_message_says_what_was_expected_and_quotes_the_reply() -> None:
     reply = "I'm sorry, I can't help with that. " * 40
     with pytest.raises(VerdictUnparsable) as info:
-        parse_reply(reply, "score")
+        read_reply(reply, "score")
     message = str(info.value)
-    assert '"value"' in message and "0..9" in message
+    assert "keys reasoning, justification, value, confidence" in message and "0..9" in message
+    assert "SCORE: 7" in message
     assert repr(reply[:200]) in message
     assert reply not in message  # truncated, with the full length stated
     assert f"{len(reply)} characters" in message
@@ -561,26 +615,32 @@ def test_message_says_what_was_expected_and_quotes_the_reply() -> None:
 
 
 def test_message_names_the_bad_value() -> None:
+    # The lenient grammar's inputs: each now lacks keys of the schema, and the message says so.
+    with pytest.raises(VerdictUnparsable, match="missing reasoning, justification, confidence"):
+        read_reply('{"value": 12}', "score")
+    with pytest.raises(VerdictUnparsable, match="missing reasoning, value, confidence"):
+        read_reply('{"justification": "j"}', "check")
+    with pytest.raises(VerdictUnparsable, match="no reply"):
+        read_reply(None, "check")
+    # The bad value itself, in an object of the schema's keys.
     with pytest.raises(VerdictUnparsable, match=r"outside 0\.\.9"):
-        parse_reply('{"value": 12}', "score")
-    with pytest.raises(VerdictUnparsable, match="no 'value'"):
-        parse_reply('{"justification": "j"}', "check")
-    with pytest.raises(VerdictUnparsable, match="None"):
-        parse_reply(None, "check")
+        read_reply(full(12), "score")
 
 
 def test_unknown_kind_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="kind"):
-        parse_reply('{"value": true}', "rank")  # type: ignore[arg-type]
+        read_reply('{"value": true}', "rank")  # type: ignore[arg-type]
 
 
 def test_parsed_reply_is_frozen() -> None:
-    parsed = parse_reply('{"value": true}', "check")
+    parsed = read_reply(full(True), "check")
     with pytest.raises(AttributeError):
         parsed.value = False  # type: ignore[misc]
 
 
-# --- the coercion helpers --------------------------------------------------------------------
+# --- values the lenient grammar coerced: a value is a JSON boolean or integer, or refused ----
+# (coerce_check and coerce_score are gone with that grammar; their inputs stay, as the value of
+# an object of the schema's keys.)
 
 
 @pytest.mark.parametrize(
@@ -601,8 +661,14 @@ def test_parsed_reply_is_frozen() -> None:
         ("The claim is false because he never asked", False),
     ],
 )
-def test_coerce_check_accepts(raw: object, want: bool) -> None:
-    assert coerce_check(raw) is want
+def test_a_check_value_the_lenient_grammar_accepted_is_read_only_as_a_json_boolean(
+    raw: object, want: bool
+) -> None:
+    if type(raw) is bool:
+        assert read_reply(full(raw), "check").value is want
+        return
+    with pytest.raises(VerdictUnparsable, match="not true or false"):
+        read_reply(full(raw), "check")
 
 
 @pytest.mark.parametrize(
@@ -626,9 +692,9 @@ def test_coerce_check_accepts(raw: object, want: bool) -> None:
         "True to form, the claim is false",
     ],
 )
-def test_coerce_check_rejects(raw: object) -> None:
-    with pytest.raises(ValueError):
-        coerce_check(raw)
+def test_a_check_value_the_lenient_grammar_rejected_is_refused(raw: object) -> None:
+    with pytest.raises(VerdictUnparsable, match="not true or false"):
+        read_reply(full(raw), "check")
 
 
 @pytest.mark.parametrize(
@@ -650,9 +716,15 @@ def test_coerce_check_rejects(raw: object) -> None:
         ("+3", 3),
     ],
 )
-def test_coerce_score_accepts(raw: object, want: int) -> None:
-    got = coerce_score(raw)
-    assert got == want and type(got) is int
+def test_a_score_value_the_lenient_grammar_accepted_is_read_only_as_a_json_integer(
+    raw: object, want: int
+) -> None:
+    if type(raw) is int:
+        got = read_reply(full(raw), "score").value
+        assert got == want and type(got) is int
+        return
+    with pytest.raises(VerdictUnparsable, match="not a whole number"):
+        read_reply(full(raw), "score")
 
 
 @pytest.mark.parametrize(
@@ -682,9 +754,9 @@ def test_coerce_score_accepts(raw: object, want: int) -> None:
         "9" * 5000,
     ],
 )
-def test_coerce_score_rejects(raw: object) -> None:
-    with pytest.raises(ValueError):
-        coerce_score(raw)
+def test_a_score_value_the_lenient_grammar_rejected_is_refused(raw: object) -> None:
+    with pytest.raises(VerdictUnparsable, match=r"not a whole number|outside 0\.\.9"):
+        read_reply(full(raw), "score")
 
 
 # --- properties ------------------------------------------------------------------------------
@@ -707,15 +779,23 @@ def test_score_round_trips(
             "confidence": confidence,
         }
     )
-    assert parse_reply(reply, "score") == ParsedReply(
+    assert read_reply(reply, "score") == ParsedReply(
         value, justification.strip(), reasoning.strip(), confidence
     )
 
 
 @given(value=st.booleans(), justification=st.text(), ascii_only=st.booleans())
 def test_check_round_trips(value: bool, justification: str, ascii_only: bool) -> None:
+    # The lenient grammar's input (prose before a fence, two of the four keys): refused.
     reply = json.dumps({"value": value, "justification": justification}, ensure_ascii=ascii_only)
-    parsed = parse_reply(f"Here you go:\n```json\n{reply}\n```", "check")
+    with pytest.raises(VerdictUnparsable):
+        read_reply(f"Here you go:\n```json\n{reply}\n```", "check")
+    # The contract's form of it: one fenced object of the schema's keys.
+    reply = json.dumps(
+        {"reasoning": "", "justification": justification, "value": value, "confidence": 1},
+        ensure_ascii=ascii_only,
+    )
+    parsed = read_reply(f"```json\n{reply}\n```", "check")
     assert parsed.value is value
     assert parsed.justification == justification.strip()
 
@@ -724,7 +804,7 @@ def test_check_round_trips(value: bool, justification: str, ascii_only: bool) ->
 def test_any_text_parses_or_raises_unparsable(text: str) -> None:
     for kind in ("check", "score"):
         try:
-            parsed = parse_reply(text, kind)
+            parsed = read_reply(text, kind)  # type: ignore[arg-type]
         except VerdictUnparsable as exc:
             assert exc.raw_reply == text
         else:
@@ -738,13 +818,13 @@ def test_any_text_parses_or_raises_unparsable(text: str) -> None:
 @given(st.from_regex(r"[\s{}\[\]\"',:0-9a-z\\]{0,80}", fullmatch=True))
 def test_json_like_noise_parses_or_raises_unparsable(text: str) -> None:
     with contextlib.suppress(VerdictUnparsable):
-        parse_reply(text, "score")
+        read_reply(text, "score")
 
 
 def test_many_stray_braces_stay_cheap() -> None:
     text = "{" * 20_000 + '{"value": 1}'
     with pytest.raises(VerdictUnparsable):
-        parse_reply(text, "check")
+        read_reply(text, "check")
 
 
 # --- no reply stating "false" (or a low score) ever passes -----------------------------------
@@ -777,6 +857,9 @@ FALSE_STATEMENTS = [
     "False",
     "false.",
     "No.",
+    # The contract's final line.
+    "\nVERDICT: false",
+    "\n**VERDICT: FALSE**",
 ]
 TRUEISH_SUFFIXES = [
     "",
@@ -802,6 +885,10 @@ def _wrapped(text: str, wrapper: int) -> str:
         text + "\n" + json.dumps({"value": False}),
         text.upper(),
         json.dumps(json.dumps({"value": text})),
+        # An object of the schema's keys saying false, with the text in its reasons.
+        full(False, reasoning=text, justification=text),
+        # ... and one whose value is the text.
+        full(text),
     ][wrapper]
 
 
@@ -809,14 +896,14 @@ def _wrapped(text: str, wrapper: int) -> str:
     prefix=st.sampled_from(TRUEISH_PREFIXES),
     statement=st.sampled_from(FALSE_STATEMENTS),
     suffix=st.sampled_from(TRUEISH_SUFFIXES),
-    wrapper=st.integers(0, 8),
+    wrapper=st.integers(0, 10),
 )
 def test_a_reply_stating_false_never_parses_as_true(
     prefix: str, statement: str, suffix: str, wrapper: int
 ) -> None:
     reply = _wrapped(prefix + statement + suffix, wrapper)
     try:
-        parsed = parse_reply(reply, "check")
+        parsed = read_reply(reply, "check")
     except VerdictUnparsable:
         return
     assert parsed.value is False, reply
@@ -843,6 +930,9 @@ LOW_SCORE_STATEMENTS = [
     "a score of 2 out of 9",
     "Verdict: 2/9",
     "**2**/9",
+    # The contract's final line.
+    "\nSCORE: 2",
+    "\nScore: 2.",
 ]
 HIGH_NOISE_SUFFIXES = ["", " 9/9 for effort.", " Not a 9.", " (9 events)", " 9", "\n9", "."]
 
@@ -851,15 +941,20 @@ HIGH_NOISE_SUFFIXES = ["", " 9/9 for effort.", " Not a 9.", " (9 events)", " 9",
     prefix=st.sampled_from(HIGH_NOISE_PREFIXES),
     statement=st.sampled_from(LOW_SCORE_STATEMENTS),
     suffix=st.sampled_from(HIGH_NOISE_SUFFIXES),
-    wrapper=st.integers(0, 8),
+    wrapper=st.integers(0, 10),
 )
 def test_a_low_score_statement_never_parses_higher(
     prefix: str, statement: str, suffix: str, wrapper: int
 ) -> None:
     text = prefix + statement + suffix
-    reply = text + "\n" + json.dumps({"value": 2}) if wrapper == 6 else _wrapped(text, wrapper)
+    if wrapper == 6:
+        reply = text + "\n" + json.dumps({"value": 2})
+    elif wrapper == 9:
+        reply = full(2, reasoning=text, justification=text)
+    else:
+        reply = _wrapped(text, wrapper)
     try:
-        parsed = parse_reply(reply, "score")
+        parsed = read_reply(reply, "score")
     except VerdictUnparsable:
         return
     assert parsed.value == 2, reply
@@ -869,45 +964,55 @@ def test_a_low_score_statement_never_parses_higher(
 
 
 @pytest.mark.parametrize(
-    ("text", "kind"),
+    ("text", "kind", "reason"),
     [
-        ('{"value": false, "justification": "no", "value": true}', "check"),
-        ('{"value": true, "justification": "yes", "value": false}', "check"),
-        ('{"value": false, "Value": true}', "check"),
-        ('{"verdict": {"value": false, "value": true}}', "check"),
-        ('{"verdict": {"value": false}, "verdict": {"value": true}}', "check"),
-        ('{"value": true, "value": 1}', "check"),
-        ("{'value': False, 'value': True}", "check"),
-        ('Here: {"value": false, "value": true,}', "check"),
-        ('{"value": 2, "justification": "weak", "value": 8}', "score"),
-        ("{'score': 2, 'score': 8}", "score"),
+        ('{"value": false, "justification": "no", "value": true}', "check", "'value' twice"),
+        ('{"value": true, "justification": "yes", "value": false}', "check", "'value' twice"),
+        ('{"value": false, "Value": true}', "check", "breaks the reply schema"),
+        ('{"verdict": {"value": false, "value": true}}', "check", "'value' twice"),
+        ('{"verdict": {"value": false}, "verdict": {"value": true}}', "check", "'verdict' twice"),
+        ('{"value": true, "value": 1}', "check", "'value' twice"),
+        ("{'value': False, 'value': True}", "check", "not one JSON object"),
+        ('Here: {"value": false, "value": true,}', "check", "neither one JSON object"),
+        ('{"value": 2, "justification": "weak", "value": 8}', "score", "'value' twice"),
+        ("{'score': 2, 'score': 8}", "score", "not one JSON object"),
+        # In an object of the schema's keys.
+        (
+            '{"reasoning": "r", "justification": "j", "value": false, "confidence": 0.5, '
+            '"value": true}',
+            "check",
+            "'value' twice",
+        ),
     ],
 )
-def test_a_repeated_verdict_key_is_contradicting_verdicts(text: str, kind: str) -> None:
-    with pytest.raises(VerdictUnparsable, match="contradicting verdicts") as caught:
-        parse_reply(text, kind)  # type: ignore[arg-type]
+def test_a_repeated_verdict_key_is_contradicting_verdicts(
+    text: str, kind: str, reason: str
+) -> None:
+    with pytest.raises(VerdictUnparsable, match=reason) as caught:
+        read_reply(text, kind)  # type: ignore[arg-type]
     assert caught.value.raw_reply == text
 
 
 def test_a_repeated_key_of_another_field_is_ambiguous_too() -> None:
-    with pytest.raises(VerdictUnparsable, match=r"contradicting answers.*'confidence'"):
-        parse_reply('{"value": true, "confidence": 0.1, "confidence": 0.9}', "check")
-    with pytest.raises(VerdictUnparsable, match="'justification'"):
-        parse_reply('{"value": true, "justification": "a", "justification": "b"}', "check")
+    with pytest.raises(VerdictUnparsable, match="'confidence' twice"):
+        read_reply('{"value": true, "confidence": 0.1, "confidence": 0.9}', "check")
+    with pytest.raises(VerdictUnparsable, match="'justification' twice"):
+        read_reply('{"value": true, "justification": "a", "justification": "b"}', "check")
 
 
-def test_a_key_repeated_with_the_same_value_says_one_thing() -> None:
-    parsed = parse_reply('{"value": true, "value": true, "justification": "j"}', "check")
-    assert parsed.value is True and parsed.justification == "j"
+def test_a_key_repeated_even_with_the_same_value_is_refused() -> None:
+    # The lenient grammar read this as one verdict; the contract has each key once.
+    with pytest.raises(VerdictUnparsable, match="'value' twice"):
+        read_reply('{"value": true, "value": true, "justification": "j"}', "check")
 
 
-# --- a verdict named under several keys: they must all say the same ------------------------
+# --- a verdict named under several keys: the schema has one verdict key ----------------------
 
 
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        # The four that passed before, read as the "value" key said.
+        # The four that passed before the lenient grammar checked them, read as "value" said.
         ('{"answer": false, "value": true}', "check"),
         ('{"verdict": {"value": false}, "value": true}', "check"),
         ('{"value": true, "Verdict": false}', "check"),
@@ -921,7 +1026,7 @@ def test_a_key_repeated_with_the_same_value_says_one_thing() -> None:
         ('{"Verdict": {"Value": true, "Answer": false}}', "check"),
         ("{'value': True, 'is_true': False}", "check"),
         ('Verdict follows: {"value": true, "outcome": "no"}', "check"),
-        # A number beside a check's boolean: only 0 can be placed (false on every scale).
+        # A number beside a check's boolean.
         ('{"value": true, "score": 9}', "check"),
         ('{"value": false, "score": 1}', "check"),
         ('{"value": true, "rating": "7/9"}', "check"),
@@ -934,8 +1039,8 @@ def test_a_key_repeated_with_the_same_value_says_one_thing() -> None:
     ],
 )
 def test_verdict_keys_that_disagree_are_contradicting_verdicts(text: str, kind: str) -> None:
-    with pytest.raises(VerdictUnparsable, match="contradicting verdicts") as caught:
-        parse_reply(text, kind)  # type: ignore[arg-type]
+    with pytest.raises(VerdictUnparsable) as caught:
+        read_reply(text, kind)  # type: ignore[arg-type]
     assert caught.value.raw_reply == text
 
 
@@ -951,49 +1056,70 @@ def test_verdict_keys_that_disagree_are_contradicting_verdicts(text: str, kind: 
 def test_a_verdict_key_beside_the_verdict_that_states_none_is_unparsable(
     text: str, kind: str
 ) -> None:
-    with pytest.raises(VerdictUnparsable, match="states no verdict"):
-        parse_reply(text, kind)  # type: ignore[arg-type]
+    with pytest.raises(VerdictUnparsable, match="breaks the reply schema"):
+        read_reply(text, kind)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
-    ("text", "kind", "want"),
+    ("text", "kind"),
     [
-        ('{"value": true, "answer": true, "Verdict": "True"}', "check", True),
-        ('{"verdict": {"value": false}, "value": false, "holds": "no"}', "check", False),
-        ('{"value": false, "score": 0}', "check", False),
-        ('{"value": 7, "score": 7, "rating": "7/9"}', "score", 7),
-        ('{"value": true, "answer": null, "result": ""}', "check", True),
-        # Deeper than the verdict's object and its wrappers, text that is no verdict is quoted
-        # evidence (a tool call's result), not a second answer.
-        ('{"value": true, "evidence": [{"tool": "search", "result": "ok"}]}', "check", True),
+        ('{"value": true, "answer": true, "Verdict": "True"}', "check"),
+        ('{"verdict": {"value": false}, "value": false, "holds": "no"}', "check"),
+        ('{"value": false, "score": 0}', "check"),
+        ('{"value": 7, "score": 7, "rating": "7/9"}', "score"),
+        ('{"value": true, "answer": null, "result": ""}', "check"),
+        ('{"value": true, "evidence": [{"tool": "search", "result": "ok"}]}', "check"),
+        # A second verdict key beside all of the schema's keys, agreeing or not.
+        (full(True, verdict=True), "check"),
+        (full(7, score=7), "score"),
     ],
 )
-def test_verdict_keys_that_agree_are_one_verdict(text: str, kind: str, want: object) -> None:
-    parsed = parse_reply(text, kind)  # type: ignore[arg-type]
-    assert parsed.value == want and type(parsed.value) is type(want)
+def test_verdict_keys_that_agree_are_refused_too(text: str, kind: str) -> None:
+    """The lenient grammar read these as one verdict; a key the schema lacks breaks it."""
+    with pytest.raises(VerdictUnparsable, match="breaks the reply schema"):
+        read_reply(text, kind)  # type: ignore[arg-type]
 
 
 def test_several_choices_are_one_verdict_only_when_they_agree() -> None:
+    # The lenient grammar's inputs: the first choice itself now breaks the schema.
     yes, no = '{"value": true}', '{"value": false}'
-    assert parse_choices([yes], "check").value is True
-    assert parse_choices([yes, "True."], "check").value is True
+    for texts in ([yes], [yes, "True."], [yes, no], [no, yes], [yes, yes, no], [yes, ""]):
+        with pytest.raises(VerdictUnparsable, match="breaks the reply schema"):
+            read_choices(texts, "check")
+    with pytest.raises(VerdictUnparsable, match="breaks the reply schema"):
+        read_choices(['{"value": 7}', "7/9"], "score")
+    # The same choices as the contract writes them.
+    yes, no = full(True), full(False)
+    assert read_choices([yes], "check").value is True
+    assert read_choices([yes, "He asks.\nVERDICT: true"], "check").value is True
     for texts in ([yes, no], [no, yes], [yes, yes, no], [yes, ""], [yes, "I cannot say."]):
         with pytest.raises(VerdictUnparsable, match="choices whose verdicts disagree"):
-            parse_choices(texts, "check")
-    assert parse_choices(['{"value": 7}', "7/9"], "score").value == 7
-    with pytest.raises(VerdictUnparsable, match="choices whose verdicts disagree"):
-        parse_choices(['{"value": 1}', '{"value": true}'], "score")
+            read_choices(texts, "check")
+    assert read_choices([full(7), "SCORE: 7"], "score").value == 7
+    for texts in ([full(7), "7/9"], [full(1), full(True)]):
+        with pytest.raises(VerdictUnparsable, match="choices whose verdicts disagree"):
+            read_choices(texts, "score")
 
 
 @pytest.mark.parametrize(
     "confidence", ["1.5", "-0.2", "85", "1e3", '"150%"', '"-5%"', '"NaN"', "true", "1e400"]
 )
-def test_a_confidence_outside_0_to_1_is_dropped_never_stored_as_given(confidence: str) -> None:
-    parsed = parse_reply(f'{{"value": true, "confidence": {confidence}}}', "check")
-    assert parsed.value is True
-    assert parsed.confidence is None
+def test_a_confidence_outside_0_to_1_is_refused_never_stored_as_given(confidence: str) -> None:
+    # The lenient grammar read a verdict here and dropped the confidence; now refused.
+    with pytest.raises(VerdictUnparsable):
+        read_reply(f'{{"value": true, "confidence": {confidence}}}', "check")
+    reply = full(True).replace('"confidence": 0.5', f'"confidence": {confidence}')
+    with pytest.raises(VerdictUnparsable, match="not a number from 0 to 1"):
+        read_reply(reply, "check")
 
 
 @pytest.mark.parametrize(("confidence", "want"), [("0", 0.0), ("1", 1.0), ('"85%"', 0.85)])
 def test_a_confidence_inside_0_to_1_is_kept(confidence: str, want: float) -> None:
-    assert parse_reply(f'{{"value": true, "confidence": {confidence}}}', "check").confidence == want
+    with pytest.raises(VerdictUnparsable):
+        read_reply(f'{{"value": true, "confidence": {confidence}}}', "check")
+    reply = full(True).replace('"confidence": 0.5', f'"confidence": {confidence}')
+    if confidence.startswith('"'):  # "85%": a string, which only the lenient grammar read
+        with pytest.raises(VerdictUnparsable, match="not a number from 0 to 1"):
+            read_reply(reply, "check")
+        return
+    assert read_reply(reply, "check").confidence == want
