@@ -19,7 +19,7 @@ from pytest_propositions.reports.summary import lowest_scores_table
 from pytest_propositions.runtime import Outcome, Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
-from tests.support.judge_server import ScriptedJudge, status, verdict
+from tests.support.judge_server import ScriptedJudge, status, text, verdict
 from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
@@ -766,7 +766,9 @@ def test_confidence_is_shown_as_the_judge_gave_it_or_not_given(
         "Tinyconfidence",
         verdict(False, confidence=0.0001, reasoning="Step one: no novel.\nStep two: false."),
     )
-    judge_server.on("Noconfidence", verdict(False, confidence=None, reasoning="Nothing painted."))
+    # A judge that gives no confidence: its reply's other form, the final verdict line (a JSON
+    # reply must carry one, as the schema says).
+    judge_server.on("Noconfidence", text("Nothing painted.\nVERDICT: false"))
     pytester.makepyfile(test_confidence=CONFIDENCE_SUITE)
     result = pytester.runpytest(
         *args, "--prop-html=page.html", "--junitxml=junit.xml", "--prop-report=run.json"
