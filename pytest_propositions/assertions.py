@@ -484,8 +484,6 @@ def assert_claim(
         kind="score" if compare_scores else None,
         holds=holds,
     )
-    if rule is not None and not holds:
-        raise TypeError("holds=False does not apply to claims over runs; use at_most=")
     try:
         verdict, ok, main = judge_and_note(
             runtime, target, claim, threshold, options, holds, rule=rule
