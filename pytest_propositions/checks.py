@@ -210,6 +210,7 @@ def _short_repr(value: Any, limit: int = 60) -> str:
 def check_count(name: str, value: object, minimum: int = 1) -> int | None:
     """Counts of entries: a whole number of at least ``minimum``, or None; bools are a likely
     mistake."""
+    __tracebackhide__ = True
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -224,7 +225,14 @@ def check_count(name: str, value: object, minimum: int = 1) -> int | None:
 def check_window(name: str, value: object) -> int | None:
     """An event window: a whole number of at least 0, or None (``trace._select_window`` says
     what 0 means)."""
-    return check_count(name, value, minimum=0)
+    __tracebackhide__ = True
+    try:
+        return check_count(name, value, minimum=0)
+    except ValueError as error:
+        raise ValueError(
+            f"{error} (0 means what it means to the reference library: first_n=0 shows no event "
+            "from the start, last_n=0 shows every event)"
+        ) from None
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:

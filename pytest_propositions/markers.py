@@ -11,22 +11,15 @@ import threading
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .assertions import (
-    expectation,
-    judge_and_note,
-    normalise_claim,
-    rule_of,
-    validate_claim,
-    validate_options,
-    validate_target,
-    validate_threshold,
-)
-from .checks import quote_claim
-from .claims.proposition import claim_and_options, frame_place, is_proposition_like
+from .assertions import claim_at_call, judge_and_note, rule_of, validate_claim, validate_target
+from .checks import plural, quote_claim
+from .claims.expectation import Expectation, check_threshold
+from .claims.options import ClaimOptions, is_proposition_like, with_own_options
+from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .session import SOFT_CLAIMS_KEY
 
@@ -38,12 +31,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class MarkerClaim:
+    """A ``proposition`` marker, checked: its claim against the fixture named ``target``."""
+
     claim: str
     target: str
-    threshold: int | None
-    options: dict[str, Any] = field(default_factory=dict)
-    # False: the claim must not hold (a score: must be at most the threshold).
-    holds: bool = True
+    expectation: Expectation = field(default_factory=Expectation)
+    options: ClaimOptions = field(default_factory=ClaimOptions)
 
 
 def min_score_marker(node: pytest.Item) -> int | None:
@@ -58,13 +51,9 @@ def min_score_marker(node: pytest.Item) -> int | None:
             f"args={marker.args!r} kwargs={marker.kwargs!r}"
         )
     try:
-        return validate_threshold(marker.args[0], where)
+        return check_threshold(marker.args[0], where)
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
-
-
-# Marker arguments that say what the claim must do, as opposed to options for the judge.
-_EXPECTATION_KEYS = ("target", "min_score", "max_score", "holds")
 
 
 def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
@@ -79,33 +68,28 @@ def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
                 f"{where} takes one positional argument, the claim; pass target= and options by name"
             )
         claim = args[0] if args else kwargs.pop("claim", None)
-        own_targets: list[Any] | None = None
-        if is_proposition_like(claim):
-            # A Proposition-shaped claim: its options under the marker's; validated below.
-            overrides = {k: v for k, v in kwargs.items() if k not in _EXPECTATION_KEYS}
-            claim, options, own_targets = claim_and_options(claim, overrides)
-            kwargs = {**{k: kwargs[k] for k in _EXPECTATION_KEYS if k in kwargs}, **options}
-        if own_targets:
-            raise pytest.UsageError(
-                f"{where}: the proposition has its own target(s); a marker judges the fixture "
-                "named by target=, so pass a proposition created without a target"
-            )
         target = kwargs.pop("target", None)
         if not isinstance(target, str) or not target.isidentifier():
             raise pytest.UsageError(
                 f"{where}: target= must name a fixture (a string such as target='world'), got {target!r}"
             )
-        min_score = kwargs.pop("min_score", None)
-        max_score = kwargs.pop("max_score", None)
-        holds = kwargs.pop("holds", True)
         try:
-            threshold, expected = expectation(min_score, max_score, holds, where)
-            validate_options(kwargs, where)
+            expected = Expectation.parse(
+                kwargs.pop("min_score", None),
+                kwargs.pop("max_score", None),
+                kwargs.pop("holds", True),
+                where,
+            )
             # The claim renders now (variables, partials, blank text), not after the body.
-            validate_claim(claim, kwargs, where)
+            own_targets, claim, options = claim_at_call(None, claim, kwargs, where, up_front=True)
         except (TypeError, ValueError) as error:
             raise pytest.UsageError(str(error)) from None
-        claims.append(MarkerClaim(claim, target, threshold, kwargs, expected))
+        if own_targets is not None:
+            raise pytest.UsageError(
+                f"{where}: the proposition has its own target(s); a marker judges the fixture "
+                "named by target=, so pass a proposition created without a target"
+            )
+        claims.append(MarkerClaim(claim, target, expected, options))
     return claims
 
 
@@ -216,12 +200,7 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
             )
         pending.append(
             PendingClaim(
-                funcargs[claim.target],
-                claim.claim,
-                claim.threshold,
-                claim.options,
-                "marker",
-                claim.holds,
+                funcargs[claim.target], claim.claim, claim.expectation, claim.options, "marker"
             )
         )
     return pending
@@ -269,31 +248,41 @@ def judge_soft_claims_after(
 def soft_claim(
     target: Any,
     claim: Any,
-    min_score: Any,
     options: Mapping[str, Any],
-    origin: str,
-    frame: FrameType | None = None,
+    frame: FrameType | None,
     *,
+    min_score: Any = None,
     max_score: Any = None,
     holds: Any = True,
 ) -> PendingClaim:
-    """A claim to judge later, checked now, so a mistake raises at the line that made it.
+    """``expect_proposition``'s claim, checked now, so a mistake raises at the line that made it.
 
     ``frame``: the caller's frame; a failure judged later points at the line that made the claim.
     """
     __tracebackhide__ = True
-    validate_options(options, origin)
-    threshold, expected = expectation(min_score, max_score, holds, origin)
-    validate_claim(claim, options, origin)
+    origin = "expect_proposition"
+    expected = Expectation.parse(min_score, max_score, holds, origin)
+    target, claim, parsed = claim_at_call(target, claim, options, origin, up_front=True)
+    return pending_claim(target, claim, expected, parsed, origin, frame)
+
+
+def pending_claim(
+    target: Any,
+    claim: str,
+    expectation: Expectation,
+    options: ClaimOptions,
+    origin: str,
+    frame: FrameType | None = None,
+) -> PendingClaim:
+    """A checked claim to judge later, its target checked now too."""
+    __tracebackhide__ = True
     # A claim over runs is checked now too (its rule, handed on); its runs are simulated when
     # judged.
-    rule = rule_of(target, options, threshold, origin, holds=expected)
+    rule = rule_of(target, options, expectation, origin)
     if rule is None:
         validate_target(target, origin)
     where, site = _call_site(frame) if frame is not None else (None, None)
-    return PendingClaim(
-        target, claim, threshold, dict(options), origin, expected, where, site, rule
-    )
+    return PendingClaim(target, claim, expectation, options, origin, where, site, rule)
 
 
 def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
@@ -304,8 +293,8 @@ def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
 BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
 
 
-def batch_items(claims: Any) -> list[tuple[Any, int | None, bool]]:
-    """``assert_propositions``' claims, as (claim, threshold, holds): each a claim, a
+def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
+    """``assert_propositions``' claims, each with its expectation: a claim, a
     (claim, min_score) pair, or a dict with "claim" and one of "min_score", "max_score" or
     "holds" (False: the claim must not hold)."""
     __tracebackhide__ = True
@@ -327,10 +316,10 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None, bool]]:
     ):
         shown = type(claims).__name__ if claims else repr(claims)
         raise TypeError(f"{expected}, got {shown}")
-    items: list[tuple[Any, int | None, bool]] = []
+    items: list[tuple[Any, Expectation]] = []
     for index, item in enumerate(claims):
         if isinstance(item, str) or is_proposition_like(item):
-            items.append((item, None, True))
+            items.append((item, Expectation()))
         elif (
             isinstance(item, tuple | list)
             and len(item) == 2
@@ -339,10 +328,8 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None, bool]]:
             claim, threshold = item
             if threshold is not None:
                 text = claim if isinstance(claim, str) else claim.claim
-                validate_threshold(
-                    threshold, f"assert_propositions min_score for {quote_claim(text)}"
-                )
-            items.append((claim, threshold, True))
+                check_threshold(threshold, f"assert_propositions min_score for {quote_claim(text)}")
+            items.append((claim, Expectation(threshold)))
         elif isinstance(item, Mapping) and (
             isinstance(item.get("claim"), str) or is_proposition_like(item.get("claim"))
         ):
@@ -355,13 +342,13 @@ def batch_items(claims: Any) -> list[tuple[Any, int | None, bool]]:
                 )
             claim = item["claim"]
             text = claim if isinstance(claim, str) else claim.claim
-            threshold, holds = expectation(
+            expectation = Expectation.parse(
                 item.get("min_score"),
                 item.get("max_score"),
                 item.get("holds", True),
                 f"assert_propositions item #{index} {quote_claim(text)}",
             )
-            items.append((claim, threshold, holds))
+            items.append((claim, expectation))
         else:
             raise TypeError(
                 f"assert_propositions: item #{index} must be a claim (str), a "
@@ -376,17 +363,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-class PendingClaim(NamedTuple):
-    """A claim judged after the test body: a soft claim or a ``proposition`` marker. (Named
-    tuples cost less than dataclasses to define, which every run that makes a claim does.)"""
+@dataclass(frozen=True)
+class PendingClaim:
+    """A claim judged after the test body (a soft claim, a ``proposition`` marker, a batch's),
+    checked where it was made."""
 
     target: Any
     claim: str
-    threshold: int | None
-    options: Mapping[str, Any]
+    expectation: Expectation
+    options: ClaimOptions
     origin: str = "expect_proposition"
-    # False: the claim must not hold (a score: must be at most the threshold).
-    holds: bool = True
     # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
     where: str | None = None
     site: TracebackType | None = None
@@ -422,9 +408,8 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
                 runtime,
                 item.target,
                 item.claim,
-                item.threshold,
+                item.expectation,
                 item.options,
-                item.holds,
                 item.where,
                 rule=item.rule,
             )
@@ -456,22 +441,25 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         first = failed[0]
         assert first.verdict is not None
         summary = "; ".join(
-            _named(r.claim) + ("" if r.claim.holds else " (expected the claim not to hold)")
+            _named(r.claim)
+            + ("" if r.claim.expectation.holds else " (expected the claim not to hold)")
             for r in failed
         )
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
+        expectation = first.claim.expectation
         failure = PropositionFailed(
-            f"{len(failed)} of {_claims(len(results))} checked after the test failed: {summary}{extra}",
+            f"{len(failed)} of {plural(len(results), 'claim')} checked after the test failed: "
+            f"{summary}{extra}",
             first.verdict,
-            first.claim.threshold,
-            holds=first.claim.holds,
+            expectation.threshold,
+            holds=expectation.holds,
         )
         failure.short = short_failure_text(
             first.verdict,
-            first.claim.threshold,
+            expectation.threshold,
             first.claim.where,
             len(failed) - 1,
-            first.claim.holds,
+            expectation.holds,
         )
         # The traceback shows the line that made the (first) failing claim.
         raise failure.with_traceback(first.claim.site)
@@ -481,7 +469,8 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         site = errors[0].claim.site
         if len(errors) > 1:
             raise type(first_error)(
-                f"{len(errors)} of {_claims(len(results))} could not be judged; first: {first_error}"
+                f"{len(errors)} of {plural(len(results), 'claim')} could not be judged; first: "
+                f"{first_error}"
             ).with_traceback(site) from None
         raise first_error.with_traceback(site) from None
     if skipped:
@@ -511,10 +500,6 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
     raise replacement.with_traceback(first.claim.site) from None
 
 
-def _claims(count: int) -> str:
-    return "1 claim" if count == 1 else f"{count} claims"
-
-
 def _named(claim: PendingClaim) -> str:
     """The claim quoted, with the line that made it when known."""
     quoted = quote_claim(claim.claim)
@@ -522,25 +507,15 @@ def _named(claim: PendingClaim) -> str:
 
 
 def assert_batch(
-    runtime: Runtime, target: Any, claims: Any, options: dict[str, Any]
+    runtime: Runtime, target: Any, claims: Any, options: Mapping[str, Any]
 ) -> list[Verdict]:
     """``assert_propositions``: every item checked before any is judged, then judged together."""
     __tracebackhide__ = True
-    validate_options(options, "assert_propositions")
+    origin = "assert_propositions"
+    shared = ClaimOptions.parse(options, origin)
     pending = []
-    for item, threshold, holds in batch_items(claims):
-        own_target, claim, own_options = normalise_claim(target, item, options)
-        # batch_items has checked the expectation: hand it on as a floor or a ceiling.
-        low, high = (threshold, None) if holds else (None, threshold)
-        pending.append(
-            soft_claim(
-                own_target,
-                claim,
-                low,
-                own_options,
-                "assert_propositions",
-                max_score=high,
-                holds=holds if threshold is None else True,
-            )
-        )
+    for item, expectation in batch_items(claims):
+        own_target, claim, own_options = with_own_options(target, item, shared, origin)
+        claim = validate_claim(claim, own_options, origin)
+        pending.append(pending_claim(own_target, claim, expectation, own_options, origin))
     return judge_pending(runtime, pending)

@@ -231,7 +231,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def assert_proposition() -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N;
     holds=False (or max_score=N for a score) asserts that it does not hold."""
-    from .assertions import assert_claim, expectation, normalise_claim, validate_options
+    from .assertions import assert_one
+    from .claims.expectation import Expectation
 
     runtime = runtime_module.current()
 
@@ -245,11 +246,8 @@ def assert_proposition() -> Callable[..., Verdict]:
         **options: Any,
     ) -> Verdict:
         __tracebackhide__ = True
-        threshold, expected = expectation(min_score, max_score, holds, "assert_proposition")
-        # A proposition object's own options are checked like the call's, which win over them.
-        target, claim, options = normalise_claim(target, claim, options)
-        validate_options(options, "assert_proposition")
-        return assert_claim(runtime, target, claim, threshold=threshold, holds=expected, **options)
+        expected = Expectation.parse(min_score, max_score, holds, "assert_proposition")
+        return assert_one(runtime, target, claim, expected, options)
 
     return assert_proposition
 
@@ -273,7 +271,6 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
 @pytest.fixture
 def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Soft claims: collected during the test, judged together at its end, all failures reported."""
-    from .assertions import normalise_claim
     from .markers import soft_claim, start_soft_claims
 
     pending = start_soft_claims(request.node, request.config.stash[RUNTIME_KEY])
@@ -288,17 +285,15 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
         **options: Any,
     ) -> None:
         __tracebackhide__ = True
-        target, claim, options = normalise_claim(target, claim, options)
         # Checked now: a bad soft claim raises at its own line, not after the body; a failure
         # judged after the body points back at this line (the caller's frame).
         pending.add(
             soft_claim(
                 target,
                 claim,
-                min_score,
                 options,
-                "expect_proposition",
                 sys._getframe(1),
+                min_score=min_score,
                 max_score=max_score,
                 holds=holds,
             )

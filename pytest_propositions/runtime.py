@@ -18,6 +18,7 @@ from .record import Outcome, RunRecord, stat_names
 from .settings import Settings, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
+    from .claims.expectation import Expectation
     from .judging.endpoint import Connection
     from .judging.judge import Judge, JudgeStats
     from .judging.progress import ProgressLine
@@ -114,6 +115,43 @@ class Runtime:
     def note(
         self,
         verdict: Verdict,
+        expectation: Expectation,
+        passed: bool,
+        where: str | None = None,
+        runs: dict[str, Any] | None = None,
+        escalated_from: Verdict | None = None,
+    ) -> None:
+        """File an asserted claim's outcome (what it was expected to do, whether it did) under
+        the test being run."""
+        self._file(
+            verdict,
+            expectation.threshold,
+            passed,
+            expectation.holds,
+            where,
+            runs,
+            escalated_from=escalated_from,
+        )
+
+    def note_call(self, verdict: Verdict, call: str, where: str | None, made_in: str) -> None:
+        """File a verdict reached by a call of the reference library's API (``call`` names it)
+        under ``made_in``, the test running when the call began (the caller notes nothing
+        outside a test). A call from a thread its test left running may end after that test:
+        it is filed under it all the same, never under the test running then.
+
+        Not asserted: upheld is a check judged True, or a score of at least the run's minimum
+        score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
+        """
+        if verdict.kind == "check":
+            threshold, upheld = None, verdict.value is True
+        else:
+            threshold = self.settings.min_score
+            upheld = int(verdict.value) >= threshold
+        self._file(verdict, threshold, upheld, where=where, by_call=call, made_in=made_in)
+
+    def _file(
+        self,
+        verdict: Verdict,
         threshold: int | None,
         passed: bool,
         holds: bool = True,
@@ -141,22 +179,6 @@ class Runtime:
                 after_its_test=test_id != self.current_test,
             )
         )
-
-    def note_call(self, verdict: Verdict, call: str, where: str | None, made_in: str) -> None:
-        """File a verdict reached by a call of the reference library's API (``call`` names it)
-        under ``made_in``, the test running when the call began (the caller notes nothing
-        outside a test). A call from a thread its test left running may end after that test:
-        it is filed under it all the same, never under the test running then.
-
-        Not asserted: upheld is a check judged True, or a score of at least the run's minimum
-        score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
-        """
-        if verdict.kind == "check":
-            threshold, upheld = None, verdict.value is True
-        else:
-            threshold = self.settings.min_score
-            upheld = int(verdict.value) >= threshold
-        self.note(verdict, threshold, upheld, where=where, by_call=call, made_in=made_in)
 
     def note_error(self, error: BaseException, made_in: str | None = None) -> None:
         """File a judge's error under the test being run, or ``made_in`` (see ``note``)."""

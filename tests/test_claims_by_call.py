@@ -16,6 +16,7 @@ import pytest
 from pytest_propositions import Proposition, check_proposition, compute_score
 from pytest_propositions import runtime as runtime_module
 from pytest_propositions.assertions import assert_claim, judge_without_asserting
+from pytest_propositions.claims.expectation import Expectation
 from pytest_propositions.errors import JudgeError, PropositionFailed
 from pytest_propositions.judging.judge import JudgeStats
 from pytest_propositions.record import Outcome
@@ -142,14 +143,14 @@ def test_without_an_active_runtime_nothing_is_noted_and_none_is_built(
 
 
 def test_the_fixtures_claims_are_noted_once_not_again_as_calls(run: Runtime) -> None:
-    assert_claim(run, TARGET, "Oscar likes museums.", threshold=None)
+    assert_claim(run, TARGET, "Oscar likes museums.", Expectation(None))
     with pytest.raises(PropositionFailed):
-        assert_claim(run, TARGET, "Oscar is a chef.", threshold=None)
-    assert_claim(run, TARGET, "Oscar is a chef.", threshold=None, holds=False)
-    assert_claim(run, TARGET, "Oscar is curious.", threshold=7)
+        assert_claim(run, TARGET, "Oscar is a chef.", Expectation(None))
+    assert_claim(run, TARGET, "Oscar is a chef.", Expectation(None, holds=False))
+    assert_claim(run, TARGET, "Oscar is curious.", Expectation(7))
     judge_without_asserting(run, TARGET, "Oscar is calm.", "score", {})
     with pytest.raises(JudgeError):
-        assert_claim(run, TARGET, "This one is refused.", threshold=None)
+        assert_claim(run, TARGET, "This one is refused.", Expectation(None))
     assert [(o.by_call, o.verdict.claim) for o in run.record.outcomes] == [
         (None, "Oscar likes museums."),
         (None, "Oscar is a chef."),

@@ -11,13 +11,20 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.assertions import needs_escalation
+from pytest_propositions.claims.expectation import Expectation
 from pytest_propositions.settings import SettingsError, resolve
 from pytest_propositions.verdict import Verdict
 from tests.support.judge_server import ScriptedJudge, refusal, verdict
 from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
+
+
+def needs_escalation(
+    verdict: Verdict, threshold: int | None, holds: bool = True, within: int = 1
+) -> bool:
+    """Whether --prop-escalate-to asks the stronger model (``Asking.follow`` asks this)."""
+    return Expectation(threshold, holds).in_doubt(verdict, within)
 
 
 def check(value: bool, **extra: Any) -> Verdict:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_propositions import Proposition, check_proposition, compute_score
 from pytest_propositions import runtime as runtime_module
-from pytest_propositions.claims.proposition import claim_and_options, is_proposition_like
+from pytest_propositions.claims.options import claim_and_options, is_proposition_like
 from pytest_propositions.judging.prompts import DOUBLE_CHECK_PROMPT
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings

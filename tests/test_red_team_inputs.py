@@ -459,12 +459,12 @@ def test_long_claims_are_quoted_on_one_shortened_line() -> None:
 
 
 def test_a_failure_message_quotes_a_long_claim_shortened(judge: ScriptedJudge) -> None:
-    from pytest_propositions.assertions import failure_message
+    from pytest_propositions.claims.expectation import Expectation
 
     claim = "Oscar mentions " + "many things, " * 60 + "and cities."
     judge.default = verdict(False)
     result = Proposition(claim, make_world()).evaluate("check")
-    line = failure_message(result, None)
+    line = Expectation(None).failure_message(result)
     assert len(line) < 200 and "…" in line and "\n" not in line
     assert result.claim == claim  # the verdict (and the report section) keep all of it
 

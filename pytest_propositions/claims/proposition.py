@@ -1,52 +1,52 @@
 """The evaluator core: a claim about targets, checked as True/False or scored from 0 to 9.
 
-A precondition turns a claim P into "precondition implies P": when the precondition is false
-the claim holds trivially and no judge is asked.
+``Proposition`` is the reference library's object; ``judge`` is what every claim's judging comes
+down to: the precondition, the claim's text, the judge's request, asked as the claim's
+``Asking`` says. A precondition turns a claim P into "precondition implies P": when the
+precondition is false the claim holds trivially and no judge is asked.
 """
 
 from __future__ import annotations
 
 import enum
 import functools
-import json
-import logging
+import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 from .. import runtime as runtime_module
-from ..checks import (
-    check_claim,
-    check_flag,
-    check_precondition_result,
-    check_text,
-    check_variable_value,
-    quote_claim,
-)
+from ..checks import check_claim, check_flag, check_precondition_result, check_text, quote_claim
 from ..errors import JudgeError
-from ..judging.judge import JudgeRequest
-from ..judging.prompts import (
-    NO_ADDITIONAL_CONTEXT,
-    RECOMMENDATIONS_PROMPT,
-    Message,
-    assistant_turn,
-    build_messages,
-)
+from ..judging.prompts import NO_ADDITIONAL_CONTEXT, RECOMMENDATIONS_PROMPT, Message, build_messages
+from ..judging.request import JudgeRequest
 from ..scale import MAX_SCORE, MIN_SCORE
-from ..settings import TIMESTAMP_MODES
-from ..verdict import Verdict, combine_samples
+from ..verdict import Kind, Verdict
+from .asking import Asking
+from .claim_text import render_claim
+from .expectation import Expectation
+from .judge_chat import JudgeChat
+from .options import ClaimOptions, with_own_options
 from .targets import RenderOptions, as_target_list, render_context
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     from ..runtime import Runtime
-    from ..verdict import Kind
 
-__all__ = ["MAX_SCORE", "MIN_SCORE", "Proposition", "check_proposition", "compute_score"]
-
-logger = logging.getLogger("pytest_propositions")
+__all__ = [
+    "MAX_SCORE",
+    "MIN_SCORE",
+    "JudgeChat",
+    "Judged",
+    "Proposition",
+    "check_proposition",
+    "compute_score",
+    "judge",
+    "render_claim",
+]
 
 Precondition = Callable[..., Any]
 _P = ParamSpec("_P")
@@ -61,8 +61,6 @@ PRECONDITION_FALSE_JUSTIFICATION = (
 
 def frame_place(frame: FrameType) -> str:
     """``file:line`` of a frame, the file relative to the working folder when it is inside it."""
-    from pathlib import Path
-
     path = Path(frame.f_code.co_filename)
     try:
         shown = str(path.relative_to(Path.cwd()))
@@ -83,168 +81,124 @@ def call_site_outside_package() -> str | None:
     return None if frame is None else frame_place(frame)
 
 
-def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
-    """Fill mustache variables; every variable the claim uses must be given, in or out of sections.
+# -- judging a claim ---------------------------------------------------------------------------
 
-    Values are never HTML-escaped; mappings and lists become sorted JSON rather than reprs.
-    Partials are refused (they would read files), and so are values whose text is not the same
-    in every run (see ``check_variable_value``): the rendered claim is part of the cache key.
-    """
+_HOLDS = Expectation()
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What judging a claim came to: the standing verdict, the main judge's when the claim was
+    escalated, and the conversation behind the last answer (None when no judge was asked)."""
+
+    verdict: Verdict
+    escalated_from: Verdict | None = None
+    chat: JudgeChat | None = None
+
+
+def target_list(target: Any) -> list[Any]:
+    """The targets a claim is judged against; a claim must have one."""
     __tracebackhide__ = True
-    variables = _claim_variables(claim_variables)
-    if "{{" not in claim:
-        return claim  # no tag (even a delimiter change starts with "{{"): nothing to render
-    import chevron
-    from chevron.tokenizer import tokenize
-
-    try:
-        tokens = list(tokenize(claim))
-        tree, _ = _template_tree(tokens, 0, None)
-    except chevron.ChevronError as error:
+    if target is None:
         raise ValueError(
-            f"the claim is not a valid mustache template: {error}; claim: {quote_claim(claim)}"
-        ) from None
-    parts: list[str] = []
-    _render_tree(tree, [variables], parts, claim, variables)
-    text = "".join(parts)
-    if not text.strip():
-        raise ValueError(
-            f"the claim renders to blank text; claim: {quote_claim(claim)}, claim_variables: "
-            f"{', '.join(sorted(variables)) or 'none'}"
+            "no target: give one when creating the proposition or when calling check()/score()"
         )
-    return check_text(text, "the rendered claim")
+    return as_target_list(target)
 
 
-def _claim_variables(claim_variables: Mapping[str, Any] | None) -> dict[str, Any]:
+def judge(
+    runtime: Runtime | None,
+    kind: Kind,
+    claim: str,
+    targets: list[Any],
+    options: ClaimOptions,
+    expectation: Expectation = _HOLDS,
+    *,
+    model: str | None = None,
+    first_sample: int = 0,
+    assertion: bool = False,
+    run_index: int = 0,
+) -> Judged:
+    """Judge ``claim`` (checked text) about ``targets`` with its checked ``options``: the
+    precondition first (False: the claim holds trivially, neither rendered nor judged), then
+    one request, asked as the claim's ``Asking`` says (``model``, ``first_sample`` and
+    ``assertion``: see ``Asking.of``); ``expectation`` decides ties and doubt.
+
+    ``runtime``: None, the current one, built only when a judge is asked. ``run_index``: a
+    claim over runs' run number, a key of its own for each run's verdict."""
     __tracebackhide__ = True
-    if claim_variables is None:
-        return {}
-    if not isinstance(claim_variables, Mapping):
-        raise TypeError(
-            f"claim_variables must be a mapping (dict), got {type(claim_variables).__name__}"
+    context_text = options.additional_context
+    variables = dict(options.claim_variables or {})
+    if not _precondition_holds(options.precondition, targets, context_text, variables):
+        return Judged(_trivially_true(kind, claim))
+    rendered_claim = render_claim(claim, variables)
+    run = runtime or runtime_module.current()
+    asking = Asking.of(
+        options, run.settings, model=model, first_sample=first_sample, assertion=assertion
+    )
+    render = _render_options(
+        first_n=options.first_n,
+        last_n=options.last_n,
+        include_personas=options.include_personas,
+        timestamps=options.timestamps or run.settings.timestamps,
+    )
+    context = check_text(render_context(targets, render), "the target's text")
+    messages = build_messages(kind, rendered_claim, context, context_text)
+    last: list[JudgeChat] = []
+
+    def ask(model: str, sample_index: int) -> Verdict:
+        verdict = run.judge.evaluate(
+            JudgeRequest(
+                kind=kind,
+                claim=rendered_claim,
+                model=model,
+                messages=tuple(messages),
+                double_check=asking.double_check,
+                sample_index=sample_index,
+                test_id=run.current_test,
+                run_index=run_index,
+            )
         )
-    for name in claim_variables:
-        if not isinstance(name, str):
-            raise TypeError(
-                f"claim_variables names must be str, got {type(name).__name__} {name!r}"
-            )
-    return dict(claim_variables)
+        run.remember_context(verdict.key, messages)
+        last[:] = [JudgeChat(messages, verdict, model, run)]
+        return verdict
+
+    verdict, escalated_from = asking.follow(ask, expectation)
+    return Judged(verdict, escalated_from, last[0])
 
 
-# A parsed template: literal text, ("var", key), or (section kind, key, children).
-_Node = str | tuple[str, str] | tuple[str, str, list[Any]]
-
-
-def _template_tree(
-    tokens: list[tuple[str, str]], start: int, section: str | None
-) -> tuple[list[_Node], int]:
-    """Nest chevron's token stream into sections; partials are refused."""
+def _precondition_holds(
+    precondition: Precondition | None,
+    targets: list[Any],
+    additional_context: str | None,
+    claim_variables: Mapping[str, Any],
+) -> bool:
     __tracebackhide__ = True
-    nodes: list[_Node] = []
-    index = start
-    while index < len(tokens):
-        tag, key = tokens[index]
-        index += 1
-        if tag == "literal":
-            nodes.append(key)
-        elif tag in ("variable", "no escape"):
-            nodes.append(("var", key))
-        elif tag in ("section", "inverted section"):
-            children, index = _template_tree(tokens, index, key)
-            nodes.append((tag, key, children))
-        elif tag == "end":
-            return nodes, index
-        elif tag == "partial":
-            raise ValueError(
-                f"the claim uses the partial {{{{> {key}}}}}; partials are not supported (they "
-                "would read template files from disk): put the text in claim_variables instead"
-            )
-        # comments and delimiter changes render nothing
-    return nodes, index
+    if precondition is None:
+        return True
+    result = precondition(
+        target=targets,
+        additional_context=additional_context
+        if additional_context is not None
+        else NO_ADDITIONAL_CONTEXT,
+        claim_variables=dict(claim_variables),
+    )
+    return check_precondition_result(precondition, result)
 
 
-def _lookup(key: str, scopes: list[Any], claim: str, variables: Mapping[str, Any]) -> Any:
-    __tracebackhide__ = True
-    if key == ".":
-        return scopes[0]
-    for scope in scopes:
-        value: Any = scope
-        for part in key.split("."):
-            if isinstance(value, Mapping) and part in value:
-                value = value[part]
-            elif isinstance(value, list | tuple) and part.isdigit() and int(part) < len(value):
-                value = value[int(part)]
-            else:
-                break
-        else:
-            return value
-    available = ", ".join(sorted(variables)) or "none"
-    raise ValueError(
-        f"the claim uses the variable {{{{{key}}}}} but claim_variables has no value for it "
-        f"(given: {available}); claim: {quote_claim(claim)}. Stricter than the reference "
-        "library on purpose, which would render it as empty text: pass it in claim_variables"
+def _trivially_true(kind: Kind, claim: str) -> Verdict:
+    return Verdict(
+        kind=kind,
+        claim=claim,
+        value=True if kind == "check" else MAX_SCORE,
+        justification=PRECONDITION_FALSE_JUSTIFICATION,
+        reasoning=PRECONDITION_FALSE_JUSTIFICATION,
+        confidence=1.0,
+        precondition_skipped=True,
     )
 
 
-def _render_tree(
-    nodes: list[_Node],
-    scopes: list[Any],
-    parts: list[str],
-    claim: str,
-    variables: Mapping[str, Any],
-) -> None:
-    __tracebackhide__ = True
-    for node in nodes:
-        if isinstance(node, str):
-            parts.append(node)
-            continue
-        key = node[1]
-        value = _lookup(key, scopes, claim, variables)
-        check_variable_value(value, "{{" + key + "}}")
-        if node[0] == "var":
-            parts.append(_value_text(value))
-            continue
-        children: list[_Node] = node[2]  # type: ignore[misc]
-        if node[0] == "inverted section":
-            if not value:
-                _render_tree(children, scopes, parts, claim, variables)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                _render_tree(children, [item, *scopes], parts, claim, variables)
-        elif value:
-            _render_tree(children, [value, *scopes], parts, claim, variables)
-
-
-# Characters that end a line for str.splitlines() and that JSON leaves as they are.
-_LINE_BREAKS_JSON_KEEPS = str.maketrans(
-    {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-)
-
-
-def _value_text(value: Any) -> str:
-    """A variable's value as claim text. A value is data, often from the simulation itself: one
-    that spans lines is written as a JSON string, so it stays on the claim's line and cannot
-    open a section of the judge's request of its own (a "# Additional context" heading, say)."""
-    if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False).translate(
-            _LINE_BREAKS_JSON_KEEPS
-        )
-    text = value if isinstance(value, str) else str(value)
-    if len(f"{text}.".splitlines()) > 1:  # a line break anywhere, at the end too
-        return json.dumps(text, ensure_ascii=False).translate(_LINE_BREAKS_JSON_KEEPS)
-    return text
-
-
-# The options a Proposition-shaped object carries, by the reference library's attribute names.
-PROPOSITION_OPTIONS = (
-    "include_personas",
-    "first_n",
-    "last_n",
-    "double_check",
-    "use_reasoning_model",
-    "precondition_function",
-    "timestamps",
-)
+# -- the reference library's object ------------------------------------------------------------
 
 
 class _Unset(enum.Enum):
@@ -259,172 +213,17 @@ class _Unset(enum.Enum):
 UNSET = _Unset.UNSET
 
 
-def is_proposition_like(value: Any) -> bool:
-    """Ours, the reference library's, or any object with a str ``claim``: a claim with options."""
-    return not isinstance(value, str) and isinstance(getattr(value, "claim", None), str)
+def _option(name: str) -> Any:
+    """A reference attribute of ``Proposition``, read from and written to its checked options."""
 
+    def get(self: Proposition) -> Any:
+        return getattr(self._options, name)
 
-def claim_and_options(
-    claim: Any, overrides: Mapping[str, Any], *, precondition_key: str = "precondition"
-) -> tuple[Any, dict[str, Any], list[Any] | None]:
-    """The claim text, its options and its own targets, for a plain claim or a Proposition-shaped one.
-
-    A Proposition-shaped object (see ``is_proposition_like``) gives its claim, the options of
-    ``PROPOSITION_OPTIONS`` it has, and its ``targets``; ``overrides`` (what the call site
-    passed) win over its options. ``precondition_function`` is returned under
-    ``precondition_key`` (the fixtures call it ``precondition``). Anything else is returned as
-    given, with ``overrides`` as the options and no targets: checking it is the caller's part.
-    """
-    if not is_proposition_like(claim):
-        return claim, dict(overrides), None
-    options: dict[str, Any] = {}
-    for name in PROPOSITION_OPTIONS:
-        if hasattr(claim, name):
-            options[precondition_key if name == "precondition_function" else name] = getattr(
-                claim, name
-            )
-    options.update(overrides)
-    own = getattr(claim, "targets", None)
-    if own is not None and not isinstance(own, list | tuple):
-        own = [own]
-    return claim.claim, options, None if own is None else list(own)
-
-
-def choose_target(given: Any, own: list[Any] | None) -> Any:
-    """The call's target, or the proposition's own; both, unless they are the same, is an error.
-
-    As in the reference library, a proposition created with a target is fixed to it: judging it
-    against another target would silently judge something else than its author meant.
-    """
-    if own is None or not own:
-        return given
-    if given is None:
-        return own
-    items = as_target_list(given)
-    if len(items) == len(own) and all(a is b for a, b in zip(items, own, strict=True)):
-        return own
-    raise ValueError(
-        "this proposition already has its own target(s) (given when it was created); pass it "
-        "without a target, or use a copy created without one"
-    )
-
-
-def _check_precondition_function(function: Any) -> None:
-    __tracebackhide__ = True
-    if function is not None and not callable(function):
-        raise TypeError(
-            "precondition_function must be callable with keyword arguments target, "
-            f"additional_context and claim_variables, got {type(function).__name__}"
-        )
-
-
-def check_additional_context(additional_context: Any) -> str | None:
-    """Extra context is text (or None), and valid Unicode."""
-    __tracebackhide__ = True
-    if additional_context is None:
-        return None
-    if not isinstance(additional_context, str):
-        raise TypeError(
-            f"additional_context must be a string or None, got {type(additional_context).__name__}"
-        )
-    return check_text(additional_context, "additional_context")
-
-
-def _check_window(name: str, value: int | None) -> int | None:
-    __tracebackhide__ = True
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"{name} must be a whole number of at least 0, or None, got {value!r} (0 means what "
-            "it means to the reference library: first_n=0 shows no event from the start, "
-            "last_n=0 shows every event)"
-        )
-    return value
-
-
-def check_timestamps(value: Any) -> str | None:
-    """A claim's own clock rendering: one of TIMESTAMP_MODES, or None for the run's setting."""
-    __tracebackhide__ = True
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in TIMESTAMP_MODES:
-        raise ValueError(
-            f"timestamps must be one of {', '.join(TIMESTAMP_MODES)} or None (the run's "
-            f"--prop-timestamps), got {value!r}"
-        )
-    return value
-
-
-class JudgeChat:
-    """The conversation with the judge behind a proposition's last evaluation.
-
-    ``messages`` holds what the judge was asked and its answer (OpenAI chat format); new turns
-    can be added and sent: ``chat.add_user_message("Why?")`` then ``chat()`` returns the judge's
-    free-text answer, which joins the conversation. Follow-ups are never cached: they need a
-    live judge. Built only when asked for, so a cached suite pays nothing for it.
-    """
-
-    def __init__(
-        self, request: list[Message], answer: Verdict, model: str, runtime: Runtime
-    ) -> None:
-        self._request = request
-        self._answer = answer
-        self._extra: list[Message] = []
-        self.model = model
-        self._runtime = runtime
-
-    @property
-    def messages(self) -> list[Message]:
-        return [*self._request, assistant_turn(self._answer.as_response()), *self._extra]
-
-    @property
-    def response_json(self) -> dict[str, Any]:
-        return self._answer.as_response()
-
-    @property
-    def response_value(self) -> bool | int:
-        return self._answer.value
-
-    @property
-    def response_justification(self) -> str:
-        return self._answer.justification
-
-    @property
-    def response_reasoning(self) -> str | None:
-        return self._answer.reasoning
-
-    @property
-    def response_confidence(self) -> float | None:
-        return self._answer.confidence
-
-    def add_user_message(self, content: str) -> JudgeChat:
-        return self._add("user", content)
-
-    def add_system_message(self, content: str) -> JudgeChat:
-        return self._add("system", content)
-
-    def add_assistant_message(self, content: str) -> JudgeChat:
-        return self._add("assistant", content)
-
-    def _add(self, role: str, content: Any) -> JudgeChat:
+    def set_(self: Proposition, value: Any) -> None:
         __tracebackhide__ = True
-        if not isinstance(content, str) or not content.strip():
-            raise TypeError(f"a {role} message must be a non-empty str, got {content!r}")
-        self._extra.append({"role": role, "content": check_text(content, f"the {role} message")})
-        return self
+        self._options = ClaimOptions.parse({name: value}, None, base=self._options)
 
-    def __call__(self) -> str:
-        """Send the conversation; the judge's free-text answer is returned and kept."""
-        __tracebackhide__ = True
-        if not self._extra or self._extra[-1]["role"] == "assistant":
-            raise ValueError("add a user message (add_user_message) before asking the judge again")
-        answer = self._runtime.judge.follow_up(self.model, self.messages)
-        self._extra.append({"role": "assistant", "content": answer})
-        return answer
-
-    def __repr__(self) -> str:
-        return f"JudgeChat(model={self.model!r}, {len(self.messages)} messages)"
+    return property(get, set_)
 
 
 class Proposition:
@@ -441,6 +240,15 @@ class Proposition:
 
     MIN_SCORE = MIN_SCORE
     MAX_SCORE = MAX_SCORE
+
+    # The reference library's option attributes; a value set is checked as the constructor's.
+    include_personas = _option("include_personas")
+    first_n = _option("first_n")
+    last_n = _option("last_n")
+    double_check = _option("double_check")
+    use_reasoning_model = _option("use_reasoning_model")
+    precondition_function = _option("precondition")
+    timestamps = _option("timestamps")
 
     def __init__(
         self,
@@ -465,30 +273,15 @@ class Proposition:
             "last_n": last_n,
             "double_check": double_check,
             "use_reasoning_model": use_reasoning_model,
-            "precondition_function": precondition_function,
+            "precondition": precondition_function,
             "timestamps": timestamps,
         }
-        claim, options, own_targets = claim_and_options(
-            claim,
-            {name: value for name, value in given.items() if value is not UNSET},
-            precondition_key="precondition_function",
+        options = ClaimOptions.parse(
+            {name: value for name, value in given.items() if value is not UNSET}, None
         )
-        target = choose_target(target, own_targets)
+        target, claim, self._options = with_own_options(target, claim, options, None)
         self.claim = check_claim(claim)
-        precondition_function = options.get("precondition_function")
-        _check_precondition_function(precondition_function)
-        self.targets = None if target is None else self._as_targets(target)
-        self.include_personas = check_flag(
-            options.get("include_personas", False), "include_personas"
-        )
-        self.first_n = _check_window("first_n", options.get("first_n"))
-        self.last_n = _check_window("last_n", options.get("last_n"))
-        self.double_check = check_flag(options.get("double_check", False), "double_check")
-        self.use_reasoning_model = check_flag(
-            options.get("use_reasoning_model", False), "use_reasoning_model"
-        )
-        self.precondition_function = precondition_function
-        self.timestamps = check_timestamps(options.get("timestamps"))
+        self.targets = None if target is None else as_target_list(target)
         self._reset()
 
     def _reset(self) -> None:
@@ -504,17 +297,7 @@ class Proposition:
 
     def copy(self) -> Proposition:
         """The same configuration, with no evaluation state."""
-        return Proposition(
-            self.claim,
-            self.targets,
-            self.include_personas,
-            self.first_n,
-            self.last_n,
-            self.double_check,
-            self.use_reasoning_model,
-            self.precondition_function,
-            timestamps=self.timestamps,
-        )
+        return Proposition(self)
 
     __copy__ = copy
 
@@ -581,8 +364,8 @@ class Proposition:
         run_index: int = 0,
     ) -> Verdict:
         """Judge the claim and keep the result on this object; returns the full Verdict.
-        ``model``: another judge than the run's (a claim over runs' referee). ``run_index``: a claim
-        over runs' run number, a key of its own for each run's verdict.
+        ``model``: another judge than the run's. ``run_index``: a claim over runs' run number, a
+        key of its own for each run's verdict.
 
         With ``samples`` > 1 the judge is asked that many times (each answer cached by its
         index, starting at ``sample_index``) and the majority (checks) or the median (scores)
@@ -593,142 +376,44 @@ class Proposition:
 
         While a test runs, the verdict (or the judge's error) is filed in the run's reports
         under the call ``noted_as`` names, as a claim that fails nothing by itself; None: the
-        caller files it (the fixtures and claims over runs do, so it is counted once).
+        caller files it.
         """
         __tracebackhide__ = True
-        arguments = (
-            kind,
-            target,
-            additional_context,
-            claim_variables,
-            samples,
-            sample_index,
-            holds,
-        )
-        # Filed under the test running when the call began: a thread's call may end after it.
-        run = None if noted_as is None else runtime or runtime_module.active()
-        made_in = run.current_test if run is not None else None
-        if noted_as is None:
-            return self._evaluate(*arguments, runtime, model, run_index)
-        try:
-            verdict = self._evaluate(*arguments, runtime, model, run_index)
-        except JudgeError as error:
-            if run is not None and made_in is not None:
-                run.note_error(error, made_in=made_in)
-            raise
-        if run is not None and made_in is not None:
-            run.note_call(verdict, noted_as, call_site_outside_package(), made_in=made_in)
-        return verdict
-
-    def _evaluate(
-        self,
-        kind: Kind,
-        target: Any,
-        additional_context: str | None,
-        claim_variables: Mapping[str, Any] | None,
-        samples: int,
-        sample_index: int,
-        holds: bool,
-        runtime: Runtime | None,
-        model: str | None,
-        run_index: int = 0,
-    ) -> Verdict:
-        __tracebackhide__ = True
-        check_additional_context(additional_context)
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-            raise ValueError(f"samples must be a whole number of at least 1, got {samples!r}")
-        variables = _claim_variables(claim_variables)
+        # The call's own options, checked here as the constructor's were.
+        call = {"additional_context": additional_context, "claim_variables": claim_variables}
+        options = ClaimOptions.parse({**call, "samples": samples}, None, base=self._options)
         targets = self._determine_targets(target)
+        # Filed under the test running when the call began: a thread's call may end after it.
+        noted = None if noted_as is None else runtime or runtime_module.active()
+        made_in = noted.current_test if noted is not None else None
         self._reset()
-        if not self._precondition_holds(targets, additional_context, variables):
-            verdict = self._trivially_true(kind, self.claim)
-        else:
-            rendered_claim = render_claim(self.claim, variables)
-            run = runtime or runtime_module.current()
-            answers = [
-                self._judge(
-                    kind, targets, rendered_claim, additional_context, index, run, model, run_index
-                )
-                for index in range(sample_index, sample_index + samples)
-            ]
-            verdict = answers[0] if samples == 1 else combine_samples(answers, holds)
+        try:
+            judged = judge(
+                runtime,
+                kind,
+                self.claim,
+                targets,
+                options,
+                Expectation(holds=holds),
+                model=model,
+                first_sample=sample_index,
+                run_index=run_index,
+            )
+        except JudgeError as error:
+            if noted is not None and made_in is not None:
+                noted.note_error(error, made_in=made_in)
+            raise
+        verdict = judged.verdict
         self.verdict = verdict
         self.value = verdict.value
         self.justification = verdict.justification
         self.confidence = verdict.confidence
         self.reasoning = verdict.reasoning
         self.full_evaluation_response = verdict.as_response()
+        self.llm_chat = judged.chat
+        if noted is not None and made_in is not None:
+            noted.note_call(verdict, str(noted_as), call_site_outside_package(), made_in=made_in)
         return verdict
-
-    def _judge(
-        self,
-        kind: Kind,
-        targets: list[Any],
-        claim: str,
-        additional_context: str | None,
-        sample_index: int,
-        run: Runtime,
-        model: str | None = None,
-        run_index: int = 0,
-    ) -> Verdict:
-        context = check_text(
-            render_context(
-                targets,
-                _render_options(
-                    first_n=self.first_n,
-                    last_n=self.last_n,
-                    include_personas=self.include_personas,
-                    timestamps=self.timestamps or run.settings.timestamps,
-                ),
-            ),
-            "the target's text",
-        )
-        messages = build_messages(kind, claim, context, additional_context)
-        model = model or run.settings.judge_model(self.use_reasoning_model)
-        verdict = run.judge.evaluate(
-            JudgeRequest(
-                kind=kind,
-                claim=claim,
-                model=model,
-                messages=tuple(messages),
-                double_check=self.double_check,
-                sample_index=sample_index,
-                test_id=run.current_test,
-                run_index=run_index,
-            )
-        )
-        run.remember_context(verdict.key, messages)
-        self.llm_chat = JudgeChat(messages, verdict, model, run)
-        return verdict
-
-    def _trivially_true(self, kind: Kind, claim: str) -> Verdict:
-        return Verdict(
-            kind=kind,
-            claim=claim,
-            value=True if kind == "check" else MAX_SCORE,
-            justification=PRECONDITION_FALSE_JUSTIFICATION,
-            reasoning=PRECONDITION_FALSE_JUSTIFICATION,
-            confidence=1.0,
-            precondition_skipped=True,
-        )
-
-    def _precondition_holds(
-        self,
-        targets: list[Any],
-        additional_context: str | None,
-        claim_variables: Mapping[str, Any],
-    ) -> bool:
-        __tracebackhide__ = True
-        if self.precondition_function is None:
-            return True
-        result = self.precondition_function(
-            target=targets,
-            additional_context=additional_context
-            if additional_context is not None
-            else NO_ADDITIONAL_CONTEXT,
-            claim_variables=dict(claim_variables),
-        )
-        return check_precondition_result(self.precondition_function, result)
 
     # -- follow-up -----------------------------------------------------------------------------
 
@@ -749,11 +434,6 @@ class Proposition:
 
     # -- targets -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _as_targets(target: Any) -> list[Any]:
-        __tracebackhide__ = True
-        return as_target_list(target)
-
     def _determine_targets(self, target: Any) -> list[Any]:
         """A target given at construction is fixed; otherwise the call must give one."""
         __tracebackhide__ = True
@@ -764,11 +444,7 @@ class Proposition:
                     "without one, or create the proposition without a target"
                 )
             return self.targets
-        if target is None:
-            raise ValueError(
-                "no target: give one when creating the proposition or when calling check()/score()"
-            )
-        return self._as_targets(target)
+        return target_list(target)
 
 
 def _in_one_call(
@@ -807,7 +483,6 @@ def _of_kind(
 ) -> Callable[_P, Any]:
     """``function`` with its kind bound: the public function, whose signature (for type
     checkers, ``help()`` and the API reference) is the function's without the kind."""
-    import inspect
 
     def call(*args: _P.args, **kwargs: _P.kwargs) -> Any:
         __tracebackhide__ = True

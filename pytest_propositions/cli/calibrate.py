@@ -352,6 +352,7 @@ def judge_items(
     # assertions imports pytest: loaded when items are judged, not when the cache commands
     # build this command's parser.
     from ..assertions import judge_claim
+    from ..claims.options import ClaimOptions
 
     runtime = Runtime(settings, cache_dir)
 
@@ -362,8 +363,7 @@ def judge_items(
                 item.build_target(),
                 item.claim,
                 kind=item.kind,
-                include_personas=item.include_personas,
-                samples=samples,
+                options=ClaimOptions(include_personas=item.include_personas, samples=samples),
             )
         except VerdictUnparsable as error:
             return Outcome(item, error=str(error))

@@ -2,29 +2,15 @@
 
 Every claim asks whether it is over runs; an ordinary cached claim should not pay for loading
 the runs machinery (the target, the rule, the deciders, the statistics) to learn that it is not.
+(Its keywords, ``at_least=`` and the others, are told apart by ``claims.options``.)
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["RUNS_OPTION_NAMES", "is_runs", "split_options"]
-
-# The keywords a claim over runs takes, besides the ordinary claim options.
-RUNS_OPTION_NAMES = frozenset(
-    {
-        "at_least",
-        "at_most",
-        "better_than",
-        "margin",
-        "every_run",
-        "confidence",
-        "referee",
-        "referee_fraction",
-    }
-)
+__all__ = ["is_runs"]
 
 _TARGET = "pytest_propositions.over_runs.target"
 
@@ -44,10 +30,3 @@ def is_runs(target: Any) -> bool:
     return any(
         kind.__module__ == _TARGET and kind.__qualname__ == "Runs" for kind in type(target).__mro__
     )
-
-
-def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the runs keywords, the ordinary claim options)."""
-    rule = {name: value for name, value in options.items() if name in RUNS_OPTION_NAMES}
-    rest = {name: value for name, value in options.items() if name not in RUNS_OPTION_NAMES}
-    return rule, rest

@@ -17,6 +17,7 @@ from .keywords import is_runs
 from .target import Runs
 
 if TYPE_CHECKING:
+    from ..claims.expectation import Expectation
     from ..settings import Settings
     from ..verdict import Verdict
 
@@ -103,26 +104,26 @@ def check_confidence(value: Any, name: str = "confidence") -> float:
 def check_rule(
     target: Any,
     rule_options: Mapping[str, Any],
-    threshold: int | None,
+    expectation: Expectation,
     settings: Settings | None,
     where: str,
     *,
     kind: Literal["check", "score"] | None = None,
-    holds: bool = True,
 ) -> Rule | None:
     """The rule of a claim over runs, checked where the claim is made; None for an ordinary claim.
 
-    ``threshold`` is the claim's score bar (None for a True/False claim); ``kind="score"`` with
-    no threshold is ``min_score``'s comparison of mean scores with ``better_than``. ``holds``
-    False (a claim that must not hold, or a ``max_score``) has no meaning over runs: the rule
-    ``at_most=q`` says how rarely a claim may hold. ``settings``: the run's (its confidence and
-    referee, unless the claim gives its own); needed for a ``runs(...)`` target only. A claim
-    that could not pass within its ``max_runs``, even if every run went its way, is refused
-    here, before any run.
+    The expectation's threshold is the claim's score bar (None for a True/False claim);
+    ``kind="score"`` with no threshold is ``min_score``'s comparison of mean scores with
+    ``better_than``. A claim that must not hold (``holds=False``, or a ``max_score``) has no
+    meaning over runs: the rule ``at_most=q`` says how rarely a claim may hold. ``settings``:
+    the run's (its confidence and referee, unless the claim gives its own); needed for a
+    ``runs(...)`` target only. A claim that could not pass within its ``max_runs``, even if
+    every run went its way, is refused here, before any run.
     """
     __tracebackhide__ = True
+    threshold = expectation.threshold
     try:
-        if not holds and is_runs(target):
+        if not expectation.holds and is_runs(target):
             raise TypeError(
                 "holds=False and max_score do not apply to claims over many runs; to say a "
                 "claim must be rare, write at_most=q (it holds in at most a fraction q of runs)"
