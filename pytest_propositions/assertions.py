@@ -112,8 +112,8 @@ def rule_of(
 ) -> Rule | None:
     """The checked rule of a claim over runs, made once where the claim is made and handed
     down; None for an ordinary claim, which names neither a ``runs(...)`` target nor a runs
-    keyword and so never loads the runs machinery. ``runtime``: whose settings (confidence,
-    referee) apply; None: the current run's."""
+    keyword and so never loads the runs machinery (a test holds it: every claim asks). ``runtime``:
+    whose settings (confidence, referee) apply; None: the current run's."""
     __tracebackhide__ = True
     if not options.rule_keywords and not is_runs(target):
         return None
@@ -280,12 +280,17 @@ def assert_one(
     runtime: Runtime,
     target: Any,
     claim: Any,
-    expectation: Expectation,
     options: Mapping[str, Any],
+    *,
+    min_score: Any = None,
+    max_score: Any = None,
+    holds: Any = True,
 ) -> Verdict:
     """``assert_proposition(target, claim, ...)``: the claim, checked, asserted."""
     __tracebackhide__ = True
-    target, claim, parsed = claim_at_call(target, claim, options, "assert_proposition")
+    where = "assert_proposition"
+    expectation = Expectation.parse(min_score, max_score, holds, where)
+    target, claim, parsed = claim_at_call(target, claim, options, where)
     return assert_claim(runtime, target, claim, expectation, parsed)
 
 

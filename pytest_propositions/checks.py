@@ -33,6 +33,7 @@ __all__ = [
     "quote_name",
     "read_json_document",
     "read_text_lines",
+    "short_repr",
     "terminal_text",
 ]
 
@@ -113,7 +114,7 @@ def check_flag(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return value
     raise TypeError(
-        f"{name} must be True or False, got {type(value).__name__} {_short_repr(value)} "
+        f"{name} must be True or False, got {type(value).__name__} {short_repr(value)} "
         "(stricter than the reference library on purpose, which reads it by truthiness: pass "
         "a bool)"
     )
@@ -134,7 +135,7 @@ def check_precondition_result(function: Callable[..., Any], result: Any) -> bool
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
     label = name if isinstance(name, str) else repr(function)
     raise TypeError(
-        f"the precondition {label} returned {kind.__name__} {_short_repr(result)}; a "
+        f"the precondition {label} returned {kind.__name__} {short_repr(result)}; a "
         "precondition must return True (judge the claim), False (the claim holds trivially) or "
         "None (judge the claim). This is stricter than the reference library, which compares "
         "the result with == False (so 0 skips the judge, and '' or [] is judged): return "
@@ -189,14 +190,15 @@ def check_variable_value(value: Any, path: str, seen: frozenset[int] = frozenset
     text = str(value)
     if re.search(_ADDRESS, text):
         raise TypeError(
-            f"claim variable {path} is a {type(value).__name__} whose text {_short_repr(text)} "
+            f"claim variable {path} is a {type(value).__name__} whose text {short_repr(text)} "
             "holds a memory address, which changes every run (and with it the cache key); "
             "pass a str (or give the class a __str__)"
         )
     check_text(text, f"claim variable {path}")
 
 
-def _short_repr(value: Any, limit: int = 60) -> str:
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters with '…' (a failing repr shows the type)."""
     try:
         text = repr(value)
     except Exception:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .assertions import claim_at_call, judge_and_note, rule_of, validate_claim, validate_target
-from .checks import plural, quote_claim
+from .checks import plural, quote_claim, short_repr
 from .claims.expectation import Expectation, check_threshold
 from .claims.options import ClaimOptions, is_proposition_like, with_own_options
 from .claims.proposition import frame_place
@@ -353,14 +354,9 @@ def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
             raise TypeError(
                 f"assert_propositions: item #{index} must be a claim (str), a "
                 f"(claim, min_score) pair or a dict with a 'claim', got {type(item).__name__} "
-                f"{_short(item)} (a Proposition object also counts as a claim)"
+                f"{short_repr(item, 80)} (a Proposition object also counts as a claim)"
             )
     return items
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
 
 
 @dataclass(frozen=True)
@@ -425,8 +421,6 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
     if workers == 1:
         results = [run(item) for item in pending]
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-judge") as pool:
             results = list(pool.map(run, pending))
     failed = [r for r in results if r.verdict is not None and not r.passed]

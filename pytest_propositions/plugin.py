@@ -232,7 +232,6 @@ def assert_proposition() -> Callable[..., Verdict]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N;
     holds=False (or max_score=N for a score) asserts that it does not hold."""
     from .assertions import assert_one
-    from .claims.expectation import Expectation
 
     runtime = runtime_module.current()
 
@@ -246,8 +245,9 @@ def assert_proposition() -> Callable[..., Verdict]:
         **options: Any,
     ) -> Verdict:
         __tracebackhide__ = True
-        expected = Expectation.parse(min_score, max_score, holds, "assert_proposition")
-        return assert_one(runtime, target, claim, expected, options)
+        return assert_one(
+            runtime, target, claim, options, min_score=min_score, max_score=max_score, holds=holds
+        )
 
     return assert_proposition
 

@@ -9,6 +9,7 @@ verdicts in the user's cache folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` 
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -262,8 +263,6 @@ class Runtime:
         if self._progress is not None:
             self._progress.close()
         if self.progress_dir is not None:
-            import shutil
-
             shutil.rmtree(self.progress_dir, ignore_errors=True)
             self.progress_dir = None
 

@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 
+from pytest_propositions.claims.options import OPTION_NAMES
 from pytest_propositions.settings import OPTIONS, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,3 +86,12 @@ def test_settings_are_the_table() -> None:
     extras = {field.name for field in dataclasses.fields(Settings)} - set(names)
     assert extras == {"judge_source", "api_key_env"}
     assert Settings().dry_run is False and Settings().min_score == 7
+
+
+def test_every_claim_option_has_its_row_in_the_claims_page() -> None:
+    """A claim option is one field of ClaimOptions and one row of docs/claims.md's list."""
+    page = (ROOT / "docs" / "claims.md").read_text(encoding="utf-8")
+    section = page.split("## Options of a claim", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("- `")]
+    for name in OPTION_NAMES:
+        assert any(f"`{name}`" in row.split(":", 1)[0] for row in rows), name

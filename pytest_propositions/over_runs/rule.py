@@ -121,18 +121,21 @@ def check_rule(
     every run went its way, is refused here, before any run.
     """
     __tracebackhide__ = True
-    threshold = expectation.threshold
     try:
-        if not expectation.holds and is_runs(target):
+        if not is_runs(target):
+            if rule_options:
+                raise TypeError(
+                    f"{', '.join(f'{name}=' for name in sorted(rule_options))} apply to claims "
+                    "over many runs: pass runs(simulate, max_runs=N) as the target"
+                )
+            return None
+        if not expectation.holds:
             raise TypeError(
                 "holds=False and max_score do not apply to claims over many runs; to say a "
                 "claim must be rare, write at_most=q (it holds in at most a fraction q of runs)"
             )
-        if not is_runs(target):
-            return _check_rule(target, rule_options, threshold, 0.95, kind)
         assert settings is not None
-        rule = _check_rule(target, rule_options, threshold, settings.confidence, kind)
-        assert rule is not None
+        rule = _check_rule(rule_options, expectation.threshold, settings.confidence, kind)
         rule = _with_referee(rule, rule_options, settings.referee_model, settings.referee_fraction)
         _check_reachable(rule, target)
         return rule
@@ -213,20 +216,12 @@ def _least_runs_cached(
 
 
 def _check_rule(
-    target: Any,
     options: Mapping[str, Any],
     threshold: int | None,
     default_confidence: float,
     kind: Literal["check", "score"] | None,
-) -> Rule | None:
+) -> Rule:
     __tracebackhide__ = True
-    if not is_runs(target):
-        if options:
-            raise TypeError(
-                f"{', '.join(f'{name}=' for name in sorted(options))} apply to claims over many "
-                "runs: pass runs(simulate, max_runs=N) as the target"
-            )
-        return None
     kind = kind or ("check" if threshold is None else "score")
     confidence = check_confidence(options.get("confidence", default_confidence))
     modes = [
