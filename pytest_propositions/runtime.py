@@ -124,21 +124,18 @@ class Runtime:
     ) -> None:
         """File an asserted claim's outcome (what it was expected to do, whether it did) under
         the test being run."""
-        self._file(
-            verdict,
-            expectation.threshold,
-            passed,
-            expectation.holds,
-            where,
-            runs,
-            escalated_from=escalated_from,
+        self._first_claim()
+        test_id, threshold, holds = self.current_test, expectation.threshold, expectation.holds
+        self.record.add(
+            Outcome(test_id, verdict, threshold, passed, holds, where, runs, escalated_from)
         )
 
     def note_call(self, verdict: Verdict, call: str, where: str | None, made_in: str) -> None:
         """File a verdict reached by a call of the reference library's API (``call`` names it)
         under ``made_in``, the test running when the call began (the caller notes nothing
         outside a test). A call from a thread its test left running may end after that test:
-        it is filed under it all the same, never under the test running then.
+        it is filed under it all the same, never under the test running then, and marked as
+        judged after it.
 
         Not asserted: upheld is a check judged True, or a score of at least the run's minimum
         score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
@@ -148,36 +145,11 @@ class Runtime:
         else:
             threshold = self.settings.min_score
             upheld = int(verdict.value) >= threshold
-        self._file(verdict, threshold, upheld, where=where, by_call=call, made_in=made_in)
-
-    def _file(
-        self,
-        verdict: Verdict,
-        threshold: int | None,
-        passed: bool,
-        holds: bool = True,
-        where: str | None = None,
-        runs: dict[str, Any] | None = None,
-        escalated_from: Verdict | None = None,
-        by_call: str | None = None,
-        made_in: str | None = None,
-    ) -> None:
-        """File an outcome under the test being run, or under ``made_in``, the test that made
-        the claim (marked as judged after it, when that test has ended)."""
         self._first_claim()
-        test_id = self.current_test if made_in is None else made_in
+        after = made_in != self.current_test
         self.record.add(
             Outcome(
-                test_id,
-                verdict,
-                threshold,
-                passed,
-                holds,
-                where,
-                runs,
-                escalated_from=escalated_from,
-                by_call=by_call,
-                after_its_test=test_id != self.current_test,
+                made_in, verdict, threshold, upheld, where=where, by_call=call, after_its_test=after
             )
         )
 

@@ -18,11 +18,7 @@ from .targets import as_target_list
 
 __all__ = [
     "OPTION_NAMES",
-    "PROPOSITION_OPTIONS",
-    "RUNS_OPTION_NAMES",
     "ClaimOptions",
-    "check_additional_context",
-    "check_claim_variables",
     "choose_target",
     "claim_and_options",
     "is_proposition_like",
@@ -45,7 +41,7 @@ RUNS_OPTION_NAMES = frozenset(
 )
 
 
-def check_claim_variables(value: Any, name: str = "claim_variables") -> Mapping[str, Any] | None:
+def _check_claim_variables(value: Any, name: str) -> Mapping[str, Any] | None:
     """Mustache values: a mapping with str names, or None."""
     __tracebackhide__ = True
     if value is None:
@@ -58,7 +54,7 @@ def check_claim_variables(value: Any, name: str = "claim_variables") -> Mapping[
     return value
 
 
-def check_additional_context(value: Any, name: str = "additional_context") -> str | None:
+def _check_additional_context(value: Any, name: str) -> str | None:
     """Extra context is text (or None), and valid Unicode."""
     __tracebackhide__ = True
     if value is None:
@@ -104,10 +100,10 @@ class ClaimOptions:
     ("Options of a claim") says what each does; each field's ``check`` checks a given value."""
 
     claim_variables: Mapping[str, Any] | None = field(
-        default=None, metadata={"check": check_claim_variables}
+        default=None, metadata={"check": _check_claim_variables}
     )
     additional_context: str | None = field(
-        default=None, metadata={"check": check_additional_context}
+        default=None, metadata={"check": _check_additional_context}
     )
     first_n: int | None = field(default=None, metadata={"check": _check_window})
     last_n: int | None = field(default=None, metadata={"check": _check_window})

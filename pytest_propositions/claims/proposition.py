@@ -327,11 +327,8 @@ class Proposition:
         """True or False: does the claim hold for the target(s)? With
         ``return_full_response=True``, the dict of value, justification, confidence, reasoning."""
         __tracebackhide__ = True
-        full = check_flag(return_full_response, "return_full_response")
-        verdict = self.evaluate(
-            "check", target, additional_context, claim_variables, noted_as="Proposition.check"
-        )
-        return verdict.as_response() if full else verdict.value
+        call = (target, additional_context, claim_variables)
+        return self._answer("check", *call, return_full_response, "Proposition.check")
 
     def score(
         self,
@@ -342,9 +339,23 @@ class Proposition:
     ) -> Any:
         """How true the claim is, from MIN_SCORE to MAX_SCORE."""
         __tracebackhide__ = True
+        call = (target, additional_context, claim_variables)
+        return self._answer("score", *call, return_full_response, "Proposition.score")
+
+    def _answer(
+        self,
+        kind: Kind,
+        target: Any,
+        additional_context: str | None,
+        claim_variables: Mapping[str, Any] | None,
+        return_full_response: bool,
+        noted_as: str,
+    ) -> Any:
+        """The value, or with ``return_full_response=True`` the reference's full response."""
+        __tracebackhide__ = True
         full = check_flag(return_full_response, "return_full_response")
         verdict = self.evaluate(
-            "score", target, additional_context, claim_variables, noted_as="Proposition.score"
+            kind, target, additional_context, claim_variables, noted_as=noted_as
         )
         return verdict.as_response() if full else verdict.value
 
@@ -465,17 +476,13 @@ def _in_one_call(
 ) -> Any:
     """``check_proposition`` and ``compute_score``: one signature and one body, the kind apart."""
     __tracebackhide__ = True
-    full = check_flag(return_full_response, "return_full_response")
+    check_flag(return_full_response, "return_full_response")
     options = (include_personas, first_n, last_n, double_check, use_reasoning_model)
     proposition = Proposition(claim, target, *options, precondition_function, timestamps=timestamps)
-    verdict = proposition.evaluate(
-        kind,
-        None,
-        additional_context,
-        claim_variables,
-        noted_as="check_proposition" if kind == "check" else "compute_score",
+    call = (None, additional_context, claim_variables, return_full_response)
+    return proposition._answer(
+        kind, *call, "check_proposition" if kind == "check" else "compute_score"
     )
-    return verdict.as_response() if full else verdict.value
 
 
 def _of_kind(
