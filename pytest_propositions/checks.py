@@ -228,13 +228,13 @@ def check_window(name: str, value: object) -> int | None:
     """An event window: a whole number of at least 0, or None (``trace._select_window`` says
     what 0 means)."""
     __tracebackhide__ = True
-    try:
-        return check_count(name, value, minimum=0)
-    except ValueError as error:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         raise ValueError(
-            f"{error} (0 means what it means to the reference library: first_n=0 shows no event "
-            "from the start, last_n=0 shows every event)"
-        ) from None
+            f"{name} must be a whole number of at least 0, or None, got {value} (0 means what it "
+            "means to the reference library: first_n=0 shows no event from the start, last_n=0 "
+            "shows every event)"
+        )
+    return check_count(name, value, minimum=0)
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
