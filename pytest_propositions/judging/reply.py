@@ -233,15 +233,15 @@ def _quote(text: str) -> str:
     return f"{text[:_QUOTE_LIMIT]!r}... ({len(text)} characters in all)"
 
 
-def _printable(text: str) -> str:
-    """The text with unpaired surrogates replaced, so the error itself can be shown and stored."""
+def printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so an error quoting it can be shown and stored."""
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _fail_invalid(reason: str, raw: str) -> NoReturn:
     raise JudgeReplyInvalid(
-        f"Invalid judge reply: {reason}; received {_quote(_printable(raw))}.",
-        raw_reply=_printable(raw),
+        f"Invalid judge reply: {reason}; received {_quote(printable(raw))}.",
+        raw_reply=printable(raw),
     )
 
 

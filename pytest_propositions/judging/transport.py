@@ -5,9 +5,10 @@ asked over plain HTTP (``transport_http``); every other provider through litellm
 (``transport_litellm``), which ``--prop-transport=litellm`` forces for every model. Both read the
 model's one ``Profile`` (resolved once per connection) and are sent the same body: the
 structured-output mode (and the per-model fallback when a provider rejects one), the sampling
-parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both:
-retries with backoff on the transient kinds of fault, a bound on calls in flight, an error the
-user can act on for every other kind. What a response holds is read by ``response``.
+parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both: the
+deadline of an attempt, retries with backoff on the transient kinds of fault, a bound on calls
+in flight, an error the user can act on for every other kind. What a response holds is read by
+``response``.
 """
 
 from __future__ import annotations
@@ -17,18 +18,11 @@ import contextvars
 import inspect
 import logging
 import os
+import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
-
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_random_exponential,
-)
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
@@ -63,21 +57,6 @@ queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar
 )
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
-
-
-class _Transient(Exception):
-    """A fault worth another attempt, as retries see it."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(fault.kind)
-        self.fault = fault
-
-
-def _transient_fault(state: RetryCallState) -> Fault:
-    outcome = state.outcome
-    error = outcome.exception() if outcome is not None else None
-    assert isinstance(error, _Transient)
-    return error.fault
 
 
 class TransportPath(Protocol):
@@ -243,50 +222,20 @@ class Transport:
         for path in paths:
             await path.aclose()
 
-    async def complete_with_fallback(
-        self,
-        connection: Connection,
-        messages: list[Message],
-        *,
-        sampling: dict[str, Any],
-        kind: Kind,
-        mode: str,
-    ) -> Any:
-        """A completion in ``mode``, or in the next mode for good if the provider rejects it."""
-        while True:
-            try:
-                return await self.complete(
-                    connection, messages, sampling=sampling, mode=mode, kind=kind
-                )
-            except JudgeUnavailable as error:
-                if not error.format_rejected or mode == RESPONSE_MODES[-1]:
-                    raise
-                index = RESPONSE_MODES.index(mode) + 1
-                logger.info(
-                    "%s rejected response_format %s; using %s from now on",
-                    connection.identity,
-                    mode,
-                    RESPONSE_MODES[index],
-                )
-                with self._lock:
-                    self._modes[connection.litellm_model] = max(
-                        index, self._modes.get(connection.litellm_model, 0)
-                    )
-                mode = RESPONSE_MODES[index]
-
     async def complete(
         self,
         connection: Connection,
         messages: list[Message],
         *,
         sampling: dict[str, Any],
-        mode: str,
         kind: Kind = "check",
+        mode: str | None = None,
     ) -> Any:
-        """One completion, with retries on transient errors; other errors name what to fix.
+        """One completion in ``mode`` (by default the model's current one), with retries on
+        transient faults; other faults end the call with an error that names what to fix.
 
-        The request body is built here, once, for either path; the semaphore bounds how many
-        calls are in flight.
+        A provider that rejects the response mode moves the model to the next mode for good,
+        and the call is made again in it. The request body is built here for either path.
         """
         profile = self.profile(connection)
         path = self._path(profile)
@@ -296,10 +245,6 @@ class Transport:
                 f"{refusal}; no request reached the server (model {connection.identity}). "
                 "Please report this model."
             )
-        body: dict[str, Any] = {"messages": messages, **sampling}
-        fmt = response_format(mode, kind, grammar=connection.grammar)
-        if fmt is not None:
-            body["response_format"] = fmt
         # Starting a managed local server blocks; keep it off the event loop.
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; the paths reveal it only inside their call expression.
@@ -313,70 +258,101 @@ class Transport:
             # Refused before any client parses the URL: a password holding "/", "?", "#" or
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
             raise JudgeUnavailable(_credentials_in_url(connection), status=None)
-        attempts = self.settings.retries + 1
-        secrets = (api_key, *url_credentials(api_base))
-
-        async def attempt(number: int) -> Any:
+        mode = mode or self.mode(connection)
+        while True:
+            body: dict[str, Any] = {"messages": messages, **sampling}
+            fmt = response_format(mode, kind, grammar=connection.grammar)
+            if fmt is not None:
+                body["response_format"] = fmt
             try:
-                queued = time.perf_counter()
-                async with self._semaphore(connection):
-                    waits = queue_waits.get()
-                    if waits is not None:
-                        waits.append(time.perf_counter() - queued)
-                    return await path.send(profile, body, api_base, api_key)
+                return await self._retried(connection, profile, path, body, (api_base, api_key))
+            except JudgeUnavailable as error:
+                if not error.format_rejected or mode == RESPONSE_MODES[-1]:
+                    raise
+            index = RESPONSE_MODES.index(mode) + 1
+            logger.info(
+                "%s rejected response_format %s; using %s from now on",
+                connection.identity,
+                mode,
+                RESPONSE_MODES[index],
+            )
+            with self._lock:
+                self._modes[connection.litellm_model] = max(
+                    index, self._modes.get(connection.litellm_model, 0)
+                )
+            mode = RESPONSE_MODES[index]
+
+    async def _retried(
+        self,
+        connection: Connection,
+        profile: Profile,
+        path: TransportPath,
+        body: dict[str, Any],
+        endpoint: tuple[Secret | None, Secret | None],
+    ) -> Any:
+        """The body sent until it is answered; a transient fault waits first. The wait is drawn
+        at random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so
+        a fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
+        a 503) is the least it waits."""
+        api_base, api_key = endpoint
+        secrets = (api_key, *url_credentials(api_base))
+        attempts = self.settings.retries + 1
+        for number in range(attempts):
+            try:
+                return await self._attempt(connection, profile, path, body, endpoint)
             except Fault as raised:
                 # A copy, redacted, and nothing chained: the provider's error and its
                 # traceback's frames may quote the key, so no frame shown later may hold it.
                 fault = raised.bare(secrets)
             # Outside the handler, so nothing raised from here chains the provider's error.
-            self._raise_if_final(fault, connection, number, attempts)
-            raise _Transient(fault)
-
-        return await self._with_retries(attempt, attempts, connection)
-
-    async def _with_retries(
-        self, attempt: Callable[[int], Awaitable[Any]], attempts: int, connection: Connection
-    ) -> Any:
-        """``attempt`` until it answers; a transient fault waits first. The wait is drawn at
-        random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so a
-        fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
-        a 503) is the least it waits. tenacity runs the loop."""
-        jitter = wait_random_exponential(multiplier=_BACKOFF_SECONDS, max=_BACKOFF_CAP_SECONDS)
-
-        def wait(state: RetryCallState) -> float:
-            delay = float(jitter(state))
-            fault = _transient_fault(state)
+            if not fault.transient or number + 1 == attempts:
+                raise JudgeUnavailable(
+                    _message(fault, connection, attempts),
+                    status=fault.status,
+                    format_rejected=fault.kind in ("format_rejected", "format_refused"),
+                )
+            delay = random.uniform(0.0, min(_BACKOFF_SECONDS * 2**number, _BACKOFF_CAP_SECONDS))
             if fault.retry_after is not None:  # the server said how long
                 delay = max(delay, min(fault.retry_after, _BACKOFF_CAP_SECONDS))
-            return delay
-
-        def log(state: RetryCallState) -> None:
             logger.info(
                 "judge call to %s failed (%s); retry %d of %d in %.2fs",
                 connection.identity,
-                _transient_fault(state).label,
-                state.attempt_number,
+                fault.label,
+                number + 1,
                 attempts - 1,
-                state.upcoming_sleep,
+                delay,
             )
-
-        async def pause(delay: float) -> None:
-            result = (self._sleep or asyncio.sleep)(delay)
-            if inspect.isawaitable(result):
-                await result
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts),
-            wait=wait,
-            retry=retry_if_exception_type(_Transient),
-            before_sleep=log,
-            sleep=pause,
-            reraise=True,
-        )
-        async for trial in retrying:
-            with trial:
-                return await attempt(trial.retry_state.attempt_number - 1)
+            paused = (self._sleep or asyncio.sleep)(delay)
+            if inspect.isawaitable(paused):
+                await paused
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self,
+        connection: Connection,
+        profile: Profile,
+        path: TransportPath,
+        body: dict[str, Any],
+        endpoint: tuple[Secret | None, Secret | None],
+    ) -> Any:
+        """One call, once a slot is free; the deadline bounds all of it (connecting, sending and
+        every byte of the reply, whatever a client's own timeout bounds per read)."""
+        queued = time.perf_counter()
+        async with self._semaphore(connection):
+            waits = queue_waits.get()
+            if waits is not None:
+                waits.append(time.perf_counter() - queued)
+            timeout = self.settings.timeout
+            try:
+                async with asyncio.timeout(timeout):
+                    return await path.send(profile, body, *endpoint)
+            except TimeoutError:
+                pass
+        raise Fault(
+            "timeout",
+            f"Request timed out after {timeout:g}s (--prop-timeout bounds the whole attempt, "
+            "the reply's last byte included)",
+        )
 
     def _semaphore(self, connection: Connection) -> asyncio.Semaphore:
         """--prop-concurrency calls at once per model; one for a managed local server.
@@ -390,21 +366,6 @@ class Transport:
                 size = 1 if connection.start is not None else self.settings.concurrency
                 semaphore = self._semaphores[connection.litellm_model] = asyncio.Semaphore(size)
             return semaphore
-
-    def _raise_if_final(
-        self, fault: Fault, connection: Connection, attempt: int, attempts: int
-    ) -> None:
-        """Raise the error the user sees, unless the fault is transient and tries remain.
-
-        The advice fits the kind of fault: only a transient one suggests more retries or time.
-        """
-        if fault.transient and attempt + 1 < attempts:
-            return
-        raise JudgeUnavailable(
-            _message(fault, connection, attempts),
-            status=fault.status,
-            format_rejected=fault.kind in ("format_rejected", "format_refused"),
-        )
 
 
 def _message(fault: Fault, connection: Connection, attempts: int) -> str:
