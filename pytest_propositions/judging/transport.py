@@ -29,6 +29,7 @@ from ..redaction import Secret, remember_secrets, url_credentials
 from ..scale import MAX_SCORE, MIN_SCORE
 from . import families
 from .faults import Fault
+from .reply import REPLY_KEYS
 from .transport_http import HttpPath
 from .transport_litellm import LitellmPath
 
@@ -114,7 +115,7 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
             "value": value,
             "confidence": confidence,
         },
-        "required": ["reasoning", "justification", "value", "confidence"],
+        "required": list(REPLY_KEYS),
         "additionalProperties": False,
     }
 
@@ -141,24 +142,18 @@ def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
     """The keys the provider's own variables hold, which the paths read when PROP_API_KEY and
     config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the providers it alone knows)."""
     names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
-    prefix = profile.model.split("/", 1)[0].upper() if "/" in profile.model else "OPENAI"
-    names.add(f"{prefix}_API_KEY")
+    names.add(_key_variable(profile.model))
     return tuple(os.environ.get(name) for name in sorted(names))
 
 
-def _credentials_in_url(connection: Connection) -> str:
+def _key_variable(model: str) -> str:
+    """The variable litellm reads the provider's key from: ``{PROVIDER}_API_KEY``."""
+    return (model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY"
+
+
+def _where(connection: Connection) -> str:
     shown_base = connection.shown_base
-    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
-    return (
-        f"the judge ({where}) cannot be called with a user and password inside "
-        "--prop-api-base: the HTTP client refuses to send them along with the API key. "
-        "Remove them from the URL and give the key with PROP_API_KEY."
-    )
-
-
-def _key_hint(model: str) -> str:
-    provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
-    return f"{provider}_API_KEY (or PROP_API_KEY)"
+    return f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
 
 
 class Transport:
@@ -257,7 +252,8 @@ class Transport:
         if url_credentials(api_base):
             # Refused before any client parses the URL: a password holding "/", "?", "#" or
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
-            raise JudgeUnavailable(_credentials_in_url(connection), status=None)
+            where = _where(connection)
+            raise JudgeUnavailable(_MESSAGES["url_credentials"].format(where=where))
         mode = mode or self.mode(connection)
         while True:
             body: dict[str, Any] = {"messages": messages, **sampling}
@@ -368,65 +364,76 @@ class Transport:
             return semaphore
 
 
+# What the user reads for a fault that ends the call, by kind: what failed, and the setting to
+# fix. Filled in with the judge (``where``), the fault's ``detail`` and ``status``, the variable
+# the key is read from (``key``), the attempts made (``tries``) and the fault's ``label``.
+_MESSAGES: dict[str, str] = {
+    # A reply the light path would not read: a redirect, a bomb.
+    "refused_reply": "the judge ({where}) {detail}.",
+    "format_refused": (
+        "litellm refused the structured-output request before sending it ({where}): {detail}; "
+        "no request reached the server"
+    ),
+    "format_rejected": "{where} rejected the structured-output request: {detail}",
+    "client_refused": (
+        "litellm refused the request before sending it ({where}): {detail}; no request reached "
+        "the server. Check --prop-model and --prop-reasoning-effort (setting litellm.drop_params "
+        "would send other parameters than the cache key records)."
+    ),
+    "url_credentials": (
+        "the judge ({where}) cannot be called with a user and password inside --prop-api-base: "
+        "the HTTP client refuses to send them along with the API key. Remove them from the URL "
+        "and give the key with PROP_API_KEY."
+    ),
+    "refused_connection": (
+        "cannot connect to the judge ({where}); is the server running? Check --prop-api-base. "
+        "Detail: {detail}"
+    ),
+    "missing_key": (
+        "no API key for the judge ({where}): set {key}, or choose another model with "
+        "--prop-model (--prop-model=local needs no key)"
+    ),
+    "auth": (
+        "the judge ({where}) rejected the credentials (HTTP {status}): set {key}. Detail: {detail}"
+    ),
+    "not_found": (
+        "the judge ({where}) does not know this model (HTTP 404): check --prop-model and "
+        "--prop-api-base. Detail: {detail}"
+    ),
+    # The server answered, but not with a chat completion: more tries will not help.
+    "invalid_response": (
+        "the judge ({where}) answered with a response that is not a chat completion, after "
+        "{tries} ({label}): {detail}. Check that --prop-api-base points at an OpenAI-compatible "
+        "/v1 endpoint (not a proxy's error page)."
+    ),
+}
+
+
 def _message(fault: Fault, connection: Connection, attempts: int) -> str:
-    """What the user reads for a fault that ends the call: what failed, and the setting to fix."""
-    shown_base = connection.shown_base
-    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
-    status, detail, kind = fault.status, fault.detail, fault.kind
-    if kind == "refused_reply":  # a reply the light path would not read: a redirect, a bomb
-        return f"the judge ({where}) {detail}."
-    if kind == "format_refused":
-        return (
-            f"litellm refused the structured-output request before sending it ({where}): "
-            f"{detail}; no request reached the server"
-        )
-    if kind == "format_rejected":
-        return f"{where} rejected the structured-output request: {detail}"
-    if kind == "client_refused":
-        return (
-            f"litellm refused the request before sending it ({where}): {detail}; no request "
-            "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
-            "litellm.drop_params would send other parameters than the cache key records)."
-        )
-    if kind == "url_credentials":
-        return _credentials_in_url(connection)
-    if kind == "refused_connection":
-        return (
-            f"cannot connect to the judge ({where}); is the server running? "
-            f"Check --prop-api-base. Detail: {detail}"
-        )
-    if kind == "missing_key":
-        return (
-            f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
-            "or choose another model with --prop-model (--prop-model=local needs no key)"
-        )
-    if kind == "auth":
-        return (
-            f"the judge ({where}) rejected the credentials (HTTP {status}): set "
-            f"{_key_hint(connection.litellm_model)}. Detail: {detail}"
-        )
-    if kind == "not_found":
-        return (
-            f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
-            f"and --prop-api-base. Detail: {detail}"
+    """What the user reads for a fault that ends the call: what failed, and the setting to fix.
+    Only a transient fault's advice suggests more retries or time."""
+    status = fault.status
+    where = _where(connection)
+    template = _MESSAGES.get(fault.kind)
+    if template is not None:
+        return template.format(
+            where=where,
+            detail=fault.detail,
+            status=status,
+            key=f"{_key_variable(connection.litellm_model)} (or PROP_API_KEY)",
+            tries=f"{attempts} attempt" + ("s" if attempts > 1 else ""),
+            label=fault.label,
         )
     if not fault.transient:
         return (
             f"the judge ({where}) rejected the request"
             + (f" (HTTP {status})" if status else "")
-            + f": {detail}. Check --prop-model and --prop-api-base."
-        )
-    tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
-    if kind == "invalid_response":
-        # The server answered, but not with a chat completion: more tries will not help.
-        return (
-            f"the judge ({where}) answered with a response that is not a chat completion, "
-            f"after {tries} ({fault.label}): {detail}. Check that --prop-api-base points at an "
-            "OpenAI-compatible /v1 endpoint (not a proxy's error page)."
+            + f": {fault.detail}. Check --prop-model and --prop-api-base."
         )
     return (
-        f"the judge ({where}) kept failing after {tries}"
+        f"the judge ({where}) kept failing after {attempts} attempt"
+        + ("s" if attempts > 1 else "")
         + (f"; last HTTP {status}" if status else "")
-        + f" ({fault.label}): {detail}. Raise --prop-retries or --prop-timeout "
+        + f" ({fault.label}): {fault.detail}. Raise --prop-retries or --prop-timeout "
         "if the provider is only slow."
     )
