@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
-from ..scale import MAX_SCORE, MIN_SCORE
 from . import families
 from .faults import Fault
-from .reply import REPLY_KEYS
+from .reply import reply_schema
 from .transport_http import HttpPath
 from .transport_litellm import LitellmPath
 
@@ -45,10 +44,6 @@ logger = logging.getLogger("pytest_propositions")
 # Structured-output strategies, best first. A provider that rejects one moves the model to the
 # next for the rest of the run; the prompt always describes the schema, so every mode works.
 RESPONSE_MODES = ("json_schema", "json_object", "text")
-
-# Caps on the reply's text in JSON mode (see reply_schema).
-REASONING_MAX_CHARS = 800
-JUSTIFICATION_MAX_CHARS = 500
 
 # The seconds a live verdict's calls waited for a free slot (the semaphore below): queueing for
 # a managed local server, which answers one call at a time, is not judging. The judge sets a list
@@ -85,43 +80,9 @@ class TransportPath(Protocol):
     def open(self) -> bool: ...
 
 
-def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
-    """JSON schema of the reply; the value's type and range depend on the kind of claim.
-
-    ``bounded`` caps the text fields: grammar-constrained servers (llama.cpp) enforce it, which
-    keeps a small local model from writing until its context runs out.
-    """
-    value: dict[str, Any] = (
-        {"type": "boolean"}
-        if kind == "check"
-        else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
-    )
-    reasoning: dict[str, Any] = {"type": "string"}
-    justification: dict[str, Any] = {"type": "string"}
-    confidence: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
-    if bounded:
-        # llama.cpp's grammar ignores minimum/maximum but enforces an enum (a confidence out of
-        # 0..1, which a small model writes, breaks the reply contract).
-        if kind == "score":
-            value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
-        confidence["enum"] = [tenths / 10 for tenths in range(11)]
-        reasoning["maxLength"] = REASONING_MAX_CHARS
-        justification["maxLength"] = JUSTIFICATION_MAX_CHARS
-    return {
-        "type": "object",
-        "properties": {
-            "reasoning": reasoning,
-            "justification": justification,
-            "value": value,
-            "confidence": confidence,
-        },
-        "required": list(REPLY_KEYS),
-        "additionalProperties": False,
-    }
-
-
 def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str, Any] | None:
-    """The request's ``response_format``; ``grammar``: the endpoint enforces the schema while
+    """The request's ``response_format`` (the reply's schema is the reader's, ``reply``);
+    ``grammar``: the endpoint enforces the schema while
     decoding (llama.cpp), so the bounded schema is sent in ``json_schema`` mode too."""
     if mode == "json_schema":
         return {
