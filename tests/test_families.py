@@ -21,7 +21,7 @@ from pytest_propositions.judging import families
 from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.prompts import PROMPT_VERSION
-from pytest_propositions.judging.transport_litellm import fault_of
+from pytest_propositions.judging.transport_litellm import fault_of, first_response_mode
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import OPTIONS_BY_NAME, Settings, SettingsError, resolve
 from pytest_propositions.store.cache import cache_key
@@ -220,10 +220,10 @@ def test_the_first_response_mode_follows_litellms_map(litellm_preloaded: None) -
     import litellm
 
     modes = ("json_schema", "json_object", "text")
-    assert families.first_response_mode(litellm, "openai/gpt-4o-mini", modes) == "json_schema"
-    assert families.first_response_mode(litellm, "openai/judge-model", modes) == "json_schema"
-    assert families.first_response_mode(litellm, "openai/gpt-3.5-turbo", modes) == "json_object"
-    assert families.first_response_mode(litellm, "openai/gpt-4", modes) == "text"
+    assert first_response_mode(litellm, "openai/gpt-4o-mini", modes) == "json_schema"
+    assert first_response_mode(litellm, "openai/judge-model", modes) == "json_schema"
+    assert first_response_mode(litellm, "openai/gpt-3.5-turbo", modes) == "json_object"
+    assert first_response_mode(litellm, "openai/gpt-4", modes) == "text"
 
 
 # -- end to end: the scripted server as each family ---------------------------------------------

@@ -19,8 +19,8 @@ import pytest
 from pytest_propositions.errors import JudgeUnavailable
 from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.prompts import build_messages
-from pytest_propositions.judging.reply import read_reply
-from pytest_propositions.judging.transport import reply_schema, response_format
+from pytest_propositions.judging.reply import read_reply, reply_schema
+from pytest_propositions.judging.transport import response_format
 from pytest_propositions.judging.transport_litellm import load_litellm
 from pytest_propositions.local import engine as local
 from pytest_propositions.local.engine import API_KEY, SERVED_MODEL, LocalServer, local_connection

@@ -16,8 +16,8 @@ from pytest_propositions.judging.reply import (
     final_line_instruction,
     read_choices,
     read_reply,
+    reply_schema,
 )
-from pytest_propositions.judging.transport import reply_schema
 
 
 def reply(**fields: Any) -> str:

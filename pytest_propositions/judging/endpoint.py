@@ -49,10 +49,7 @@ class Connection:
     def profile(self, transport: str) -> families.Profile:
         """The model's profile under ``--prop-transport``: what the judge sends it and which
         path its calls take. A transport the model cannot take is a judge error."""
-        try:
-            return families.profile_of(self.litellm_model, transport, self.api_version)
-        except families.TransportUnavailable as error:
-            raise JudgeUnavailable(str(error)) from None
+        return families.profile_of(self.litellm_model, transport, self.api_version)
 
     @property
     def shown_base(self) -> str | None:

@@ -10,9 +10,8 @@ model's name (the table below) and of ``--prop-reasoning-effort``:
 - every other model gets the temperatures the judge has always used (check 0.5, score 1.0), so
   the keys of verdicts recorded before this table existed are unchanged.
 
-litellm's own knowledge is consulted only on a live call, once it is imported anyway
-(:func:`refusal_by_litellm`, :func:`first_response_mode`). It may refine how the reply is
-asked for (the structured-output mode, which is not part of the key), but never what the key
+litellm's own knowledge is consulted only on a live call, once it is imported anyway (by
+``transport_litellm``). It may refine how the reply is asked for (the structured-output mode, which is not part of the key), but never what the key
 records: when litellm knows that a model cannot take a parameter the table chose, the call is
 refused with a message saying so, rather than sending something other than what the key says.
 A test checks the table against every OpenAI and Azure chat model in litellm's map.
@@ -21,9 +20,10 @@ A test checks the table against every OpenAI and Azure chat model in litellm's m
 from __future__ import annotations
 
 import re
-from types import ModuleType
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from ..errors import JudgeUnavailable
 from ..settings import REASONING_EFFORTS
 
 # What the judge sends to a model that takes a temperature (the names are claim kinds).
@@ -36,7 +36,8 @@ _GPT_VERSION = r"^gpt-(\d)(?:\.(\d+))?(?=[.-]|$)"  # not gpt-35-turbo
 _O_EFFORTS = frozenset({"low", "medium", "high"})
 
 
-class Family(NamedTuple):
+@dataclass(frozen=True)
+class Family:
     """What a model family accepts: ``efforts`` is empty when it takes no reasoning effort."""
 
     name: str
@@ -105,11 +106,11 @@ def provider_of(model: str) -> tuple[str | None, str]:
     return None, model
 
 
-class Profile(NamedTuple):
+@dataclass(frozen=True)
+class Profile:
     """Everything the judge and both transports need to know about one model, resolved once per
     connection from its name: its family (what it is sent), its provider and wire name, and the
-    path its calls take. A pure function of names, so cached runs build it without litellm.
-    (Named tuples, like Family: a cached run defines them, where a dataclass costs more.)"""
+    path its calls take. A pure function of names, so cached runs build it without litellm."""
 
     model: str  # the connection's litellm name
     family: Family
@@ -135,15 +136,12 @@ class Profile(NamedTuple):
         return strip_thinking(content)
 
 
-class TransportUnavailable(ValueError):
-    """--prop-transport=openai for a model whose provider speaks no OpenAI wire format."""
-
-
 def profile_of(model: str, transport: str = "auto", api_version: str | None = None) -> Profile:
-    """The profile of ``model`` (a litellm name) under ``--prop-transport``."""
+    """The profile of ``model`` (a litellm name) under ``--prop-transport``; a transport the
+    model cannot take is a judge error."""
     provider, wire_model = provider_of(model)
     if transport == "openai" and provider is None:
-        raise TransportUnavailable(
+        raise JudgeUnavailable(
             f"--prop-transport=openai cannot reach {model}: only OpenAI-compatible providers "
             f"({', '.join(sorted(OPENAI_COMPATIBLE))}, or a bare OpenAI model name) take the "
             "light path; use --prop-transport=auto or litellm"
@@ -163,7 +161,7 @@ def sampling(
 ) -> dict[str, Any]:
     """The sampling parameters sent to ``model`` for a claim of ``kind``; the key records them.
 
-    A reasoning effort is left out for models that take none (see :func:`effort_ignored`).
+    A reasoning effort is left out for models that take none (see ``Profile.effort_ignored``).
     """
     return _parameters(model, family_of(model), TEMPERATURE[kind], reasoning_effort)
 
@@ -187,11 +185,6 @@ def _parameters(
             )
         parameters["reasoning_effort"] = reasoning_effort
     return parameters
-
-
-def effort_ignored(model: str, reasoning_effort: str | None) -> bool:
-    """A reasoning effort is set but this model's family takes none, so none is sent."""
-    return reasoning_effort is not None and not family_of(model).efforts
 
 
 # -- replies -----------------------------------------------------------------------------------
@@ -220,61 +213,3 @@ def strip_thinking(content: str) -> str:
     if closing is not None and not content[: closing.start()].lstrip().startswith(("{", "`")):
         return content[closing.end() :]
     return content
-
-
-# -- what litellm knows (a live call only) -----------------------------------------------------
-
-
-def _litellm_names(litellm: ModuleType, model: str) -> tuple[str, str] | None:
-    try:
-        name, provider, *_ = litellm.get_llm_provider(model)
-    except Exception:  # an unknown provider fails on the call itself, with litellm's message
-        return None
-    return str(name), str(provider)
-
-
-def refusal_by_litellm(litellm: ModuleType, model: str, parameters: dict[str, Any]) -> str | None:
-    """Why litellm would refuse to send these parameters to ``model``, or None.
-
-    litellm lists the OpenAI parameters each provider and model takes; a parameter missing
-    from that list is refused before anything is sent. Saying so up front names the
-    parameter and where it came from.
-    """
-    names = _litellm_names(litellm, model)
-    if names is None:
-        return None
-    name, provider = names
-    try:
-        supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
-    except Exception:
-        return None
-    if not supported:
-        return None
-    missing = [parameter for parameter in parameters if parameter not in supported]
-    if not missing:
-        return None
-    return (
-        f"litellm reports that {model} takes no {', '.join(missing)}, which the model-family "
-        f"table of pytest-propositions sends to the {family_of(model).name} family"
-    )
-
-
-def first_response_mode(litellm: ModuleType, model: str, modes: tuple[str, ...]) -> str:
-    """The structured-output mode to try first, from what litellm knows of the model.
-
-    Only a model in litellm's map is moved down: for one it does not know, litellm answers
-    "no" to everything, and the provider's own refusal is the better guide.
-    """
-    names = _litellm_names(litellm, model)
-    if names is None:
-        return modes[0]
-    name, provider = names
-    try:
-        litellm.get_model_info(model=name, custom_llm_provider=provider)
-        supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
-        schema = bool(litellm.supports_response_schema(model=name, custom_llm_provider=provider))
-    except Exception:  # not in the map
-        return modes[0]
-    if supported is not None and "response_format" not in supported:
-        return modes[-1]
-    return modes[0] if schema else modes[1]

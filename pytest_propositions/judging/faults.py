@@ -18,6 +18,7 @@ __all__ = [
     "TRANSIENT",
     "Fault",
     "FaultKind",
+    "causes",
     "kind_of_status",
     "rejects_format",
     "retry_after_seconds",
@@ -141,3 +142,14 @@ def retry_after_seconds(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
+
+
+def causes(error: BaseException) -> list[BaseException]:
+    """The error and what caused it, at most ten links: litellm wraps the openai SDK's error,
+    which wraps httpx's, which wraps the operating system's."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain and len(chain) < 10:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain

@@ -19,7 +19,7 @@ from ..errors import JudgeReplyInvalid, JudgeUnavailable, VerdictUnparsable
 from ..store.cache_record import new_record
 from ..verdict import Usage, Verdict
 from .prompts import DOUBLE_CHECK_PROMPT, Message, assistant_turn
-from .reply import read_choices
+from .reply import printable, read_choices
 from .response import other_choices, reply_content, reply_cost, reply_usage
 from .transport import Transport, queue_waits
 
@@ -120,12 +120,8 @@ async def _answer(
     last_error: VerdictUnparsable | None = None
     for _ in range(2):
         try:
-            response = await transport.complete_with_fallback(
-                connection,
-                messages,
-                sampling=sampling,
-                kind=request.kind,
-                mode=transport.mode(connection),
+            response = await transport.complete(
+                connection, messages, sampling=sampling, kind=request.kind
             )
         except JudgeUnavailable as error:
             raise JudgeUnavailable(
@@ -149,7 +145,7 @@ async def _answer(
             continue
         if refusal:
             last_error = VerdictUnparsable(
-                f"the judge refused to answer: {terminal_text(_printable(refusal[:200]))} ({where})",
+                f"the judge refused to answer: {terminal_text(printable(refusal[:200]))} ({where})",
                 raw_reply=refusal,
             )
             continue
@@ -188,8 +184,3 @@ def _as_reply(parsed: ParsedReply) -> dict[str, Any]:
         "value": parsed.value,
         "confidence": parsed.confidence,
     }
-
-
-def _printable(text: str) -> str:
-    """The text with unpaired surrogates replaced, so a message quoting it can be printed."""
-    return text.encode("utf-8", "replace").decode("utf-8")

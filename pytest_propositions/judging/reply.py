@@ -1,5 +1,6 @@
-"""Reading a judge's reply by a strict contract: one JSON object of the schema the request sent,
-or, from a judge that cannot write JSON, one explicit final line.
+"""The reply contract: the JSON schema every request sends, and reading a judge's reply by it
+strictly: one JSON object of that schema, or, from a judge that cannot write JSON, one explicit
+final line.
 
 A lenient reader is where contradicting replies slip through, and a wrong pass is the worst
 outcome this plugin can produce; so the meaning of a reply is never guessed:
@@ -26,7 +27,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import JudgeReplyInvalid, VerdictUnparsable
 from ..scale import MAX_SCORE, MIN_SCORE
@@ -34,8 +35,11 @@ from ..scale import MAX_SCORE, MIN_SCORE
 if TYPE_CHECKING:
     from ..verdict import Kind
 
-#: The keys of the reply schema every request sends (transport.reply_schema).
+#: The keys of the reply schema every request sends (reply_schema).
 REPLY_KEYS = ("reasoning", "justification", "value", "confidence")
+# Caps on the reply's text in JSON mode, where the endpoint enforces the schema (reply_schema).
+REASONING_MAX_CHARS = 800
+JUSTIFICATION_MAX_CHARS = 500
 
 _QUOTE_LIMIT = 200
 # One code fence around the whole reply, with an optional language tag.
@@ -62,6 +66,41 @@ def final_line_instruction(kind: Kind) -> str:
     """What the prompt tells a judge that cannot write JSON (the reader's other form)."""
     line = "VERDICT: true or VERDICT: false" if kind == "check" else "SCORE: N"
     return f"If you cannot write JSON, give your reasons and end with one final line: {line}."
+
+
+def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
+    """JSON schema of the reply; the value's type and range depend on the kind of claim.
+
+    ``bounded`` caps the text fields: grammar-constrained servers (llama.cpp) enforce it, which
+    keeps a small local model from writing until its context runs out.
+    """
+    value: dict[str, Any] = (
+        {"type": "boolean"}
+        if kind == "check"
+        else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
+    )
+    reasoning: dict[str, Any] = {"type": "string"}
+    justification: dict[str, Any] = {"type": "string"}
+    confidence: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
+    if bounded:
+        # llama.cpp's grammar ignores minimum/maximum but enforces an enum (a confidence out of
+        # 0..1, which a small model writes, breaks the reply contract).
+        if kind == "score":
+            value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
+        confidence["enum"] = [tenths / 10 for tenths in range(11)]
+        reasoning["maxLength"] = REASONING_MAX_CHARS
+        justification["maxLength"] = JUSTIFICATION_MAX_CHARS
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": reasoning,
+            "justification": justification,
+            "value": value,
+            "confidence": confidence,
+        },
+        "required": list(REPLY_KEYS),
+        "additionalProperties": False,
+    }
 
 
 def read_choices(texts: Sequence[str], kind: Kind) -> ParsedReply:
@@ -233,15 +272,15 @@ def _quote(text: str) -> str:
     return f"{text[:_QUOTE_LIMIT]!r}... ({len(text)} characters in all)"
 
 
-def _printable(text: str) -> str:
-    """The text with unpaired surrogates replaced, so the error itself can be shown and stored."""
+def printable(text: str) -> str:
+    """The text with unpaired surrogates replaced, so an error quoting it can be shown and stored."""
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _fail_invalid(reason: str, raw: str) -> NoReturn:
     raise JudgeReplyInvalid(
-        f"Invalid judge reply: {reason}; received {_quote(_printable(raw))}.",
-        raw_reply=_printable(raw),
+        f"Invalid judge reply: {reason}; received {_quote(printable(raw))}.",
+        raw_reply=printable(raw),
     )
 
 

@@ -7,10 +7,8 @@ other's module for them.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-from . import families
-from .families import TEMPERATURE
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from ..verdict import Kind
@@ -19,9 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["JudgeRequest", "JudgeStats"]
 
 
-class JudgeRequest(NamedTuple):
-    """Everything that decides a verdict; all of it but the test id goes into the cache key.
-    (A named tuple: one is made for every claim, and a dataclass costs more to make and define.)"""
+@dataclass(frozen=True)
+class JudgeRequest:
+    """Everything that decides a verdict; all of it but the test id goes into the cache key."""
 
     kind: Kind
     claim: str
@@ -34,45 +32,25 @@ class JudgeRequest(NamedTuple):
     # equal transcripts do not share one verdict (keyed from run 1; run 0 keys as before).
     run_index: int = 0
 
-    @property
-    def temperature(self) -> float:
-        """The temperature of a model that takes one; what is sent is ``sampling``'s choice."""
-        return TEMPERATURE[self.kind]
 
-    def sampling(self, model: str, reasoning_effort: str | None) -> dict[str, Any]:
-        """The sampling parameters sent to ``model`` (the litellm name) for this request."""
-        return families.sampling(model, self.kind, reasoning_effort)
-
-
+@dataclass(eq=False)
 class JudgeStats:
-    """Counts for the terminal summary; updated under a lock because claims may run in threads.
-    (A plain class: every cached run defines it, and a dataclass costs more to define.)"""
+    """Counts for the terminal summary; updated under a lock because claims may run in threads."""
 
-    #: The counters, as workers send them to the controller and the JSON report writes them.
-    COUNTERS = (
-        "verdicts",
-        "cache_hits",
-        "judge_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost_usd",
-        "judge_seconds",
-        "dry_run_misses",
-        "coalesced",
-    )
+    verdicts: int = 0
+    cache_hits: int = 0
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    judge_seconds: float = 0.0
+    dry_run_misses: int = 0
+    coalesced: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def __init__(self) -> None:
-        self.verdicts = 0
-        self.cache_hits = 0
-        self.judge_calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.cost_usd = 0.0
-        self.judge_seconds = 0.0
-        self.dry_run_misses = 0
-        self.coalesced = 0
-        self.lock = threading.Lock()
+    #: The counters (every field but the lock), as workers send them to the controller and the
+    #: JSON report writes them; set below, from the fields.
+    COUNTERS: ClassVar[tuple[str, ...]] = ()
 
-    def __repr__(self) -> str:
-        counts = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.COUNTERS)
-        return f"JudgeStats({counts})"
+
+JudgeStats.COUNTERS = tuple(f.name for f in fields(JudgeStats) if f.name != "lock")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import JudgeReplyInvalid
 from ..redaction import redact
+from .reply import printable
 from .transport_litellm import completion_cost
 
 __all__ = ["other_choices", "reply_content", "reply_cost", "reply_usage"]
@@ -30,7 +31,7 @@ def reply_content(response: Any) -> tuple[str, str | None]:
         raise JudgeReplyInvalid(
             "the judge's response holds no message (an empty 'choices' list, or a null "
             "message: a provider's content filter or a broken proxy)",
-            raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
+            raw_reply=printable(shown),
         )
     repeated = getattr(response, "repeated_keys", ())
     if repeated:
@@ -39,7 +40,7 @@ def reply_content(response: Any) -> tuple[str, str | None]:
             "the judge's response gives "
             + ", ".join(repr(key) for key in repeated)
             + " more than once: a chat completion that reads two ways, which no reply may",
-            raw_reply=shown.encode("utf-8", "replace").decode("utf-8"),
+            raw_reply=printable(shown),
         )
     refusal = getattr(message, "refusal", None)
     if refusal is None:  # litellm keeps OpenAI's refusal among provider-specific fields

@@ -5,9 +5,10 @@ asked over plain HTTP (``transport_http``); every other provider through litellm
 (``transport_litellm``), which ``--prop-transport=litellm`` forces for every model. Both read the
 model's one ``Profile`` (resolved once per connection) and are sent the same body: the
 structured-output mode (and the per-model fallback when a provider rejects one), the sampling
-parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both:
-retries with backoff on the transient kinds of fault, a bound on calls in flight, an error the
-user can act on for every other kind. What a response holds is read by ``response``.
+parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both: the
+deadline of an attempt, retries with backoff on the transient kinds of fault, a bound on calls
+in flight, an error the user can act on for every other kind. What a response holds is read by
+``response``.
 """
 
 from __future__ import annotations
@@ -17,24 +18,17 @@ import contextvars
 import inspect
 import logging
 import os
+import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
-
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_random_exponential,
-)
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
-from ..scale import MAX_SCORE, MIN_SCORE
 from . import families
 from .faults import Fault
+from .reply import reply_schema
 from .transport_http import HttpPath
 from .transport_litellm import LitellmPath
 
@@ -51,10 +45,6 @@ logger = logging.getLogger("pytest_propositions")
 # next for the rest of the run; the prompt always describes the schema, so every mode works.
 RESPONSE_MODES = ("json_schema", "json_object", "text")
 
-# Caps on the reply's text in JSON mode (see reply_schema).
-REASONING_MAX_CHARS = 800
-JUSTIFICATION_MAX_CHARS = 500
-
 # The seconds a live verdict's calls waited for a free slot (the semaphore below): queueing for
 # a managed local server, which answers one call at a time, is not judging. The judge sets a list
 # here for each verdict and subtracts what the calls add to it.
@@ -63,21 +53,6 @@ queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar
 )
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
-
-
-class _Transient(Exception):
-    """A fault worth another attempt, as retries see it."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(fault.kind)
-        self.fault = fault
-
-
-def _transient_fault(state: RetryCallState) -> Fault:
-    outcome = state.outcome
-    error = outcome.exception() if outcome is not None else None
-    assert isinstance(error, _Transient)
-    return error.fault
 
 
 class TransportPath(Protocol):
@@ -105,43 +80,9 @@ class TransportPath(Protocol):
     def open(self) -> bool: ...
 
 
-def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
-    """JSON schema of the reply; the value's type and range depend on the kind of claim.
-
-    ``bounded`` caps the text fields: grammar-constrained servers (llama.cpp) enforce it, which
-    keeps a small local model from writing until its context runs out.
-    """
-    value: dict[str, Any] = (
-        {"type": "boolean"}
-        if kind == "check"
-        else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
-    )
-    reasoning: dict[str, Any] = {"type": "string"}
-    justification: dict[str, Any] = {"type": "string"}
-    confidence: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
-    if bounded:
-        # llama.cpp's grammar ignores minimum/maximum but enforces an enum (a confidence out of
-        # 0..1, which a small model writes, breaks the reply contract).
-        if kind == "score":
-            value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
-        confidence["enum"] = [tenths / 10 for tenths in range(11)]
-        reasoning["maxLength"] = REASONING_MAX_CHARS
-        justification["maxLength"] = JUSTIFICATION_MAX_CHARS
-    return {
-        "type": "object",
-        "properties": {
-            "reasoning": reasoning,
-            "justification": justification,
-            "value": value,
-            "confidence": confidence,
-        },
-        "required": ["reasoning", "justification", "value", "confidence"],
-        "additionalProperties": False,
-    }
-
-
 def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str, Any] | None:
-    """The request's ``response_format``; ``grammar``: the endpoint enforces the schema while
+    """The request's ``response_format`` (the reply's schema is the reader's, ``reply``);
+    ``grammar``: the endpoint enforces the schema while
     decoding (llama.cpp), so the bounded schema is sent in ``json_schema`` mode too."""
     if mode == "json_schema":
         return {
@@ -162,24 +103,18 @@ def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
     """The keys the provider's own variables hold, which the paths read when PROP_API_KEY and
     config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the providers it alone knows)."""
     names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
-    prefix = profile.model.split("/", 1)[0].upper() if "/" in profile.model else "OPENAI"
-    names.add(f"{prefix}_API_KEY")
+    names.add(_key_variable(profile.model))
     return tuple(os.environ.get(name) for name in sorted(names))
 
 
-def _credentials_in_url(connection: Connection) -> str:
+def _key_variable(model: str) -> str:
+    """The variable litellm reads the provider's key from: ``{PROVIDER}_API_KEY``."""
+    return (model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY"
+
+
+def _where(connection: Connection) -> str:
     shown_base = connection.shown_base
-    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
-    return (
-        f"the judge ({where}) cannot be called with a user and password inside "
-        "--prop-api-base: the HTTP client refuses to send them along with the API key. "
-        "Remove them from the URL and give the key with PROP_API_KEY."
-    )
-
-
-def _key_hint(model: str) -> str:
-    provider = model.split("/", 1)[0].upper() if "/" in model else "OPENAI"
-    return f"{provider}_API_KEY (or PROP_API_KEY)"
+    return f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
 
 
 class Transport:
@@ -243,50 +178,20 @@ class Transport:
         for path in paths:
             await path.aclose()
 
-    async def complete_with_fallback(
-        self,
-        connection: Connection,
-        messages: list[Message],
-        *,
-        sampling: dict[str, Any],
-        kind: Kind,
-        mode: str,
-    ) -> Any:
-        """A completion in ``mode``, or in the next mode for good if the provider rejects it."""
-        while True:
-            try:
-                return await self.complete(
-                    connection, messages, sampling=sampling, mode=mode, kind=kind
-                )
-            except JudgeUnavailable as error:
-                if not error.format_rejected or mode == RESPONSE_MODES[-1]:
-                    raise
-                index = RESPONSE_MODES.index(mode) + 1
-                logger.info(
-                    "%s rejected response_format %s; using %s from now on",
-                    connection.identity,
-                    mode,
-                    RESPONSE_MODES[index],
-                )
-                with self._lock:
-                    self._modes[connection.litellm_model] = max(
-                        index, self._modes.get(connection.litellm_model, 0)
-                    )
-                mode = RESPONSE_MODES[index]
-
     async def complete(
         self,
         connection: Connection,
         messages: list[Message],
         *,
         sampling: dict[str, Any],
-        mode: str,
         kind: Kind = "check",
+        mode: str | None = None,
     ) -> Any:
-        """One completion, with retries on transient errors; other errors name what to fix.
+        """One completion in ``mode`` (by default the model's current one), with retries on
+        transient faults; other faults end the call with an error that names what to fix.
 
-        The request body is built here, once, for either path; the semaphore bounds how many
-        calls are in flight.
+        A provider that rejects the response mode moves the model to the next mode for good,
+        and the call is made again in it. The request body is built here for either path.
         """
         profile = self.profile(connection)
         path = self._path(profile)
@@ -296,10 +201,6 @@ class Transport:
                 f"{refusal}; no request reached the server (model {connection.identity}). "
                 "Please report this model."
             )
-        body: dict[str, Any] = {"messages": messages, **sampling}
-        fmt = response_format(mode, kind, grammar=connection.grammar)
-        if fmt is not None:
-            body["response_format"] = fmt
         # Starting a managed local server blocks; keep it off the event loop.
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; the paths reveal it only inside their call expression.
@@ -312,71 +213,103 @@ class Transport:
         if url_credentials(api_base):
             # Refused before any client parses the URL: a password holding "/", "?", "#" or
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
-            raise JudgeUnavailable(_credentials_in_url(connection), status=None)
-        attempts = self.settings.retries + 1
-        secrets = (api_key, *url_credentials(api_base))
-
-        async def attempt(number: int) -> Any:
+            where = _where(connection)
+            raise JudgeUnavailable(_MESSAGES["url_credentials"].format(where=where))
+        mode = mode or self.mode(connection)
+        while True:
+            body: dict[str, Any] = {"messages": messages, **sampling}
+            fmt = response_format(mode, kind, grammar=connection.grammar)
+            if fmt is not None:
+                body["response_format"] = fmt
             try:
-                queued = time.perf_counter()
-                async with self._semaphore(connection):
-                    waits = queue_waits.get()
-                    if waits is not None:
-                        waits.append(time.perf_counter() - queued)
-                    return await path.send(profile, body, api_base, api_key)
+                return await self._retried(connection, profile, path, body, (api_base, api_key))
+            except JudgeUnavailable as error:
+                if not error.format_rejected or mode == RESPONSE_MODES[-1]:
+                    raise
+            index = RESPONSE_MODES.index(mode) + 1
+            logger.info(
+                "%s rejected response_format %s; using %s from now on",
+                connection.identity,
+                mode,
+                RESPONSE_MODES[index],
+            )
+            with self._lock:
+                self._modes[connection.litellm_model] = max(
+                    index, self._modes.get(connection.litellm_model, 0)
+                )
+            mode = RESPONSE_MODES[index]
+
+    async def _retried(
+        self,
+        connection: Connection,
+        profile: Profile,
+        path: TransportPath,
+        body: dict[str, Any],
+        endpoint: tuple[Secret | None, Secret | None],
+    ) -> Any:
+        """The body sent until it is answered; a transient fault waits first. The wait is drawn
+        at random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so
+        a fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
+        a 503) is the least it waits."""
+        api_base, api_key = endpoint
+        secrets = (api_key, *url_credentials(api_base))
+        attempts = self.settings.retries + 1
+        for number in range(attempts):
+            try:
+                return await self._attempt(connection, profile, path, body, endpoint)
             except Fault as raised:
                 # A copy, redacted, and nothing chained: the provider's error and its
                 # traceback's frames may quote the key, so no frame shown later may hold it.
                 fault = raised.bare(secrets)
             # Outside the handler, so nothing raised from here chains the provider's error.
-            self._raise_if_final(fault, connection, number, attempts)
-            raise _Transient(fault)
-
-        return await self._with_retries(attempt, attempts, connection)
-
-    async def _with_retries(
-        self, attempt: Callable[[int], Awaitable[Any]], attempts: int, connection: Connection
-    ) -> Any:
-        """``attempt`` until it answers; a transient fault waits first. The wait is drawn at
-        random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so a
-        fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
-        a 503) is the least it waits. tenacity runs the loop."""
-        jitter = wait_random_exponential(multiplier=_BACKOFF_SECONDS, max=_BACKOFF_CAP_SECONDS)
-
-        def wait(state: RetryCallState) -> float:
-            delay = float(jitter(state))
-            fault = _transient_fault(state)
+            if not fault.transient or number + 1 == attempts:
+                raise JudgeUnavailable(
+                    _message(fault, connection, attempts),
+                    status=fault.status,
+                    format_rejected=fault.kind in ("format_rejected", "format_refused"),
+                )
+            delay = random.uniform(0.0, min(_BACKOFF_SECONDS * 2**number, _BACKOFF_CAP_SECONDS))
             if fault.retry_after is not None:  # the server said how long
                 delay = max(delay, min(fault.retry_after, _BACKOFF_CAP_SECONDS))
-            return delay
-
-        def log(state: RetryCallState) -> None:
             logger.info(
                 "judge call to %s failed (%s); retry %d of %d in %.2fs",
                 connection.identity,
-                _transient_fault(state).label,
-                state.attempt_number,
+                fault.label,
+                number + 1,
                 attempts - 1,
-                state.upcoming_sleep,
+                delay,
             )
-
-        async def pause(delay: float) -> None:
-            result = (self._sleep or asyncio.sleep)(delay)
-            if inspect.isawaitable(result):
-                await result
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts),
-            wait=wait,
-            retry=retry_if_exception_type(_Transient),
-            before_sleep=log,
-            sleep=pause,
-            reraise=True,
-        )
-        async for trial in retrying:
-            with trial:
-                return await attempt(trial.retry_state.attempt_number - 1)
+            paused = (self._sleep or asyncio.sleep)(delay)
+            if inspect.isawaitable(paused):
+                await paused
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self,
+        connection: Connection,
+        profile: Profile,
+        path: TransportPath,
+        body: dict[str, Any],
+        endpoint: tuple[Secret | None, Secret | None],
+    ) -> Any:
+        """One call, once a slot is free; the deadline bounds all of it (connecting, sending and
+        every byte of the reply, whatever a client's own timeout bounds per read)."""
+        queued = time.perf_counter()
+        async with self._semaphore(connection):
+            waits = queue_waits.get()
+            if waits is not None:
+                waits.append(time.perf_counter() - queued)
+            timeout = self.settings.timeout
+            try:
+                async with asyncio.timeout(timeout):
+                    return await path.send(profile, body, *endpoint)
+            except TimeoutError:
+                pass
+        raise Fault(
+            "timeout",
+            f"Request timed out after {timeout:g}s (--prop-timeout bounds the whole attempt, "
+            "the reply's last byte included)",
+        )
 
     def _semaphore(self, connection: Connection) -> asyncio.Semaphore:
         """--prop-concurrency calls at once per model; one for a managed local server.
@@ -391,81 +324,77 @@ class Transport:
                 semaphore = self._semaphores[connection.litellm_model] = asyncio.Semaphore(size)
             return semaphore
 
-    def _raise_if_final(
-        self, fault: Fault, connection: Connection, attempt: int, attempts: int
-    ) -> None:
-        """Raise the error the user sees, unless the fault is transient and tries remain.
 
-        The advice fits the kind of fault: only a transient one suggests more retries or time.
-        """
-        if fault.transient and attempt + 1 < attempts:
-            return
-        raise JudgeUnavailable(
-            _message(fault, connection, attempts),
-            status=fault.status,
-            format_rejected=fault.kind in ("format_rejected", "format_refused"),
-        )
+# What the user reads for a fault that ends the call, by kind: what failed, and the setting to
+# fix. Filled in with the judge (``where``), the fault's ``detail`` and ``status``, the variable
+# the key is read from (``key``), the attempts made (``tries``) and the fault's ``label``.
+_MESSAGES: dict[str, str] = {
+    # A reply the light path would not read: a redirect, a bomb.
+    "refused_reply": "the judge ({where}) {detail}.",
+    "format_refused": (
+        "litellm refused the structured-output request before sending it ({where}): {detail}; "
+        "no request reached the server"
+    ),
+    "format_rejected": "{where} rejected the structured-output request: {detail}",
+    "client_refused": (
+        "litellm refused the request before sending it ({where}): {detail}; no request reached "
+        "the server. Check --prop-model and --prop-reasoning-effort (setting litellm.drop_params "
+        "would send other parameters than the cache key records)."
+    ),
+    "url_credentials": (
+        "the judge ({where}) cannot be called with a user and password inside --prop-api-base: "
+        "the HTTP client refuses to send them along with the API key. Remove them from the URL "
+        "and give the key with PROP_API_KEY."
+    ),
+    "refused_connection": (
+        "cannot connect to the judge ({where}); is the server running? Check --prop-api-base. "
+        "Detail: {detail}"
+    ),
+    "missing_key": (
+        "no API key for the judge ({where}): set {key}, or choose another model with "
+        "--prop-model (--prop-model=local needs no key)"
+    ),
+    "auth": (
+        "the judge ({where}) rejected the credentials (HTTP {status}): set {key}. Detail: {detail}"
+    ),
+    "not_found": (
+        "the judge ({where}) does not know this model (HTTP 404): check --prop-model and "
+        "--prop-api-base. Detail: {detail}"
+    ),
+    # The server answered, but not with a chat completion: more tries will not help.
+    "invalid_response": (
+        "the judge ({where}) answered with a response that is not a chat completion, after "
+        "{tries} ({label}): {detail}. Check that --prop-api-base points at an OpenAI-compatible "
+        "/v1 endpoint (not a proxy's error page)."
+    ),
+}
 
 
 def _message(fault: Fault, connection: Connection, attempts: int) -> str:
-    """What the user reads for a fault that ends the call: what failed, and the setting to fix."""
-    shown_base = connection.shown_base
-    where = f"model {connection.identity}" + (f" at {shown_base}" if shown_base else "")
-    status, detail, kind = fault.status, fault.detail, fault.kind
-    if kind == "refused_reply":  # a reply the light path would not read: a redirect, a bomb
-        return f"the judge ({where}) {detail}."
-    if kind == "format_refused":
-        return (
-            f"litellm refused the structured-output request before sending it ({where}): "
-            f"{detail}; no request reached the server"
-        )
-    if kind == "format_rejected":
-        return f"{where} rejected the structured-output request: {detail}"
-    if kind == "client_refused":
-        return (
-            f"litellm refused the request before sending it ({where}): {detail}; no request "
-            "reached the server. Check --prop-model and --prop-reasoning-effort (setting "
-            "litellm.drop_params would send other parameters than the cache key records)."
-        )
-    if kind == "url_credentials":
-        return _credentials_in_url(connection)
-    if kind == "refused_connection":
-        return (
-            f"cannot connect to the judge ({where}); is the server running? "
-            f"Check --prop-api-base. Detail: {detail}"
-        )
-    if kind == "missing_key":
-        return (
-            f"no API key for the judge ({where}): set {_key_hint(connection.litellm_model)}, "
-            "or choose another model with --prop-model (--prop-model=local needs no key)"
-        )
-    if kind == "auth":
-        return (
-            f"the judge ({where}) rejected the credentials (HTTP {status}): set "
-            f"{_key_hint(connection.litellm_model)}. Detail: {detail}"
-        )
-    if kind == "not_found":
-        return (
-            f"the judge ({where}) does not know this model (HTTP 404): check --prop-model "
-            f"and --prop-api-base. Detail: {detail}"
+    """What the user reads for a fault that ends the call: what failed, and the setting to fix.
+    Only a transient fault's advice suggests more retries or time."""
+    status = fault.status
+    where = _where(connection)
+    template = _MESSAGES.get(fault.kind)
+    if template is not None:
+        return template.format(
+            where=where,
+            detail=fault.detail,
+            status=status,
+            key=f"{_key_variable(connection.litellm_model)} (or PROP_API_KEY)",
+            tries=f"{attempts} attempt" + ("s" if attempts > 1 else ""),
+            label=fault.label,
         )
     if not fault.transient:
         return (
             f"the judge ({where}) rejected the request"
             + (f" (HTTP {status})" if status else "")
-            + f": {detail}. Check --prop-model and --prop-api-base."
-        )
-    tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
-    if kind == "invalid_response":
-        # The server answered, but not with a chat completion: more tries will not help.
-        return (
-            f"the judge ({where}) answered with a response that is not a chat completion, "
-            f"after {tries} ({fault.label}): {detail}. Check that --prop-api-base points at an "
-            "OpenAI-compatible /v1 endpoint (not a proxy's error page)."
+            + f": {fault.detail}. Check --prop-model and --prop-api-base."
         )
     return (
-        f"the judge ({where}) kept failing after {tries}"
+        f"the judge ({where}) kept failing after {attempts} attempt"
+        + ("s" if attempts > 1 else "")
         + (f"; last HTTP {status}" if status else "")
-        + f" ({fault.label}): {detail}. Raise --prop-retries or --prop-timeout "
+        + f" ({fault.label}): {fault.detail}. Raise --prop-retries or --prop-timeout "
         "if the provider is only slow."
     )

@@ -12,13 +12,11 @@ The only module that imports httpx.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib.util
 import json
 import os
 import re
-import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from .families import PROVIDER_ENV
-from .faults import Fault, FaultKind, kind_of_status, rejects_format, retry_after_seconds
+from .faults import (
+    Fault,
+    FaultKind,
+    causes,
+    kind_of_status,
+    rejects_format,
+    retry_after_seconds,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -274,46 +279,34 @@ def _shown_location(location: str) -> str:
 
 # -- prices: litellm's table, read as data ---------------------------------------------------------
 
-_PRICES_LOCK = threading.Lock()
-_price_text: list[str] = []  # the table's text, read once per process
-_price_entries: dict[str, dict[str, Any] | None] = {}
 
-
+@functools.cache
 def _table_text() -> str:
-    with _PRICES_LOCK:
-        if not _price_text:
-            text = ""
-            try:
-                spec = importlib.util.find_spec("litellm")  # finds, never imports
-            except (ImportError, ValueError):
-                spec = None
-            if spec is not None and spec.submodule_search_locations:
-                for location in spec.submodule_search_locations:
-                    path = Path(location) / _PRICE_FILE
-                    if path.is_file():
-                        text = path.read_text(encoding="utf-8")
-                        break
-            _price_text.append(text)
-        return _price_text[0]
+    """The table's text, read once per process ("" when litellm is not installed)."""
+    try:
+        spec = importlib.util.find_spec("litellm")  # finds, never imports
+    except (ImportError, ValueError):
+        spec = None
+    locations = spec.submodule_search_locations if spec is not None else None
+    for location in locations or ():
+        path = Path(location) / _PRICE_FILE
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return ""
 
 
+@functools.cache
 def price_entry(name: str) -> dict[str, Any] | None:
     """litellm's table entry for a model name, or None; only that entry is decoded."""
-    with _PRICES_LOCK:
-        if name in _price_entries:
-            return _price_entries[name]
     text = _table_text()
-    entry: dict[str, Any] | None = None
     found = re.search(r"\n\s{1,8}" + re.escape(json.dumps(name)) + r"\s*:\s*(?=\{)", text)
-    if found is not None:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(text, found.end())
-        except ValueError:
-            value = None
-        entry = value if isinstance(value, dict) else None
-    with _PRICES_LOCK:
-        _price_entries[name] = entry
-    return entry
+    if found is None:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, found.end())
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _price_names(profile: Profile, served: str | None) -> list[str]:
@@ -374,13 +367,9 @@ def azure_api_version(profile: Profile | None = None) -> str:
 def _connect_reason(error: BaseException) -> str:
     """The operating system's reason a connection failed (httpx's own words only say that
     every attempt failed)."""
-    current: BaseException | None = error
-    for _ in range(10):
-        if current is None:
-            break
-        if isinstance(current, OSError) and current.errno is not None:
-            return f"{current.strerror or current} ({type(current).__name__})"
-        current = current.__cause__ or current.__context__
+    for link in causes(error):
+        if isinstance(link, OSError) and link.errno is not None:
+            return f"{link.strerror or link} ({type(link).__name__})"
     return str(error) or "the connection failed"
 
 
@@ -584,18 +573,7 @@ class HttpPath:
         payload = json.dumps({"model": profile.wire_model, **body}).encode()
         headers = self._headers(profile, api_key)
         headers["Accept-Encoding"] = _ACCEPT_ENCODING
-        # The deadline bounds the whole attempt: connecting, sending, and every byte of the
-        # reply (httpx's own timeout is per read, which a body trickling a byte at a time never
-        # trips): past it, a fault of kind ``timeout``.
-        try:
-            async with asyncio.timeout(self.timeout):
-                data, content_type = await self._exchange(client, url, payload, headers)
-        except TimeoutError as error:
-            raise Fault(
-                "timeout",
-                f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
-                "attempt, the reply's last byte included)",
-            ) from error
+        data, content_type = await self._exchange(client, url, payload, headers)
         completion = read_completion(data, content_type)
         completion._hidden_params["response_cost"] = _cost(profile, completion)
         return completion

@@ -8,7 +8,6 @@ once per model, and turns litellm's exceptions into the transport's ``Fault`` by
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
@@ -26,6 +25,7 @@ from .faults import (
     TRANSIENT,
     Fault,
     FaultKind,
+    causes,
     kind_of_status,
     rejects_format,
     retry_after_seconds,
@@ -58,11 +58,8 @@ def load_litellm(litellm_model: str | None = None) -> ModuleType:
         import litellm  # waits, if another thread is still importing it
 
         litellm.suppress_debug_info = True
-        if (
-            litellm_model is not None
-            and "openai.resources" not in sys.modules
-            and _provider(litellm, litellm_model) in _OPENAI_SDK_PROVIDERS
-        ):
+        names = _names(litellm, litellm_model) if litellm_model is not None else None
+        if names is not None and names[1] in _OPENAI_SDK_PROVIDERS:
             import openai.resources  # noqa: F401
     return litellm
 
@@ -95,11 +92,61 @@ def _host_loggers_kept() -> Iterator[None]:
                     own.setLevel(logging.WARNING)
 
 
-def _provider(litellm: ModuleType, litellm_model: str) -> str | None:
+def _names(litellm: ModuleType, model: str) -> tuple[str, str] | None:
+    """litellm's name for the model and its provider; None for a provider litellm does not
+    know (the call itself then fails, with litellm's message)."""
     try:
-        return str(litellm.get_llm_provider(litellm_model)[1])
-    except Exception:  # an unknown model fails later, on the call, with the real message
+        name, provider, *_ = litellm.get_llm_provider(model)
+    except Exception:
         return None
+    return str(name), str(provider)
+
+
+def refusal_by_litellm(litellm: ModuleType, model: str, parameters: dict[str, Any]) -> str | None:
+    """Why litellm would refuse to send these parameters to ``model``, or None.
+
+    litellm lists the OpenAI parameters each provider and model takes; a parameter missing
+    from that list is refused before anything is sent. Saying so up front names the
+    parameter and where it came from (the model-family table, which the cache key records).
+    """
+    names = _names(litellm, model)
+    if names is None:
+        return None
+    name, provider = names
+    try:
+        supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:
+        return None
+    if not supported:
+        return None
+    missing = [parameter for parameter in parameters if parameter not in supported]
+    if not missing:
+        return None
+    return (
+        f"litellm reports that {model} takes no {', '.join(missing)}, which the model-family "
+        f"table of pytest-propositions sends to the {families.family_of(model).name} family"
+    )
+
+
+def first_response_mode(litellm: ModuleType, model: str, modes: tuple[str, ...]) -> str:
+    """The structured-output mode to try first, from what litellm knows of the model.
+
+    Only a model in litellm's map is moved down: for one it does not know, litellm answers
+    "no" to everything, and the provider's own refusal is the better guide.
+    """
+    names = _names(litellm, model)
+    if names is None:
+        return modes[0]
+    name, provider = names
+    try:
+        litellm.get_model_info(model=name, custom_llm_provider=provider)
+        supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+        schema = bool(litellm.supports_response_schema(model=name, custom_llm_provider=provider))
+    except Exception:  # not in the map
+        return modes[0]
+    if supported is not None and "response_format" not in supported:
+        return modes[-1]
+    return modes[0] if schema else modes[1]
 
 
 class LitellmPath:
@@ -111,8 +158,7 @@ class LitellmPath:
         self._lock = threading.Lock()
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
-        litellm = load_litellm(profile.model)
-        return families.first_response_mode(litellm, profile.model, modes)
+        return first_response_mode(load_litellm(profile.model), profile.model, modes)
 
     def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None:
         """Why litellm would refuse to send these parameters to this model, or None."""
@@ -120,7 +166,7 @@ class LitellmPath:
         with self._lock:
             if key in self._refusals:
                 return self._refusals[key]
-        reason = families.refusal_by_litellm(load_litellm(), profile.model, sampling)
+        reason = refusal_by_litellm(load_litellm(), profile.model, sampling)
         refusal = (
             None if reason is None else f"litellm refused the request before sending it: {reason}"
         )
@@ -135,27 +181,18 @@ class LitellmPath:
         api_base: Secret | None,
         api_key: Secret | None,
     ) -> Any:
-        """One call; the deadline covers all of it, whatever litellm's client does per read.
-
-        What this path cannot bound: the reply's size (litellm reads the body whole, inflated,
-        before handing it over), nor see a key a body repeats (it parses the JSON itself).
-        """
+        """One call. What this path cannot bound: the reply's size (litellm reads the body
+        whole, inflated, before handing it over), nor see a key a body repeats (it parses the
+        JSON itself)."""
         litellm = load_litellm()
         try:
-            async with asyncio.timeout(self.timeout):
-                return await litellm.acompletion(
-                    model=profile.model,
-                    **body,
-                    timeout=self.timeout,
-                    max_retries=0,  # retries are ours, so they are counted and bounded here
-                    **({"api_version": profile.api_version} if profile.api_version else {}),
-                    **_revealed(api_base=api_base, api_key=api_key),
-                )
-        except TimeoutError:
-            fault = Fault(
-                "timeout",
-                f"Request timed out after {self.timeout:g}s (--prop-timeout bounds the whole "
-                "attempt)",
+            return await litellm.acompletion(
+                model=profile.model,
+                **body,
+                timeout=self.timeout,
+                max_retries=0,  # retries are ours, so they are counted and bounded here
+                **({"api_version": profile.api_version} if profile.api_version else {}),
+                **_revealed(api_base=api_base, api_key=api_key),
             )
         except Exception as error:
             # Read litellm's error here and let it go: its text and its traceback's frames may
@@ -249,7 +286,7 @@ def fault_of(error: BaseException, secrets: tuple[Secret | None, ...] = ()) -> F
     """The fault a litellm call raised, its detail redacted of ``secrets``: litellm's class
     says the kind (``_KINDS``), refined where litellm blurs what happened (a refused connection
     or a missing key reported as a 500, a refused response_format inside a 400 or a 500)."""
-    chain = _chain(error)
+    chain = causes(error)
     texts = " ".join(str(link).lower() for link in chain)
     raw_status = getattr(error, "status_code", None)
     raw_status = raw_status if isinstance(raw_status, int) else None
@@ -280,16 +317,6 @@ def _class_kind(error: BaseException, status: int | None) -> FaultKind:
     if status is not None:
         return kind_of_status(status)
     return "bad_request"
-
-
-def _chain(error: BaseException) -> list[BaseException]:
-    """The error and what caused it: litellm wraps the openai SDK's error, which wraps httpx's."""
-    seen: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and current not in seen and len(seen) < 10:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
 
 
 def _unreachable(link: BaseException) -> bool:
