@@ -259,20 +259,16 @@ class Database:
 
     def call(self, op: Callable[[Any], _T], *, create: bool) -> _T | None:
         """Run ``op`` on the open cache; None if there is none and ``create`` is false."""
-        cache = self.handle
-        if cache is None:
-            cache = self.open(create=create)
-            if cache is None:
-                return None
-        try:
-            return op(cache)
-        except Exception as exc:
-            self.recover(cache, exc)
         cache = self.open(create=create)
         if cache is None:
             return None
         try:
             return op(cache)
+        except Exception as exc:
+            self.recover(cache, exc)  # re-raised unless damage, which is moved aside
+        try:
+            cache = self.open(create=create)
+            return None if cache is None else op(cache)
         except Exception as exc:
             if is_corruption(exc):
                 raise CacheDirectoryError(
