@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 
+from ..store.base import Closing
 from ..store.cache import CacheError, InvalidRecordError, VerdictCache
-from ..store.cache_record import read_lines, stored_record
-from ..store.keys import canonical_json
+from ..store.cache_record import export_line, read_lines, stored_record
 from ..store.postgres import PostgresStore
 from ..store.tiered import push_command, repair_command
 
@@ -19,7 +18,7 @@ class StoreCommandError(CacheError):
     """A cache command that cannot run on a store as asked; the message says why."""
 
 
-class StoreCommands:
+class StoreCommands(Closing):
     """One store (and the local cache beside it, for push and prune) for one command."""
 
     def __init__(
@@ -32,15 +31,7 @@ class StoreCommands:
         #: Damaged rows found (key -> what is wrong); each was named in a warning.
         self.damaged: dict[str, str] = {}
 
-    def __enter__(self) -> StoreCommands:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         self.store.close()
 
     def run(self, action: str, *, replace: bool = False) -> int:
@@ -69,7 +60,7 @@ class StoreCommands:
             except InvalidRecordError as problem:
                 self._damaged_row(key, str(problem))
                 continue
-            yield canonical_json({"key": key, "record": record}) + "\n"
+            yield export_line(key, record)
 
     def import_lines(self, name: str, lines: list[str]) -> int:
         """Every line checked; the good ones inserted if absent (the store keeps a verdict it
@@ -77,7 +68,7 @@ class StoreCommands:
         entries, bad = read_lines(lines)
         for error in bad:
             self._warn(f"{name}:{error.lineno}: {error.expected}; this line was not imported")
-        new, standing = self.store.insert_many(entries) if entries else (0, {})
+        new, standing = self.store.insert_many(entries)
         kept = sum(1 for key, text in entries.items() if standing.get(key) != text)
         print(
             f"imported {new} verdicts into {self.where}"

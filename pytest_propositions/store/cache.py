@@ -200,7 +200,7 @@ class VerdictCache(Closing):
         #: Verdicts judged but not stored because the disk is full (UNSTORED_FULL).
         self.unstored_full = 0
         self._lock = threading.RLock()
-        self._db = Database(self.directory, self._warn_once)
+        self._db = Database(self.directory, self.warn_once)
 
     def __repr__(self) -> str:
         return f"VerdictCache({str(self.directory)!r}, mode={self.mode!r})"
@@ -292,7 +292,7 @@ class VerdictCache(Closing):
         except Exception as error:
             if not isinstance(error, OSError) and full_reason(error, self.directory) is None:
                 raise
-            self._warn_once(
+            self.warn_once(
                 "store-copy",
                 f"cannot copy store verdicts to {self.directory}: "
                 f"{describe(error, self.directory)}",
@@ -329,7 +329,7 @@ class VerdictCache(Closing):
             if judged:
                 with self._lock:
                     self.unstored_full += 1
-            self._warn_once(
+            self.warn_once(
                 "full",
                 f"the verdict cache at {self.directory} cannot store new verdicts: the disk is "
                 f"full ({full}). Its verdicts are read; verdicts judged now count in this "
@@ -337,7 +337,7 @@ class VerdictCache(Closing):
             )
             return
         reason = f" ({exc})" if exc is not None else ""
-        self._warn_once(
+        self.warn_once(
             "read-only",
             f"the verdict cache at {self.directory} is read-only{reason}: its verdicts are "
             "read, but new verdicts are not stored and will be judged again next run",
@@ -378,13 +378,13 @@ class VerdictCache(Closing):
             return
         except CacheDirectoryError as exc:
             # The end of a run is too late to fail it: say that prune will not know this run.
-            self._warn_once(
+            self.warn_once(
                 "usage", f"{exc}; this run's verdicts are not recorded for 'cache prune'"
             )
         except Exception as exc:
             if full_reason(exc, self.directory) is None:
                 raise
-            self._warn_once(
+            self.warn_once(
                 "usage",
                 f"cannot write the verdict cache at {self.directory}: "
                 f"{describe(exc, self.directory)}; this "
@@ -440,12 +440,11 @@ class VerdictCache(Closing):
 
     def stats(self) -> CacheStats:
         """Count entries, bytes, models and the recorded-time range."""
-        found = self._db.call(lambda cache: list(self._readable(cache)), create=False)
-        if found is None:
-            return CacheStats(directory=self.directory, models={})
         models: dict[str, int] = {}
         moments = []
-        for _key, record in found:
+        entries = 0
+        for _key, record in self.records(verdicts=False):
+            entries += 1
             model = str(record.get("model", "?"))
             models[model] = models.get(model, 0) + 1
             with contextlib.suppress(ValueError):
@@ -453,31 +452,21 @@ class VerdictCache(Closing):
         return CacheStats(
             directory=self.directory,
             models=dict(sorted(models.items(), key=lambda item: (-item[1], item[0]))),
-            entries=len(found),
+            entries=entries,
             size_bytes=_tree_size(self.directory),
             oldest=min(moments, default=None),
             newest=max(moments, default=None),
             usage=self.usage(),
         )
 
-    def _readable(self, cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every record that reads back as JSON (stats counts them whatever their verdict)."""
-        for key in _verdict_keys(cache):
-            try:
-                record = read_record(cache, key)
-            except RecordDamage as damage:
-                self._record_damaged(key, damage)
-                continue
-            if record is not None:
-                yield key, record
-
-    def records(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def records(self, *, verdicts: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every (key, record) holding a readable verdict, sorted by key; damage is noted in
-        ``damaged`` (with one warning each) and passed over."""
+        ``damaged`` (with one warning each) and passed over. Without ``verdicts``, every record
+        that reads back as JSON, whatever its verdict (what stats counts)."""
         for key in self._db.call(_verdict_keys, create=False) or []:
             try:
                 record = self._db.call(functools.partial(read_record, key=key), create=False)
-                if record is not None:
+                if record is not None and verdicts:
                     verdict_of_record(record, key=key)
             except RecordDamage as damage:
                 self._record_damaged(key, damage)
@@ -541,20 +530,22 @@ class VerdictCache(Closing):
 
     # -- telling the user --
 
-    def _warn_once(self, topic: str, message: str) -> None:
+    def warn_once(self, topic: str, message: str) -> bool:
+        """Tell the user ``message``, the first time ``topic`` comes up; whether it was told."""
         with self._lock:
             if topic in self._warned_about:
-                return
+                return False
             self._warned_about.add(topic)
         if self._warn is not None:
             self._warn(message)
         else:
             warnings.warn(message, CacheWarning, stacklevel=2)
+        return True
 
     def _record_damaged(self, key: str, damage: RecordDamage) -> None:
         """A damaged record is a miss, with one warning naming it (and the next store fixes it)."""
         self.damaged[key] = str(damage)
-        self._warn_once(
+        self.warn_once(
             f"record:{key}",
             f"the verdict cache at {self.directory} holds a damaged record {key[:16]} "
             f"({damage}); treating it as a miss",

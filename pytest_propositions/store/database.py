@@ -236,7 +236,7 @@ class Database:
     ``warn_once(topic, message)`` tells the user, once per topic, what went wrong and what was
     done about it; the run goes on."""
 
-    def __init__(self, directory: Path, warn_once: Callable[[str, str], None]) -> None:
+    def __init__(self, directory: Path, warn_once: Callable[[str, str], object]) -> None:
         self.directory = directory
         self.handle: Any = None  # diskcache is untyped
         #: True once the cache turned out readable but not writable; writes are then skipped.
