@@ -43,6 +43,9 @@ VERDICT_TABLE = "prop_verdicts"
 SCHEMA_TABLE = "prop_schema"
 EXTRA_HINT = 'pip install "pytest-propositions[postgres]"'
 
+#: How a store that could not be used before any claim was judged ends its message.
+NOTHING_JUDGED = ". Nothing was judged: check the server, or run without --prop-store"
+
 # Held while the schema is created or migrated, so two jobs starting at once do it once.
 _SCHEMA_LOCK_ID = 0x70726F70  # "prop"
 
@@ -484,16 +487,13 @@ class PostgresStore:
                     self.schema_version = self._ensure_schema(conn)
             except BaseException as error:
                 conn.close()
-                if bound.fired:
-                    raise StoreUnavailable(
-                        f"{self._timed_out()}. Nothing was judged: check the server, or run "
-                        "without --prop-store"
-                    ) from None
-                if isinstance(error, psycopg.OperationalError):
-                    raise StoreUnavailable(
-                        f"cannot reach the verdict store {self.where}: {self._shown(error)}. "
-                        "Nothing was judged: check the server, or run without --prop-store"
-                    ) from None
+                if bound.fired or isinstance(error, psycopg.OperationalError):
+                    why = (
+                        self._timed_out()
+                        if bound.fired
+                        else f"cannot reach the verdict store {self.where}: {self._shown(error)}"
+                    )
+                    raise StoreUnavailable(why + NOTHING_JUDGED) from None
                 raise
             self._conn = conn
             return conn

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from .cache import CacheMode, VerdictCache
 from .cache_record import record_text, stored_record
 from .errors import InvalidRecordError
-from .postgres import PostgresStore, StoreError, StoreLost, StoreUnavailable
+from .postgres import NOTHING_JUDGED, PostgresStore, StoreError, StoreLost, StoreUnavailable
 
 __all__ = [
     "STORE_COUNTERS",
@@ -172,10 +172,7 @@ class SharedVerdictCache:
                 if isinstance(error, StoreLost):
                     # Silent or dropped before it ever answered a claim: as if unreachable, so
                     # the run stops here rather than fail every claim the same way.
-                    error = StoreUnavailable(
-                        f"{error}. Nothing was judged: check the server, or run without "
-                        "--prop-store"
-                    )
+                    error = StoreUnavailable(f"{error}{NOTHING_JUDGED}")
                 self._failed = error
                 raise error.with_traceback(None) from None
             if isinstance(error, StoreLost) or writing:
