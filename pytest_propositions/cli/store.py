@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..store.base import Closing
 from ..store.cache import CacheError, InvalidRecordError, VerdictCache
@@ -54,13 +55,20 @@ class StoreCommands(Closing):
         """The store's verdicts as the local cache exports them: one sorted canonical line each.
 
         A damaged row is named in a warning and left out (``damaged`` says which)."""
+        for key, _text, record in self._checked_rows():
+            if record is not None:
+                yield export_line(key, record)
+
+    def _checked_rows(self) -> Iterator[tuple[str, str, dict[str, Any] | None]]:
+        """Each row of the store, sorted by key, with its record; None for a damaged one, which
+        is named in a warning."""
         for key, text in self.store.records():
             try:
-                record = stored_record(text)
+                record: dict[str, Any] | None = stored_record(text)
             except InvalidRecordError as problem:
                 self._damaged_row(key, str(problem))
-                continue
-            yield export_line(key, record)
+                record = None
+            yield key, text, record
 
     def import_lines(self, name: str, lines: list[str]) -> int:
         """Every line checked; the good ones inserted if absent (the store keeps a verdict it
@@ -161,14 +169,8 @@ class StoreCommands(Closing):
     def _repair(self) -> int:
         """Remove the store's damaged rows (the owner's: the role needs DELETE); a run or
         'cache push' then stores good verdicts in their place."""
-        found: dict[str, str] = {}
-        for key, text in self.store.records():
-            try:
-                stored_record(text)
-            except InvalidRecordError as problem:
-                self._damaged_row(key, str(problem))
-                found[key] = text
-        removed = self.store.delete_records(found) if found else 0
+        found = {key: text for key, text, record in self._checked_rows() if record is None}
+        removed = self.store.delete_records(found)
         print(
             f"removed {removed} damaged record(s) from {self.where}"
             + (
