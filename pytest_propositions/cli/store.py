@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
+from typing import Any
 
+from ..store.base import Closing
 from ..store.cache import CacheError, InvalidRecordError, VerdictCache
-from ..store.cache_record import read_lines, stored_record
-from ..store.keys import canonical_json
+from ..store.cache_record import export_line, read_lines, stored_record
 from ..store.postgres import PostgresStore
 from ..store.tiered import push_command, repair_command
 
@@ -19,7 +19,7 @@ class StoreCommandError(CacheError):
     """A cache command that cannot run on a store as asked; the message says why."""
 
 
-class StoreCommands:
+class StoreCommands(Closing):
     """One store (and the local cache beside it, for push and prune) for one command."""
 
     def __init__(
@@ -32,15 +32,7 @@ class StoreCommands:
         #: Damaged rows found (key -> what is wrong); each was named in a warning.
         self.damaged: dict[str, str] = {}
 
-    def __enter__(self) -> StoreCommands:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         self.store.close()
 
     def run(self, action: str, *, replace: bool = False) -> int:
@@ -63,13 +55,20 @@ class StoreCommands:
         """The store's verdicts as the local cache exports them: one sorted canonical line each.
 
         A damaged row is named in a warning and left out (``damaged`` says which)."""
+        for key, _text, record in self._checked_rows():
+            if record is not None:
+                yield export_line(key, record)
+
+    def _checked_rows(self) -> Iterator[tuple[str, str, dict[str, Any] | None]]:
+        """Each row of the store, sorted by key, with its record; None for a damaged one, which
+        is named in a warning."""
         for key, text in self.store.records():
             try:
-                record = stored_record(text)
+                record: dict[str, Any] | None = stored_record(text)
             except InvalidRecordError as problem:
                 self._damaged_row(key, str(problem))
-                continue
-            yield canonical_json({"key": key, "record": record}) + "\n"
+                record = None
+            yield key, text, record
 
     def import_lines(self, name: str, lines: list[str]) -> int:
         """Every line checked; the good ones inserted if absent (the store keeps a verdict it
@@ -77,7 +76,7 @@ class StoreCommands:
         entries, bad = read_lines(lines)
         for error in bad:
             self._warn(f"{name}:{error.lineno}: {error.expected}; this line was not imported")
-        new, standing = self.store.insert_many(entries) if entries else (0, {})
+        new, standing = self.store.insert_many(entries)
         kept = sum(1 for key, text in entries.items() if standing.get(key) != text)
         print(
             f"imported {new} verdicts into {self.where}"
@@ -170,14 +169,8 @@ class StoreCommands:
     def _repair(self) -> int:
         """Remove the store's damaged rows (the owner's: the role needs DELETE); a run or
         'cache push' then stores good verdicts in their place."""
-        found: dict[str, str] = {}
-        for key, text in self.store.records():
-            try:
-                stored_record(text)
-            except InvalidRecordError as problem:
-                self._damaged_row(key, str(problem))
-                found[key] = text
-        removed = self.store.delete_records(found) if found else 0
+        found = {key: text for key, text, record in self._checked_rows() if record is None}
+        removed = self.store.delete_records(found)
         print(
             f"removed {removed} damaged record(s) from {self.where}"
             + (

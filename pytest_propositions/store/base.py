@@ -1,4 +1,5 @@
-"""``VerdictStore``: what every place that keeps verdicts gives the judge and the run.
+"""``VerdictStore``: what every place that keeps verdicts gives the judge and the run; and
+``Closing``, what makes each of them (and a store command) a context manager.
 
 The disk cache (``cache.VerdictCache``) implements it, and so does the shared tier over it
 (``tiered.SharedVerdictCache``); a new place to keep verdicts implements it too.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 if TYPE_CHECKING:
     from .cache import CacheMode, VerdictCache
@@ -47,3 +48,16 @@ class VerdictStore(Protocol):
         """A shared store's counters for the summary (none for the disk cache alone)."""
 
     def close(self) -> None: ...
+
+
+class Closing:
+    """What ``with`` closes on the way out: a cache, a store, a command's connection."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -15,21 +15,22 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from ..settings import CACHE_MODES
+from .base import Closing
 from .cache_record import (
     RecordDamage,
-    check_kind,
     export_line,
     kind_problem,
     read_lines,
     read_record,
     record_text,
     recorded_time,
+    verdict_of_record,
 )
 from .database import Database, describe, full_reason
 from .errors import (
@@ -81,10 +82,9 @@ META_KEYS = (META_USAGE, META_COMPLETE_RUN)
 UNSTORED_FULL = "cache_unstored_full"
 
 
-class Usage(NamedTuple):
-    """Which verdicts the finished runs since the last prune used: what prune keeps. (This and
-    CacheStats are named tuples: every run that reads the cache defines them, and a dataclass
-    costs several times more to define.)"""
+@dataclass(frozen=True)
+class Usage:
+    """Which verdicts the finished runs since the last prune used: what prune keeps."""
 
     since: datetime  # when the first of those runs started
     last_finished: datetime
@@ -101,41 +101,35 @@ class Usage(NamedTuple):
             }
         )
 
-    @classmethod
-    def from_json(cls, text: str) -> Usage:
-        data = json.loads(text)
-        return cls(
-            since=datetime.fromtimestamp(float(data["since"]), UTC),
-            last_finished=datetime.fromtimestamp(float(data["last_finished"]), UTC),
-            runs=int(data["runs"]),
-            keys=frozenset(str(key) for key in data["keys"]),
-        )
 
-    @classmethod
-    def from_complete_run(cls, text: str) -> Usage:
-        """An older version's record of one complete run (it kept no start time)."""
-        data = json.loads(text)
-        ended = datetime.fromtimestamp(float(data["timestamp"]), UTC)
-        keys = frozenset(str(key) for key in data["keys"])
-        return cls(since=ended, last_finished=ended, runs=1, keys=keys)
+def _moment(value: Any) -> datetime:
+    return datetime.fromtimestamp(float(value), UTC)
 
 
 def _read_usage(cache: Any) -> Usage | None:
-    """The usage record, or an older complete-run record read as one run; None if neither."""
-    for meta, read in (
-        (META_USAGE, Usage.from_json),
-        (META_COMPLETE_RUN, Usage.from_complete_run),
-    ):
-        text = cache.get(meta)
+    """The usage record, or an older version's record of one complete run (it kept no start
+    time) read as one run; None if neither."""
+    try:
+        text = cache.get(META_USAGE)
         if isinstance(text, str):
-            try:
-                return read(text)
-            except (ValueError, KeyError, TypeError):
-                return None  # damaged bookkeeping: as if no run had recorded usage
-    return None
+            data = json.loads(text)
+            since, last = _moment(data["since"]), _moment(data["last_finished"])
+            runs = int(data["runs"])
+        else:
+            text = cache.get(META_COMPLETE_RUN)
+            if not isinstance(text, str):
+                return None
+            data = json.loads(text)
+            since = last = _moment(data["timestamp"])
+            runs = 1
+        keys = frozenset(str(key) for key in data["keys"])
+    except (ValueError, KeyError, TypeError):
+        return None  # damaged bookkeeping: as if no run had recorded usage
+    return Usage(since=since, last_finished=last, runs=runs, keys=keys)
 
 
-class CacheStats(NamedTuple):
+@dataclass(frozen=True)
+class CacheStats:
     """What the cache holds, for ``cache stats`` and the terminal summary."""
 
     directory: Path
@@ -177,7 +171,7 @@ def _tree_size(directory: Path) -> int:
     return total
 
 
-class VerdictCache:
+class VerdictCache(Closing):
     """Verdict records in a diskcache directory that many processes share.
 
     The mode governs ``get``/``put`` only, the judge's traffic; the maintenance methods
@@ -206,7 +200,7 @@ class VerdictCache:
         #: Verdicts judged but not stored because the disk is full (UNSTORED_FULL).
         self.unstored_full = 0
         self._lock = threading.RLock()
-        self._db = Database(self.directory, self._warn_once)
+        self._db = Database(self.directory, self.warn_once)
 
     def __repr__(self) -> str:
         return f"VerdictCache({str(self.directory)!r}, mode={self.mode!r})"
@@ -234,31 +228,26 @@ class VerdictCache:
 
         With the request's ``kind``, a record that holds no readable verdict of that kind is
         damage: one warning naming it, and a miss."""
-        if self.mode in _READ_MODES:
-            cache = self._db.handle
-            if cache is None:
-                cache = self._db.open_for_reading()
-            if cache is not None:
+        cache = self._db.open_for_reading() if self.mode in _READ_MODES else None
+        record = None
+        if cache is not None:
+            try:
+                record = read_record(cache, key)
+                problem = None if record is None or kind is None else kind_problem(record, kind)
+                if problem is not None:
+                    raise RecordDamage(problem)
+            except RecordDamage as damage:
                 record = None
-                try:
-                    record = read_record(cache, key)
-                    if record is not None and kind is not None:
-                        problem = kind_problem(record, kind)
-                        if problem is not None:
-                            raise RecordDamage(problem)
-                except RecordDamage as damage:
-                    record = None
-                    self._record_damaged(key, damage)
-                except Exception as exc:
-                    self._db.recover(cache, exc)
-                if record is not None:
-                    with self._lock:
-                        self.hits += 1
-                    self.used_keys.add(key)
-                    return record
+                self._record_damaged(key, damage)
+            except Exception as exc:
+                self._db.recover(cache, exc)
         with self._lock:
-            self.misses += 1
-        return None
+            if record is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+        self.used_keys.add(key)
+        return record
 
     def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any]:
         """Store ``record`` under ``key`` (use/refresh); validated in every mode.
@@ -303,7 +292,7 @@ class VerdictCache:
         except Exception as error:
             if not isinstance(error, OSError) and full_reason(error, self.directory) is None:
                 raise
-            self._warn_once(
+            self.warn_once(
                 "store-copy",
                 f"cannot copy store verdicts to {self.directory}: "
                 f"{describe(error, self.directory)}",
@@ -340,7 +329,7 @@ class VerdictCache:
             if judged:
                 with self._lock:
                     self.unstored_full += 1
-            self._warn_once(
+            self.warn_once(
                 "full",
                 f"the verdict cache at {self.directory} cannot store new verdicts: the disk is "
                 f"full ({full}). Its verdicts are read; verdicts judged now count in this "
@@ -348,7 +337,7 @@ class VerdictCache:
             )
             return
         reason = f" ({exc})" if exc is not None else ""
-        self._warn_once(
+        self.warn_once(
             "read-only",
             f"the verdict cache at {self.directory} is read-only{reason}: its verdicts are "
             "read, but new verdicts are not stored and will be judged again next run",
@@ -389,13 +378,13 @@ class VerdictCache:
             return
         except CacheDirectoryError as exc:
             # The end of a run is too late to fail it: say that prune will not know this run.
-            self._warn_once(
+            self.warn_once(
                 "usage", f"{exc}; this run's verdicts are not recorded for 'cache prune'"
             )
         except Exception as exc:
             if full_reason(exc, self.directory) is None:
                 raise
-            self._warn_once(
+            self.warn_once(
                 "usage",
                 f"cannot write the verdict cache at {self.directory}: "
                 f"{describe(exc, self.directory)}; this "
@@ -451,12 +440,11 @@ class VerdictCache:
 
     def stats(self) -> CacheStats:
         """Count entries, bytes, models and the recorded-time range."""
-        found = self._db.call(lambda cache: list(self._readable(cache)), create=False)
-        if found is None:
-            return CacheStats(directory=self.directory, models={})
         models: dict[str, int] = {}
         moments = []
-        for _key, record in found:
+        entries = 0
+        for _key, record in self.records(verdicts=False):
+            entries += 1
             model = str(record.get("model", "?"))
             models[model] = models.get(model, 0) + 1
             with contextlib.suppress(ValueError):
@@ -464,32 +452,22 @@ class VerdictCache:
         return CacheStats(
             directory=self.directory,
             models=dict(sorted(models.items(), key=lambda item: (-item[1], item[0]))),
-            entries=len(found),
+            entries=entries,
             size_bytes=_tree_size(self.directory),
             oldest=min(moments, default=None),
             newest=max(moments, default=None),
             usage=self.usage(),
         )
 
-    def _readable(self, cache: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every record that reads back as JSON (stats counts them whatever their verdict)."""
-        for key in _verdict_keys(cache):
-            try:
-                record = read_record(cache, key)
-            except RecordDamage as damage:
-                self._record_damaged(key, damage)
-                continue
-            if record is not None:
-                yield key, record
-
-    def records(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def records(self, *, verdicts: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every (key, record) holding a readable verdict, sorted by key; damage is noted in
-        ``damaged`` (with one warning each) and passed over."""
+        ``damaged`` (with one warning each) and passed over. Without ``verdicts``, every record
+        that reads back as JSON, whatever its verdict (what stats counts)."""
         for key in self._db.call(_verdict_keys, create=False) or []:
             try:
                 record = self._db.call(functools.partial(read_record, key=key), create=False)
-                if record is not None:
-                    check_kind(record, None, key)
+                if record is not None and verdicts:
+                    verdict_of_record(record, key=key)
             except RecordDamage as damage:
                 self._record_damaged(key, damage)
                 continue
@@ -544,17 +522,6 @@ class VerdictCache:
         """Close this thread's database connection; the next call opens it again."""
         self._db.close()
 
-    def __enter__(self) -> VerdictCache:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def __len__(self) -> int:
         def op(cache: Any) -> int:
             return len(cache) - sum(1 for meta in META_KEYS if meta in cache)
@@ -563,20 +530,22 @@ class VerdictCache:
 
     # -- telling the user --
 
-    def _warn_once(self, topic: str, message: str) -> None:
+    def warn_once(self, topic: str, message: str) -> bool:
+        """Tell the user ``message``, the first time ``topic`` comes up; whether it was told."""
         with self._lock:
             if topic in self._warned_about:
-                return
+                return False
             self._warned_about.add(topic)
         if self._warn is not None:
             self._warn(message)
         else:
             warnings.warn(message, CacheWarning, stacklevel=2)
+        return True
 
     def _record_damaged(self, key: str, damage: RecordDamage) -> None:
         """A damaged record is a miss, with one warning naming it (and the next store fixes it)."""
         self.damaged[key] = str(damage)
-        self._warn_once(
+        self.warn_once(
             f"record:{key}",
             f"the verdict cache at {self.directory} holds a damaged record {key[:16]} "
             f"({damage}); treating it as a miss",

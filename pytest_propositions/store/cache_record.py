@@ -64,33 +64,30 @@ def pack_request(material: Mapping[str, Any]) -> dict[str, str]:
     return {"encoding": ENCODING, "data": data}
 
 
-def unpack_request(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The key material a record was stored under (model included), or None if it kept none."""
-    try:
-        return kept_request(record)
-    except ValueError:
-        return None
-
-
-def kept_request(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The key material a record keeps (model included); None if it keeps no ``request`` field,
-    ValueError saying why if the one it keeps cannot be read."""
+def unpack_request(record: Mapping[str, Any], *, strict: bool = False) -> dict[str, Any] | None:
+    """The key material a record was stored under (model included); None if it keeps no
+    ``request`` field, or (unless ``strict``: then ValueError saying why) one that cannot be read."""
     stored = record.get("request")
     if stored is None:
         return None
-    if not isinstance(stored, Mapping) or stored.get("encoding") != ENCODING:
-        raise ValueError(f'expected {{"encoding": "{ENCODING}", "data": ...}}')
     try:
-        # Bounded: a line of an import must not expand into all of memory.
-        inflater = zlib.decompressobj()
-        data = inflater.decompress(base64.b64decode(str(stored.get("data"))), _MAX_REQUEST)
-        if inflater.unconsumed_tail:
-            raise ValueError(f"it expands to more than {_MAX_REQUEST // 2**20} MiB")
-        material = json.loads(data)
-    except (ValueError, zlib.error, RecursionError) as exc:
-        raise ValueError(f"not zlib-compressed JSON in base64 ({exc})") from None
-    if not isinstance(material, dict):
-        raise ValueError(f"expected a JSON object, found {type(material).__name__}")
+        if not isinstance(stored, Mapping) or stored.get("encoding") != ENCODING:
+            raise ValueError(f'expected {{"encoding": "{ENCODING}", "data": ...}}')
+        try:
+            # Bounded: a line of an import must not expand into all of memory.
+            inflater = zlib.decompressobj()
+            data = inflater.decompress(base64.b64decode(str(stored.get("data"))), _MAX_REQUEST)
+            if inflater.unconsumed_tail:
+                raise ValueError(f"it expands to more than {_MAX_REQUEST // 2**20} MiB")
+            material = json.loads(data)
+        except (ValueError, zlib.error, RecursionError) as exc:
+            raise ValueError(f"not zlib-compressed JSON in base64 ({exc})") from None
+        if not isinstance(material, dict):
+            raise ValueError(f"expected a JSON object, found {type(material).__name__}")
+    except ValueError:
+        if strict:
+            raise
+        return None
     material["model"] = record.get("model")
     return material
 
@@ -98,7 +95,7 @@ def kept_request(record: Mapping[str, Any]) -> dict[str, Any] | None:
 def request_key(record: Mapping[str, Any]) -> str | None:
     """The key of the request a record keeps (the judge's own key function); None if it keeps
     none, ValueError saying why if it cannot be read or is no key material."""
-    material = kept_request(record)
+    material = unpack_request(record, strict=True)
     if material is None:
         return None
     try:
@@ -110,7 +107,7 @@ def request_key(record: Mapping[str, Any]) -> str | None:
 # --- checks --------------------------------------------------------------------------------------
 
 
-class RecordDamage(Exception):
+class RecordDamage(ValueError):
     """One stored record cannot be read back as a verdict record; the message says why."""
 
 
@@ -132,35 +129,31 @@ def kind_problem(record: dict[str, Any], kind: str | None = None) -> str | None:
 
 
 def verdict_of_record(record: Any, kind: str | None = None, *, key: str = "") -> Verdict:
-    """The verdict a cache record holds, for a request of ``kind``; ValueError saying why not.
-    No pydantic: every hit reads a record this way."""
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, found {type(record).__name__}")
-    data = record.get("verdict")
-    if not isinstance(data, dict):
-        raise ValueError('expected "verdict" to be a JSON object')
-    verdict = Verdict.from_dict(data, cached=True, recorded_at=record.get("recorded_at"), key=key)
-    problem = kind_problem(record, kind)
-    if problem is not None:
-        raise ValueError(problem)
-    return verdict
-
-
-def check_kind(record: dict[str, Any], kind: str | None, key: str) -> None:
-    """RecordDamage unless ``record`` holds a readable verdict of the request's ``kind``.
+    """The verdict a cache record holds, for a request of ``kind``; RecordDamage (a ValueError)
+    saying why not. No pydantic: every hit reads a record this way.
 
     Without the request (maintenance: export, import, a store's rows), the kind of the request
     the record keeps stands in for it, so a verdict moved under another kind's key is found."""
+    if not isinstance(record, dict):
+        raise RecordDamage(f"expected a JSON object, found {type(record).__name__}")
+    data = record.get("verdict")
+    if not isinstance(data, dict):
+        raise RecordDamage('expected "verdict" to be a JSON object')
     try:
-        verdict = verdict_of_record(record, kind, key=key)
+        verdict = Verdict.from_dict(
+            data, cached=True, recorded_at=record.get("recorded_at"), key=key
+        )
     except ValueError as error:
         raise RecordDamage(str(error)) from None
-    if kind is None:
-        asked = (unpack_request(record) or {}).get("kind")
-        if asked is not None and asked != verdict.kind:
-            raise RecordDamage(
-                f"a {verdict.kind} verdict for a {str(asked)[:20]!r} request (its 'request' field)"
-            )
+    problem = kind_problem(record, kind)
+    if problem is not None:
+        raise RecordDamage(problem)
+    asked = (unpack_request(record) or {}).get("kind") if kind is None else None
+    if asked is not None and asked != verdict.kind:
+        raise RecordDamage(
+            f"a {verdict.kind} verdict for a {str(asked)[:20]!r} request (its 'request' field)"
+        )
+    return verdict
 
 
 def recorded_time(text: str) -> datetime:
@@ -201,7 +194,7 @@ def record_text(record: Any) -> str:
     except ValueError as exc:
         raise InvalidRecordError(f'bad "verdict": {exc}') from None
     try:
-        check_kind(dict(record), None, "")
+        verdict_of_record(dict(record))
     except RecordDamage as damage:
         raise InvalidRecordError(str(damage)) from None
     return text
@@ -217,7 +210,7 @@ def stored_record(text: str, kind: str | None = None) -> dict[str, Any]:
     record_text(record)
     if kind is not None:
         try:
-            check_kind(record, kind, "")
+            verdict_of_record(record, kind)
         except RecordDamage as damage:
             raise InvalidRecordError(str(damage)) from None
     return dict(record)

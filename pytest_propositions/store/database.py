@@ -236,7 +236,7 @@ class Database:
     ``warn_once(topic, message)`` tells the user, once per topic, what went wrong and what was
     done about it; the run goes on."""
 
-    def __init__(self, directory: Path, warn_once: Callable[[str, str], None]) -> None:
+    def __init__(self, directory: Path, warn_once: Callable[[str, str], object]) -> None:
         self.directory = directory
         self.handle: Any = None  # diskcache is untyped
         #: True once the cache turned out readable but not writable; writes are then skipped.
@@ -259,20 +259,16 @@ class Database:
 
     def call(self, op: Callable[[Any], _T], *, create: bool) -> _T | None:
         """Run ``op`` on the open cache; None if there is none and ``create`` is false."""
-        cache = self.handle
-        if cache is None:
-            cache = self.open(create=create)
-            if cache is None:
-                return None
-        try:
-            return op(cache)
-        except Exception as exc:
-            self.recover(cache, exc)
         cache = self.open(create=create)
         if cache is None:
             return None
         try:
             return op(cache)
+        except Exception as exc:
+            self.recover(cache, exc)  # re-raised unless damage, which is moved aside
+        try:
+            cache = self.open(create=create)
+            return None if cache is None else op(cache)
         except Exception as exc:
             if is_corruption(exc):
                 raise CacheDirectoryError(

@@ -56,7 +56,6 @@ _CREDENTIAL_SUFFIXES = (
     "id_token",
 )
 
-
 # One encoder for every call: json.dumps with options builds a new one each time.
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -80,20 +79,6 @@ def _looks_like_credential(name: str) -> bool:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-# A chat message of the usual shape (a role and a text) holds no other name: every key's
-# messages are, so they are passed over without a walk.
-_MESSAGE_NAMES = frozenset({"role", "content"})
-
-
-def _is_plain_message(item: Any) -> bool:
-    return (
-        type(item) is dict
-        and item.keys() == _MESSAGE_NAMES
-        and type(item["role"]) is str
-        and type(item["content"]) is str
-    )
-
-
 def check_names(value: Any, path: str, what: str) -> None:
     """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
     kind = type(value)
@@ -103,45 +88,16 @@ def check_names(value: Any, path: str, what: str) -> None:
         for name, item in value.items():
             if not isinstance(name, str):
                 raise ValueError(f"{what}: expected string keys, got {name!r} at {path or '.'}")
+            where = f"{path}.{name}" if path else name
             if _looks_like_credential(name):
-                where = f"{path}.{name}" if path else name
                 raise ValueError(
                     f"{what}: {where!r} looks like a credential; credentials and the API base "
                     "never enter the verdict cache"
                 )
-            if type(item) not in _SCALARS:
-                check_names(item, f"{path}.{name}" if path else name, what)
+            check_names(item, where, what)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            if type(item) in _SCALARS or _is_plain_message(item):
-                continue
             check_names(item, f"{path}[{index}]", what)
-
-
-# Most of a key's text is the judge's standing instructions, the same in every claim: their JSON
-# is kept per distinct text, and a slot stands in for them while the rest is encoded.
-_SLOT = "\x00standing instructions\x00"
-_ENCODED_SLOT = canonical_json(_SLOT)
-
-
-@functools.lru_cache(maxsize=16)
-def _encoded_text(text: str) -> str:
-    return canonical_json(text)
-
-
-def _key_text(full: dict[str, Any]) -> str:
-    """``canonical_json(full)``, the system message's text encoded once per distinct text."""
-    messages = full.get("messages")
-    if type(messages) is not list or not messages:
-        return canonical_json(full)
-    first = messages[0]
-    if not _is_plain_message(first) or first["role"] != "system":
-        return canonical_json(full)
-    stand_in = {**full, "messages": [{"content": _SLOT, "role": "system"}, *messages[1:]]}
-    head, found, tail = canonical_json(stand_in).partition(_ENCODED_SLOT)
-    if not found or _ENCODED_SLOT in tail:
-        return canonical_json(full)  # the slot's text occurs elsewhere in the request
-    return head + _encoded_text(first["content"]) + tail
 
 
 def cache_key(material: Mapping[str, Any]) -> str:
@@ -150,7 +106,7 @@ def cache_key(material: Mapping[str, Any]) -> str:
         raise ValueError("cache key material: 'cache_format' is reserved")
     full = {"cache_format": CACHE_FORMAT, **material}
     try:
-        text = _key_text(full)
+        text = canonical_json(full)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cache key material is not plain JSON: {exc}") from None
     check_names(full, "", "cache key material")

@@ -43,6 +43,9 @@ VERDICT_TABLE = "prop_verdicts"
 SCHEMA_TABLE = "prop_schema"
 EXTRA_HINT = 'pip install "pytest-propositions[postgres]"'
 
+#: How a store that could not be used before any claim was judged ends its message.
+NOTHING_JUDGED = ". Nothing was judged: check the server, or run without --prop-store"
+
 # Held while the schema is created or migrated, so two jobs starting at once do it once.
 _SCHEMA_LOCK_ID = 0x70726F70  # "prop"
 
@@ -345,56 +348,40 @@ class PostgresStore:
 
     def upsert(self, key: str, text: str) -> str:
         """Store ``text`` under ``key``, replacing a record there (``--prop-cache=refresh``)."""
-        model, recorded_at = _columns(text)
-        self._rows(
-            f"INSERT INTO {VERDICT_TABLE} (key, record, model, recorded_at) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, "
-            "model = EXCLUDED.model, recorded_at = EXCLUDED.recorded_at, stored_at = now()",
-            (key, text, model, recorded_at),
-            fetch=False,
-        )
+        self._write({key: text}, _REPLACE)
         return text
 
     def insert_many(self, items: Mapping[str, str]) -> tuple[int, dict[str, str]]:
-        """Insert-if-absent for each pair; (how many were new, the record standing per key)."""
-        standing: dict[str, str] = {}
-        new = 0
-        keys = list(items)
-        for start in range(0, len(keys), BATCH):
-            chunk = keys[start : start + BATCH]
-            inserted, stored = self._insert_rows([(key, items[key]) for key in chunk])
-            new += inserted
-            standing.update(stored)
-        return new, standing
+        """Insert-if-absent, then read back whatever stood already: the first writer wins.
+        (How many were new, the record standing per key.)"""
+        inserted = self._write(items, "DO NOTHING")
+        standing = {key: items[key] for key in inserted}
+        others = sorted(set(items) - inserted)
+        if others:
+            # A separate statement: it sees rows that concurrent writers committed meanwhile.
+            standing.update(self._lookup_batch(others))
+            missing = [key for key in others if key not in standing]
+            if missing:
+                raise StoreError(
+                    f"the verdict store {self.where} neither took nor holds the verdict "
+                    f"{missing[0][:16]} (was it deleted meanwhile?)"
+                )
+        return len(inserted), standing
 
     # -- maintenance (the CLI) --
 
     def replace_many(self, items: Mapping[str, str]) -> int:
         """Store each pair, replacing what the store holds (the owner's ``cache push
         --replace``; the role needs UPDATE); how many rows were added or changed."""
-        changed = 0
-        keys = sorted(items)
-        for start in range(0, len(keys), BATCH):
-            chunk = keys[start : start + BATCH]
-            columns = [(key, items[key], *_columns(items[key])) for key in chunk]
-            rows = self._rows(
-                f"INSERT INTO {VERDICT_TABLE} AS t (key, record, model, recorded_at) "
-                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
-                "ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, model = "
-                "EXCLUDED.model, recorded_at = EXCLUDED.recorded_at, stored_at = now() "
-                "WHERE t.record IS DISTINCT FROM EXCLUDED.record RETURNING t.key",
-                tuple([c[i] for c in columns] for i in range(4)),
-            )
-            changed += len(rows)
-        return changed
+        return len(
+            self._write(items, f"{_REPLACE} WHERE t.record IS DISTINCT FROM EXCLUDED.record")
+        )
 
     def delete_records(self, rows: Mapping[str, str]) -> int:
         """Remove each row whose record is still the text given (a row replaced meanwhile
         stays); how many were removed."""
-        keys = sorted(rows)
         removed = 0
-        for start in range(0, len(keys), BATCH):
-            chunk = keys[start : start + BATCH]
+        for chunk in _chunks(rows):
             removed += len(
                 self._rows(
                     f"DELETE FROM {VERDICT_TABLE} t USING unnest(%s::text[], %s::text[]) "
@@ -500,16 +487,13 @@ class PostgresStore:
                     self.schema_version = self._ensure_schema(conn)
             except BaseException as error:
                 conn.close()
-                if bound.fired:
-                    raise StoreUnavailable(
-                        f"{self._timed_out()}. Nothing was judged: check the server, or run "
-                        "without --prop-store"
-                    ) from None
-                if isinstance(error, psycopg.OperationalError):
-                    raise StoreUnavailable(
-                        f"cannot reach the verdict store {self.where}: {self._shown(error)}. "
-                        "Nothing was judged: check the server, or run without --prop-store"
-                    ) from None
+                if bound.fired or isinstance(error, psycopg.OperationalError):
+                    why = (
+                        self._timed_out()
+                        if bound.fired
+                        else f"cannot reach the verdict store {self.where}: {self._shown(error)}"
+                    )
+                    raise StoreUnavailable(why + NOTHING_JUDGED) from None
                 raise
             self._conn = conn
             return conn
@@ -635,9 +619,7 @@ class PostgresStore:
 
     def _lookup_batch(self, keys: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        unique = sorted(set(keys))
-        for start in range(0, len(unique), BATCH):
-            chunk = unique[start : start + BATCH]
+        for chunk in _chunks(keys):
             rows = self._rows(
                 f"SELECT key, record FROM {VERDICT_TABLE} WHERE key = ANY(%s)", (chunk,)
             )
@@ -645,37 +627,39 @@ class PostgresStore:
         return found
 
     def _insert_batch(self, items: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        _, standing = self._insert_rows(items)
+        # One record per key; the same key twice in a batch: the last one.
+        _, standing = self.insert_many(dict(items))
         return {(key, text): standing[key] for key, text in items}
 
-    def _insert_rows(self, items: list[tuple[str, str]]) -> tuple[int, dict[str, str]]:
-        """Insert-if-absent, then read back whatever stood already: the first writer wins."""
-        mine = dict(items)  # one record per key; the same key twice in a batch: the last one
-        columns = [(key, text, *_columns(text)) for key, text in mine.items()]
-        rows = self._rows(
-            f"INSERT INTO {VERDICT_TABLE} (key, record, model, recorded_at) "
-            "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
-            "ON CONFLICT (key) DO NOTHING RETURNING key",
-            (
-                [c[0] for c in columns],
-                [c[1] for c in columns],
-                [c[2] for c in columns],
-                [c[3] for c in columns],
-            ),
-        )
-        inserted = {str(row[0]) for row in rows}
-        standing = {key: mine[key] for key in inserted}
-        others = sorted(set(mine) - inserted)
-        if others:
-            # A separate statement: it sees rows that concurrent writers committed meanwhile.
-            standing.update(self._lookup_batch(others))
-            missing = [key for key in others if key not in standing]
-            if missing:
-                raise StoreError(
-                    f"the verdict store {self.where} neither took nor holds the verdict "
-                    f"{missing[0][:16]} (was it deleted meanwhile?)"
-                )
-        return len(inserted), standing
+    def _write(self, items: Mapping[str, str], on_conflict: str) -> set[str]:
+        """Insert each pair, ``on_conflict`` deciding what a key already there does, ``BATCH``
+        keys a statement in key order; the keys written."""
+        written: set[str] = set()
+        for chunk in _chunks(items):
+            texts = [items[key] for key in chunk]
+            columns = [_columns(text) for text in texts]
+            rows = self._rows(
+                f"INSERT INTO {VERDICT_TABLE} AS t (key, record, model, recorded_at) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[]) "
+                f"ON CONFLICT (key) {on_conflict} RETURNING t.key",
+                (chunk, texts, [model for model, _ in columns], [at for _, at in columns]),
+            )
+            written.update(str(row[0]) for row in rows)
+        return written
+
+
+# Replacing a stored record: its row's columns follow, and it counts as stored now (for prune).
+_REPLACE = (
+    "DO UPDATE SET record = EXCLUDED.record, model = EXCLUDED.model, "
+    "recorded_at = EXCLUDED.recorded_at, stored_at = now()"
+)
+
+
+def _chunks(keys: Iterable[str]) -> Iterator[list[str]]:
+    """The keys, sorted and unique, ``BATCH`` at a time (one round trip each)."""
+    unique = sorted(set(keys))
+    for start in range(0, len(unique), BATCH):
+        yield unique[start : start + BATCH]
 
 
 def _columns(text: str) -> tuple[str, str]:

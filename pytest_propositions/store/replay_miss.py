@@ -6,12 +6,10 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .base import VerdictStore
 from .cache_record import unpack_request
-
-if TYPE_CHECKING:
-    from .base import VerdictStore
 
 _MAX_CHANGES = 4
 _MAX_SCAN = 100_000

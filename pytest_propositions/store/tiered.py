@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any, TypeVar
 
 from .cache import CacheMode, VerdictCache
 from .cache_record import record_text, stored_record
-from .errors import CacheWarning, InvalidRecordError
-from .postgres import PostgresStore, StoreError, StoreLost, StoreUnavailable
+from .errors import InvalidRecordError
+from .postgres import NOTHING_JUDGED, PostgresStore, StoreError, StoreLost, StoreUnavailable
 
 __all__ = [
     "STORE_COUNTERS",
@@ -67,17 +66,11 @@ class SharedVerdictCache:
     ) -> None:
         self.disk = VerdictCache(directory, mode, warn=warn)
         self.store = store
-        self.store_hits = 0
-        self.store_shared = 0
-        self.store_races = 0
-        self.store_unshared = 0
-        self.store_unreplaced = 0
-        self.store_damaged = 0
-        self._damaged_rows: set[str] = set()
+        #: What the store served, took, and did not (STORE_COUNTERS), for the summary.
+        self.counts = dict.fromkeys(STORE_COUNTERS, 0)
         self._reached = False
         self._failed: StoreError | None = None
         self._lost: str | None = None
-        self._warn = warn
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -97,8 +90,7 @@ class SharedVerdictCache:
 
     def store_counts(self) -> dict[str, int]:
         with self._lock:
-            counts = {name: getattr(self, name) for name in STORE_COUNTERS}
-        return {**counts, **self.disk.store_counts()}
+            return {**self.counts, **self.disk.store_counts()}
 
     def record_usage(self, used: Iterable[str], started_at: datetime) -> None:
         self.disk.record_usage(used, started_at)
@@ -118,8 +110,7 @@ class SharedVerdictCache:
             self._store_damaged(key, str(problem))
             return None
         self.disk.served_elsewhere(key)
-        with self._lock:
-            self.store_hits += 1
+        self._count("store_hits")
         if self.mode == "use":
             # A copy on disk: the next run on this machine needs no round trip for it.
             self.disk.keep_copy(key, record)
@@ -152,16 +143,12 @@ class SharedVerdictCache:
                 except InvalidRecordError as problem:
                     damaged = True
                     self._store_damaged(key, str(problem))
-            with self._lock:
-                if stored is None:
-                    if self.mode == "refresh":
-                        self.store_unreplaced += 1
-                    else:
-                        self.store_unshared += 1
-                elif stored == text:
-                    self.store_shared += 1
-                elif not damaged:
-                    self.store_races += 1
+            if stored is None:
+                self._count("store_unreplaced" if self.mode == "refresh" else "store_unshared")
+            elif stored == text:
+                self._count("store_shared")
+            elif not damaged:
+                self._count("store_races")
         self.disk.put(key, standing)
         return standing
 
@@ -185,10 +172,7 @@ class SharedVerdictCache:
                 if isinstance(error, StoreLost):
                     # Silent or dropped before it ever answered a claim: as if unreachable, so
                     # the run stops here rather than fail every claim the same way.
-                    error = StoreUnavailable(
-                        f"{error}. Nothing was judged: check the server, or run without "
-                        "--prop-store"
-                    )
+                    error = StoreUnavailable(f"{error}{NOTHING_JUDGED}")
                 self._failed = error
                 raise error.with_traceback(None) from None
             if isinstance(error, StoreLost) or writing:
@@ -200,43 +184,36 @@ class SharedVerdictCache:
 
     def _mark_lost(self, reason: str, *, refused: bool = False) -> None:
         with self._lock:
-            if self._lost is not None:
-                return
-            self._lost = reason
+            self._lost = self._lost or reason
         where = self.store.where
         if self.mode == "refresh":
             what = "refused the refreshed verdict" if refused else "is lost"
-            self._emit_store(
+            message = (
                 f"{reason}. The store {what}: verdicts refreshed from now on replace those of "
                 "the local cache only, and the store keeps its own. Its owner (a role that may "
                 f"UPDATE) replaces them with this machine's: '{push_command(where, replace=True)}'"
             )
-            return
-        self._emit_store(
-            f"{reason}. Verdicts judged from now on are kept in the local cache only; the "
-            f"summary says how many were not shared: send them with '{push_command(where)}'"
-        )
+        else:
+            message = (
+                f"{reason}. Verdicts judged from now on are kept in the local cache only; the "
+                f"summary says how many were not shared: send them with '{push_command(where)}'"
+            )
+        self.disk.warn_once("store-lost", message)
 
     def _store_damaged(self, key: str, problem: str) -> None:
         """A row that is no verdict of this request: named once, a miss, never overwritten."""
-        with self._lock:
-            first = key not in self._damaged_rows
-            self._damaged_rows.add(key)
-            if first:
-                self.store_damaged += 1
-        if first:
-            self._emit_store(
-                f"the verdict store {self.store.where} holds a damaged record {key} "
-                f"({problem[:300]}); treating it as a miss: a verdict judged here is kept in the "
-                f"local cache, and the row is left as it is. Its owner removes damaged rows "
-                f"with '{repair_command(self.store.where)}'; 'cache push' then refills them"
-            )
+        if self.disk.warn_once(
+            f"store-row:{key}",
+            f"the verdict store {self.store.where} holds a damaged record {key} "
+            f"({problem[:300]}); treating it as a miss: a verdict judged here is kept in the "
+            f"local cache, and the row is left as it is. Its owner removes damaged rows "
+            f"with '{repair_command(self.store.where)}'; 'cache push' then refills them",
+        ):
+            self._count("store_damaged")
 
-    def _emit_store(self, message: str) -> None:
-        if self._warn is not None:
-            self._warn(message)
-        else:
-            warnings.warn(message, CacheWarning, stacklevel=4)
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.counts[name] += 1
 
 
 def store_summary(counts: Mapping[str, float], where: str) -> list[str]:
