@@ -378,7 +378,7 @@ class Refereed(_Sequential):
     def _figures(self) -> Figures:
         rule = self.rule
         scale = MAX_SCORE if rule.mode == "mean" else 1
-        lower, upper = stats.referee_interval(self.test.values, self.test.fractions, rule.alpha)
+        lower, upper = stats.betting_interval(self.test.values, rule.alpha, self.test.fractions)
         estimate = min(1.0, max(0.0, self.test.mean))
         return Figures(estimate * scale, lower * scale, upper * scale)
 
