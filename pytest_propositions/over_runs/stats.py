@@ -554,26 +554,10 @@ def least_runs_to_pass(
     they follow from each run's content. Counting every run as drawn at chance 1 (the widest
     bets) would accept claims that cannot pass: ``at_least=0.5`` with ``max_runs=8``.
     """
-    import numpy as np
-
-    threshold = math.log(1.0 / alpha)
     best = 1.0 if direction == "above" else 0.0
     if mode == "rate" and referee is None:
-
-        def passes(n: int) -> bool:
-            evidence = _log_evidence(best * n, n, np.array([bar]), direction)
-            return float(evidence[0]) >= threshold
-
-        high = 1
-        while not passes(high):
-            if high >= limit:
-                return None
-            high = min(limit, high * 2)
-        low = high // 2  # passes(low) is False (or low is 0)
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (low, middle) if passes(middle) else (middle, high)
-        return high
+        # Every run on the passing side: the evidence for that side only grows with the runs.
+        return rate_runs_to_decide(best, 1, limit, bar, alpha)
     test: BettingTest | RefereeTest = (
         BettingTest(bar, alpha) if referee is None else RefereeTest(bar, alpha, floor=referee)
     )
