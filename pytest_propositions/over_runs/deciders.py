@@ -195,7 +195,7 @@ class Rate(_Sequential):
         return stats.rate_runs_to_decide(self.held / n, n + 1, 20 * n, rule.bar, rule.alpha)
 
 
-class EveryRun(_Sequential):
+class EveryRun(Rate):
     """``every_run=True`` (and min_score 9): fails at the first run that does not hold, passes
     when every run up to max_runs held; no statistics."""
 
@@ -209,11 +209,9 @@ class EveryRun(_Sequential):
             self.decided_by = f"all {n} runs held"
 
     def _figures(self) -> Figures:
-        n, alpha = self.count, self.rule.alpha
-        if self.held == n:
-            return Figures(1.0, stats.every_run_lower_bound(n, alpha), 1.0)
-        lower, upper = stats.rate_interval(self.held, n, alpha)
-        return Figures(self.held / n, lower, upper)
+        if self.held == self.count:
+            return Figures(1.0, stats.every_run_lower_bound(self.count, self.rule.alpha), 1.0)
+        return super()._figures()
 
     def advice(self) -> str:
         return ""  # one run against it decides; only more runs pass it
