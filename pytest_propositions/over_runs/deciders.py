@@ -85,8 +85,10 @@ def decider_for(rule: Rule, min_runs: int, max_runs: int, seed: str = "") -> Dec
 class _Sequential:
     """What every decider shares: the runs taken, the decision and its reasons, the advice."""
 
-    # What the advice offers to move, besides the runs.
+    # What the advice offers to move, besides the runs; whose value is decided, and how.
     moved = "a bar"
+    whose = "the true value"
+    process = "betting confidence sequence (Waudby-Smith & Ramdas), anytime-valid"
 
     def __init__(self, rule: Rule, min_runs: int, max_runs: int) -> None:
         self.rule = rule
@@ -122,14 +124,14 @@ class _Sequential:
         """Decide, if the runs so far do, after a run that ``held`` or not."""
         raise NotImplementedError
 
-    def _settle(self, direction: stats.Direction | None, whose: str, process: str) -> None:
+    def _settle(self, direction: stats.Direction | None) -> None:
         """Decide on the side the evidence reached, once min_runs runs are in."""
         if direction is None or self.count < self.min_runs:
             return
         self.decision = "pass" if direction == self.good else "fail"
         self.decided_by = (
-            f"after {self.count} runs the evidence that {whose} is {direction} the bar reached "
-            f"1/alpha = {1 / self.rule.alpha:.0f} ({process})"
+            f"after {self.count} runs the evidence that {self.whose} is {direction} the bar "
+            f"reached 1/alpha = {1 / self.rule.alpha:.0f} ({self.process})"
         )
 
     def figures(self) -> Figures:
@@ -175,31 +177,14 @@ class _Sequential:
             result.decided_by = self.decided_by
 
 
-def _replay(
-    add: Callable[[Any], object], decide: Callable[[], object], values: Sequence[Any]
-) -> int | None:
-    """Feed ``values`` cyclically to a test (its ``add`` and ``decide``) until it decides past
-    them (up to 20 times as many); the total fed, or None."""
-    n = len(values)
-    for total in range(1, 20 * n + 1):
-        add(values[(total - 1) % n])
-        if total > n and decide() is not None:
-            return total
-    return None
-
-
-BETTING = "betting confidence sequence (Waudby-Smith & Ramdas), anytime-valid"
-
-
 class Rate(_Sequential):
     """``at_least=p`` or ``at_most=q``: the rate of runs that hold, by a binomial mixture
     likelihood ratio."""
 
+    process = "binomial mixture likelihood ratio (Robbins), anytime-valid"
+
     def _decide(self, held: bool) -> None:
-        rule = self.rule
-        direction = stats.rate_decision(self.held, self.count, rule.bar, rule.alpha)
-        process = "binomial mixture likelihood ratio (Robbins), anytime-valid"
-        self._settle(direction, "the true value", process)
+        self._settle(stats.rate_decision(self.held, self.count, self.rule.bar, self.rule.alpha))
 
     def _figures(self) -> Figures:
         lower, upper = stats.rate_interval(self.held, self.count, self.rule.alpha)
@@ -207,13 +192,10 @@ class Rate(_Sequential):
 
     def runs_to_decide(self) -> int | None:
         n, rule = self.count, self.rule
-        found: int | None = stats.rate_runs_to_decide(
-            self.held / n, n + 1, 20 * n, rule.bar, rule.alpha
-        )
-        return found
+        return stats.rate_runs_to_decide(self.held / n, n + 1, 20 * n, rule.bar, rule.alpha)
 
 
-class EveryRun(_Sequential):
+class EveryRun(Rate):
     """``every_run=True`` (and min_score 9): fails at the first run that does not hold, passes
     when every run up to max_runs held; no statistics."""
 
@@ -227,42 +209,66 @@ class EveryRun(_Sequential):
             self.decided_by = f"all {n} runs held"
 
     def _figures(self) -> Figures:
-        n, alpha = self.count, self.rule.alpha
-        if self.held == n:
-            return Figures(1.0, stats.every_run_lower_bound(n, alpha), 1.0)
-        lower, upper = stats.rate_interval(self.held, n, alpha)
-        return Figures(self.held / n, lower, upper)
+        if self.held == self.count:
+            return Figures(1.0, stats.every_run_lower_bound(self.count, self.rule.alpha), 1.0)
+        return super()._figures()
 
     def advice(self) -> str:
         return ""  # one run against it decides; only more runs pass it
 
 
-class Mean(_Sequential):
-    """``min_score`` over runs: the mean score, by a betting confidence sequence on score/9."""
+class _Betting(_Sequential):
+    """What the betting deciders share: each run's input to a betting test (``self.inputs``),
+    fed in order, and the advice's replay of those inputs into a fresh test."""
 
     def __init__(self, rule: Rule, min_runs: int, max_runs: int) -> None:
         super().__init__(rule, min_runs, max_runs)
-        self.betting = stats.BettingTest(rule.bar / MAX_SCORE, rule.alpha)
+        self.test = self._test()
+        self.inputs: list[tuple[Any, ...]] = []
+
+    def _test(self) -> stats.BettingTest | stats.RefereeTest:
+        """A fresh betting test of this rule."""
+        raise NotImplementedError
+
+    def _feed(self, *test_input: Any) -> None:
+        """Feed one run's input to the test (before ``add``, which decides)."""
+        self.inputs.append(test_input)
+        self.test.add(*test_input)
 
     def _decide(self, held: bool) -> None:
-        if self.rule.bar <= MIN_SCORE:
-            if self.count >= self.min_runs:
-                self.decision, self.decided_by = "pass", "every mean score is at least 0"
-            return
-        self.betting.add(self.values[-1])
-        self._settle(self.betting.decide(), "the true value", BETTING)
+        self._settle(self.test.decide())
+
+    def runs_to_decide(self) -> int | None:
+        """Feed the inputs so far cyclically to a fresh test until it decides past them (up to
+        20 times as many); the total fed, or None."""
+        test, n = self._test(), len(self.inputs)
+        for total in range(1, 20 * n + 1):
+            test.add(*self.inputs[(total - 1) % n])
+            if total > n and test.decide() is not None:
+                return total
+        return None
+
+
+class Mean(_Betting):
+    """``min_score`` over runs: the mean score, by a betting confidence sequence on score/9."""
+
+    def _test(self) -> stats.BettingTest:
+        return stats.BettingTest(self.rule.bar / MAX_SCORE, self.rule.alpha)
+
+    def _decide(self, held: bool) -> None:
+        if self.rule.bar > MIN_SCORE:
+            self._feed(self.values[-1])
+            super()._decide(held)
+        elif self.count >= self.min_runs:
+            self.decision, self.decided_by = "pass", "every mean score is at least 0"
 
     def _figures(self) -> Figures:
         lower, upper = stats.betting_interval(self.values, self.rule.alpha)
         mean = sum(self.values) / self.count
         return Figures(mean * MAX_SCORE, lower * MAX_SCORE, upper * MAX_SCORE)
 
-    def runs_to_decide(self) -> int | None:
-        test = stats.BettingTest(self.betting.bar, self.rule.alpha)
-        return _replay(test.add, test.decide, self.values)
 
-
-class Comparison(_Sequential):
+class Comparison(_Betting):
     """``better_than=runs(control)``: run i of each side paired, the betting rule on the
     differences of their rates (1/0) or scores (score/9)."""
 
@@ -270,9 +276,11 @@ class Comparison(_Sequential):
 
     def __init__(self, rule: Rule, min_runs: int, max_runs: int) -> None:
         super().__init__(rule, min_runs, max_runs)
-        margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
-        self.betting = stats.BettingTest(stats.paired_bar(margin), rule.alpha)
         self.control_values: list[float] = []
+
+    def _test(self) -> stats.BettingTest:
+        margin = self.rule.bar / MAX_SCORE if self.rule.kind == "score" else self.rule.bar
+        return stats.BettingTest(stats.paired_bar(margin), self.rule.alpha)
 
     def take(
         self, run: int, verdicts: tuple[Verdict, ...], referee: Callable[[int], Verdict]
@@ -286,21 +294,13 @@ class Comparison(_Sequential):
     def add_pair(self, value: float, held: bool, control: float) -> None:
         """One pair of runs: the claim's value and whether it held, the control's value."""
         self.control_values.append(control)
+        self._feed(stats.paired_value(value, control))
         self.add(value, held)
-
-    def _pairs(self) -> list[float]:
-        return [
-            stats.paired_value(a, b) for a, b in zip(self.values, self.control_values, strict=True)
-        ]
-
-    def _decide(self, held: bool) -> None:
-        self.betting.add(stats.paired_value(self.values[-1], self.control_values[-1]))
-        self._settle(self.betting.decide(), "the true value", BETTING)
 
     def _figures(self) -> Figures:
         n, rule = self.count, self.rule
         scale = MAX_SCORE if rule.kind == "score" else 1
-        low, high = stats.betting_interval(self._pairs(), rule.alpha)
+        low, high = stats.betting_interval([pair for (pair,) in self.inputs], rule.alpha)
         return Figures(
             sum(self.values) / n * scale,
             (2 * low - 1) * scale,
@@ -308,24 +308,27 @@ class Comparison(_Sequential):
             sum(self.control_values) / n * scale,
         )
 
-    def runs_to_decide(self) -> int | None:
-        test = stats.BettingTest(self.betting.bar, self.rule.alpha)
-        return _replay(test.add, test.decide, self._pairs())
 
-
-class Refereed(_Sequential):
+class Refereed(_Betting):
     """A rate or mean score decided on a referee's verdicts: the main judge judges every run,
     the referee a random share drawn from the claim's ``seed`` (stats.py, "A referee")."""
+
+    test: stats.RefereeTest
+    whose = "the referee's true value"
+    process = (
+        "referee-corrected betting confidence sequence, anytime-valid whatever the main "
+        "judge's errors"
+    )
 
     def __init__(self, rule: Rule, min_runs: int, max_runs: int, seed: str) -> None:
         super().__init__(rule, min_runs, max_runs)
         assert rule.referee is not None
         self.referee = rule.referee
         self.seed = seed
-        bar = rule.bar / MAX_SCORE if rule.mode == "mean" else rule.bar
-        self.test = stats.RefereeTest(bar, rule.alpha, floor=rule.referee_fraction)
-        # Each run's (main value, referee value or None, fraction), in order.
-        self.triples: list[tuple[float, float | None, float]] = []
+
+    def _test(self) -> stats.RefereeTest:
+        bar = self.rule.bar / MAX_SCORE if self.rule.mode == "mean" else self.rule.bar
+        return stats.RefereeTest(bar, self.rule.alpha, floor=self.rule.referee_fraction)
 
     def fraction(self) -> float:
         """The next run's chance of going to the referee (from earlier runs only)."""
@@ -364,27 +367,15 @@ class Refereed(_Sequential):
 
     def add_refereed(self, value: float, held: bool, referee: float | None, p: float) -> None:
         """One run: its main value, the referee's (None: not drawn), its chance of a draw."""
-        self.triples.append((value, referee, p))
-        self.test.add(value, referee, p)
-        super().add(value, held)
-
-    def _decide(self, held: bool) -> None:
-        process = (
-            "referee-corrected betting confidence sequence, anytime-valid whatever the main "
-            "judge's errors"
-        )
-        self._settle(self.test.decide(), "the referee's true value", process)
+        self._feed(value, referee, p)
+        self.add(value, held)
 
     def _figures(self) -> Figures:
         rule = self.rule
         scale = MAX_SCORE if rule.mode == "mean" else 1
-        lower, upper = stats.referee_interval(self.test.values, self.test.fractions, rule.alpha)
+        lower, upper = stats.betting_interval(self.test.values, rule.alpha, self.test.fractions)
         estimate = min(1.0, max(0.0, self.test.mean))
         return Figures(estimate * scale, lower * scale, upper * scale)
-
-    def runs_to_decide(self) -> int | None:
-        replay = stats.RefereeTest(self.test.bar, self.rule.alpha, floor=self.test.floor)
-        return _replay(lambda triple: replay.add(*triple), replay.decide, self.triples)
 
     def finish(self, result: RunsResult) -> None:
         self._warn_if_dear(result)

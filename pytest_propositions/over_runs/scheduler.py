@@ -98,10 +98,11 @@ def judge_over_runs(
             simulating[run] = sim_pool.submit(simulate_unit, run)
 
     try:
-        while decider.decision is None and decider.count < limit:
+        while True:
             judge_simulated()
             consumed = decider.count
-            if consumed in judging and judging[consumed].done():
+            deciding = decider.decision is None and consumed < limit
+            if deciding and consumed in judging and judging[consumed].done():
                 try:
                     verdicts = judging.pop(consumed).result()
                     result.runs.append(decider.take(consumed, verdicts, referee_verdict))
@@ -112,23 +113,19 @@ def judge_over_runs(
                         f"undecided ({figures_line(result.as_dict())}): {error}"
                     ) from None
                 continue
-            if next_run < limit and next_run - consumed < window:
+            # Decided before max_runs: judge exactly the runs a rerun's look-ahead may start (up
+            # to window - 1 past the decision), so a rerun from the cache asks the judge nothing
+            # new.
+            last = limit if deciding else min(consumed + window - 1, limit)
+            if next_run < last and next_run - consumed < window:
                 start(next_run)
                 next_run += 1
                 continue
+            if not deciding and not simulating:
+                break
             # Only what is still running: a later run judged first must not make this spin.
-            pending = [f for f in (*simulating.values(), *judging.values()) if not f.done()]
-            wait(pending, return_when=FIRST_COMPLETED)
-        # Decided before max_runs: judge exactly the runs a rerun's look-ahead may start (up to
-        # window - 1 past the decision), so a rerun from the cache asks the judge nothing new.
-        last = min(decider.count + window - 1, limit)
-        while next_run < last or simulating:
-            judge_simulated()
-            if next_run < last:
-                start(next_run)
-                next_run += 1
-                continue
-            wait(list(simulating.values()), return_when=FIRST_COMPLETED)
+            running = [*simulating.values(), *judging.values()] if deciding else simulating.values()
+            wait([future for future in running if not future.done()], return_when=FIRST_COMPLETED)
         # Their verdicts are not read: an error there is not the claim's (and is not cached).
         wait(list(judging.values()))
     finally:

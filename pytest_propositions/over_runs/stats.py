@@ -95,6 +95,8 @@ so ``E[R_i | F_{i-1}] = mu``, the referee's true rate or mean, the quantity deci
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,9 +116,7 @@ GRID_STEPS = 1000
 
 def require_scipy() -> None:
     """scipy comes with the ``stats`` extra; say so plainly when it is missing."""
-    from importlib.util import find_spec
-
-    if find_spec("scipy") is None:
+    if importlib.util.find_spec("scipy") is None:
         raise ImportError(
             "claims over runs need scipy, which is not installed: "
             "pip install 'pytest-propositions[stats]'"
@@ -132,14 +132,36 @@ def _side(is_above: bool, is_below: bool) -> Direction | None:
     return "above" if is_above else "below"
 
 
+def _grid() -> Any:
+    """The bars an interval is read on: 0.001 to 0.999 (a numpy array)."""
+    import numpy as np
+
+    return np.arange(1, GRID_STEPS) / GRID_STEPS
+
+
+def _interval(
+    bars: Any, log_up: Any, log_down: Any, alpha: float, estimate: float
+) -> tuple[float, float]:
+    """The bars at which neither process reached ``1/alpha``, rounded outward by a grid step."""
+    threshold = math.log(1.0 / alpha)
+    kept = bars[(log_up < threshold) & (log_down < threshold)]
+    if kept.size == 0:  # cannot happen with a valid alpha, but never report an empty interval
+        return estimate, estimate
+    step = 1.0 / GRID_STEPS
+    return max(0.0, float(kept[0]) - step), min(1.0, float(kept[-1]) + step)
+
+
 # -- rates --------------------------------------------------------------------------------------
 
 
-def _prior(bar: float, direction: Direction) -> tuple[float, float]:
+def _prior(bar: Any, direction: Direction) -> tuple[Any, Any]:
+    """The Beta prior's parameters for a bar (or a numpy array of bars)."""
+    import numpy as np
+
     if direction == "above":
-        centre = bar + min(RATE_PRIOR_SHIFT, (1.0 - bar) / 2)
+        centre = bar + np.minimum(RATE_PRIOR_SHIFT, (1.0 - bar) / 2)
     else:
-        centre = bar - min(RATE_PRIOR_SHIFT, bar / 2)
+        centre = bar - np.minimum(RATE_PRIOR_SHIFT, bar / 2)
     return centre * RATE_PRIOR_CONCENTRATION, (1.0 - centre) * RATE_PRIOR_CONCENTRATION
 
 
@@ -151,36 +173,35 @@ def rate_log_evidence(held: int, runs: int, bar: float, direction: Direction) ->
     """
     if not 0 <= held <= runs:
         raise ValueError(f"held must be from 0 to runs, got {held} of {runs}")
-    return float(_evidence_at([held], runs, bar, direction)[0])
+    return float(_log_evidence([held], runs, bar, direction)[0])
 
 
-def _evidence_row(runs: int, bar: float, direction: Direction) -> list[float]:
-    """``rate_log_evidence`` for every count held, 0..runs, in one vectorised call."""
-    return [float(value) for value in _evidence_at(range(runs + 1), runs, bar, direction)]
-
-
-def _evidence_at(held: Any, runs: Any, bar: float, direction: Direction) -> Any:
-    """``rate_log_evidence`` element by element over ``held`` and ``runs`` (numbers or
-    sequences of the same length), in one vectorised call: a numpy array."""
+def _log_evidence(held: Any, runs: Any, bar: Any, direction: Direction) -> Any:
+    """``rate_log_evidence`` element by element over ``held``, ``runs`` and ``bar`` (numbers or
+    numpy arrays that broadcast), in one vectorised call: a numpy array."""
     import numpy as np
     from scipy import special, stats
 
-    if not 0.0 < bar < 1.0:
-        raise ValueError(f"the bar must be strictly between 0 and 1, got {bar!r}")
+    if isinstance(bar, float):
+        if not 0.0 < bar < 1.0:
+            raise ValueError(f"the bar must be strictly between 0 and 1, got {bar!r}")
+        # One bar (a decision) takes math's logarithms, a grid of bars numpy's: they may differ
+        # in the last digit, and a decision must not move with the way it is computed.
+        log_bar, log_rest = math.log(bar), math.log1p(-bar)
+    else:
+        log_bar, log_rest = np.log(bar), np.log1p(-bar)
     a, b = _prior(bar, direction)
     held = np.asarray(held, dtype=float)
     runs = np.asarray(runs, dtype=float)
     post_a, post_b = a + held, b + runs - held
-    if direction == "above":
-        tail = stats.beta.logsf(bar, post_a, post_b) - stats.beta.logsf(bar, a, b)
-    else:
-        tail = stats.beta.logcdf(bar, post_a, post_b) - stats.beta.logcdf(bar, a, b)
+    log_tail = stats.beta.logsf if direction == "above" else stats.beta.logcdf
+    tail = log_tail(bar, post_a, post_b) - log_tail(bar, a, b)
     return (
         special.betaln(post_a, post_b)
         - special.betaln(a, b)
         + tail
-        - held * math.log(bar)
-        - (runs - held) * math.log1p(-bar)
+        - held * log_bar
+        - (runs - held) * log_rest
     )
 
 
@@ -209,12 +230,23 @@ def rate_boundaries(bar: float, alpha: float, max_runs: int) -> RateBoundaries:
     for n in range(1, max_runs + 1):
         # The evidence for "above" grows with the runs held (and for "below" shrinks), so each
         # run count has one boundary; the checks below make sure of it rather than assume it.
-        up = _evidence_row(n, bar, "above")
-        down = _evidence_row(n, bar, "below")
+        up = [float(value) for value in _log_evidence(range(n + 1), n, bar, "above")]
+        down = [float(value) for value in _log_evidence(range(n + 1), n, bar, "below")]
         above.append(_first_from(up, threshold))
         below_from_top = _first_from(down[::-1], threshold)
         below.append(None if below_from_top is None else n - below_from_top)
     return RateBoundaries(bar, alpha, tuple(above), tuple(below))
+
+
+def _first_from(row: list[float], threshold: float) -> int | None:
+    """The smallest index from which every entry of ``row`` reaches ``threshold``, or None."""
+    first: int | None = None
+    for index in range(len(row) - 1, -1, -1):
+        if row[index] >= threshold:
+            first = index
+        else:
+            break
+    return first
 
 
 def rate_decision(held: int, runs: int, bar: float, alpha: float) -> Direction | None:
@@ -246,8 +278,8 @@ def rate_runs_to_decide(
         high = min(limit, low + width - 1)
         totals = list(range(low, high + 1))
         held = [round(rate * total) for total in totals]
-        is_above = _evidence_at(held, totals, bar, "above") >= threshold
-        is_below = _evidence_at(held, totals, bar, "below") >= threshold
+        is_above = _log_evidence(held, totals, bar, "above") >= threshold
+        is_below = _log_evidence(held, totals, bar, "below") >= threshold
         decided = np.flatnonzero(is_above != is_below)
         if decided.size:
             return totals[int(decided[0])]
@@ -255,59 +287,15 @@ def rate_runs_to_decide(
     return None
 
 
-def _first_from(row: list[float], threshold: float) -> int | None:
-    """The smallest index from which every entry of ``row`` reaches ``threshold``, or None."""
-    first: int | None = None
-    for index in range(len(row) - 1, -1, -1):
-        if row[index] >= threshold:
-            first = index
-        else:
-            break
-    return first
-
-
 def rate_interval(held: int, runs: int, alpha: float) -> tuple[float, float]:
     """The confidence sequence for the rate after ``held`` of ``runs``: every bar that neither
     test rejects, each bound at ``1 - alpha``, on a grid of 0.001, rounded outward."""
-    import numpy as np
-
     if runs == 0:
         return 0.0, 1.0
-    threshold = math.log(1.0 / alpha)
-    bars = np.arange(1, GRID_STEPS) / GRID_STEPS
-    up = _evidence_by_bar(held, runs, bars, "above")
-    down = _evidence_by_bar(held, runs, bars, "below")
-    kept = bars[(up < threshold) & (down < threshold)]
-    if kept.size == 0:  # cannot happen with a valid alpha, but never report an empty interval
-        rate = held / runs
-        return rate, rate
-    step = 1.0 / GRID_STEPS
-    return max(0.0, float(kept[0]) - step), min(1.0, float(kept[-1]) + step)
-
-
-def _evidence_by_bar(held: int, runs: int, bars: Any, direction: Direction) -> Any:
-    """``rate_log_evidence`` at many bars at once (a numpy array)."""
-    import numpy as np
-    from scipy import special, stats
-
-    if direction == "above":
-        centre = bars + np.minimum(RATE_PRIOR_SHIFT, (1.0 - bars) / 2)
-    else:
-        centre = bars - np.minimum(RATE_PRIOR_SHIFT, bars / 2)
-    a = centre * RATE_PRIOR_CONCENTRATION
-    b = (1.0 - centre) * RATE_PRIOR_CONCENTRATION
-    post_a, post_b = a + held, b + runs - held
-    if direction == "above":
-        tail = stats.beta.logsf(bars, post_a, post_b) - stats.beta.logsf(bars, a, b)
-    else:
-        tail = stats.beta.logcdf(bars, post_a, post_b) - stats.beta.logcdf(bars, a, b)
-    return (
-        special.betaln(post_a, post_b)
-        - special.betaln(a, b)
-        + tail
-        - held * np.log(bars)
-        - (runs - held) * np.log1p(-bars)
-    )
+    bars = _grid()
+    up = _log_evidence(held, runs, bars, "above")
+    down = _log_evidence(held, runs, bars, "below")
+    return _interval(bars, up, down, alpha, held / runs)
 
 
 def every_run_lower_bound(runs: int, alpha: float) -> float:
@@ -315,14 +303,13 @@ def every_run_lower_bound(runs: int, alpha: float) -> float:
     return alpha ** (1.0 / runs) if runs else 0.0
 
 
-# -- bounded means (scores, and paired differences) -----------------------------------------------
+# -- bounded means (scores, paired differences, and a referee's corrected values) ----------------
 
 
 @dataclass
-class BettingTest:
-    """Two betting processes on values in [0, 1] against the bar ``m``: "the mean is above m"
-    and "the mean is below m". ``add`` one value at a time; ``decide`` says which (if either)
-    has reached ``1/alpha``."""
+class _Betting:
+    """Two betting processes against the bar ``m``: "the mean is above m" and "the mean is below
+    m"; ``decide`` says which (if either) has reached ``1/alpha``."""
 
     bar: float
     alpha: float
@@ -333,32 +320,24 @@ class BettingTest:
     squares: float = 0.0
     values: list[float] = field(default_factory=list)
 
-    def _estimates(self) -> tuple[float, float]:
+    def _bet(self, x: float, low: float, high: float, cap: float) -> None:
+        """Take ``x``, of a run whose value lies in ``[low, high]`` (known before the run): the
+        bets are aGRAPA's on earlier values only, capped so that no value in that range makes a
+        factor smaller than ``1 - cap``."""
         # Predictable estimates from earlier runs only, started at (1/2, 1/4).
         mean = (0.5 + self.total) / (self.count + 1)
         variance = (0.25 + self.squares) / (self.count + 1)
-        return mean, variance
-
-    def bets(self) -> tuple[float, float]:
-        """The next bets (up, down), from what is known before the next value (aGRAPA)."""
-        mean, variance = self._estimates()
         gap = mean - self.bar
         raw = gap / (variance + gap * gap) if variance + gap * gap > 0 else 0.0
-        up_cap = BET_CAP / self.bar if self.bar > 0 else 0.0
-        down_cap = BET_CAP / (1.0 - self.bar) if self.bar < 1 else 0.0
-        return min(max(raw, 0.0), up_cap), min(max(-raw, 0.0), down_cap)
-
-    def add(self, value: float) -> None:
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"a value must lie in [0, 1], got {value!r}")
-        up, down = self.bets()
-        self.log_up += math.log1p(up * (value - self.bar))
-        self.log_down += math.log1p(-down * (value - self.bar))
-        mean, _ = self._estimates()
+        up_cap = cap / (self.bar - low) if self.bar > low else 0.0
+        down_cap = cap / (high - self.bar) if self.bar < high else 0.0
+        up, down = min(max(raw, 0.0), up_cap), min(max(-raw, 0.0), down_cap)
+        self.log_up += math.log1p(up * (x - self.bar))
+        self.log_down += math.log1p(-down * (x - self.bar))
         self.count += 1
-        self.total += value
-        self.squares += (value - mean) ** 2
-        self.values.append(value)
+        self.total += x
+        self.squares += (x - mean) ** 2
+        self.values.append(x)
 
     def decide(self) -> Direction | None:
         threshold = math.log(1.0 / self.alpha)
@@ -366,26 +345,53 @@ class BettingTest:
 
     @property
     def mean(self) -> float:
+        """The mean of the values (a referee's: its unbiased estimate, which may stray outside
+        [0, 1])."""
         return self.total / self.count if self.count else math.nan
 
 
-def betting_interval(values: Sequence[float], alpha: float) -> tuple[float, float]:
-    """The betting confidence sequence for the mean of ``values`` (each in [0, 1]): every bar
-    neither process rejects, on a grid of 0.001, rounded outward."""
+@dataclass
+class BettingTest(_Betting):
+    """The betting test on values in [0, 1]: ``add`` one value at a time."""
+
+    def add(self, value: float) -> None:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"a value must lie in [0, 1], got {value!r}")
+        self._bet(value, 0.0, 1.0, BET_CAP)
+
+
+def betting_interval(
+    values: Sequence[float], alpha: float, fractions: Sequence[float] | None = None
+) -> tuple[float, float]:
+    """The betting confidence sequence for the mean of ``values``: every bar neither process
+    rejects at ``alpha`` (so at least ``1 - 2 alpha`` two-sided), on a grid of 0.001, rounded
+    outward. ``fractions``: a referee test's (its values as ``RefereeTest.add`` returned them);
+    without them, values in [0, 1] at ``BET_CAP``."""
+    import numpy as np
+
     if not values:
         return 0.0, 1.0
-    kept: list[float] = []
-    for i in range(1, GRID_STEPS):
-        test = BettingTest(i / GRID_STEPS, alpha)
-        for value in values:
-            test.add(value)
-        if test.decide() is None:
-            kept.append(test.bar)
-    if not kept:
-        mean = sum(values) / len(values)
-        return mean, mean
-    step = 1.0 / GRID_STEPS
-    return max(0.0, kept[0] - step), min(1.0, kept[-1] + step)
+    cap = BET_CAP if fractions is None else REFEREE_BET_CAP
+    bars = _grid()
+    log_up = np.zeros_like(bars)
+    log_down = np.zeros_like(bars)
+    total = 0.0
+    squares = 0.0
+    for count, x in enumerate(values):
+        p = 1.0 if fractions is None else fractions[count]
+        mean = (0.5 + total) / (count + 1)
+        variance = (0.25 + squares) / (count + 1)
+        gap = mean - bars
+        raw = gap / (variance + gap * gap)
+        low, high = 1.0 - 1.0 / p, 1.0 / p
+        up = np.clip(raw, 0.0, cap / (bars - low))
+        down = np.clip(-raw, 0.0, cap / (high - bars))
+        log_up += np.log1p(up * (x - bars))
+        log_down += np.log1p(-down * (x - bars))
+        total += x
+        squares += (x - mean) ** 2
+    estimate = min(1.0, max(0.0, total / len(values)))
+    return _interval(bars, log_up, log_down, alpha, estimate)
 
 
 def paired_value(treatment: float, control: float) -> float:
@@ -417,8 +423,6 @@ def referee_draw(seed: str, run: int, content: str) -> float:
     not hold for it: some claims' own false-pass rate went above 0.05 at a nominal 0.05
     (bench/referee.py, "per claim"). The run number keeps equal transcripts' draws apart.
     """
-    import hashlib
-
     digest = hashlib.sha256(f"{seed}\0{run}\0{content}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
@@ -438,7 +442,7 @@ def referee_fraction(floor: float, disagreements: int, checked: int, variance: f
 
 
 @dataclass
-class RefereeTest:
+class RefereeTest(_Betting):
     """Betting on the referee's mean (values in [0, 1]) from every run's main verdict and the
     referee's verdict on a sample. Per run: ``fraction()`` (before the run's referee verdict
     is known), then ``add(main, referee, p)`` with ``referee`` None when the run was not drawn.
@@ -446,20 +450,12 @@ class RefereeTest:
     Validity: "A referee" in this module's notes.
     """
 
-    bar: float
-    alpha: float
     floor: float = 0.25
-    log_up: float = 0.0
-    log_down: float = 0.0
-    count: int = 0
-    total: float = 0.0
-    squares: float = 0.0
     checked: int = 0
     disagreement: float = 0.0
     agreed: int = 0
     main_total: float = 0.0
     main_squares: float = 0.0
-    values: list[float] = field(default_factory=list)
     fractions: list[float] = field(default_factory=list)
     referee_values: list[float] = field(default_factory=list)
 
@@ -470,18 +466,6 @@ class RefereeTest:
         variance = (0.25 + max(spread, 0.0)) / (n + 1)
         return referee_fraction(self.floor, round(self.disagreement), self.checked, variance)
 
-    def bets(self, p: float) -> tuple[float, float]:
-        """The bets (up, down) for a run drawn with chance ``p``: aGRAPA on earlier values,
-        capped so that no value the run can take makes a factor smaller than 1 - cap."""
-        mean = (0.5 + self.total) / (self.count + 1)
-        variance = (0.25 + self.squares) / (self.count + 1)
-        gap = mean - self.bar
-        raw = gap / (variance + gap * gap) if variance + gap * gap > 0 else 0.0
-        low, high = 1.0 - 1.0 / p, 1.0 / p
-        up_cap = REFEREE_BET_CAP / (self.bar - low)
-        down_cap = REFEREE_BET_CAP / (high - self.bar)
-        return min(max(raw, 0.0), up_cap), min(max(-raw, 0.0), down_cap)
-
     def add(self, main: float, referee: float | None, p: float) -> float:
         """Take one run; returns its value ``main + S (referee - main) / p``."""
         if not 0.0 < p <= 1.0:
@@ -490,13 +474,7 @@ class RefereeTest:
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"a {name} value must lie in [0, 1], got {value!r}")
         x = main if referee is None else main + (referee - main) / p
-        up, down = self.bets(p)
-        self.log_up += math.log1p(up * (x - self.bar))
-        self.log_down += math.log1p(-down * (x - self.bar))
-        mean = (0.5 + self.total) / (self.count + 1)
-        self.count += 1
-        self.total += x
-        self.squares += (x - mean) ** 2
+        self._bet(x, 1.0 - 1.0 / p, 1.0 / p, REFEREE_BET_CAP)
         self.main_total += main
         self.main_squares += main * main
         if referee is not None:
@@ -504,18 +482,8 @@ class RefereeTest:
             self.checked += 1
             self.disagreement += (referee - main) ** 2
             self.agreed += abs(referee - main) < 1e-9
-        self.values.append(x)
         self.fractions.append(p)
         return x
-
-    def decide(self) -> Direction | None:
-        threshold = math.log(1.0 / self.alpha)
-        return _side(self.log_up >= threshold, self.log_down >= threshold)
-
-    @property
-    def mean(self) -> float:
-        """The unbiased estimate of the referee's mean (it may stray outside [0, 1])."""
-        return self.total / self.count if self.count else math.nan
 
     def cost_ratio(self, price_ratio: float = MAIN_PRICE_RATIO) -> float:
         """The expected judging cost of this test over the referee alone's, at what is seen so
@@ -565,42 +533,6 @@ def _spread(values: Sequence[float]) -> float:
     return sum((value - mean) ** 2 for value in values) / len(values)
 
 
-def referee_interval(
-    values: Sequence[float], fractions: Sequence[float], alpha: float
-) -> tuple[float, float]:
-    """The referee test's confidence sequence for the referee's mean: every bar that neither
-    process rejects at ``alpha`` (so at least ``1 - 2 alpha`` two-sided, like the others), on a
-    grid of 0.001, rounded outward. ``values`` as ``RefereeTest.add`` returned them."""
-    import numpy as np
-
-    if not values:
-        return 0.0, 1.0
-    bars = np.arange(1, GRID_STEPS) / GRID_STEPS
-    log_up = np.zeros_like(bars)
-    log_down = np.zeros_like(bars)
-    total = 0.0
-    squares = 0.0
-    for count, (x, p) in enumerate(zip(values, fractions, strict=True)):
-        mean = (0.5 + total) / (count + 1)
-        variance = (0.25 + squares) / (count + 1)
-        gap = mean - bars
-        raw = gap / (variance + gap * gap)
-        low, high = 1.0 - 1.0 / p, 1.0 / p
-        up = np.clip(raw, 0.0, REFEREE_BET_CAP / (bars - low))
-        down = np.clip(-raw, 0.0, REFEREE_BET_CAP / (high - bars))
-        log_up += np.log1p(up * (x - bars))
-        log_down += np.log1p(-down * (x - bars))
-        total += x
-        squares += (x - mean) ** 2
-    threshold = math.log(1.0 / alpha)
-    kept = bars[(log_up < threshold) & (log_down < threshold)]
-    if kept.size == 0:
-        estimate = min(1.0, max(0.0, total / len(values)))
-        return estimate, estimate
-    step = 1.0 / GRID_STEPS
-    return max(0.0, float(kept[0]) - step), min(1.0, float(kept[-1]) + step)
-
-
 def least_runs_to_pass(
     mode: Literal["rate", "mean"],
     bar: float,
@@ -622,28 +554,12 @@ def least_runs_to_pass(
     they follow from each run's content. Counting every run as drawn at chance 1 (the widest
     bets) would accept claims that cannot pass: ``at_least=0.5`` with ``max_runs=8``.
     """
-    threshold = math.log(1.0 / alpha)
-    if mode == "rate" and referee is None:
-
-        def passes(n: int) -> bool:
-            import numpy as np
-
-            held = n if direction == "above" else 0
-            return float(_evidence_by_bar(held, n, np.array([bar]), direction)[0]) >= threshold
-
-        high = 1
-        while not passes(high):
-            if high >= limit:
-                return None
-            high = min(limit, high * 2)
-        low = high // 2  # passes(low) is False (or low is 0)
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (low, middle) if passes(middle) else (middle, high)
-        return high
     best = 1.0 if direction == "above" else 0.0
+    if mode == "rate" and referee is None:
+        # Every run on the passing side: the evidence for that side only grows with the runs.
+        return rate_runs_to_decide(best, 1, limit, bar, alpha)
     test: BettingTest | RefereeTest = (
-        RefereeTest(bar, alpha, floor=referee) if referee is not None else BettingTest(bar, alpha)
+        BettingTest(bar, alpha) if referee is None else RefereeTest(bar, alpha, floor=referee)
     )
     for n in range(1, limit + 1):
         if isinstance(test, RefereeTest):

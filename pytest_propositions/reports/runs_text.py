@@ -83,9 +83,8 @@ def runs_text(data: Mapping[str, Any]) -> str:
         lines.append(f"  stopped: {data['stopped']}")
     if data.get("advice"):
         lines.append(f"  to decide it: {data['advice']}")
-    against = [run for run in data["runs"] if not run["held"]]
-    if data["rule"] == "at_most":
-        against = [run for run in data["runs"] if run["held"]]
+    # A run holding is against a claim that must be rare (at_most), else a run not holding.
+    against = [run for run in data["runs"] if run["held"] == (data["rule"] == "at_most")]
     if data["decision"] != "pass" and against and data["rule"] != "better_than":
         lines.append(
             f"  runs against the claim ({len(against)}; the first {min(len(against), QUOTED_RUNS)}):"
