@@ -17,7 +17,6 @@ from typing import Any
 
 from .. import runtime as runtime_module
 from ..checks import check_window, plural, quote_name
-from ..settings import TIMESTAMP_MODES
 from ..trace import Agent, World
 from .data_text import (
     MAX_TARGET_NESTING,
@@ -30,7 +29,7 @@ from .data_text import (
     type_name,
     validate_extraction,
 )
-from .library_text import normalise_library_text
+from .library_text import check_timestamps, normalise_library_text
 
 __all__ = [
     "HookRenderer",
@@ -65,10 +64,7 @@ class RenderOptions:
     def __post_init__(self) -> None:
         check_window("first_n", self.first_n)
         check_window("last_n", self.last_n)
-        if self.timestamps not in TIMESTAMP_MODES:
-            raise ValueError(
-                f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {self.timestamps!r}"
-            )
+        check_timestamps(self.timestamps)
         if not isinstance(self.include_personas, bool):
             raise ValueError(
                 f"include_personas must be a bool, got {type(self.include_personas).__name__}"

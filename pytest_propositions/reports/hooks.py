@@ -264,11 +264,6 @@ class PytestHtmlExtras:
             if outcomes:
                 from .html import pytest_html_extra
 
-                extra = pytest_html_extra(
-                    outcomes,
-                    runtime.record.contexts,
-                    runtime.settings.outcome,
-                    runtime.record.calibrations,
-                )
+                extra = pytest_html_extra(outcomes, runtime)
                 report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report

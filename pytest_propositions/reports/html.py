@@ -22,7 +22,6 @@ from .._version import __version__
 from ..checks import plural
 from ..scale import MAX_SCORE, MIN_SCORE
 from .counts import (
-    Calibrations,
     claim_calibration,
     claim_result,
     confidence_text,
@@ -241,25 +240,14 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
     return None
 
 
-def fragment(
-    outcomes: Iterable[Outcome],
-    contexts: Mapping[str, Any],
-    mode: str = "fail",
-    calibrations: Calibrations | None = None,
-) -> str:
-    """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
-    claims = [_claim_view(o, contexts, mode, claim_calibration(o, calibrations)) for o in outcomes]
-    return _render("claims.mustache", {"claims": claims})
-
-
-def pytest_html_extra(
-    outcomes: Iterable[Outcome],
-    contexts: Mapping[str, Any],
-    mode: str = "fail",
-    calibrations: Calibrations | None = None,
-) -> Any:
-    """The claims as one pytest-html "extra" (pytest-html escapes nothing: the fragment does)."""
+def pytest_html_extra(outcomes: Iterable[Outcome], runtime: Runtime) -> Any:
+    """A test's claims as one pytest-html "extra" (pytest-html escapes nothing: chevron does)."""
     from pytest_html import extras
 
-    page = fragment(outcomes, contexts, mode, calibrations)
+    known = runtime.record.calibrations
+    mode = runtime.settings.outcome
+    claims = [
+        _claim_view(o, runtime.record.contexts, mode, claim_calibration(o, known)) for o in outcomes
+    ]
+    page = _render("claims.mustache", {"claims": claims})
     return extras.html(f'<div class="propositions">{page}</div>')

@@ -1,5 +1,6 @@
 """Verdicts in the terminal's words: the failure section, the short summary, the verdict
-listing, the -v table of lowest scores, and a judge's measured error.
+listing, the -v table of lowest scores, and a judge's measured error. The HTML page and JUnit
+use its words for a value, a provenance, a cost and a calibration.
 
 The run's counts and one-line texts are in ``counts``, JUnit properties in ``junit``, the JSON
 report and xdist's records in ``json_report``.
@@ -82,13 +83,12 @@ def _percent(value: float) -> str:
 def _error_side(view: Mapping[str, Any], side: str, bounded: bool) -> str:
     """One error rate: "false pass ≤ 6.9%" (bounded) or "false pass 2/88 = 2.3% (≤ 6.9%)"."""
     rate, upper = view[f"{side}_rate"], view[f"{side}_upper"]
-    errors, trials = {
-        "false_pass": ("false_passes", "negatives"),
-        "false_fail": ("false_fails", "positives"),
-    }[side]
+    passes = side == "false_pass"
+    errors, trials, what = (
+        ("false_passes", "negatives", "false") if passes else ("false_fails", "positives", "true")
+    )
     name = side.replace("_", " ")
     if view[trials] == 0:
-        what = "false" if side == "false_pass" else "true"
         return f"{name} not measured (no {what} claims labeled)"
     if upper is None:
         return f"{name} {_percent(rate)} (no bound: calibrate again to record the counts)"
@@ -375,6 +375,5 @@ def lowest_scores_table(
 
 
 def _table_result(outcome: Outcome) -> str:
-    if outcome.by_call is not None:
-        return "upheld" if outcome.passed else "not upheld"
-    return "passed" if outcome.passed else "FAILED"
+    word = claim_result(outcome.passed, outcome.by_call)
+    return "FAILED" if word == "failed" else word
