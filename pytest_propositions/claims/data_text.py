@@ -264,7 +264,8 @@ def is_message(value: Any) -> bool:
 def render_transcript(messages: Sequence[Any], first_n: int | None, last_n: int | None) -> str:
     """A transcript in the trajectory notation; windows count messages."""
     found = transcript_format(messages)
-    assert found is not None, "render_transcript is given only recognised transcripts"
+    if found is None:
+        raise TypeError("render_transcript expects a list of messages of a recognised format")
     entries = found.events(messages)
     lines = [f"---- BEGIN CHAT TRANSCRIPT ({plural(len(messages), 'message')}) ----"]
     for item in _select_window(len(entries), first_n, last_n):
