@@ -2,7 +2,7 @@
 
 It renders the same trajectory notation the judge reads for real simulation objects, and the
 helpers that write that notation (numbered entries, windows, omission notes) live here so the
-chat-transcript renderer in ``claims/targets.py`` writes exactly the same shape.
+chat-transcript renderer in ``claims/data_text.py`` writes exactly the same shape.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ Role = Literal["stimulus", "action"]
 
 
 # --------------------------------------------------------------------------------------------
-# The notation, shared with claims/targets.py
+# The notation, shared with claims/data_text.py
 
 
 def _select_window(
@@ -64,15 +64,8 @@ def _select_window(
 
 def _omission_note(start: int, end: int, unit: str) -> str:
     count = end - start + 1
-    plural = unit if count == 1 else unit + "s"
     where = f"#{start}" if count == 1 else f"#{start} to #{end}"
-    return f"... {count} {plural} omitted ({where}) ..."
-
-
-def _cut(content: str, max_content_length: int | None) -> str:
-    if max_content_length is not None and len(content) > max_content_length:
-        return content[:max_content_length] + TRUNCATION_MARK
-    return content
+    return f"... {plural(count, unit)} omitted ({where}) ..."
 
 
 def _format_entry(label: str, head: str, content: str) -> str:
@@ -121,6 +114,17 @@ def _check_content(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"event content must be a str, got {type(value).__name__}")
     return value
+
+
+def _check_view(
+    max_content_length: object, first_n: object, last_n: object
+) -> tuple[int | None, int | None, int | None]:
+    """The arguments of ``pretty_current_interactions``, checked in the order they are given."""
+    return (
+        check_count("max_content_length", max_content_length),
+        check_window("first_n", first_n),
+        check_window("last_n", last_n),
+    )
 
 
 def _check_timestamp(value: object) -> str | None:
@@ -241,9 +245,7 @@ class Agent:
         libraries: this recorder has a single notation and records no system messages.
         """
         del simplified, skip_system
-        max_len = check_count("max_content_length", max_content_length)
-        first = check_window("first_n", first_n)
-        last = check_window("last_n", last_n)
+        max_len, first, last = _check_view(max_content_length, first_n, last_n)
         label = quote_name(self.name)
         lines = [f"---- BEGIN AGENT {label} ({plural(len(self._events), 'event')}) ----"]
         if not self._events:
@@ -269,7 +271,10 @@ class Agent:
             head = _stimulus_head(event.source or "USER", self.name, event.kind)
         else:
             head = _action_head(self.name, event.kind)
-        return _format_entry(f"Event #{index}", head, _cut(event.content, max_content_length))
+        content = event.content
+        if max_content_length is not None and len(content) > max_content_length:
+            content = content[:max_content_length] + TRUNCATION_MARK
+        return _format_entry(f"Event #{index}", head, content)
 
 
 class World:
@@ -368,24 +373,17 @@ class World:
         include_omission_info: bool = True,
     ) -> str:
         """Each member's trajectory in turn; windows apply to each agent's own events."""
+        _check_view(max_content_length, first_n, last_n)
         label = quote_name(self.name)
         members = ", ".join(quote_name(a.name) for a in self._agents) or "none"
         blocks = [f"==== BEGIN WORLD {label} (agents: {members}) ===="]
-        for agent in self._agents:
-            blocks.append(
-                agent.pretty_current_interactions(
-                    simplified=simplified,
-                    skip_system=skip_system,
-                    max_content_length=max_content_length,
-                    first_n=first_n,
-                    last_n=last_n,
-                    include_omission_info=include_omission_info,
-                )
+        blocks += [
+            agent.pretty_current_interactions(
+                simplified, skip_system, max_content_length, first_n, last_n, include_omission_info
             )
+            for agent in self._agents
+        ]
         if not self._agents:
-            check_count("max_content_length", max_content_length)
-            check_window("first_n", first_n)
-            check_window("last_n", last_n)
             blocks.append("(no agents)")
         blocks.append(f"==== END WORLD {label} ====")
         return "\n\n".join(blocks)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from ..settings import TIMESTAMP_MODES
 
-__all__ = ["TIMESTAMP_MODES", "normalise_library_text", "relative_timestamps", "strip_style_tags"]
+__all__ = ["check_timestamps", "normalise_library_text", "relative_timestamps", "strip_style_tags"]
 
 # The styles the library opens an event's names with, and the tags it nests inside them.
 _OPENERS = (
@@ -105,6 +105,13 @@ def _offset(delta: timedelta) -> str:
     return text + (f".{delta.microseconds:06d}" if delta.microseconds else "")
 
 
+def check_timestamps(mode: str) -> str:
+    """A clock rendering mode, one of TIMESTAMP_MODES; ValueError naming them otherwise."""
+    if mode not in TIMESTAMP_MODES:
+        raise ValueError(f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {mode!r}")
+    return mode
+
+
 def relative_timestamps(text: str, mode: str = "relative") -> str:
     """Rewrite the library's ``Date and time of events`` lines: offsets, as is, or dropped.
 
@@ -112,9 +119,7 @@ def relative_timestamps(text: str, mode: str = "relative") -> str:
     whose clock started at a different moment (the library's default is the import time)
     renders the same; ``None`` and anything that is not an ISO time stay as written.
     """
-    if mode not in TIMESTAMP_MODES:
-        raise ValueError(f"timestamps must be one of {', '.join(TIMESTAMP_MODES)}, got {mode!r}")
-    if mode == "absolute" or _TIMESTAMP_PREFIX not in text:
+    if check_timestamps(mode) == "absolute" or _TIMESTAMP_PREFIX not in text:
         return text
     lines = text.split("\n")
     if mode == "none":

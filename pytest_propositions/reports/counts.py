@@ -8,8 +8,9 @@ claims all pass loads only this at its end.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..checks import plural
 
@@ -72,7 +73,8 @@ def claim_result(passed: bool, by_call: str | None, outcome: str = "fail") -> st
     return result_word(passed, "report" if by_call is not None else outcome)
 
 
-class RunCounts(NamedTuple):
+@dataclass(frozen=True)
+class RunCounts:
     """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
 
     ``claims`` is every claim the run tried to judge: ``passed + failed + by_call +
@@ -107,7 +109,7 @@ class RunCounts(NamedTuple):
 def run_counts(
     outcomes: Iterable[Outcome], judge_errors: Iterable[object], stats: JudgeStats
 ) -> RunCounts:
-    verdicts = [outcome for outcome in outcomes]
+    verdicts = list(outcomes)
     skipped = sum(1 for o in verdicts if o.verdict.precondition_skipped)
     cached = sum(1 for o in verdicts if o.verdict.cached and not o.verdict.precondition_skipped)
     by_call = [o for o in verdicts if o.by_call is not None]
@@ -134,6 +136,12 @@ def run_counts(
         escalated=len(escalated),
         escalated_changed=changed,
     )
+
+
+def claim_counts(counts: RunCounts) -> dict[str, int]:
+    """The counts of claims and of judge calls, in order: JUnit's properties, the JSON summary."""
+    skip = ("tokens", "cost_usd", "judge_seconds")
+    return {f.name: getattr(counts, f.name) for f in fields(counts) if f.name not in skip}
 
 
 def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:

@@ -3,7 +3,9 @@ not-upheld outcomes, pytest-html's extras, and the terminal summary's lines.
 
 Registered by the plugin at the session's first claim (``Runtime.on_first_claim``), so a suite
 that makes none pays nothing for them on each test; on an xdist controller, as workers are
-configured. Each holds the run's ``Runtime`` it reports on.
+configured. Each holds the run's ``Runtime`` it reports on. The longer reports (``summary``,
+``junit``, ``html``) are imported where a report needs them: a run whose claims all pass, with no
+JUnit file, prints only its counts and never loads them (tests/test_cache_plugin.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import JudgeError, PropositionFailed
+from ..store.cache import unstored_lines
+from ..store.postgres import describe_store
+from ..store.tiered import store_summary
+from .counts import (
+    after_its_test_line,
+    all_cached_line,
+    dry_run_line,
+    run_calibrations,
+    run_counts,
+    summary_line,
+)
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -48,16 +61,6 @@ def report_statuses(config: pytest.Config) -> None:
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runtime) -> None:
     """The run's summary lines: verdicts (report mode or -vv), counts, store, dry run, lowest."""
-    # summary.py, the longer texts, is loaded only for a listing, a calibration or a table.
-    from .counts import (
-        after_its_test_line,
-        all_cached_line,
-        dry_run_line,
-        run_calibrations,
-        run_counts,
-        summary_line,
-    )
-
     stats = runtime.stats()
     mode = runtime.settings.outcome
     very_verbose = config.option.verbose > 1
@@ -81,15 +84,10 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
 
         terminalreporter.write_line(f"propositions: {calibration_line(view)}")
     if runtime.settings.store and runtime.settings.cache != "off":
-        from ..store.postgres import describe_store
-        from ..store.tiered import store_summary
-
         where = describe_store(runtime.settings.store)
         for line in store_summary(runtime.store_counts(), where):
             terminalreporter.write_line(line, yellow="NOT shared" in line)
     if runtime.settings.cache != "off":
-        from ..store.cache import unstored_lines
-
         for line in unstored_lines(runtime.store_counts(), runtime.cache_dir):
             terminalreporter.write_line(line, yellow=True)
     if runtime.settings.dry_run:
@@ -103,11 +101,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
 
 class ClaimReports:
     """Per-test reporting of claims: JUnit properties, the failure report's sections, and the
-    outcomes of their own (a judge error, a claim not upheld in report mode).
-
-    Registered at the session's first claim (``Runtime.on_first_claim``), so a suite that makes
-    none pays nothing for it on each test; on an xdist controller, as workers are configured.
-    """
+    outcomes of their own (a judge error, a claim not upheld in report mode)."""
 
     def __init__(self, config: pytest.Config, runtime: Runtime) -> None:
         self.config = config
@@ -162,7 +156,7 @@ class ClaimReports:
             if getattr(call.excinfo.value, "stops_run", False):
                 # The shared store never answered: every further claim would fail the same way.
                 item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
-        from .summary import SECTION_TITLE, failure_section
+        from .summary import SECTION_TITLE, by_call_short_failure, failure_section, short_failure
 
         # A failing setup or teardown (a claim in a fixture) gets the section too, with the
         # test's claims no earlier phase's section has shown.
@@ -179,13 +173,9 @@ class ClaimReports:
             )
             report.sections.append((SECTION_TITLE, section))
         if isinstance(call.excinfo.value, PropositionFailed):
-            from .summary import short_failure
-
             # The short summary (-rf) shows the claim, not mostly the exception's module path.
             short_failure(report, call.excinfo.value)
         elif isinstance(call.excinfo.value, AssertionError) and outcomes:
-            from .summary import by_call_short_failure
-
             # `assert check_proposition(...)`: "assert False" alone does not say which claim.
             by_call_short_failure(report, outcomes)
         if judge_error:
@@ -274,11 +264,6 @@ class PytestHtmlExtras:
             if outcomes:
                 from .html import pytest_html_extra
 
-                extra = pytest_html_extra(
-                    outcomes,
-                    runtime.record.contexts,
-                    runtime.settings.outcome,
-                    runtime.record.calibrations,
-                )
+                extra = pytest_html_extra(outcomes, runtime)
                 report.extras = [*getattr(report, "extras", []), extra]  # type: ignore[attr-defined]
         return report

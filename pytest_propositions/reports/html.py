@@ -18,14 +18,25 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
+from ..checks import plural
 from ..scale import MAX_SCORE, MIN_SCORE
+from .counts import (
+    claim_calibration,
+    claim_result,
+    confidence_text,
+    count_parts,
+    result_word,
+    run_calibrations,
+    run_counts,
+)
+from .json_report import calibrated_record, record_order, write_text_atomically
 from .runs_text import decision_about, figures_line
+from .summary import calibration_line, calibration_text, cost, describe_value, provenance
 
 if TYPE_CHECKING:
     from ..record import Outcome
     from ..runtime import Runtime
-    from ..settings import Settings
-    from .counts import Calibrations, RunCounts
 
 TEMPLATES = ("report.mustache", "claims.mustache", "report.css", "report.js")
 
@@ -50,32 +61,7 @@ def _csp(script: str) -> str:
     )
 
 
-def _value_text(
-    verdict: Mapping[str, Any], threshold: int | None, holds: bool = True, by_call: Any = None
-) -> str:
-    if by_call is not None:
-        from .summary import call_value_text
-
-        return call_value_text(verdict["kind"], verdict["value"], threshold, str(by_call))
-    if verdict["kind"] == "check":
-        return f"{verdict['value']} (expected {'True' if holds else 'the claim not to hold'})"
-    if threshold is None:
-        return f"{verdict['value']}/{MAX_SCORE}"
-    bar = f"minimum {threshold}" if holds else f"maximum {threshold}, expected not to hold"
-    return f"{verdict['value']}/{MAX_SCORE}, {bar}"
-
-
-def _provenance(verdict: Mapping[str, Any]) -> str:
-    if verdict.get("precondition_skipped"):
-        return "not judged (precondition false)"
-    if verdict.get("cached"):
-        return f"cached, recorded {verdict.get('recorded_at') or 'at an unknown time'}"
-    return f"judged live in {float(verdict.get('judge_seconds') or 0):.2f}s"
-
-
 def _context_view(messages: Sequence[Mapping[str, Any]] | None) -> dict[str, Any] | None:
-    from ..checks import plural
-
     if not messages:
         return None
     return {
@@ -88,42 +74,46 @@ def _context_view(messages: Sequence[Mapping[str, Any]] | None) -> dict[str, Any
 
 
 def _claim_view(
-    record: Mapping[str, Any],
+    outcome: Outcome,
     contexts: Mapping[str, Any],
     mode: str,
     calibration: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from .counts import claim_result, confidence_text
-    from .summary import calibration_text
-
-    verdict = record["verdict"]
-    by_call = record.get("by_call")
-    word = claim_result(bool(record["passed"]), by_call, mode)
-    holds = record.get("holds", True) is not False
+    verdict = outcome.verdict
+    by_call = outcome.by_call
+    word = claim_result(outcome.passed, by_call, mode)
     rows = [
-        ("kind", verdict["kind"]),
+        ("kind", verdict.kind),
         (
-            "verdict" if verdict["kind"] == "check" else "score",
-            _value_text(verdict, record["threshold"], holds, by_call),
+            "verdict" if verdict.kind == "check" else "score",
+            describe_value(verdict, outcome.threshold, outcome.holds, by_call, page=True),
         ),
-        ("justification", verdict.get("justification") or "(none given)"),
-        (
-            "confidence",
-            confidence_text(verdict.get("confidence"), bool(verdict.get("precondition_skipped"))),
-        ),
-        ("model", verdict.get("model") or "none"),
-        ("provenance", _provenance(verdict)),
+        ("justification", verdict.justification or "(none given)"),
+        ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped)),
+        ("model", verdict.model or "none"),
+        ("provenance", provenance(verdict, "cached")),
     ]
-    if record.get("where"):
-        rows.append(("claimed at", record["where"]))
-    if verdict.get("votes"):
-        rows.append(("votes", ", ".join(str(vote) for vote in verdict["votes"])))
-    if verdict.get("key"):
-        rows.append(("key", str(verdict["key"])[:16]))
-    rows += _escalation_rows(verdict, record)
+    if outcome.where:
+        rows.append(("claimed at", outcome.where))
+    if verdict.votes:
+        rows.append(("votes", ", ".join(str(vote) for vote in verdict.votes)))
+    if verdict.key:
+        rows.append(("key", verdict.key[:16]))
+    main = outcome.escalated_from
+    if main is not None:
+        # An escalated claim: the standing verdict's cost, then the main judge's verdict.
+        said = describe_value(main, outcome.threshold, outcome.holds, page=True)
+        rows += [
+            ("escalated", f"{verdict.model or 'none'}'s verdict stands"),
+            ("cost", cost(verdict)),
+            ("main judge", f"{main.model or 'none'}: {said}"),
+            ("main judge's justification", main.justification or "(none given)"),
+            ("main judge's provenance", provenance(main, "cached")),
+            ("main judge's cost", cost(main)),
+        ]
     if calibration is not None:
         rows.append(("judge's measured error", calibration_text(calibration)))
-    reasoning = verdict.get("reasoning") and not verdict.get("precondition_skipped")
+    reasoning = verdict.reasoning and not verdict.precondition_skipped
     status = word.replace(" ", "-")
     return {
         "status": status,
@@ -131,41 +121,13 @@ def _claim_view(
         # nothing, so its cards are filtered under a status of their own.
         "filter": f"by-call-{status}" if by_call else status,
         "word": word,
-        "test": str(record["test_id"] or "-"),
-        "text": str(verdict["claim"]),
+        "test": str(outcome.test_id or "-"),
+        "text": str(verdict.claim),
         "rows": [{"name": name, "text": str(text)} for name, text in rows],
-        "reasoning": str(verdict["reasoning"]) if reasoning else None,
-        "runs": _runs_view(record.get("runs")),
-        "context": _context_view(contexts.get(verdict.get("key") or "")),
+        "reasoning": str(verdict.reasoning) if reasoning else None,
+        "runs": _runs_view(outcome.runs),
+        "context": _context_view(contexts.get(verdict.key or "")),
     }
-
-
-def _cost(verdict: Mapping[str, Any]) -> str:
-    cost = verdict.get("cost_usd")
-    if cost is None:
-        return "not known"
-    return f"${float(cost):.6f}" + (" (when recorded)" if verdict.get("cached") else "")
-
-
-def _escalation_rows(
-    verdict: Mapping[str, Any], record: Mapping[str, Any]
-) -> list[tuple[str, str]]:
-    """An escalated claim: the standing verdict's cost, then the main judge's verdict."""
-    main = record.get("escalated_from")
-    if not main:
-        return []
-    holds = record.get("holds", True) is not False
-    return [
-        ("escalated", f"{verdict.get('model') or 'none'}'s verdict stands"),
-        ("cost", _cost(verdict)),
-        (
-            "main judge",
-            f"{main.get('model') or 'none'}: {_value_text(main, record['threshold'], holds)}",
-        ),
-        ("main judge's justification", main.get("justification") or "(none given)"),
-        ("main judge's provenance", _provenance(main)),
-        ("main judge's cost", _cost(main)),
-    ]
 
 
 def _runs_view(runs: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -223,49 +185,41 @@ def _histogram_view(scores: Iterable[int]) -> list[dict[str, str]]:
     ]
 
 
-def render(
-    settings: Settings,
-    records: Sequence[Mapping[str, Any]],
-    judge_errors: Sequence[tuple[str | None, str]],
-    contexts: Mapping[str, Any],
-    counts: RunCounts,
-    calibrations: Mapping[str, Mapping[str, Any]] | None = None,
-) -> str:
+def page(runtime: Runtime) -> str:
     """The page: summary and histogram, filters, then one section per claim and judge error.
 
-    The counts are the terminal summary's (``RunCounts``), worded the same way.
+    The counts are the terminal summary's (``RunCounts``), worded the same way; claims come in
+    the JSON report's order.
     """
-    from .._version import __version__
-    from .counts import count_parts, result_word
-    from .summary import calibration_line
-
-    mode = settings.outcome
-    calibrations = calibrations or {}
-    scores = [int(r["verdict"]["value"]) for r in records if r["verdict"]["kind"] == "score"]
+    mode = runtime.settings.outcome
+    known = runtime.record.calibrations
+    outcomes = sorted(
+        runtime.record.outcomes, key=lambda o: record_order(calibrated_record(o, known))
+    )
+    errors = sorted(runtime.record.judge_errors, key=lambda error: (error[0] or "", error[1]))
+    counts = run_counts(outcomes, errors, runtime.stats())
+    scores = [int(o.verdict.value) for o in outcomes if o.verdict.kind == "score"]
     script = _template("report.js")
     view = {
         "csp": _csp(script),
         "style": _template("report.css"),
         "script": script,
-        "model": str(settings.model),
-        "cache": str(settings.cache),
+        "model": str(runtime.settings.model),
+        "cache": str(runtime.settings.cache),
         "mode": mode,
         "version": __version__,
         "report_mode": mode == "report",
         "counts": [*count_parts(counts, mode), f"${counts.cost_usd:.4f}"],
         "histogram": _histogram_view(scores),
         "failures_word": result_word(False, mode),
-        "total": str(len(records) + len(judge_errors)),
+        "total": str(len(outcomes) + len(errors)),
         "claims": [
-            _claim_view(
-                record, contexts, mode, calibrations.get(record.get("judge_calibration", ""))
-            )
-            for record in records
+            _claim_view(o, runtime.record.contexts, mode, claim_calibration(o, known))
+            for o in outcomes
         ],
-        "calibrations": [calibration_line(view) for view in calibrations.values()],
+        "calibrations": [calibration_line(v) for v in run_calibrations(outcomes, known).values()],
         "errors": [
-            {"test": str(test_id or "-"), "message": str(message)}
-            for test_id, message in judge_errors
+            {"test": str(test_id or "-"), "message": str(message)} for test_id, message in errors
         ],
     }
     return _render("report.mustache", view)
@@ -273,55 +227,27 @@ def render(
 
 def save_html_report(runtime: Runtime, base: Path) -> str | None:
     """Write the run's ``--prop-html``; a message saying what went wrong, or None."""
-    from .counts import run_calibrations, run_counts
-    from .json_report import calibrated_record, record_order, write_text_atomically
-
     configured = runtime.settings.html
     if not configured:
         return None
     path = base / Path(configured).expanduser()
     if path.is_dir():
         return f"--prop-html: {configured!r} is a directory; give a file name"
-    known = runtime.record.calibrations
-    records = sorted(
-        (calibrated_record(o, known) for o in runtime.record.outcomes), key=record_order
-    )
-    errors = sorted(runtime.record.judge_errors, key=lambda error: (error[0] or "", error[1]))
-    counts = run_counts(runtime.record.outcomes, errors, runtime.stats())
-    calibrations = run_calibrations(runtime.record.outcomes, known)
-    page = render(runtime.settings, records, errors, runtime.record.contexts, counts, calibrations)
     try:
-        write_text_atomically(path, page)
+        write_text_atomically(path, page(runtime))
     except OSError as error:
         return f"--prop-html: cannot write {configured!r}: {error}"
     return None
 
 
-def fragment(
-    outcomes: Iterable[Outcome],
-    contexts: Mapping[str, Any],
-    mode: str = "fail",
-    calibrations: Calibrations | None = None,
-) -> str:
-    """A test's claims as an HTML fragment, for pytest-html's per-test extras."""
-    from .counts import claim_calibration
-    from .json_report import outcome_record
-
-    claims = [
-        _claim_view(outcome_record(o), contexts, mode, claim_calibration(o, calibrations))
-        for o in outcomes
-    ]
-    return _render("claims.mustache", {"claims": claims})
-
-
-def pytest_html_extra(
-    outcomes: Iterable[Outcome],
-    contexts: Mapping[str, Any],
-    mode: str = "fail",
-    calibrations: Calibrations | None = None,
-) -> Any:
-    """The claims as one pytest-html "extra" (pytest-html escapes nothing: the fragment does)."""
+def pytest_html_extra(outcomes: Iterable[Outcome], runtime: Runtime) -> Any:
+    """A test's claims as one pytest-html "extra" (pytest-html escapes nothing: chevron does)."""
     from pytest_html import extras
 
-    page = fragment(outcomes, contexts, mode, calibrations)
+    known = runtime.record.calibrations
+    mode = runtime.settings.outcome
+    claims = [
+        _claim_view(o, runtime.record.contexts, mode, claim_calibration(o, known)) for o in outcomes
+    ]
+    page = _render("claims.mustache", {"claims": claims})
     return extras.html(f'<div class="propositions">{page}</div>')

@@ -12,9 +12,13 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
+from ..record import Outcome, stat_names
+from ..verdict import Verdict
 from .counts import (
     Calibrations,
     claim_calibration,
+    claim_counts,
     claim_result,
     decision_judge,
     run_calibrations,
@@ -23,7 +27,6 @@ from .counts import (
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats
-    from ..record import Outcome
     from ..runtime import Runtime
     from ..settings import Settings
 
@@ -59,9 +62,6 @@ def calibrated_record(outcome: Outcome, calibrations: Calibrations | None) -> di
 
 
 def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
-    from ..record import Outcome
-    from ..verdict import Verdict
-
     return Outcome(
         test_id=record["test_id"],
         verdict=Verdict.from_dict(record["verdict"]),
@@ -79,8 +79,6 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
 
 
 def stats_record(stats: JudgeStats) -> dict[str, float]:
-    from ..record import stat_names
-
     return {name: getattr(stats, name) for name in stat_names()}
 
 
@@ -112,8 +110,6 @@ def json_report(
     ``result`` says "upheld" or "not upheld", as it always does for a claim judged by a call
     (its record names the call in ``by_call``).
     """
-    from .._version import __version__
-
     outcomes = list(outcomes)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, stats)
@@ -134,18 +130,7 @@ def json_report(
         "cache_mode": settings.cache,
         "outcome": mode,
         "summary": {
-            "claims": counts.claims,
-            "passed": counts.passed,
-            "failed": counts.failed,
-            "judge_errors": counts.judge_errors,
-            "skipped_by_precondition": counts.skipped_by_precondition,
-            "from_cache": counts.from_cache,
-            "judged_live": counts.judged_live,
-            "by_call": counts.by_call,
-            "by_call_upheld": counts.by_call_upheld,
-            "by_call_not_upheld": counts.by_call_not_upheld,
-            "escalated": counts.escalated,
-            "escalated_changed": counts.escalated_changed,
+            **{name: n for name, n in claim_counts(counts).items() if name != "judge_calls"},
             "verdicts": stats.verdicts,
             "cache_hits": stats.cache_hits,
             "judge_calls": stats.judge_calls,
@@ -175,7 +160,7 @@ def report_path(configured: str, base: Path) -> Path:
 
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write the report whole or not at all: a temporary file beside it, then a rename."""
+    """Write the report as indented JSON, whole or not at all (``write_text_atomically``)."""
     write_text_atomically(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -7,15 +7,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from _pytest.junitxml import xml_key
+
 from .counts import (
     Calibrations,
     RunCounts,
     claim_calibration,
+    claim_counts,
     claim_result,
     confidence_text,
     run_counts,
 )
 from .runs_text import decision_about
+from .summary import calibration_text
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -25,6 +29,10 @@ if TYPE_CHECKING:
 
 def _flag(value: bool) -> str:
     return "true" if value else "false"
+
+
+def _value(verdict: Verdict) -> str:
+    return _flag(verdict.value) if isinstance(verdict.value, bool) else str(verdict.value)
 
 
 def junit_properties(
@@ -46,46 +54,39 @@ def junit_properties(
     properties: list[tuple[str, str]] = []
     for index, outcome in enumerate(outcomes, start):
         verdict = outcome.verdict
-        value = _flag(verdict.value) if isinstance(verdict.value, bool) else str(verdict.value)
-        fields: list[tuple[str, str]] = [
-            ("claim", verdict.claim),
-            ("kind", verdict.kind),
-            ("value", value),
-        ]
+        found = [("claim", verdict.claim), ("kind", verdict.kind), ("value", _value(verdict))]
         if outcome.threshold is not None:
-            fields.append(("threshold", str(outcome.threshold)))
+            found.append(("threshold", str(outcome.threshold)))
         if not outcome.holds:
-            fields.append(("holds", "false"))
+            found.append(("holds", "false"))
         if outcome.by_call is not None:
-            fields.append(("by_call", outcome.by_call))
-            fields.append(("upheld", _flag(outcome.passed)))
+            found.append(("by_call", outcome.by_call))
+            found.append(("upheld", _flag(outcome.passed)))
         else:
-            fields.append(("passed", _flag(outcome.passed)))
-        fields.append(("result", claim_result(outcome.passed, outcome.by_call, mode)))
-        fields.append(
+            found.append(("passed", _flag(outcome.passed)))
+        found.append(("result", claim_result(outcome.passed, outcome.by_call, mode)))
+        found.append(
             ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped))
         )
-        fields += [
+        found += [
             ("model", verdict.model),
             ("cached", _flag(verdict.cached)),
             ("justification", verdict.justification),
         ]
         if outcome.where:
-            fields.append(("claimed_at", outcome.where))
+            found.append(("claimed_at", outcome.where))
         if outcome.escalated_from is not None:
-            fields += escalation_properties(verdict, outcome.escalated_from)
+            found += escalation_properties(verdict, outcome.escalated_from)
         if outcome.runs is not None:
-            fields += runs_properties(outcome.runs)
+            found += runs_properties(outcome.runs)
         calibration = claim_calibration(outcome, calibrations)
         if calibration is not None:
-            from .summary import calibration_text  # the terminal's words for a calibration
-
-            fields += [
+            found += [
                 ("judge_calibration", calibration_text(calibration)),
                 ("judge_false_pass_upper", _bound(calibration["false_pass_upper"])),
                 ("judge_false_fail_upper", _bound(calibration["false_fail_upper"])),
             ]
-        properties += [(f"proposition[{index}].{name}", text) for name, text in fields]
+        properties += [(f"proposition[{index}].{name}", text) for name, text in found]
     return properties
 
 
@@ -96,12 +97,11 @@ def _cost_value(verdict: Verdict) -> str:
 def escalation_properties(verdict: Verdict, main: Verdict) -> list[tuple[str, str]]:
     """An escalated claim's properties: the standing verdict's cost, then the main judge's
     verdict (``escalated_from.*``), which did not decide."""
-    value = _flag(main.value) if isinstance(main.value, bool) else str(main.value)
     return [
         ("escalated", "true"),
         ("cost_usd", _cost_value(verdict)),
         ("escalated_from.model", main.model),
-        ("escalated_from.value", value),
+        ("escalated_from.value", _value(main)),
         ("escalated_from.cached", _flag(main.cached)),
         ("escalated_from.cost_usd", _cost_value(main)),
         ("escalated_from.justification", main.justification),
@@ -115,32 +115,12 @@ def _bound(value: float | None) -> str:
 def junit_run_properties(counts: RunCounts, mode: str) -> list[tuple[str, str]]:
     """The run's counts as testsuite properties (``propositions.<count>``), as the terminal
     and the JSON report give them, and the outcome mode."""
-    properties = [("propositions.outcome", mode)]
-    for name in (
-        "claims",
-        "passed",
-        "failed",
-        "judge_errors",
-        "skipped_by_precondition",
-        "from_cache",
-        "judged_live",
-        "judge_calls",
-        "by_call",
-        "by_call_upheld",
-        "by_call_not_upheld",
-        "escalated",
-        "escalated_changed",
-    ):
-        properties.append((f"propositions.{name}", str(getattr(counts, name))))
-    return properties
+    properties = [(f"propositions.{name}", str(n)) for name, n in claim_counts(counts).items()]
+    return [("propositions.outcome", mode), *properties]
 
 
 def add_junit_run_properties(config: Any, runtime: Runtime) -> None:
     """The run's counts as junitxml's testsuite properties, when a JUnit file is written."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:
-        return
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
@@ -194,8 +174,6 @@ def junit_failure_to_error(config: Any, report: Any) -> bool:
     it out differently, the test stays a <failure> (a test of the suite watches for that).
     """
     try:
-        from _pytest.junitxml import xml_key
-
         xml = config.stash.get(xml_key, None)
         if xml is None:
             return False
@@ -206,6 +184,6 @@ def junit_failure_to_error(config: Any, report: Any) -> bool:
                 xml.stats["failure"] -= 1
                 xml.stats["error"] += 1
                 return True
-    except (ImportError, AttributeError, KeyError, TypeError):
+    except (AttributeError, KeyError, TypeError):
         pass
     return False

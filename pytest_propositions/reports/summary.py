@@ -1,5 +1,6 @@
 """Verdicts in the terminal's words: the failure section, the short summary, the verdict
-listing, the -v table of lowest scores, and a judge's measured error.
+listing, the -v table of lowest scores, and a judge's measured error. The HTML page and JUnit
+use its words for a value, a provenance, a cost and a calibration.
 
 The run's counts and one-line texts are in ``counts``, JUnit properties in ``junit``, the JSON
 report and xdist's records in ``json_report``.
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from ..checks import plural, terminal_text
+from ..checks import plural, quote_claim, terminal_text
 from ..scale import MAX_SCORE
 from .counts import Calibrations, claim_calibration, claim_result, confidence_text
 from .runs_text import runs_text
@@ -29,25 +30,39 @@ def _indent(text: str) -> str:
     return textwrap.indent(terminal_text(text.strip()) or "(none given)", "    ")
 
 
-def provenance(verdict: Verdict) -> str:
+def provenance(verdict: Verdict, cached: str = "from the cache") -> str:
+    """Where a verdict came from; the HTML page says "cached" where the terminal says more."""
     if verdict.precondition_skipped:
         return "not judged (precondition false)"
     if verdict.cached:
-        return f"from the cache, recorded {verdict.recorded_at or 'at an unknown time'}"
+        return f"{cached}, recorded {verdict.recorded_at or 'at an unknown time'}"
     return f"judged live in {verdict.judge_seconds:.2f}s"
 
 
 def describe_value(
-    verdict: Verdict, threshold: int | None, holds: bool = True, by_call: str | None = None
+    verdict: Verdict,
+    threshold: int | None,
+    holds: bool = True,
+    by_call: str | None = None,
+    *,
+    page: bool = False,
 ) -> str:
+    """A verdict's value and what was expected of it; ``page``: the HTML page's words."""
     if by_call is not None:
         return call_value_text(verdict.kind, verdict.value, threshold, by_call)
     if verdict.kind == "check":
         return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
-    bar = (
-        f"minimum {threshold}" if holds else f"maximum {threshold}: expected the claim not to hold"
-    )
-    return f"{verdict.value}/{MAX_SCORE} ({bar})"
+    if not page:
+        bar = (
+            f"minimum {threshold}"
+            if holds
+            else f"maximum {threshold}: expected the claim not to hold"
+        )
+        return f"{verdict.value}/{MAX_SCORE} ({bar})"
+    if threshold is None:
+        return f"{verdict.value}/{MAX_SCORE}"
+    bar = f"minimum {threshold}" if holds else f"maximum {threshold}, expected not to hold"
+    return f"{verdict.value}/{MAX_SCORE}, {bar}"
 
 
 def call_value_text(kind: str, value: object, threshold: int | None, by_call: str) -> str:
@@ -68,13 +83,12 @@ def _percent(value: float) -> str:
 def _error_side(view: Mapping[str, Any], side: str, bounded: bool) -> str:
     """One error rate: "false pass ≤ 6.9%" (bounded) or "false pass 2/88 = 2.3% (≤ 6.9%)"."""
     rate, upper = view[f"{side}_rate"], view[f"{side}_upper"]
-    errors, trials = {
-        "false_pass": ("false_passes", "negatives"),
-        "false_fail": ("false_fails", "positives"),
-    }[side]
+    passes = side == "false_pass"
+    errors, trials, what = (
+        ("false_passes", "negatives", "false") if passes else ("false_fails", "positives", "true")
+    )
     name = side.replace("_", " ")
     if view[trials] == 0:
-        what = "false" if side == "false_pass" else "true"
         return f"{name} not measured (no {what} claims labeled)"
     if upper is None:
         return f"{name} {_percent(rate)} (no bound: calibrate again to record the counts)"
@@ -147,11 +161,15 @@ def outcome_text(
     return "\n".join(lines)
 
 
-def cost_text(verdict: Verdict) -> str:
+def cost(verdict: Verdict) -> str:
     """What judging a verdict cost; a cached one says it was paid when it was recorded."""
     if verdict.cost_usd is None:
-        return "cost not known"
-    return f"cost ${verdict.cost_usd:.6f}" + (" (when recorded)" if verdict.cached else "")
+        return "not known"
+    return f"${verdict.cost_usd:.6f}" + (" (when recorded)" if verdict.cached else "")
+
+
+def cost_text(verdict: Verdict) -> str:
+    return f"cost {cost(verdict)}"
 
 
 def escalation_lines(outcome: Outcome) -> list[str]:
@@ -208,8 +226,6 @@ def short_failure_text(
     holds: bool = True,
 ) -> str:
     """One line for pytest's short summary: the claim first, shortened, then what the judge said."""
-    from ..checks import quote_claim
-
     if verdict.kind == "check":
         said = f"judged {verdict.value}"
     else:
@@ -359,12 +375,5 @@ def lowest_scores_table(
 
 
 def _table_result(outcome: Outcome) -> str:
-    if outcome.by_call is not None:
-        return "upheld" if outcome.passed else "not upheld"
-    return "passed" if outcome.passed else "FAILED"
-
-
-# -- JUnit XML --------------------------------------------------------------------------------------
-
-
-# -- records: the JSON report, and what xdist workers send the controller -------------------------
+    word = claim_result(outcome.passed, outcome.by_call)
+    return "FAILED" if word == "failed" else word
