@@ -11,19 +11,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import CalibrationError
+from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import OPTIONS, SettingsError, resolve
+from .settings import OPTIONS, SettingsError, reference_judge, resolve
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine
     from .markers import SoftClaims
-    from .reference_config import ReferenceConfig
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 # calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
 CALIBRATION_RECORD = "calibrations.json"
-# reference_config.FILE_NAME: the reference library's settings file, likewise.
-REFERENCE_CONFIG_FILE = "config.ini"
 # A test's soft claims (expect_proposition), kept on its item until its teardown has run.
 SOFT_CLAIMS_KEY: pytest.StashKey[SoftClaims] = pytest.StashKey()
 
@@ -82,20 +80,6 @@ def build_runtime(config: pytest.Config) -> Runtime:
 
         runtime.progress_factory = terminal_line
     return runtime
-
-
-def reference_judge(folders: list[Path]) -> ReferenceConfig | None:
-    """The reference library's judge settings, from the first folder's config.ini that has
-    them; reference_config.py (and configparser) are imported only when such a file exists.
-    A file that cannot be used is a SettingsError."""
-    if not any((folder / REFERENCE_CONFIG_FILE).is_file() for folder in folders):
-        return None
-    from .reference_config import ReferenceConfigError, find_reference_config
-
-    try:
-        return find_reference_config(folders)
-    except ReferenceConfigError as error:
-        raise SettingsError(str(error)) from None
 
 
 def calibrations(
@@ -158,8 +142,6 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
 
 def header_lines(runtime: Runtime) -> list[str]:
     """pytest's header: the judge and the cache, the judge's calibration, the shared store."""
-    from .reports.counts import header_line
-
     folder = runtime.cache_dir
     lines = [header_line(runtime.settings, str(folder) if folder else None)]
     # calibration.py (and the judge it names) is loaded only when a record or the gate asks.

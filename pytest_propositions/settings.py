@@ -517,15 +517,29 @@ def user_cache_dir() -> Path:
     return user_cache_path(API_APP_NAME, appauthor=False, opinion=False) / API_CACHE_FOLDER
 
 
-def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
-    """Settings for use outside pytest: environment variables, then a reference-library
-    ``config.ini`` in ``folder`` (the working directory) for the judge, then defaults."""
+# reference_config.FILE_NAME: the reference library's settings file, looked for without
+# importing its reader (and configparser), which only a project that has one needs.
+REFERENCE_CONFIG_FILE = "config.ini"
+
+
+def reference_judge(folders: list[Path]) -> ReferenceConfig | None:
+    """The reference library's judge settings, from the first folder's config.ini that has
+    them (reference_config.py is imported only when such a file exists); a file that cannot
+    be used is a SettingsError."""
+    if not any((folder / REFERENCE_CONFIG_FILE).is_file() for folder in folders):
+        return None
     from .reference_config import ReferenceConfigError, find_reference_config
 
     try:
-        reference = find_reference_config([Path.cwd() if folder is None else folder])
+        return find_reference_config(folders)
     except ReferenceConfigError as error:
         raise SettingsError(str(error)) from None
+
+
+def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
+    """Settings for use outside pytest: environment variables, then a reference-library
+    ``config.ini`` in ``folder`` (the working directory) for the judge, then defaults."""
+    reference = reference_judge([Path.cwd() if folder is None else folder])
     return resolve({}, os.environ if env is None else env, {}, reference)
 
 
