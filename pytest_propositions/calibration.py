@@ -161,11 +161,16 @@ def header_line(settings: Settings, cache_dir: Path | None) -> str | None:
 
 
 def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
-    """Why ``--prop-min-calibration`` refuses this judge, or None when it may gate."""
+    """Why ``--prop-min-calibration`` refuses this judge (an unreadable record included), or
+    None when it may gate."""
     bar = settings.min_calibration
     if bar is None:
         return None
-    model, record = settings.model, find_record(settings, cache_dir)
+    model = settings.model
+    try:
+        record = find_record(settings, cache_dir)
+    except CalibrationError as error:
+        return str(error)
     if record is None:
         return (
             f"--prop-min-calibration={bar:g}: the judge {model} has no calibration for this "

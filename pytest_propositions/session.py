@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import CalibrationError
 from .reports.counts import header_line
 from .runtime import Runtime
 from .settings import OPTIONS, SettingsError, reference_judge, resolve
@@ -49,28 +48,14 @@ def build_runtime(config: pytest.Config) -> Runtime:
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import gate_problem
 
-        try:
-            problem = gate_problem(settings, runtime.cache_dir)
-        except CalibrationError as error:
-            problem = str(error)
+        problem = gate_problem(settings, runtime.cache_dir)
         if problem is not None:
             raise pytest.UsageError(f"pytest-propositions: {problem}")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        # An xdist worker has no terminal: it tells the controller, through a file, what it is
-        # judging (when the controller asked for that, see start_progress_relay).
-        from .workers import PROGRESS_DIR_INPUT  # only a worker reads it
+        from .workers import worker_progress  # only xdist loads it
 
-        folder = workerinput.get(PROGRESS_DIR_INPUT)
-        if folder:
-            path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
-
-            def worker_line() -> ProgressLine:
-                from .judging.progress import ProgressLine, file_publisher
-
-                return ProgressLine(None, settings.model, publish=file_publisher(path))
-
-            runtime.progress_factory = worker_line
+        runtime.progress_factory = worker_progress(workerinput, settings.model)
     elif config.get_verbosity() >= -1:
 
         def terminal_line() -> ProgressLine:

@@ -4,11 +4,13 @@ apart from its plugin)."""
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .judging.progress import worker_flights
+from .judging.progress import ProgressLine, file_publisher, worker_flights
 from .reports.hooks import report_claims
 from .reports.json_report import outcome_from_record, outcome_record, stats_record
 
@@ -45,6 +47,17 @@ def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
         folder = runtime.progress_dir
         runtime.progress.watch_others(lambda: worker_flights(folder))
     workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
+
+
+def worker_progress(workerinput: dict[str, Any], model: str) -> Callable[[], ProgressLine] | None:
+    """On an xdist worker, which has no terminal: its progress line, which tells the controller
+    through a file what it is judging (None when the controller asked for nothing, see
+    ``start_progress_relay``)."""
+    folder = workerinput.get(PROGRESS_DIR_INPUT)
+    if not folder:
+        return None
+    path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
+    return lambda: ProgressLine(None, model, publish=file_publisher(path))
 
 
 def worker_output(runtime: Runtime) -> dict[str, Any]:
