@@ -599,5 +599,4 @@ def argparse_type(option: Option) -> Callable[[str], str]:
         check(text)
         return text
 
-    keep_text.__name__ = option.metavar.lower()
     return keep_text

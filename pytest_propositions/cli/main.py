@@ -1,8 +1,10 @@
-"""The commands of ``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
+"""The commands of ``python -m pytest_propositions``: their parser, and the cache commands on a
+local verdict cache (on a shared store: cli/store.py; rejudge: cli/rejudge.py); calibrate and
+diff are handed to cli/calibrate.py and reports/diff.py.
 
 The cache commands load the cache modules and the other commands' parsers, never pytest, litellm
 or pydantic, so they are quick and work on machines without a judge configured; ``calibrate``
-(cli/calibrate.py) judges, so it loads the judge.
+judges, so it loads the judge when it runs.
 """
 
 from __future__ import annotations
