@@ -9,7 +9,6 @@ record exists or the gate is asked for (session.py looks first).
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from .errors import CalibrationError
 from .judging.judge import Judge
 from .judging.prompts import PROMPT_VERSION
 from .over_runs.binomial import BOUND_CONFIDENCE, upper_bound
+from .reports.json_report import write_text_atomically
 from .reports.summary import calibration_line
 from .runtime import connector
 
@@ -56,22 +56,18 @@ def save_record(cache_dir: Path, key: str, record: Mapping[str, Any]) -> Path:
     """Store one judge's calibration (replacing its last one), atomically."""
     records = read_records(cache_dir)
     records[key] = dict(record)
-    cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / RECORD_NAME
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    write_text_atomically(path, json.dumps(records, indent=2, sort_keys=True) + "\n")
     return path
 
 
-def find_record(settings: Settings, cache_dir: Path | None) -> tuple[str, dict[str, Any] | None]:
-    """The judge's name for messages, and its calibration for the current prompt version."""
+def find_record(settings: Settings, cache_dir: Path | None) -> dict[str, Any] | None:
+    """The judge's calibration for the current prompt version, if it has one."""
     if cache_dir is None or not (cache_dir / RECORD_NAME).is_file():
-        return settings.model, None
-    identity = judge_identity(settings)
-    key = record_key(identity, PROMPT_VERSION, settings.reasoning_effort)
+        return None
+    key = record_key(judge_identity(settings), PROMPT_VERSION, settings.reasoning_effort)
     record = read_records(cache_dir).get(key)
-    return settings.model, record if isinstance(record, dict) else None
+    return record if isinstance(record, dict) else None
 
 
 def error_view(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,13 +116,10 @@ class Calibrations:
 
     def _read(self) -> dict[str, Any]:
         if self._records is None:
-            records: dict[str, Any] = {}
-            if self._cache_dir is not None and (self._cache_dir / RECORD_NAME).is_file():
-                try:
-                    records = read_records(self._cache_dir)
-                except CalibrationError:
-                    records = {}
-            self._records = records
+            try:
+                self._records = read_records(self._cache_dir) if self._cache_dir else {}
+            except CalibrationError:
+                self._records = {}
         return self._records
 
     def __call__(self, identity: str) -> dict[str, Any] | None:
@@ -136,16 +129,12 @@ class Calibrations:
             return None
         with self._lock:
             if identity not in self._views:
-                records = self._read()
-                view = None
-                if records:
-                    key = record_key(identity, PROMPT_VERSION, self._reasoning_effort)
-                    record = records.get(key)
-                    if isinstance(record, dict):
-                        try:
-                            view = error_view(record)
-                        except (TypeError, ValueError):
-                            view = None
+                key = record_key(identity, PROMPT_VERSION, self._reasoning_effort)
+                record = self._read().get(key)
+                try:
+                    view = error_view(record) if isinstance(record, dict) else None
+                except (TypeError, ValueError):
+                    view = None
                 self._views[identity] = view
             return self._views[identity]
 
@@ -161,8 +150,9 @@ def describe_record(model: str, record: Mapping[str, Any]) -> str:
 def header_line(settings: Settings, cache_dir: Path | None) -> str | None:
     """The pytest header's calibration line (session.py asks only when a record exists or the
     gate is set); None when the record cannot be read."""
+    model = settings.model
     try:
-        model, record = find_record(settings, cache_dir)
+        record = find_record(settings, cache_dir)
     except Exception:  # a header must never break a run; the gate reports problems properly
         return None
     if record is None:
@@ -171,11 +161,16 @@ def header_line(settings: Settings, cache_dir: Path | None) -> str | None:
 
 
 def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
-    """Why ``--prop-min-calibration`` refuses this judge, or None when it may gate."""
+    """Why ``--prop-min-calibration`` refuses this judge (an unreadable record included), or
+    None when it may gate."""
     bar = settings.min_calibration
     if bar is None:
         return None
-    model, record = find_record(settings, cache_dir)
+    model = settings.model
+    try:
+        record = find_record(settings, cache_dir)
+    except CalibrationError as error:
+        return str(error)
     if record is None:
         return (
             f"--prop-min-calibration={bar:g}: the judge {model} has no calibration for this "

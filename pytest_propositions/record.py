@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .verdict import Verdict
 
 
-class Outcome(NamedTuple):
-    """One evaluated claim of a test, as the reports need it. (A named tuple: made for every
-    claim, and defined at every pytest start, where a dataclass costs several times more.)"""
+@dataclass(frozen=True)
+class Outcome:
+    """One evaluated claim of a test, as the reports need it."""
 
     test_id: str | None
     verdict: Verdict
@@ -50,8 +51,8 @@ def stat_names() -> tuple[str, ...]:
 
 
 class RunRecord:
-    """The outcomes and errors of a run, filed by test, and what xdist workers added to them.
-    (Mutable state, not a value: a plain class, which costs nothing to define at start-up.)"""
+    """The outcomes and errors of a run, filed by test, and what xdist workers added to them
+    (mutable state, not a value)."""
 
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
@@ -83,9 +84,12 @@ class RunRecord:
 
     def add(self, outcome: Outcome) -> None:
         with self._lock:
-            self.outcomes.append(outcome)
-            self._by_test.setdefault(outcome.test_id, []).append(outcome)
-            self.over_runs = self.over_runs or outcome.runs is not None
+            self._file(outcome)
+
+    def _file(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        self._by_test.setdefault(outcome.test_id, []).append(outcome)
+        self.over_runs = self.over_runs or outcome.runs is not None
 
     def add_error(self, test_id: str | None, error: BaseException) -> None:
         with self._lock:
@@ -123,9 +127,7 @@ class RunRecord:
         """Take in what an xdist worker judged, so the controller reports the whole run."""
         with self._lock:
             for outcome in outcomes:
-                self.outcomes.append(outcome)
-                self._by_test.setdefault(outcome.test_id, []).append(outcome)
-                self.over_runs = self.over_runs or outcome.runs is not None
+                self._file(outcome)
             self.judge_errors.extend(judge_errors)
             for name, value in stats.items():
                 self.merged_stats[name] = self.merged_stats.get(name, 0) + value

@@ -45,10 +45,6 @@ def remember_secrets(*values: str | Secret | None) -> None:
             _known = _known | found
 
 
-def known_secrets() -> frozenset[str]:
-    return _known
-
-
 def _replace_values(text: str, values: Iterable[str]) -> str:
     # Longest first: a URL's user-and-password goes whole before its password alone.
     for value in sorted(set(values), key=len, reverse=True):

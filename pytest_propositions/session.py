@@ -10,20 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import CalibrationError
+from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import OPTIONS, SettingsError, resolve
+from .settings import OPTIONS, SettingsError, reference_judge, resolve
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine
     from .markers import SoftClaims
-    from .reference_config import ReferenceConfig
 
 FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 # calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
 CALIBRATION_RECORD = "calibrations.json"
-# reference_config.FILE_NAME: the reference library's settings file, likewise.
-REFERENCE_CONFIG_FILE = "config.ini"
 # A test's soft claims (expect_proposition), kept on its item until its teardown has run.
 SOFT_CLAIMS_KEY: pytest.StashKey[SoftClaims] = pytest.StashKey()
 
@@ -51,28 +48,14 @@ def build_runtime(config: pytest.Config) -> Runtime:
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import gate_problem
 
-        try:
-            problem = gate_problem(settings, runtime.cache_dir)
-        except CalibrationError as error:
-            problem = str(error)
+        problem = gate_problem(settings, runtime.cache_dir)
         if problem is not None:
             raise pytest.UsageError(f"pytest-propositions: {problem}")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        # An xdist worker has no terminal: it tells the controller, through a file, what it is
-        # judging (when the controller asked for that, see start_progress_relay).
-        from .workers import PROGRESS_DIR_INPUT  # only a worker reads it
+        from .workers import worker_progress  # only xdist loads it
 
-        folder = workerinput.get(PROGRESS_DIR_INPUT)
-        if folder:
-            path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
-
-            def worker_line() -> ProgressLine:
-                from .judging.progress import ProgressLine, file_publisher
-
-                return ProgressLine(None, settings.model, publish=file_publisher(path))
-
-            runtime.progress_factory = worker_line
+        runtime.progress_factory = worker_progress(workerinput, settings.model)
     elif config.get_verbosity() >= -1:
 
         def terminal_line() -> ProgressLine:
@@ -82,20 +65,6 @@ def build_runtime(config: pytest.Config) -> Runtime:
 
         runtime.progress_factory = terminal_line
     return runtime
-
-
-def reference_judge(folders: list[Path]) -> ReferenceConfig | None:
-    """The reference library's judge settings, from the first folder's config.ini that has
-    them; reference_config.py (and configparser) are imported only when such a file exists.
-    A file that cannot be used is a SettingsError."""
-    if not any((folder / REFERENCE_CONFIG_FILE).is_file() for folder in folders):
-        return None
-    from .reference_config import ReferenceConfigError, find_reference_config
-
-    try:
-        return find_reference_config(folders)
-    except ReferenceConfigError as error:
-        raise SettingsError(str(error)) from None
 
 
 def calibrations(
@@ -158,8 +127,6 @@ def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str 
 
 def header_lines(runtime: Runtime) -> list[str]:
     """pytest's header: the judge and the cache, the judge's calibration, the shared store."""
-    from .reports.counts import header_line
-
     folder = runtime.cache_dir
     lines = [header_line(runtime.settings, str(folder) if folder else None)]
     # calibration.py (and the judge it names) is loaded only when a record or the gate asks.

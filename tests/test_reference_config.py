@@ -283,6 +283,6 @@ def test_a_run_whose_config_ini_cannot_name_a_judge_stops_with_a_usage_error(
 
 
 def test_the_plugin_looks_for_the_file_the_reader_reads() -> None:
-    from pytest_propositions import reference_config, session
+    from pytest_propositions import reference_config, settings
 
-    assert session.REFERENCE_CONFIG_FILE == reference_config.FILE_NAME
+    assert settings.REFERENCE_CONFIG_FILE == reference_config.FILE_NAME

@@ -13,9 +13,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,14 @@ from ..errors import CalibrationError, DryRunSkip, JudgeError, VerdictUnparsable
 from ..judging.prompts import PROMPT_VERSION
 from ..runtime import Runtime
 from ..scale import MAX_SCORE, MIN_SCORE
-from ..settings import Settings, add_command_flags, checked, command_settings, parse_fraction
+from ..settings import (
+    DEFAULT_CACHE_DIR,
+    Settings,
+    add_command_flags,
+    checked,
+    command_settings,
+    parse_fraction,
+)
 from ..trace import Agent, World
 
 #: Name for the shipped set on the command line (``--set builtin``).
@@ -69,66 +76,68 @@ def _fail(where: str, message: str) -> CalibrationError:
     return CalibrationError(f"{where}: {message}")
 
 
-def _events(where: str, events: Any) -> list[list[Any]]:
+# The events a target may list: each verb's method, and how many arguments it takes (least,
+# most). A world's events other than talk and broadcast name their agent first.
+_AGENT_EVENTS: dict[str, tuple[Callable[..., Any], int, int]] = {
+    "say": (Agent.says, 1, 1),
+    "think": (Agent.thinks, 1, 1),
+    "hear": (Agent.hears, 1, 2),
+    "see": (Agent.sees, 1, 1),
+    "act": (Agent.acts, 1, 2),
+}
+_WORLD_EVENTS: dict[str, tuple[Callable[..., Any], int, int]] = {
+    "talk": (World.talk, 2, 3),
+    "think": (Agent.thinks, 2, 2),
+    "act": (Agent.acts, 2, 3),
+    "hear": (Agent.hears, 2, 3),
+    "broadcast": (World.broadcast, 1, 2),
+}
+_EXPECTED_EVENTS = {
+    "agent": "[say, text], [think, text], [hear, text, source?], [see, text], "
+    "[act, KIND, content?]",
+    "world": "[talk, speaker, text, to?], [think, agent, text], [act, agent, KIND, content?], "
+    "[hear, agent, text, source?], [broadcast, text, source?]",
+}
+
+
+def _play(where: str, events: Any, owner: Agent | World) -> None:
+    """Replay a target's ``events`` on the agent or world ``owner``."""
     if not isinstance(events, list) or not all(
         isinstance(event, list) and event and isinstance(event[0], str) for event in events
     ):
         raise _fail(where, 'expected "events" to be a list of lists such as ["say", "text"]')
-    return events
+    form, table = ("agent", _AGENT_EVENTS) if isinstance(owner, Agent) else ("world", _WORLD_EVENTS)
+    for event in events:
+        verb, args = event[0], event[1:]
+        known = table.get(verb)
+        if known is None or not known[1] <= len(args) <= known[2]:
+            raise _fail(
+                where,
+                f"unknown {form} event {event!r}; expected one of {_EXPECTED_EVENTS[form]}",
+            )
+        method = known[0]
+        if isinstance(owner, World) and verb not in ("talk", "broadcast"):
+            method(owner.get(args[0]), *args[1:])
+        else:
+            method(owner, *args)
 
 
-def _agent_from(where: str, spec: Any, *, standalone: bool) -> Any:
+def _agent_from(where: str, spec: Any, *, standalone: bool) -> Agent:
     if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
         raise _fail(where, 'expected an agent as {"name": "...", "persona": {...}}')
     agent = Agent(spec["name"], persona=spec.get("persona"))
-    if not standalone:
-        return agent
-    for event in _events(where, spec.get("events", [])):
-        verb, args = event[0], event[1:]
-        if verb == "say" and len(args) == 1:
-            agent.says(args[0])
-        elif verb == "think" and len(args) == 1:
-            agent.thinks(args[0])
-        elif verb == "hear" and len(args) in (1, 2):
-            agent.hears(*args)
-        elif verb == "see" and len(args) == 1:
-            agent.sees(args[0])
-        elif verb == "act" and len(args) in (1, 2):
-            agent.acts(*args)
-        else:
-            raise _fail(
-                where,
-                f"unknown agent event {event!r}; expected one of [say, text], [think, text], "
-                "[hear, text, source?], [see, text], [act, KIND, content?]",
-            )
+    if standalone:
+        _play(where, spec.get("events", []), agent)
     return agent
 
 
-def _world_from(where: str, spec: Any) -> Any:
+def _world_from(where: str, spec: Any) -> World:
     if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
         raise _fail(where, 'expected a world as {"name": "...", "agents": [...], "events": [...]}')
     world = World(spec["name"])
     for agent in spec.get("agents", []):
         world.add(_agent_from(where, agent, standalone=False))
-    for event in _events(where, spec.get("events", [])):
-        verb, args = event[0], event[1:]
-        if verb == "talk" and len(args) in (2, 3):
-            world.talk(*args)
-        elif verb == "think" and len(args) == 2:
-            world.get(args[0]).thinks(args[1])
-        elif verb == "act" and len(args) in (2, 3):
-            world.get(args[0]).acts(*args[1:])
-        elif verb == "hear" and len(args) in (2, 3):
-            world.get(args[0]).hears(*args[1:])
-        elif verb == "broadcast" and len(args) in (1, 2):
-            world.broadcast(*args)
-        else:
-            raise _fail(
-                where,
-                f"unknown world event {event!r}; expected one of [talk, speaker, text, to?], "
-                "[think, agent, text], [act, agent, KIND, content?], [hear, agent, text, source?], "
-                "[broadcast, text, source?]",
-            )
+    _play(where, spec.get("events", []), world)
     return world
 
 
@@ -251,19 +260,29 @@ class Outcome:
 
 @dataclass
 class Metrics:
+    """A judge's numbers on a set, in the order its record lists them; the counts behind the two
+    error rates are kept so reports can bound them (``upper_bound``)."""
+
     items: int
     balanced_accuracy: float
     false_pass_rate: float
     false_fail_rate: float
+    positives: int
+    negatives: int
+    false_passes: int
+    false_fails: int
     parse_failures: int
     score_auc: float | None
     agreement: float | None
     per_tag: dict[str, dict[str, int]] = field(default_factory=dict)
-    # The counts behind the two error rates, kept so reports can bound them (``upper_bound``).
-    positives: int = 0
-    negatives: int = 0
-    false_passes: int = 0
-    false_fails: int = 0
+
+    def record(self) -> dict[str, Any]:
+        """The numbers as the record keeps them (rates to four places), ``per_tag`` aside."""
+        return {
+            name: round(value, 4) if isinstance(value, float) else value
+            for name, value in asdict(self).items()
+            if name != "per_tag"
+        }
 
 
 def _rate(part: int, whole: int) -> float:
@@ -376,15 +395,8 @@ def judge_items(
     try:
         workers = max(1, min(settings.concurrency, len(items)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-calibrate") as pool:
-            futures = [pool.submit(one, item) for item in items]
-            outcomes: list[Outcome] = []
-            try:
-                for future in futures:
-                    outcomes.append(future.result())
-            except (JudgeError, CalibrationError):
-                for pending in futures:
-                    pending.cancel()
-                raise
+            # map cancels the items not started yet when one raises: the run stops there.
+            outcomes = list(pool.map(one, items))
         stats = runtime.stats()
         counts = {
             "judge_calls": stats.judge_calls,
@@ -401,19 +413,20 @@ def judge_items(
 # --- the command ------------------------------------------------------------------------------
 
 
+#: The command's flags, from the options' table (``settings.add_command_flags``).
+FLAGS = {
+    "model": "the judge",
+    "api_base": "OpenAI-compatible server",
+    "reasoning_effort": "passed to the judge as --prop-reasoning-effort is",
+    "samples": "ask N times per item; reports agreement",
+    "min_score": "the bar score items must reach",
+    "concurrency": "items judged at once",
+    "cache": "verdict cache mode",
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_command_flags(
-        parser,
-        {
-            "model": "the judge",
-            "api_base": "OpenAI-compatible server",
-            "reasoning_effort": "passed to the judge as --prop-reasoning-effort is",
-            "samples": "ask N times per item; reports agreement",
-            "min_score": "the bar score items must reach",
-            "concurrency": "items judged at once",
-            "cache": "verdict cache mode",
-        },
-    )
+    add_command_flags(parser, FLAGS)
     parser.add_argument(
         "--set",
         metavar="FILE.jsonl",
@@ -477,24 +490,9 @@ def _wrong(outcome: Outcome, min_score: int) -> dict[str, Any]:
 def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     """The ``calibrate`` command; 0 fit or no bar given, 1 a given bar missed, 2 a usage error."""
     environ = os.environ if env is None else env
-    settings = command_settings(
-        {
-            "model": args.model,
-            "api_base": args.api_base,
-            "samples": args.samples,
-            "concurrency": args.concurrency,
-            "cache": args.cache,
-            "min_score": args.min_score,
-            "cache_dir": getattr(args, "cache_dir", None),
-            "reasoning_effort": args.reasoning_effort,
-        },
-        environ,
-    )
-    cache_dir = Path(
-        getattr(args, "cache_dir", None)
-        or settings.cache_dir
-        or os.path.join(".pytest_cache", "d", "propositions")
-    )
+    # --cache-dir is every command's (cli/main.py): read like the others.
+    settings = command_settings(args, [*FLAGS, "cache_dir"], environ)
+    cache_dir = Path(getattr(args, "cache_dir", None) or settings.cache_dir or DEFAULT_CACHE_DIR)
     items = load_sets(args.sets)
     started = time.perf_counter()
     try:
@@ -529,17 +527,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         "sets": list(args.sets or [BUILTIN]),
         "min_score": settings.min_score,
         "samples": settings.samples,
-        "items": metrics.items,
-        "balanced_accuracy": round(metrics.balanced_accuracy, 4),
-        "false_pass_rate": round(metrics.false_pass_rate, 4),
-        "false_fail_rate": round(metrics.false_fail_rate, 4),
-        "positives": metrics.positives,
-        "negatives": metrics.negatives,
-        "false_passes": metrics.false_passes,
-        "false_fails": metrics.false_fails,
-        "parse_failures": metrics.parse_failures,
-        "score_auc": None if metrics.score_auc is None else round(metrics.score_auc, 4),
-        "agreement": None if metrics.agreement is None else round(metrics.agreement, 4),
+        **metrics.record(),
         "seconds": round(seconds, 3),
         "recorded_at": recorded_at,
         "fit": fit,

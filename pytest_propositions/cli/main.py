@@ -1,8 +1,10 @@
-"""The commands of ``python -m pytest_propositions``: maintain the verdict cache, and calibrate a judge.
+"""The commands of ``python -m pytest_propositions``: their parser, and the cache commands on a
+local verdict cache (on a shared store: cli/store.py; rejudge: cli/rejudge.py); calibrate and
+diff are handed to cli/calibrate.py and reports/diff.py.
 
 The cache commands load the cache modules and the other commands' parsers, never pytest, litellm
 or pydantic, so they are quick and work on machines without a judge configured; ``calibrate``
-(cli/calibrate.py) judges, so it loads the judge.
+judges, so it loads the judge when it runs.
 """
 
 from __future__ import annotations
@@ -18,30 +20,23 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ..checks import InputFileError, read_text_lines
+from ..checks import InputFileError, plural, read_text_lines
 from ..errors import CalibrationError
 from ..reports.diff import ReportError
 from ..reports.diff import run as diff
-from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
+from ..settings import DEFAULT_CACHE_DIR, OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 from ..store.postgres import describe_store
-from . import calibrate
-from .rejudge import run as rejudge
+from . import calibrate, rejudge
 from .store import StoreCommands
 
 PROG = "python -m pytest_propositions"
 ENV_CACHE_DIR = OPTIONS_BY_NAME["cache_dir"].env
 ENV_STORE = OPTIONS_BY_NAME["store"].env
-#: Where the plugin keeps verdicts unless told otherwise: pytest's cache dir + ``d/propositions``.
-DEFAULT_CACHE_DIR = os.path.join(".pytest_cache", "d", "propositions")
 
 
 class UsageError(Exception):
     """A mistake the user can fix; reported as ``error: ...`` with exit code 2, no traceback."""
-
-
-def _verdicts(count: int) -> str:
-    return "verdict" if count == 1 else "verdicts"
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -127,7 +122,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "then starts the count afresh. So: run every test whose verdicts you want to keep "
         "(all shards, all paths), then prune. Refuses if no run has recorded its use yet.",
     )
-    rejudge = actions.add_parser(
+    rejudge_parser = actions.add_parser(
         "rejudge",
         parents=[common],
         help="ask every stored request again with another judge; list the flips",
@@ -136,15 +131,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
         "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
     )
-    add_command_flags(
-        rejudge,
-        {
-            "model": "the other judge",
-            "api_base": "its OpenAI-compatible server",
-            "concurrency": "requests at once",
-        },
-        required=("model",),
-    )
+    add_command_flags(rejudge_parser, rejudge.FLAGS, required=("model",))
     push = actions.add_parser(
         "push",
         parents=[common],
@@ -239,11 +226,10 @@ def _stats_lines(stats: CacheStats) -> Iterable[str]:
     if usage is None:
         yield "last run that recorded usage: none since the cache was created or last pruned"
     else:
-        runs = "1 run" if usage.runs == 1 else f"{usage.runs} runs"
-        verdicts = "1 verdict" if len(usage.keys) == 1 else f"{len(usage.keys)} verdicts"
         yield (
             f"last run that recorded usage: finished {_format_time(usage.last_finished)} "
-            f"({runs} since {_format_time(usage.since)} used {verdicts}; prune keeps those)"
+            f"({plural(usage.runs, 'run')} since {_format_time(usage.since)} used "
+            f"{plural(len(usage.keys), 'verdict')}; prune keeps those)"
         )
 
 
@@ -326,7 +312,7 @@ def _export(lines: Iterable[str], source: object, output: str | None, directory:
         if isinstance(exc, OSError):
             raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
         raise
-    print(f"exported {count} {_verdicts(count)} from {source} to {output}")
+    print(f"exported {plural(count, 'verdict')} from {source} to {output}")
 
 
 def _store_url(args: argparse.Namespace) -> str | None:
@@ -382,12 +368,12 @@ def _run(args: argparse.Namespace) -> int:
         for exc in bad:
             _warn(f"{name}:{exc.lineno}: {exc.expected}; this line was not imported")
         print(
-            f"imported {count} {_verdicts(count)} into {cache.directory}"
+            f"imported {plural(count, 'verdict')} into {cache.directory}"
             + (f"; {len(bad)} bad line(s) of {name} left out" if bad else "")
         )
         return 1 if bad else 0
     if action == "rejudge":
-        return rejudge(directory, args.model, args.api_base, args.concurrency)
+        return rejudge.run(directory, args)
     cache = _existing(directory)
     try:
         if action == "stats":
@@ -397,14 +383,13 @@ def _run(args: argparse.Namespace) -> int:
             _export(cache.export_lines(), cache.directory, args.output, cache.directory)
         elif action == "prune":
             count, usage = cache.prune()
-            runs = "the 1 run" if usage.runs == 1 else f"the {usage.runs} runs"
             print(
-                f"pruned {count} {'verdict' if count == 1 else 'verdicts'} not used by {runs} "
+                f"pruned {plural(count, 'verdict')} not used by the {plural(usage.runs, 'run')} "
                 f"since {_format_time(usage.since)} from {cache.directory}"
             )
         elif action == "clear":
             removed = cache.clear()
-            print(f"removed {removed} {_verdicts(removed)} from {cache.directory}")
+            print(f"removed {plural(removed, 'verdict')} from {cache.directory}")
         else:  # pragma: no cover - argparse only lets the actions above through
             raise UsageError(f"unknown action {action!r}")
     finally:
@@ -431,6 +416,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "diff":
             return diff(args.old, args.new)
         return _run(args)
+    except BrokenPipeError:
+        # The reader (say ``| head``) stopped early; that is not an error worth a traceback.
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    # OSError: the file system refused (permissions, a full disk...), the user's to fix.
     except (
         UsageError,
         InputFileError,
@@ -438,17 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         CalibrationError,
         SettingsError,
         ReportError,
+        OSError,
     ) as exc:  # NoUsageRecordedError included
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        # The reader (say ``| head``) stopped early; that is not an error worth a traceback.
-        # Point stdout at devnull so the interpreter's final flush does not fail again.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except OSError as exc:
-        # The file system refused (permissions, a full disk...): the user's to fix, not a bug.
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except sqlite3.Error as exc:  # e.g. a read-only database file

@@ -7,14 +7,17 @@ answers are stored under the keys a test run with the new model computes, so
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..checks import plural
 from ..errors import CalibrationError, JudgeError
 from ..judging.judge import Judge, JudgeRequest
 from ..judging.prompts import PROMPT_VERSION
@@ -53,21 +56,17 @@ class Plan:
 
 def plan(cache: VerdictCache, new_identity: str) -> Plan:
     requests: list[tuple[Any, Mapping[str, Any]]] = []
-    skipped: dict[str, int] = {}
+    skipped: Counter[str] = Counter()
     seen: set[str] = set()
-
-    def skip(reason: str) -> None:
-        skipped[reason] = skipped.get(reason, 0) + 1
-
     for _key, record in cache.records():
         if record.get("model") == new_identity:
             continue  # the new judge's own answers
         material = unpack_request(record)
         if material is None:
-            skip("recorded without their request (before this version)")
+            skipped["recorded without their request (before this version)"] += 1
             continue
         if material.get("prompt_version") != PROMPT_VERSION:
-            skip(f"recorded with another prompt version than {PROMPT_VERSION}")
+            skipped[f"recorded with another prompt version than {PROMPT_VERSION}"] += 1
             continue
         question = canonical_json({k: v for k, v in material.items() if k != "model"})
         if question in seen:
@@ -84,7 +83,16 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
             run_index=int(material.get("run_index", 0)),
         )
         requests.append((request, record))
-    return Plan(requests, skipped)
+    return Plan(requests, dict(skipped))
+
+
+#: The command's flags, from the options' table (``settings.add_command_flags``): --model is
+#: required.
+FLAGS = {
+    "model": "the other judge",
+    "api_base": "its OpenAI-compatible server",
+    "concurrency": "requests at once",
+}
 
 
 def rejudge(
@@ -97,8 +105,8 @@ def rejudge(
         raise CalibrationError(f"no verdict cache at {cache_dir}")
     judge = Judge(settings, VerdictCache(cache_dir, "use"), connect=connector(settings))
     try:
-        work = plan(reader, judge.identity(model))
-        reader.close()
+        with reader:
+            work = plan(reader, judge.identity(model))
 
         def one(entry: tuple[Any, Mapping[str, Any]]) -> Rejudged:
             request, record = entry
@@ -115,27 +123,17 @@ def rejudge(
 
         workers = max(1, min(settings.concurrency, len(work.requests)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prop-rejudge") as pool:
-            futures = [pool.submit(one, entry) for entry in work.requests]
-            results = []
-            try:
-                for future in futures:
-                    results.append(future.result())
-            except JudgeError:
-                for pending in futures:
-                    pending.cancel()
-                raise
-        stats = judge.stats
-        counts = {"judge_calls": stats.judge_calls, "cache_hits": stats.cache_hits}
+            # map cancels the requests not sent yet when one raises: the command stops there.
+            results = list(pool.map(one, work.requests))
+        counts = {"judge_calls": judge.stats.judge_calls, "cache_hits": judge.stats.cache_hits}
         return results, work.skipped, counts
     finally:
         judge.close()
-        reader.close()
 
 
-def run(cache_dir: Path, model: str, api_base: str | None, concurrency: str | None) -> int:
+def run(cache_dir: Path, args: argparse.Namespace) -> int:
     """The command: list the flips; the last line is ``N re-judged, K flipped``."""
-    flags = {"model": model, "api_base": api_base, "concurrency": concurrency}
-    settings = command_settings(flags, os.environ)
+    settings = command_settings(args, FLAGS, os.environ)
     try:
         results, skipped, _counts = rejudge(cache_dir, settings, settings.model)
     except JudgeError as error:
@@ -152,6 +150,6 @@ def run(cache_dir: Path, model: str, api_base: str | None, concurrency: str | No
         print(f"  {result.old_model}: {result.old} -> {settings.model}: {result.new}")
         print(f"  new justification: {' '.join(result.justification.split())[:300]}")
     for reason, count in sorted(skipped.items()):
-        print(f"skipped {count} {'verdict' if count == 1 else 'verdicts'} {reason}")
+        print(f"skipped {plural(count, 'verdict')} {reason}")
     print(f"{len(results)} re-judged, {len(flips)} flipped")
     return 0

@@ -454,10 +454,7 @@ class LocalServer:
             if code is not None:
                 if not last_attempt and self._port_was_taken():
                     logger.info("port %d was taken before the local judge bound it; retrying", port)
-                    self._terminate()
-                    if self.log_path is not None:
-                        with contextlib.suppress(OSError):
-                            self.log_path.unlink()
+                    self.stop()
                     return False
                 self._fail(
                     f"the local judge server exited with code {code} while starting "
