@@ -209,11 +209,6 @@ def short_repr(value: Any, limit: int = 60) -> str:
 # -- counts and names, as every message and rendered text words them ---------------------------
 
 
-class WrongType(TypeError, ValueError):
-    """A value of the wrong type for a count: a ``TypeError`` as Python words it, and a
-    ``ValueError`` as the reference library raised for its windows (both catch it)."""
-
-
 def check_count(name: str, value: object, minimum: int = 1) -> int | None:
     """Counts of entries: a whole number of at least ``minimum``, or None; bools are a likely
     mistake."""
@@ -221,7 +216,7 @@ def check_count(name: str, value: object, minimum: int = 1) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise WrongType(f"{name} must be a whole number or None, got {value!r}")
+        raise ValueError(f"{name} must be a whole number or None, got {value!r}")
     if value < minimum:
         raise ValueError(
             f"{name} must be a whole number of at least {minimum}, or None, got {value}"

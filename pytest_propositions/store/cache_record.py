@@ -1,6 +1,7 @@
 """The cache record: a verdict, where it came from and the request it answered, as the disk cache
 and the shared store keep it. Built from a live verdict, checked on its way in, read back (damage
-is an error, never a quiet miss), its request packed and unpacked, and its export line.
+is ``RecordDamage``, which the judge turns into a miss with a warning, never a pass), its request
+packed and unpacked, and its export line.
 
 A record's ``request`` field holds the key material minus the model (messages, sampling, kind,
 prompt version...) as zlib-compressed canonical JSON in base64: about a third of the raw size,
