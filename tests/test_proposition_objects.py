@@ -237,7 +237,6 @@ def test_library_person_target_with_library_proposition(judge: ScriptedJudge) ->
     assert "[bold green3]" not in request.text
 
 
-
 @pytest.mark.parametrize("name", ["first_n", "last_n", "samples"])
 def test_a_wrong_typed_count_is_one_value_error_wherever_the_claim_is_made(name: str) -> None:
     """docs/claims.md: a count of the wrong type is a ValueError, from the fixtures' edge as from
