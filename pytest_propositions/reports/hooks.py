@@ -17,8 +17,6 @@ import pytest
 
 from ..errors import JudgeError, PropositionFailed
 from ..store.cache import unstored_lines
-from ..store.postgres import describe_store
-from ..store.tiered import store_summary
 from .counts import (
     after_its_test_line,
     all_cached_line,
@@ -84,6 +82,10 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
 
         terminalreporter.write_line(f"propositions: {calibration_line(view)}")
     if runtime.settings.store and runtime.settings.cache != "off":
+        # The shared store's modules load only in a run that has a store.
+        from ..store.postgres import describe_store
+        from ..store.tiered import store_summary
+
         where = describe_store(runtime.settings.store)
         for line in store_summary(runtime.store_counts(), where):
             terminalreporter.write_line(line, yellow="NOT shared" in line)
