@@ -36,15 +36,22 @@ class JudgeUnavailable(JudgeError):
     """The provider refused, failed or could not be reached; the message says what to fix.
 
     The provider's own exception is never chained: its traceback shows call arguments, and
-    those include the API key.
+    those include the API key. ``stops_run``: every later claim would fail the same way (a model
+    no provider serves), so the plugin stops the session at the first, and says it once.
     """
 
     def __init__(
-        self, message: str, *, status: int | None = None, format_rejected: bool = False
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        format_rejected: bool = False,
+        stops_run: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.format_rejected = format_rejected
+        self.stops_run = stops_run
 
 
 class VerdictUnparsable(JudgeError):

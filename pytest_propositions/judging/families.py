@@ -144,7 +144,8 @@ def profile_of(model: str, transport: str = "auto", api_version: str | None = No
         raise JudgeUnavailable(
             f"--prop-transport=openai cannot reach {model}: only OpenAI-compatible providers "
             f"({', '.join(sorted(OPENAI_COMPATIBLE))}, or a bare OpenAI model name) take the "
-            "light path; use --prop-transport=auto or litellm"
+            "light path; use --prop-transport=auto or litellm, or, for an OpenAI-compatible "
+            f"server, write the model as openai/{model}"
         )
     path: Literal["litellm", "openai"] = (
         "openai" if provider is not None and transport != "litellm" else "litellm"

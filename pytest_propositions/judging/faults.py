@@ -15,6 +15,7 @@ from typing import Literal
 from ..redaction import Secret, redact
 
 __all__ = [
+    "RUN_WIDE",
     "TRANSIENT",
     "Fault",
     "FaultKind",
@@ -33,6 +34,7 @@ FaultKind = Literal[
     "format_rejected",  # the server refused the response_format: the next mode is tried
     "format_refused",  # litellm refused the response_format before sending anything
     "client_refused",  # litellm refused another parameter before sending anything
+    "no_provider",  # litellm knows no provider for the model's name, so nothing was sent
     "url_credentials",  # a user and password inside the endpoint's URL
     "refused_reply",  # a reply the client will not read (a redirect, a bomb): fails at once
     "refused_connection",  # nothing listens there, or the name does not resolve
@@ -48,6 +50,9 @@ FaultKind = Literal[
 TRANSIENT: frozenset[FaultKind] = frozenset(
     {"rate_limited", "conflict", "timeout", "server", "connection", "invalid_response"}
 )
+
+#: The kinds no later claim can escape, whatever it asks: the run stops at the first, said once.
+RUN_WIDE: frozenset[FaultKind] = frozenset({"no_provider"})
 
 # The kind of fault in the message the user sees after the last attempt.
 _LABELS: dict[FaultKind, str] = {
@@ -89,6 +94,11 @@ class Fault(Exception):
     def transient(self) -> bool:
         """Worth another attempt."""
         return self.kind in TRANSIENT
+
+    @property
+    def stops_run(self) -> bool:
+        """Every later claim would fail the same way: the run stops at the first."""
+        return self.kind in RUN_WIDE
 
     @property
     def label(self) -> str:

@@ -57,14 +57,17 @@ _BACKOFF_CAP_SECONDS = 8.0
 
 class TransportPath(Protocol):
     """What each path to a model provides (``transport_http.HttpPath``,
-    ``transport_litellm.LitellmPath``): the first response mode, its refusal of a request
-    before sending it (a sentence, or None: the light path refuses nothing), one call (which
+    ``transport_litellm.LitellmPath``): the first response mode, why it cannot route the model
+    at all and its refusal of a request before sending it (a sentence each, or None: the light
+    path refuses nothing), one call (which
     raises a ``Fault`` when it fails, and nothing else), and closing what it holds.
     ``Transport`` asks these of whichever path a model takes."""
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
 
     def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None: ...
+
+    def unrouted(self, profile: Profile, api_base: str | None) -> str | None: ...
 
     async def send(
         self,
@@ -153,12 +156,19 @@ class Transport:
 
     def prepare(self, connection: Connection) -> None:
         """Before a model's first live call, in the calling thread (never on the shared event
-        loop, which the imports would stall): its path's imports, and its first response mode."""
+        loop, which the imports would stall): its path's imports, a model no provider serves
+        (an error that stops the run), and its first response mode."""
         profile = self.profile(connection)
         with self._lock:
             if connection.litellm_model in self._modes:
                 return
-        mode = self._path(profile).first_mode(profile, RESPONSE_MODES)
+        path = self._path(profile)
+        unrouted = path.unrouted(profile, connection.api_base)
+        if unrouted is not None:
+            raise JudgeUnavailable(
+                _message(Fault("no_provider", unrouted), connection, 1), stops_run=True
+            )
+        mode = path.first_mode(profile, RESPONSE_MODES)
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
@@ -267,6 +277,7 @@ class Transport:
                     _message(fault, connection, attempts),
                     status=fault.status,
                     format_rejected=fault.kind in ("format_rejected", "format_refused"),
+                    stops_run=fault.stops_run,
                 )
             delay = random.uniform(0.0, min(_BACKOFF_SECONDS * 2**number, _BACKOFF_CAP_SECONDS))
             if fault.retry_after is not None:  # the server said how long
@@ -370,9 +381,28 @@ _MESSAGES: dict[str, str] = {
 }
 
 
+def _no_provider(connection: Connection) -> str:
+    """A model name litellm cannot route: the fix is its provider prefix, ``openai/`` for the
+    OpenAI-compatible servers people point --prop-api-base at."""
+    model = connection.litellm_model
+    server = (
+        "the OpenAI-compatible server at that address"
+        if connection.api_base
+        else "an OpenAI-compatible server (with its address in --prop-api-base)"
+    )
+    return (
+        f"no request was sent to the judge ({_where(connection)}): litellm knows no provider "
+        f"for the model name {model!r} (no provider prefix it knows, and not a model it knows "
+        f"by name). For {server}, write openai/{model} (--prop-model=openai/{model}); for "
+        "another provider, prefix the name with it as litellm does (anthropic/..., ollama/...)."
+    )
+
+
 def _message(fault: Fault, connection: Connection, attempts: int) -> str:
     """What the user reads for a fault that ends the call: what failed, and the setting to fix.
     Only a transient fault's advice suggests more retries or time."""
+    if fault.kind == "no_provider":
+        return _no_provider(connection)
     status = fault.status
     where = _where(connection)
     template = _MESSAGES.get(fault.kind)

@@ -482,6 +482,10 @@ class HttpPath:
         """This path sends what the table chose: it refuses nothing before sending."""
         return None
 
+    def unrouted(self, profile: Profile, api_base: str | None) -> str | None:
+        """This path takes only models whose provider it knows (``families.provider_of``)."""
+        return None
+
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
         litellm's table says has no response schema, start at JSON mode. Called before the

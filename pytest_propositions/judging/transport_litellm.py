@@ -128,6 +128,27 @@ def refusal_by_litellm(litellm: ModuleType, model: str, parameters: dict[str, An
     )
 
 
+def unrouted_by_litellm(litellm: ModuleType, model: str, api_base: str | None) -> str | None:
+    """Why litellm cannot send a request for ``model`` to any provider, or None.
+
+    litellm routes a name by its provider prefix (``openai/``, ``anthropic/``...); a name
+    without one only when it is in litellm's model map (``claude-3-5-haiku-20241022``), matches
+    one of its rules for new models, or ``api_base`` is a provider's address it knows. Any
+    other name (``my-model`` for a self-hosted server) fails before a request is made, with
+    an HTTP 400 that no server sent: asked here, before the first call, it is said once.
+    """
+    prefix, slash, _ = model.partition("/")
+    if slash and prefix in litellm.provider_list:
+        return None  # a provider named: litellm routes it (and some providers sign in here)
+    try:
+        litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception as error:
+        text = str(error)
+        if _NO_PROVIDER in text.lower():
+            return shown_detail(text, url_credentials(api_base))
+    return None
+
+
 def first_response_mode(litellm: ModuleType, model: str, modes: tuple[str, ...]) -> str:
     """The structured-output mode to try first, from what litellm knows of the model.
 
@@ -155,10 +176,23 @@ class LitellmPath:
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self._refusals: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        self._unrouted: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
 
     def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         return first_response_mode(load_litellm(profile.model), profile.model, modes)
+
+    def unrouted(self, profile: Profile, api_base: str | None) -> str | None:
+        """litellm's words when it can name no provider for this model, or None; asked once
+        per model and endpoint."""
+        key = (profile.model, api_base or "")
+        with self._lock:
+            if key in self._unrouted:
+                return self._unrouted[key]
+        reason = unrouted_by_litellm(load_litellm(), profile.model, api_base)
+        with self._lock:
+            self._unrouted[key] = reason
+        return reason
 
     def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None:
         """Why litellm would refuse to send these parameters to this model, or None."""
@@ -259,6 +293,7 @@ _NO_STATUS: frozenset[FaultKind] = frozenset(
     {
         "client_refused",
         "format_refused",
+        "no_provider",
         "missing_key",
         "refused_connection",
         "connection",
@@ -276,6 +311,8 @@ _MISSING_KEY = (
     "api key not found",
     "missing api key",
 )
+# ... when it knows no provider for the model's name (it sends nothing, and reports a 400) ...
+_NO_PROVIDER = "llm provider not provided"
 # ... and for an HTTP 200 whose body is JSON but not a chat completion.
 _INVALID_RESPONSE = ("invalid response object", "returned 'choices' that is not")
 # The operating system's reasons nothing could be reached: no listener, no route, no such name.
@@ -293,6 +330,8 @@ def fault_of(error: BaseException, secrets: tuple[Secret | None, ...] = ()) -> F
     kind = _class_kind(error, raw_status)
     if kind == "client_refused":
         kind = "format_refused" if rejects_format(None, str(error)) else kind
+    elif _NO_PROVIDER in texts:
+        kind = "no_provider"
     elif rejects_format(raw_status, str(error)):
         kind = "format_rejected"
     elif "credentials encoded in url" in texts:

@@ -156,7 +156,8 @@ class ClaimReports:
             setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
             report_statuses(self.config)
             if getattr(call.excinfo.value, "stops_run", False):
-                # The shared store never answered: every further claim would fail the same way.
+                # Every further claim would fail the same way (the shared store never answered,
+                # a model no provider serves): said once.
                 item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
         from .summary import SECTION_TITLE, by_call_short_failure, failure_section, short_failure
 
