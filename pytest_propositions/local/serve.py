@@ -9,7 +9,8 @@ llama.cpp listens on a loopback port of its own choosing; the published port is 
 (``PromptReuse``) that passes every request through and decides one thing: whether llama.cpp may
 reuse the prompt it kept from the previous request.
 
-This module imports nothing from the plugin: it runs in its own interpreter with only xllamacpp.
+This module imports nothing from the plugin but its install hint (errors.py, which the package's
+``__init__`` loads anyway): it runs in its own interpreter with only xllamacpp.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
+
+from ..errors import install_hint
 
 __all__ = ["GONE", "PromptReuse", "generation_threads", "main"]
 
@@ -262,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as error:
         print(
             f"the local judge needs the xllamacpp package, which cannot be imported ({error}): "
-            'pip install "pytest-propositions[local]"',
+            f"{install_hint('local')}",
             flush=True,
         )
         return EXIT_NO_ENGINE

@@ -102,6 +102,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import install_hint
+
 Direction = Literal["above", "below"]
 
 # The alternatives the rate test is quickest against: this far from the bar, this concentrated.
@@ -118,8 +120,7 @@ def require_scipy() -> None:
     """scipy comes with the ``stats`` extra; say so plainly when it is missing."""
     if importlib.util.find_spec("scipy") is None:
         raise ImportError(
-            "claims over runs need scipy, which is not installed: "
-            "pip install 'pytest-propositions[stats]'"
+            f"claims over runs need scipy, which is not installed: {install_hint('stats')}"
         )
     import scipy.special
     import scipy.stats  # noqa: F401

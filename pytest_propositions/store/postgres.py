@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from ..errors import CacheUnusable
+from ..errors import CacheUnusable, install_hint
 from ..redaction import Secret, redact, redact_values, remember_secrets, url_credentials
 from ..settings import Settings
 from .errors import CacheError
@@ -41,7 +41,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 VERDICT_TABLE = "prop_verdicts"
 SCHEMA_TABLE = "prop_schema"
-EXTRA_HINT = 'pip install "pytest-propositions[postgres]"'
+EXTRA_HINT = install_hint("postgres")
 
 #: How a store that could not be used before any claim was judged ends its message.
 NOTHING_JUDGED = ". Nothing was judged: check the server, or run without --prop-store"
