@@ -59,9 +59,9 @@ def build_runtime(config: pytest.Config) -> Runtime:
     elif config.get_verbosity() >= -1:
 
         def terminal_line() -> ProgressLine:
-            from .judging.progress import ProgressLine, TerminalLine
+            from .judging.progress import ProgressLine, display_for
 
-            return ProgressLine(TerminalLine(config, lambda: runtime.current_test), settings.model)
+            return ProgressLine(display_for(config, lambda: runtime.current_test), settings.model)
 
         runtime.progress_factory = terminal_line
     return runtime

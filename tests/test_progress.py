@@ -3,14 +3,27 @@ terminal (not pytest's captured output) without breaking pytest's own progress d
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_propositions.judging.progress import ProgressLine, file_publisher, worker_flights
-from tests.support.judge_server import ScriptedJudge, delay, verdict
+from pytest_propositions.judging.progress import (
+    LOG_EVERY_SECONDS,
+    ProgressLine,
+    TerminalLine,
+    TerminalSuffix,
+    file_publisher,
+    worker_flights,
+)
+from tests.support.judge_server import RecordedRequest, ScriptedJudge, delay, echo_fn, verdict
 from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
@@ -23,9 +36,25 @@ LINE = re.compile(
 # -- when the line is due ----------------------------------------------------------------------
 
 
+class Lines:
+    """A display that keeps the lines it is shown, every ``every`` seconds at most."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.shown: list[str] = []
+        self.clears = 0
+
+    def show(self, line: str) -> None:
+        self.shown.append(line)
+
+    def clear(self) -> None:
+        self.clears += 1
+
+
 def test_the_line_waits_a_moment_then_repeats_every_few_seconds() -> None:
-    lines: list[str] = []
-    progress = ProgressLine(lines.append, "some/model", tick_seconds=None)
+    display = Lines(every=5.0)
+    lines = display.shown
+    progress = ProgressLine(display, "some/model", tick_seconds=None)
     start = time.monotonic()
     token = progress.started()
     assert progress.tick(start + 0.5) is None  # a quick claim shows nothing
@@ -42,11 +71,40 @@ def test_the_line_waits_a_moment_then_repeats_every_few_seconds() -> None:
     assert progress.tick(start + 30.0) is None
 
 
+def test_in_a_log_the_line_comes_once_a_claim_is_slow_then_once_a_minute() -> None:
+    """Not on a terminal (CI): each line stays in the log and splits pytest's row of letters,
+    so few are written; the clock is the test's."""
+    assert TerminalLine.every == LOG_EVERY_SECONDS == 60.0
+    display = Lines(every=TerminalLine.every)
+    progress = ProgressLine(display, "m", tick_seconds=None)
+    start = time.monotonic()
+    progress.started()
+    shown = [t for t in range(0, 200) if progress.tick(start + t + 0.5) is not None]
+    assert shown == [1, 61, 121, 181]
+
+
+def test_on_a_terminal_the_line_keeps_time_and_is_taken_away_when_judging_ends() -> None:
+    assert TerminalSuffix.every == 1.0
+    display = Lines(every=TerminalSuffix.every)
+    progress = ProgressLine(display, "m", tick_seconds=None)
+    start = time.monotonic()
+    token = progress.started()
+    assert [progress.tick(start + t + 0.5) is not None for t in range(4)] == [
+        False,
+        True,
+        True,
+        True,
+    ]
+    assert display.clears == 0
+    progress.finished(token)
+    assert display.clears == 1  # erased before the test goes on
+    progress.finished(token)
+    assert display.clears == 1  # nothing left to erase
+
+
 def test_a_controller_counts_its_workers_claims() -> None:
-    lines: list[str] = []
-    progress = ProgressLine(
-        lines.append, "m", others=lambda: [(2, 3.0), (1, 8.0)], tick_seconds=None
-    )
+    display = Lines(every=5.0)
+    progress = ProgressLine(display, "m", others=lambda: [(2, 3.0), (1, 8.0)], tick_seconds=None)
     assert (
         progress.tick(time.monotonic())
         == "propositions: judging 3 uncached claims with m, 8s so far..."
@@ -121,3 +179,83 @@ def test_the_line_reaches_the_terminal_not_the_captured_output(
         # in the column the file name leaves.
         assert lines[max(shown) + 1].startswith(" " * len("test_progress.py ") + "F")
         assert sum(line.startswith("test_progress.py") for line in lines[:summary_start]) == 1
+
+
+# -- on a real terminal (a pseudo-terminal) ------------------------------------------------------
+
+
+def screen_of(output: str) -> list[str]:
+    """What a terminal shows after ``output``: each character written at the cursor, carriage
+    returns and backspaces moving it (colours are off)."""
+    rows: list[list[str]] = [[]]
+    column = 0
+    for char in output:
+        if char == "\n":
+            rows.append([])
+            column = 0
+        elif char == "\r":
+            column = 0
+        elif char == "\b":
+            column = max(0, column - 1)
+        else:
+            row = rows[-1]
+            row.extend(" " * (column - len(row) + 1))
+            row[column] = char
+            column += 1
+    return ["".join(row).rstrip() for row in rows]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals: Linux only")
+@pytest.mark.parametrize("mode", [[], ["-v"]], ids=["default", "v"])
+def test_on_a_terminal_the_line_leaves_pytests_rows_as_they_were(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: list[str],
+) -> None:
+    """The judge answers only once the line was drawn (no race with the machine's load); the
+    terminal then shows pytest's rows exactly, the line erased."""
+    drawn = threading.Event()
+
+    def answer_once_drawn(request: RecordedRequest) -> Any:
+        drawn.wait(120)
+        return verdict(False, justification="Too slow.")
+
+    judge_server.on("slow", echo_fn(answer_once_drawn))
+    pytester.makepyfile(test_progress=SLOW_SUITE)
+    monkeypatch.setenv("COLUMNS", "100")
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *inner_run, "--color=no", *mode],
+        cwd=pytester.path,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+    )
+    os.close(follower)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if b"propositions: judging 1 uncached claim" in b"".join(chunks):
+            drawn.set()
+    os.close(leader)
+    process.wait()
+    drawn.set()
+    output = b"".join(chunks).decode("utf-8", "replace")
+    assert "propositions: judging 1 uncached claim with openai/judge-model" in output
+    screen = screen_of(output.replace("\r\n", "\n"))
+    assert not [row for row in screen if "propositions: judging" in row], screen
+    if mode == []:
+        assert any(re.fullmatch(r"test_progress\.py \.F +\[100%\]", row) for row in screen), screen
+    else:
+        assert any(
+            re.fullmatch(r"test_progress\.py::test_slow FAILED +\[100%\]", row) for row in screen
+        ), screen

@@ -1,10 +1,12 @@
-"""A terminal line while uncached claims take more than a moment to judge.
+"""A line while uncached claims take more than a moment to judge.
 
-The judge reports when live judging starts and ends; a small daemon thread writes a line when
-something has been in flight for a while, and again every few seconds while it still is. The
-line goes to pytest's terminal, past its output capture, without breaking its progress display.
-Under pytest-xdist each worker publishes what it is judging to a small file, and the controller,
-which owns the terminal, shows the line for all of them.
+The judge reports when live judging starts and ends; a small daemon thread shows a line when
+something has been in flight for a while, and again while it still is. Where it goes is one
+``Display`` per kind of output: on a terminal, drawn after what pytest has written on its
+current line and erased before pytest writes again (redrawn each second); in a log (CI, a pipe),
+a line of its own, once something is slow and then at most once a minute. Either way it goes to
+pytest's terminal, past its output capture. Under pytest-xdist each worker publishes what it is
+judging to a small file, and the controller, which owns the terminal, shows the line for all.
 """
 
 from __future__ import annotations
@@ -14,38 +16,64 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
 SHOW_AFTER_SECONDS = 1.0
-REPEAT_EVERY_SECONDS = 5.0
+# A terminal's line is redrawn in place, so it can keep time; a log keeps every line it is given
+# (and each one splits pytest's row of letters), so it gets one when a claim is slow, then one a
+# minute while claims are still in flight: enough to show a CI job is alive.
+TERMINAL_EVERY_SECONDS = 1.0
+LOG_EVERY_SECONDS = 60.0
 _TICK_SECONDS = 0.2
 
 # Claims in flight elsewhere (xdist workers): pairs of (how many, seconds the oldest has taken).
 Source = Callable[[], Iterable[tuple[int, float]]]
 
 
+class Display(Protocol):
+    """Where the line goes (``TerminalSuffix`` on a terminal, ``TerminalLine`` in a log): shown
+    at most every ``every`` seconds while claims are in flight, and cleared when none is."""
+
+    every: float
+
+    def show(self, line: str) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def display_for(config: Any, current_test: Callable[[], str | None]) -> Display | None:
+    """The display for pytest's terminal: drawn in place on a terminal, lines in a log; None
+    without pytest's terminal reporter."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return None
+    if reporter.isatty():
+        return TerminalSuffix(config)
+    return TerminalLine(config, current_test)
+
+
 class ProgressLine:
     """Tracks live judging in this process (and, on an xdist controller, in its workers).
 
-    ``write_line`` shows the line (None on an xdist worker, which has no terminal); ``publish``
+    ``display`` shows the line (None on an xdist worker, which has no terminal); ``publish``
     is told, at each start and end, how many claims are in flight and since when (wall clock),
     which is how a worker tells its controller.
     """
 
     def __init__(
         self,
-        write_line: Callable[[str], None] | None,
+        display: Display | None,
         model: str,
         *,
         others: Source | None = None,
         publish: Callable[[int, float], None] | None = None,
         tick_seconds: float | None = _TICK_SECONDS,
     ) -> None:
-        self._write_line = write_line
+        self._display = display
         self._model = model
         self._others = others
         self._publish = publish
@@ -55,6 +83,7 @@ class ProgressLine:
         self._in_flight: dict[int, tuple[float, float]] = {}
         self._next_id = 0
         self._last_shown = float("-inf")
+        self._shown = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -64,7 +93,7 @@ class ProgressLine:
             self._next_id += 1
             self._in_flight[self._next_id] = (time.monotonic(), time.time())
             self._published()
-            if self._write_line is not None:
+            if self._display is not None:
                 self._start_watching()
             return self._next_id
 
@@ -74,12 +103,14 @@ class ProgressLine:
         with self._lock:
             self._in_flight.pop(token, None)
             self._published()
+            if not self._in_flight:
+                self._cleared()
 
     def watch_others(self, others: Source) -> None:
         """Also show claims in flight elsewhere (an xdist controller's workers), from now on."""
         with self._lock:
             self._others = others
-            if self._write_line is not None:
+            if self._display is not None:
                 self._start_watching()
 
     def _published(self) -> None:
@@ -99,6 +130,14 @@ class ProgressLine:
         with self._lock:
             self._in_flight.clear()
             self._published()
+            self._cleared()
+
+    def _cleared(self) -> None:
+        """Take the line away (a terminal's), under the lock."""
+        if self._shown and self._display is not None:
+            self._shown = False
+            with contextlib.suppress(Exception):
+                self._display.clear()
 
     def _watch(self) -> None:
         assert self._tick_seconds is not None
@@ -112,12 +151,16 @@ class ProgressLine:
         with self._lock:
             flights = [(1, now - since) for since, _ in self._in_flight.values()] + others
             count = sum(number for number, _ in flights)
-            if not count or self._write_line is None:
+            if self._display is None:
+                return None
+            if not count:
+                self._cleared()  # the workers' claims are done
                 return None
             waited = max(seconds for _, seconds in flights)
-            if waited < SHOW_AFTER_SECONDS or now - self._last_shown < REPEAT_EVERY_SECONDS:
+            if waited < SHOW_AFTER_SECONDS or now - self._last_shown < self._display.every:
                 return None
             self._last_shown = now
+            self._shown = True
             noun = "claim" if count == 1 else "claims"
             line = (
                 f"propositions: judging {count} uncached {noun} with {self._model}, "
@@ -126,18 +169,109 @@ class ProgressLine:
             # Written under the lock: see finished(). A terminal that fails to take the line
             # must not stop the watching.
             with contextlib.suppress(Exception):
-                self._write_line(line)
+                self._display.show(line)
             return line
 
 
-class TerminalLine:
-    """Writes a line to pytest's terminal from any thread while a test runs.
+def _uncaptured(config: Any) -> contextlib.AbstractContextManager[Any]:
+    """pytest's output capture suspended (as its own live logging does), so a write from any
+    thread reaches the terminal, never a test's captured output."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if capman is None:
+        return contextlib.nullcontext()
+    manager: contextlib.AbstractContextManager[Any] = capman.global_and_fixture_disabled()
+    return manager
 
-    Output capture is suspended around the write (as pytest's own live logging does) and the
-    line starts on a line of its own. Where pytest prints a file name and then a letter per
+
+class TerminalSuffix:
+    """On a terminal: the line drawn after what pytest has written on its current line (its
+    file name and letters, or a test's name under -v), and erased before pytest writes again,
+    so pytest's rows stay as they would be without it.
+
+    Drawn with ``write_raw``, which pytest's writer does not count in its line's width, and
+    cut to end before the last column (so the cursor never wraps); erased with backspaces.
+    Hook wrappers around pytest's writes (a test starting, its report, its end) erase it and
+    hold it off until pytest has written; too little room left on the line draws nothing.
+    """
+
+    every = TERMINAL_EVERY_SECONDS
+    MIN_ROOM = 24
+
+    def __init__(self, config: Any) -> None:
+        self._config = config
+        self._drawn = 0
+        # Held by pytest's writes (the wrappers below); the watching thread never waits for it.
+        self._lock = threading.RLock()
+        config.pluginmanager.register(self, "propositions-progress-suffix")
+
+    def show(self, line: str) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # pytest is writing: the next tick draws
+        try:
+            writer = self._config.get_terminal_writer()
+            with _uncaptured(self._config):
+                self._erase(writer)
+                used = writer.width_of_current_line
+                text = f" {line}" if used else line
+                room = writer.fullwidth - used - 1
+                if len(text) > room:
+                    if room < self.MIN_ROOM:
+                        return
+                    text = text[: room - 3] + "..."
+                writer.write_raw(text, flush=True)
+                self._drawn = len(text)
+        finally:
+            self._lock.release()
+
+    def clear(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # pytest is writing, and erased the line first
+        try:
+            if self._drawn:
+                with _uncaptured(self._config):
+                    self._erase(self._config.get_terminal_writer())
+        finally:
+            self._lock.release()
+
+    def _erase(self, writer: Any) -> None:
+        if self._drawn:
+            width, self._drawn = self._drawn, 0
+            writer.write_raw("\b" * width + " " * width + "\b" * width, flush=True)
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        with self._lock:
+            if self._drawn:
+                with _uncaptured(self._config):
+                    self._erase(self._config.get_terminal_writer())
+            yield
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logstart(self) -> Iterator[None]:
+        with self._held():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logreport(self) -> Iterator[None]:
+        with self._held():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logfinish(self) -> Iterator[None]:
+        with self._held():
+            return (yield)
+
+
+class TerminalLine:
+    """In a log (pytest's output is not a terminal): a line of its own, from any thread while a
+    test runs, once a claim is slow and then at most once a minute.
+
+    The line starts on a line of its own. Where pytest prints a file name and then a letter per
     test, the running test's letter goes on below, after blanks as wide as the file name (named
     once, when its first test started), where pytest expects it.
     """
+
+    every = LOG_EVERY_SECONDS
 
     def __init__(self, config: Any, current_test: Callable[[], str | None]) -> None:
         self._config = config
@@ -145,16 +279,15 @@ class TerminalLine:
         self._prefix_for: str | None = None
         self._listening = False
 
-    def __call__(self, line: str) -> None:
+    def clear(self) -> None:
+        """A log keeps its lines."""
+
+    def show(self, line: str) -> None:
         plugins = self._config.pluginmanager
         reporter = plugins.get_plugin("terminalreporter")
         if reporter is None:
             return
-        capman = plugins.get_plugin("capturemanager")
-        suspended = (
-            capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
-        )
-        with suspended:
+        with _uncaptured(self._config):
             writer = self._config.get_terminal_writer()
             reporter.ensure_newline()
             if writer.width_of_current_line:
