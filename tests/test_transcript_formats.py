@@ -36,6 +36,7 @@ from tests.support.booking import (
     RESULT_TEXT,
     THOUGHT,
 )
+from tests.support.docs_blocks import DOCS, page_blocks
 from tests.support.judge_server import ScriptedJudge
 
 pytest_plugins = ["pytester"]
@@ -702,3 +703,16 @@ def test_the_judge_is_shown_each_format_s_tool_call_and_result(
         assert f"{to} acts: [TOOL_CALL] {CALL_TEXT}\n" in recording, name
         assert f"tool:book_table --> {to}: [TOOL_RESULT] {RESULT_TEXT}\n" in recording, name
         assert f"{to} acts: [TALK] {CONFIRM}" in recording, name
+
+
+def test_the_docs_show_what_the_judge_sees() -> None:
+    """docs/targets.md's sample text is the Anthropic example's rendering, line for line."""
+    blocks = page_blocks(DOCS / "targets.md")
+    [shown] = [
+        b.code for b in blocks if b.lang == "text" and b.code.startswith("---- BEGIN TRANSCRIPT")
+    ]
+    [example] = [b.code for b in blocks if b.title == "test_anthropic_transcript.py"]
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "test_anthropic_transcript.py", "exec"), namespace)
+    body = rendered(namespace["MESSAGES"]).removeprefix("## Transcript\n\n")
+    assert body == shown.rstrip("\n")
