@@ -193,6 +193,18 @@ def test_a_parent_agent_span_repeating_the_conversation_adds_nothing() -> None:
     ]
 
 
+def test_messages_in_the_inference_details_event_are_read() -> None:
+    """Newer GenAI instrumentations may put a model call's messages on an event of its span."""
+    spans = [booking.otlp_span(*span) for span in booking.GENAI_SPANS]
+    for span in (spans[0], spans[2]):
+        messages = [a for a in span["attributes"] if a["key"].endswith("messages")]
+        span["attributes"] = [a for a in span["attributes"] if a not in messages]
+        span["events"] = [
+            {"name": "gen_ai.client.inference.operation.details", "attributes": messages}
+        ]
+    assert rendered(booking.otlp_export(spans)) == rendered(booking.OTEL_GENAI)
+
+
 def test_system_instructions_and_media_parts() -> None:
     span = booking.otlp_span(
         "chat",
@@ -537,6 +549,12 @@ def test_anthropic_typed_blocks() -> None:
     ]
     assert rendered(messages) == rendered(booking.ANTHROPIC)
     assert "msg_01XFD" not in rendered(messages)
+    # Without a tool or a thought, the messages read as chat messages would: the same events.
+    plain = [messages[0], {"role": "assistant", "content": reply.content}]
+    assert events(rendered(plain)) == [
+        f"user --> assistant: [CONVERSATION] {ASK}",
+        f"assistant acts: [TALK] {CONFIRM}",
+    ]
 
 
 def test_openai_responses_typed_items() -> None:

@@ -10,6 +10,7 @@ from .transcript_notation import (
     Event,
     TranscriptFormat,
     act,
+    as_data,
     call_text,
     data_text,
     heard,
@@ -75,7 +76,7 @@ def _validate_chat(messages: Sequence[Any]) -> None:
                 f"got {type_name(content)}"
             )
         for j, part in enumerate(content if isinstance(content, list | tuple) else ()):
-            if not isinstance(part, Mapping | str):
+            if not isinstance(as_data(part), Mapping | str):
                 raise TypeError(
                     f"chat message #{i}: content part #{j} must be a dict such as "
                     f'{{"type": "text", "text": "..."}} or a str, got {type_name(part)}'
@@ -94,7 +95,8 @@ def _chat_content(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     pieces: list[str] = []
-    for j, part in enumerate(content):
+    for j, item in enumerate(content):
+        part = as_data(item)  # a typed part, such as a reply's text block appended as it came
         if isinstance(part, str):
             pieces.append(part)
             continue

@@ -29,6 +29,8 @@ from .transcript_notation import (
 )
 
 _GENAI_PARTS = "text, tool_call, tool_call_response, reasoning, blob, file or uri"
+#: The GenAI conventions' event that may carry a model call's messages instead of its span.
+_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 
 
 @dataclass(frozen=True)
@@ -156,21 +158,30 @@ def _spans(value: Any) -> list[Span]:
             end = _nanos(span.end_time if span.end_time is not None else start, where)
             trace = str(getattr(span.context, "trace_id", ""))
             attributes = dict(span.attributes)
-            names = tuple(str(getattr(e, "name", "")) for e in getattr(span, "events", ()) or ())
+            found = [
+                (str(getattr(e, "name", "")), dict(getattr(e, "attributes", None) or {}))
+                for e in getattr(span, "events", ()) or ()
+            ]
         elif _is_otlp_span(span):
             name = span.get("name", "")
             start = _nanos(span["startTimeUnixNano"], where)
             end = _nanos(span.get("endTimeUnixNano") or start, where)
             trace = str(span["traceId"])
             attributes = _otlp_attributes(span.get("attributes", []), where)
-            names = tuple(str(e.get("name", "")) for e in span.get("events", []) or [])
+            found = [
+                (str(e.get("name", "")), _otlp_attributes(e.get("attributes", []), where))
+                for e in span.get("events", []) or []
+            ]
         elif _is_json_span(span):
             name = span.get("name", "")
             start = _nanos(span["start_time"], where)
             end = _nanos(span.get("end_time") or start, where)
             trace = str(span["context"].get("trace_id", ""))
             attributes = dict(span.get("attributes") or {})
-            names = tuple(str(e.get("name", "")) for e in span.get("events", []) or [])
+            found = [
+                (str(e.get("name", "")), dict(e.get("attributes") or {}))
+                for e in span.get("events", []) or []
+            ]
         else:
             raise TypeError(
                 f"{where} is a {type_name(span)}; expected an OpenTelemetry span: an SDK span "
@@ -178,6 +189,10 @@ def _spans(value: Any) -> list[Span]:
                 "span.to_json()'s dict"
             )
         label = f"span #{i} ({one_line(str(name))!r})"
+        for event_name, details in found:
+            if event_name == _DETAILS_EVENT:  # where newer instrumentations put the messages
+                attributes = {**details, **attributes}
+        names = tuple(event_name for event_name, _ in found)
         spans.append(Span(label, trace, start, end, attributes, names))
     return spans
 
