@@ -193,6 +193,54 @@ def test_a_parent_agent_span_repeating_the_conversation_adds_nothing() -> None:
     ]
 
 
+def _genai_run(*calls: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Model-call spans, one after another, each with its input and output messages."""
+    return [
+        booking.otlp_span(
+            "chat",
+            10 * i,
+            10 * i + 5,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(inputs),
+                "gen_ai.output.messages": json.dumps(outputs),
+            },
+        )
+        for i, (inputs, outputs) in enumerate(calls)
+    ]
+
+
+def _text(role: str, content: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+
+def test_a_history_that_drops_the_reasoning_is_not_shown_again() -> None:
+    first, second, third = (s[3] for s in booking.GENAI_SPANS)
+    call = json.loads(first["gen_ai.output.messages"])[0]
+    without_reasoning = {"role": "assistant", "parts": call["parts"][1:]}
+    history = [json.loads(third["gen_ai.input.messages"])[0], without_reasoning]
+    history.append(json.loads(third["gen_ai.input.messages"])[2])
+    changed = {**third, "gen_ai.input.messages": json.dumps(history)}
+    spans = [
+        booking.otlp_span(name, start, end, attributes)
+        for (name, start, end, _), attributes in zip(
+            booking.GENAI_SPANS, [first, second, changed], strict=True
+        )
+    ]
+    assert events(rendered(spans)) == events(rendered(booking.OTEL_GENAI))
+
+
+def test_what_is_said_again_later_is_shown_again() -> None:
+    yes, ok = _text("user", "Yes."), _text("assistant", "OK.")
+    spans = _genai_run(([yes], [ok]), ([yes, ok, yes], [ok]))
+    assert events(rendered(spans)) == [
+        "user --> assistant: [CONVERSATION] Yes.",
+        "assistant acts: [TALK] OK.",
+        "user --> assistant: [CONVERSATION] Yes.",
+        "assistant acts: [TALK] OK.",
+    ]
+
+
 def test_messages_in_the_inference_details_event_are_read() -> None:
     """Newer GenAI instrumentations may put a model call's messages on an event of its span."""
     spans = [booking.otlp_span(*span) for span in booking.GENAI_SPANS]

@@ -10,6 +10,7 @@ the trace (the messages before, a tool span's call and result) is not shown agai
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -280,11 +281,17 @@ def _openinference_call(flat: Mapping[str, Any]) -> dict[str, Any]:
 # A trace's events
 
 
+#: Model calls: their output is new. Any other span's output (an agent's answer) repeats what
+#: the model calls under it said, and is shown only where it does not.
+_MODEL_CALLS = frozenset({"chat", "generate_content", "text_completion"})
+
+
 @dataclass
 class _Trace:
     """What one trace has shown so far, so that repeated history is shown once."""
 
-    messages: list[str] = field(default_factory=list)
+    #: Every event its messages gave, shown or not, by how often.
+    said: Counter[Event] = field(default_factory=Counter)
     calls: list[str] = field(default_factory=list)  # shown from messages, not yet from a tool span
     tool_calls: list[str] = field(default_factory=list)  # shown from tool spans, not yet messages
     results: list[str] = field(default_factory=list)  # shown from tool spans, not yet messages
@@ -300,76 +307,73 @@ def _claim(pending: list[str], text: str) -> bool:
     return False
 
 
-def _key(message: Mapping[str, Any]) -> str:
-    same = {k: message.get(k) for k in ("role", "parts", "name")}
-    return json.dumps(same, sort_keys=True, ensure_ascii=False, default=str)
+def _spoken(role: str, actor: str, text: str) -> Event:
+    if role == "assistant":
+        return act(actor, "TALK", text)
+    if role == "system":
+        return heard(actor, "SYSTEM", text)
+    return heard(actor, "CONVERSATION" if role == "user" else "MESSAGE", text)
 
 
-def _message_events(trace: _Trace, message: Mapping[str, Any], where: str) -> None:
+def _message_events(trace: _Trace, message: Mapping[str, Any], where: str) -> list[Event]:
+    """One GenAI message's events; consecutive text and media parts are one."""
     role = str(message.get("role") or "user")
     actor = one_line(str(message.get("name") or "")) or (
         "assistant" if role == "assistant" else role
     )
     said: list[str] = []
     events: list[Event] = []
-
-    def spoken() -> None:
-        if said:
-            text = "\n".join(said)
-            if role == "assistant":
-                events.append(act(actor, "TALK", text))
-            elif role == "system":
-                events.append(heard(actor, "SYSTEM", text))
-            else:
-                events.append(heard(actor, "CONVERSATION" if role == "user" else "MESSAGE", text))
-            said.clear()
-
     for j, part in enumerate(message.get("parts") or []):
         at = f"{where}, part #{j}"
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind == "text":
             said.append(str(part.get("content", "")))
-        elif kind in ("blob", "file", "uri"):
+            continue
+        if kind in ("blob", "file", "uri"):
             said.append(omitted(str(part.get("modality") or kind), part.get("mime_type")))
-        elif kind == "reasoning":
-            spoken()
+            continue
+        if said:
+            events.append(_spoken(role, actor, "\n".join(said)))
+            said = []
+        if kind == "reasoning":
             events.append(act(actor, "THINK", str(part.get("content", ""))))
         elif kind == "tool_call":
-            spoken()
-            text = call_text(part.get("name"), part.get("arguments"))
             if isinstance(part.get("id"), str) and isinstance(part.get("name"), str):
                 trace.tools[part["id"]] = part["name"]
-            if not _claim(trace.tool_calls, text):
-                trace.calls.append(text)
-                events.append(act(actor, "TOOL_CALL", text))
+            events.append(
+                act(actor, "TOOL_CALL", call_text(part.get("name"), part.get("arguments")))
+            )
         elif kind == "tool_call_response":
-            spoken()
             text = data_text(part.get("response"), at)
-            if not _claim(trace.results, text):
-                events.append(tool_result(trace.tools.get(str(part.get("id"))), text))
+            events.append(tool_result(trace.tools.get(str(part.get("id"))), text))
         else:
             raise unreadable(f"{at}'s type", kind if isinstance(kind, str) else part, _GENAI_PARTS)
-    spoken()
-    trace.events += events
+    if said:
+        events.append(_spoken(role, actor, "\n".join(said)))
+    return events
 
 
 def _show_messages(
-    trace: _Trace, messages: list[Mapping[str, Any]], where: str, inputs: bool
+    trace: _Trace, messages: list[Mapping[str, Any]], where: str, *, repeats: bool
 ) -> None:
-    """Messages the trace has not shown: an input's history after what was shown, an output
-    unless it repeats the last message shown."""
-    keys = [_key(m) for m in messages]
-    if inputs:
-        start = 0
-        while start < min(len(keys), len(trace.messages)) and keys[start] == trace.messages[start]:
-            start += 1
-        if start < len(trace.messages):
-            start = 0  # another conversation (or its history rewritten): shown whole
-    else:
-        start = 1 if keys and trace.messages and keys[0] == trace.messages[-1] else 0
-    for index in range(start, len(messages)):
-        _message_events(trace, messages[index], f"{where}, message #{index}")
-        trace.messages.append(keys[index])
+    """The messages' events the trace has not shown. Where they may repeat it (a model call's
+    input history, an agent's answer), the n-th time an event occurs in them is new only if
+    the trace has said it fewer than n times; a tool call or result a tool span showed is not
+    shown again."""
+    seen: Counter[Event] = Counter()
+    for index, message in enumerate(messages):
+        for event in _message_events(trace, message, f"{where}, message #{index}"):
+            seen[event] += 1
+            if repeats and seen[event] <= trace.said[event]:
+                continue
+            trace.said[event] += 1
+            if event.kind == "TOOL_CALL":
+                if _claim(trace.tool_calls, event.text):
+                    continue
+                trace.calls.append(event.text)
+            if event.kind == "TOOL_RESULT" and _claim(trace.results, event.text):
+                continue
+            trace.events.append(event)
 
 
 def _tool_call(trace: _Trace, span: Span, name: Any, arguments: Any) -> None:
@@ -402,11 +406,11 @@ def _at_start(trace: _Trace, span: Span) -> None:
         _tool_call(trace, span, attributes.get("tool.name"), attributes.get("input.value"))
     system = _genai_messages(span, "gen_ai.system_instructions")
     if system:
-        _show_messages(trace, system, f"{span.label}'s system instructions", inputs=False)
+        _show_messages(trace, system, f"{span.label}'s system instructions", repeats=True)
     inputs = _genai_messages(span, "gen_ai.input.messages") or _openinference_messages(
         span, "llm.input_messages."
     )
-    _show_messages(trace, inputs, f"{span.label}'s input", inputs=True)
+    _show_messages(trace, inputs, f"{span.label}'s input", repeats=True)
 
 
 def _at_end(trace: _Trace, span: Span) -> None:
@@ -414,7 +418,11 @@ def _at_end(trace: _Trace, span: Span) -> None:
     outputs = _genai_messages(span, "gen_ai.output.messages") or _openinference_messages(
         span, "llm.output_messages."
     )
-    _show_messages(trace, outputs, f"{span.label}'s output", inputs=False)
+    model_call = (
+        attributes.get("gen_ai.operation.name", "chat") in _MODEL_CALLS
+        or attributes.get("openinference.span.kind") == "LLM"
+    )
+    _show_messages(trace, outputs, f"{span.label}'s output", repeats=not model_call)
     if attributes.get("gen_ai.operation.name") == "execute_tool":
         if "gen_ai.tool.call.result" in attributes:
             _tool_result(
