@@ -369,7 +369,7 @@ def test_images_and_files_are_named_not_dumped() -> None:
     assert "assistant acts: [THINK] (reasoning not shown)" in events(rendered(responses))
 
 
-# -- what cannot be read is an error, never left out ------------------------------------------------
+# -- what cannot be read is an error, never left out ---------------------------------------------
 
 
 def _with(target: Any, change: Any) -> Any:
@@ -741,7 +741,7 @@ def test_opentelemetry_sdk_spans_by_openinference_names() -> None:
     assert rendered(_sdk_spans(booking.OPENINFERENCE_SPANS)) == rendered(booking.OPENINFERENCE)
 
 
-# -- the judge's request ----------------------------------------------------------------------------
+# -- the judge's request -------------------------------------------------------------------------
 
 INNER_TESTS = """
 import pytest
@@ -749,7 +749,8 @@ from tests.support.booking import FORMATS
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_booked(name, assert_proposition):
-    assert_proposition(FORMATS[name], "The assistant books the table with the tool and confirms it.")
+    claim = "The assistant books the table with the tool and confirms it."
+    assert_proposition(FORMATS[name], claim)
 """
 
 

@@ -379,7 +379,8 @@ def _show_messages(
 def _tool_call(trace: _Trace, span: Span, name: Any, arguments: Any) -> None:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(
-            f"{span.label} is a tool span without a tool name; expected gen_ai.tool.name or tool.name"
+            f"{span.label} is a tool span without a tool name; expected gen_ai.tool.name or "
+            "tool.name"
         )
     text = call_text(name, arguments)
     if not _claim(trace.calls, text):

@@ -3,9 +3,9 @@
 Lookup for one target: a registered renderer (MRO walk), then the plugin's hook callback, then a
 duck-typed simulation object (``pretty_current_interactions``; ``trace.World``/``trace.Agent``
 take this path too), ``str`` (the text itself), a transcript (the formats of ``transcripts``) or
-an extraction dict. The transcript formats are imported only for a target that is not a str, so a
-run judging strings never loads them. The output is deterministic (no clock, no ids, no addresses, sorted JSON)
-because it is part of the cache key.
+an extraction dict. The transcript formats are imported only for a target that is neither a str
+nor a simulation object, so a run judging those never loads them. The output is deterministic
+(no clock, no ids, no addresses, sorted JSON) because it is part of the cache key.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ class RenderOptions:
     """What part of each target the judge sees.
 
     ``first_n``/``last_n`` count events per target (in a transcript of any format, each said
-    text, thought, tool call and tool result is one); with both,
-    the first ``first_n`` and the last ``last_n`` are shown with the gap noted. They do not apply
-    to ``str`` targets, which are taken verbatim. ``timestamps`` (relative, absolute, none) says
-    how a simulation object's clock lines are shown; ``str`` targets are never rewritten.
+    text, thought, tool call and tool result is one); with both, the first ``first_n`` and the
+    last ``last_n`` are shown with the gap noted. They do not apply to ``str`` targets, which
+    are taken verbatim. ``timestamps`` (relative, absolute, none) says how a simulation object's
+    clock lines are shown; ``str`` targets are never rewritten.
     """
 
     first_n: int | None = None
