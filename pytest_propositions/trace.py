@@ -2,7 +2,7 @@
 
 It renders the same trajectory notation the judge reads for real simulation objects, and the
 helpers that write that notation (numbered entries, windows, omission notes) live here so the
-chat-transcript renderer in ``claims/data_text.py`` writes exactly the same shape.
+transcript renderer in ``claims/transcripts.py`` writes exactly the same shape.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ Role = Literal["stimulus", "action"]
 
 
 # --------------------------------------------------------------------------------------------
-# The notation, shared with claims/data_text.py
+# The notation, shared with claims/transcripts.py and claims/transcript_notation.py
 
 
 def _select_window(

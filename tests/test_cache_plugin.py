@@ -61,6 +61,7 @@ PROBED = (
     "pytest_propositions.judging.progress",
     "pytest_propositions.judging.transport",
     "pytest_propositions.reference_config",
+    "pytest_propositions.claims.transcripts",
     "pytest_propositions.reports.summary",
     "pytest_propositions.reports.junit",
     "pytest_propositions.reports.json_report",
@@ -329,7 +330,8 @@ def test_a_fully_cached_run_never_imports_litellm(suite: Suite) -> None:
     # None of litellm, httpx and pydantic is needed to read a verdict back; pydantic alone costs
     # about 0.1 s a process.
     # Nor are the live judging path, its progress line and the transports, nor the reader of
-    # the reference library's config.ini where there is none: every module costs every run.
+    # the reference library's config.ini where there is none, nor the transcript formats (the
+    # targets are worlds): every module costs every run.
     # The failure's section is in the terminal's words (reports/summary.py).
     assert suite.probed() == {"main": {"pytest_propositions.reports.summary"}}
 

@@ -2,9 +2,10 @@
 
 Lookup for one target: a registered renderer (MRO walk), then the plugin's hook callback, then a
 duck-typed simulation object (``pretty_current_interactions``; ``trace.World``/``trace.Agent``
-take this path too), ``str`` (the text itself), a transcript (the formats of ``data_text``) or an
-extraction dict. The output is deterministic (no clock, no ids, no addresses, sorted JSON)
-because it is part of the cache key.
+take this path too), ``str`` (the text itself), a transcript (the formats of ``transcripts``) or
+an extraction dict. The transcript formats are imported only for a target that is neither a str
+nor a simulation object, so a run judging those never loads them. The output is deterministic
+(no clock, no ids, no addresses, sorted JSON) because it is part of the cache key.
 """
 
 from __future__ import annotations
@@ -21,11 +22,8 @@ from ..trace import Agent, World
 from .data_text import (
     MAX_TARGET_NESTING,
     check_plain_data,
-    is_message,
     plain_json,
     render_extraction,
-    render_transcript,
-    transcript_format,
     type_name,
     validate_extraction,
 )
@@ -48,10 +46,11 @@ __all__ = [
 class RenderOptions:
     """What part of each target the judge sees.
 
-    ``first_n``/``last_n`` count events (chat messages for transcripts) per target; with both,
-    the first ``first_n`` and the last ``last_n`` are shown with the gap noted. They do not apply
-    to ``str`` targets, which are taken verbatim. ``timestamps`` (relative, absolute, none) says
-    how a simulation object's clock lines are shown; ``str`` targets are never rewritten.
+    ``first_n``/``last_n`` count events per target (in a transcript of any format, each said
+    text, thought, tool call and tool result is one); with both, the first ``first_n`` and the
+    last ``last_n`` are shown with the gap noted. They do not apply to ``str`` targets, which
+    are taken verbatim. ``timestamps`` (relative, absolute, none) says how a simulation object's
+    clock lines are shown; ``str`` targets are never rewritten.
     """
 
     first_n: int | None = None
@@ -150,8 +149,9 @@ _ACCEPTED = (
     "  - an object with a pretty_current_interactions() method: an agent or a world of a\n"
     "    simulation library, or pytest_propositions.trace.Agent / trace.World;\n"
     "  - a str holding the trajectory text;\n"
-    '  - a list of chat messages (dicts with a "role" and a "content", OpenAI format, tool\n'
-    "    calls included);\n"
+    "  - a transcript: a list of OpenAI chat messages or Responses items, Anthropic messages,\n"
+    "    Gemini contents, LangChain messages or OpenTelemetry spans, or a mapping holding a\n"
+    '    "messages" list (a LangGraph state) or an OTLP/JSON export;\n'
     "  - a results-extraction output: a dict of fields (any dict that is not a chat message);\n"
     "  - a list or tuple of any of these, for several targets."
 )
@@ -186,23 +186,32 @@ def _target_list(target: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> 
     __tracebackhide__ = True
     if _registered(target) is not None:
         return [target]
+    if isinstance(target, str) or _is_simulation_object(target):
+        return [target]
+    from .transcripts import is_message, transcript_events, transcript_format
+
     if isinstance(target, list | tuple):
         if not target:
             raise ValueError(
                 f"the target is an empty {type(target).__name__}: give at least one agent, "
                 "world, text or chat message"
             )
-        found = transcript_format(target)
-        if found is not None:
-            found.validate(target)
+        if transcript_format(target) is not None:
+            transcript_events(target)  # a part no reader knows is refused here, by name
             return [target]
-        if any(is_message(item) for item in target):
-            kinds = sorted({type_name(item) for item in target if not isinstance(item, Mapping)})
+        messages = [is_message(item) for item in target]
+        if any(messages):
+            odd = messages.index(False) if not all(messages) else None
+            which = (
+                "messages of different formats"
+                if odd is None
+                else f"item #{odd}, a {type_name(target[odd])}, is no message of a transcript"
+            )
             raise TypeError(
-                "the target list mixes chat-message dicts with other objects "
-                f"({', '.join(kinds)}). A list of dicts is read as one chat transcript; to "
-                "judge a transcript together with other targets, put the transcript in its "
-                "own list: [agent, [message, message, ...]]."
+                f"the target list mixes messages of a transcript with other objects ({which}). "
+                "A list of messages (or of a trace's spans) is read as one transcript, each item "
+                "in one format; to judge a transcript together with other targets, put the "
+                "transcript in its own list: [agent, [message, message, ...]]."
             )
         out: list[Any] = []
         for index, item in enumerate(target):
@@ -213,13 +222,15 @@ def _target_list(target: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> 
         return out
     if is_message(target):
         raise TypeError(
-            f"the target is a single chat message ({type_name(target)}). To judge a chat "
-            'transcript, pass a list of messages: [{"role": "user", "content": "..."}, ...].'
+            f"the target is a single message of a transcript ({type_name(target)}). To judge "
+            'a transcript, pass the list of its messages: [{"role": "user", "content": "..."}, '
+            "...] (or the list of a trace's spans)."
         )
     if isinstance(target, Mapping):
-        validate_extraction(target)
-        return [target]
-    if isinstance(target, str) or _is_simulation_object(target):
+        if transcript_format(target) is not None:
+            transcript_events(target)
+        else:
+            validate_extraction(target)
         return [target]
     hook = _current_hook_renderer()
     if hook is not None and hook(target, RenderOptions()) is not None:
@@ -260,19 +271,21 @@ def _kind(target: Any) -> str:
     """What a single target is, whoever renders it: headings and labels follow from this."""
     if isinstance(target, str):
         return "text"
+    if _is_simulation_object(target):
+        return "world" if _members(target) is not None else "agent"
+    from .transcripts import is_message, transcript_format
+
     if transcript_format(target) is not None:
         return "transcript"
     if isinstance(target, Mapping) and not is_message(target):
         return "extraction"
-    if _is_simulation_object(target):
-        return "world" if _members(target) is not None else "agent"
     return "other"
 
 
 # The kinds given as data: their section heading, their label in reports, what their size counts.
 _DATA_KINDS = {
     "text": ("Text", "text", "char"),
-    "transcript": ("Transcript", "chat transcript", "message"),
+    "transcript": ("Transcript", "transcript", "event"),
     "extraction": ("Extraction result", "extraction result", "field"),
 }
 
@@ -376,6 +389,8 @@ def _render_one(target: Any, options: RenderOptions) -> tuple[str, str]:
     elif kind == "text":
         body = target or "(empty text)"
     elif kind == "transcript":
+        from .transcripts import render_transcript
+
         body = render_transcript(target, options.first_n, options.last_n)
     elif kind == "extraction":
         body = render_extraction(target)
@@ -428,6 +443,12 @@ def describe_target(target: Any) -> str:
                 return f"{len(items)} targets: {shown}{more}"
             target = items[0]
         kind = _kind(target)
+        if kind == "transcript":
+            from .transcripts import transcript_events, transcript_format
+
+            found = transcript_format(target)
+            events = plural(len(transcript_events(target)), "event")
+            return f"transcript ({found.name if found else '?'}, {events})"
         if kind in _DATA_KINDS:
             _, label, unit = _DATA_KINDS[kind]
             return f"{label} ({plural(len(target), unit)})"

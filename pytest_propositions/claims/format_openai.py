@@ -1,0 +1,319 @@
+"""OpenAI's two ways of writing a conversation: chat messages and Responses items."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .data_text import one_line, type_name
+from .transcript_notation import (
+    Event,
+    TranscriptFormat,
+    act,
+    as_data,
+    call_text,
+    data_text,
+    heard,
+    omitted,
+    tool_result,
+    unreadable,
+)
+
+# --------------------------------------------------------------------------------------------
+# Chat messages
+
+# A dict is a chat message when it has a "role" and something said or done: "content" (even
+# None), "tool_calls", "function_call" or "refusal". Any other dict is a results-extraction output
+# (the reference library's extractor returns a dict per agent or world, a list of them for several).
+_MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
+#: Content parts that are not text: named, never inlined.
+_CHAT_MEDIA = ("image_url", "input_audio", "file")
+
+
+def is_chat_message(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and "role" in value
+        and any(key in value for key in _MESSAGE_BODY_KEYS)
+    )
+
+
+def _is_chat_list(value: Any) -> bool:
+    """A list of dicts, at least one of them a chat message: one transcript."""
+    return (
+        isinstance(value, list | tuple)
+        and all(isinstance(m, Mapping) for m in value)
+        and any(is_chat_message(m) for m in value)
+    )
+
+
+def _validate_chat(messages: Sequence[Any]) -> None:
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(f"chat message #{i} must be a dict, got {type_name(message)}")
+        if "role" not in message:
+            raise ValueError(
+                f'chat message #{i} has no "role" key (keys: {sorted(map(str, message))}); '
+                'each message needs one, e.g. {"role": "user", "content": "..."} (a list of '
+                "dicts holding a chat message is one transcript; to judge extraction results, "
+                "pass them without chat messages among them)"
+            )
+        if not any(key in message for key in _MESSAGE_BODY_KEYS):
+            raise ValueError(
+                f'chat message #{i} has a "role" but no "content" (nor "tool_calls"); give it '
+                '"content", even None'
+            )
+        role = message["role"]
+        if not isinstance(role, str) or not role.strip():
+            raise TypeError(f'chat message #{i}: "role" must be a non-empty str, got {role!r}')
+        name = message.get("name")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f'chat message #{i}: "name" must be a str, got {type_name(name)}')
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list | tuple):
+            raise TypeError(
+                f'chat message #{i}: "content" must be a str, a list of content parts or None, '
+                f"got {type_name(content)}"
+            )
+        for j, part in enumerate(content if isinstance(content, list | tuple) else ()):
+            if not isinstance(as_data(part), Mapping | str):
+                raise TypeError(
+                    f"chat message #{i}: content part #{j} must be a dict such as "
+                    f'{{"type": "text", "text": "..."}} or a str, got {type_name(part)}'
+                )
+        calls = message.get("tool_calls")
+        if calls is not None and not (
+            isinstance(calls, list | tuple) and all(isinstance(c, Mapping) for c in calls)
+        ):
+            raise TypeError(f'chat message #{i}: "tool_calls" must be a list of dicts')
+
+
+def _chat_content(content: Any, where: str) -> str:
+    """A message's text; images, audio and files named, an unknown part refused."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for j, item in enumerate(content):
+        part = as_data(item)  # a typed part, such as a reply's text block appended as it came
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            pieces.append(f"(refused) {part['refusal']}")
+        elif kind in _CHAT_MEDIA:
+            pieces.append(omitted(kind))
+        else:
+            raise unreadable(
+                f"{where}: content part #{j}'s type",
+                kind,
+                "text, refusal, image_url, input_audio or file",
+            )
+    return "\n".join(pieces)
+
+
+def _function_call(function: Any) -> tuple[str | None, str]:
+    """A call's tool name (if it has one) and its ``name(arguments)`` text."""
+    if not isinstance(function, Mapping):
+        return None, call_text(None, None)
+    name = function.get("name")
+    return (name if isinstance(name, str) else None), call_text(name, function.get("arguments"))
+
+
+def _chat_events(messages: Sequence[Any]) -> list[Event]:
+    _validate_chat(messages)
+    tool_names: dict[str, str] = {}
+    events: list[Event] = []
+    for i, message in enumerate(messages):
+        role = one_line(message["role"])
+        name = one_line(message.get("name") or "") or None
+        text = _chat_content(message.get("content"), f"chat message #{i}")
+        if role == "assistant":
+            actor = name or "assistant"
+            refusal = message.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                text = f"{text}\n(refused) {refusal}" if text else f"(refused) {refusal}"
+            calls = list(message.get("tool_calls") or [])
+            legacy = message.get("function_call")
+            if text or not (calls or legacy):
+                events.append(act(actor, "TALK", text))
+            for call in calls:
+                fname, shown = _function_call(call.get("function"))
+                events.append(act(actor, "TOOL_CALL", shown))
+                call_id = call.get("id")
+                if isinstance(call_id, str) and fname is not None:
+                    tool_names[call_id] = fname
+            if legacy is not None:
+                events.append(act(actor, "TOOL_CALL", _function_call(legacy)[1]))
+        elif role in ("tool", "function"):
+            call_id = message.get("tool_call_id")
+            tool = name or (tool_names.get(call_id) if isinstance(call_id, str) else None)
+            events.append(tool_result(tool, text))
+        elif role in ("system", "developer"):
+            events.append(heard(name or role, "SYSTEM", text))
+        else:
+            events.append(
+                heard(name or role, "CONVERSATION" if role == "user" else "MESSAGE", text)
+            )
+    return events
+
+
+CHAT = TranscriptFormat(
+    name="OpenAI chat messages",
+    is_message=is_chat_message,
+    recognise=_is_chat_list,
+    events=_chat_events,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Responses items
+
+#: The items read, by "type"; a message may also come without one.
+_RESPONSES_ITEMS = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "mcp_call",
+)
+#: Item types only the Responses API writes: one of them makes a list a Responses transcript.
+_RESPONSES_ONLY = frozenset(_RESPONSES_ITEMS[1:]) | {
+    "file_search_call",
+    "web_search_call",
+    "computer_call",
+    "computer_call_output",
+    "image_generation_call",
+    "code_interpreter_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "mcp_approval_response",
+    "item_reference",
+}
+_RESPONSES_PARTS = frozenset(
+    {"input_text", "output_text", "input_image", "input_file", "input_audio"}
+)
+
+
+def _is_responses_item(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("type") in _RESPONSES_ONLY
+
+
+def _has_responses_parts(value: Any) -> bool:
+    content = value.get("content") if isinstance(value, Mapping) else None
+    return isinstance(content, list | tuple) and any(
+        isinstance(part, Mapping) and part.get("type") in _RESPONSES_PARTS for part in content
+    )
+
+
+def _is_responses_list(value: Any) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and all(isinstance(item, Mapping) for item in value)
+        and any(_is_responses_item(item) or _has_responses_parts(item) for item in value)
+    )
+
+
+def _responses_parts(content: Any, where: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list | tuple):
+        raise TypeError(
+            f"{where}: content must be a str or a list of parts, got {type_name(content)}"
+        )
+    pieces: list[str] = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            pieces.append(f"(refused) {part['refusal']}")
+        elif kind == "input_image":
+            pieces.append(omitted("image"))
+        elif kind == "input_file":
+            pieces.append(omitted("file", part.get("filename")))
+        elif kind == "input_audio":
+            pieces.append(omitted("audio"))
+        else:
+            raise unreadable(
+                f"{where}: content part #{j}'s type",
+                kind if isinstance(kind, str) else part,
+                "input_text, output_text, refusal, input_image, input_file or input_audio",
+            )
+    return "\n".join(pieces)
+
+
+def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
+    """A reasoning item's summary or text; encrypted or withheld reasoning says so."""
+    texts: list[str] = []
+    for key in ("summary", "content"):
+        for part in item.get(key) or ():
+            text = part.get("text") if isinstance(part, Mapping) else None
+            if not isinstance(text, str):
+                raise unreadable(f"{where}: a {key} part", part, 'a dict with a "text"')
+            texts.append(text)
+    return "\n".join(texts) if texts else "(reasoning not shown)"
+
+
+def _responses_events(items: Sequence[Any]) -> list[Event]:
+    tool_names: dict[str, str] = {}
+    events: list[Event] = []
+    for i, item in enumerate(items):
+        where = f"Responses item #{i}"
+        if not isinstance(item, Mapping):
+            raise TypeError(f"{where} must be a dict, got {type_name(item)}")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            if not isinstance(role, str) or not role.strip():
+                raise ValueError(f'{where} is a message without a "role"; expected one')
+            text = _responses_parts(item.get("content"), where)
+            if role == "assistant":
+                events.append(act("assistant", "TALK", text))
+            elif role in ("system", "developer"):
+                events.append(heard(role, "SYSTEM", text))
+            else:
+                events.append(heard(role, "CONVERSATION" if role == "user" else "MESSAGE", text))
+        elif kind in ("function_call", "custom_tool_call"):
+            name = item.get("name")
+            arguments = item.get("arguments" if kind == "function_call" else "input")
+            events.append(act("assistant", "TOOL_CALL", call_text(name, arguments)))
+            if isinstance(item.get("call_id"), str) and isinstance(name, str):
+                tool_names[item["call_id"]] = name
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = item.get("call_id")
+            tool = tool_names.get(call_id) if isinstance(call_id, str) else None
+            events.append(tool_result(tool, _responses_parts(item.get("output"), where)))
+        elif kind == "reasoning":
+            events.append(act("assistant", "THINK", _reasoning_text(item, where)))
+        elif kind == "mcp_call":
+            name = item.get("name")
+            events.append(act("assistant", "TOOL_CALL", call_text(name, item.get("arguments"))))
+            error = item.get("error")
+            if error:
+                events.append(tool_result(name, data_text(error, where), error=True))
+            elif "output" in item:
+                events.append(tool_result(name, data_text(item["output"], where)))
+        else:
+            raise unreadable(f"{where}'s type", kind, ", ".join(_RESPONSES_ITEMS))
+    return events
+
+
+RESPONSES = TranscriptFormat(
+    name="OpenAI Responses items",
+    is_message=_is_responses_item,
+    recognise=_is_responses_list,
+    events=_responses_events,
+)
