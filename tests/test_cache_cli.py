@@ -92,7 +92,7 @@ def test_help_names_the_commands_and_the_default(tmp_path: Path) -> None:
     assert sub.returncode == 0
     for word in ("stats", "export", "import", "prune", "clear", "PROP_CACHE_DIR"):
         assert word in sub.stdout
-    assert ".pytest_cache/d/propositions" in " ".join(sub.stdout.split())
+    assert ".propositions at the project's root" in " ".join(sub.stdout.split())
 
 
 def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
@@ -118,11 +118,81 @@ def test_cache_dir_before_the_action(filled: Path, tmp_path: Path) -> None:
     assert result.returncode == 0 and "entries: 3" in result.stdout
 
 
-def test_default_dir_is_under_pytest_cache(tmp_path: Path) -> None:
-    VerdictCache(tmp_path / ".pytest_cache" / "d" / "propositions").put(key(1), record())
+def test_default_dir_is_the_projects_own_folder(tmp_path: Path) -> None:
+    VerdictCache(tmp_path / ".propositions").put(key(1), record())
     result = cli("cache", "stats", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    assert f"directory: {tmp_path / '.propositions'}" in result.stdout.splitlines()
     assert "entries: 1" in result.stdout
+    assert result.stderr == ""  # the working directory is the project's root: nothing to say
+
+
+@pytest.mark.parametrize(
+    ("config_file", "text"),
+    [
+        ("pytest.ini", "[pytest]\n"),
+        ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-q'\n"),
+        ("tox.ini", "[tox]\n[pytest]\n"),
+        ("setup.cfg", "[metadata]\nname = x\n[tool:pytest]\n"),
+    ],
+)
+def test_from_a_subfolder_the_projects_cache_is_found(
+    tmp_path: Path, config_file: str, text: str
+) -> None:
+    """The commands find the project's root as pytest does, and say which folder they read."""
+    (tmp_path / config_file).write_text(text)
+    VerdictCache(tmp_path / ".propositions").put(key(1), record())
+    deep = tmp_path / "tests" / "unit"
+    deep.mkdir(parents=True)
+    # A tox.ini without pytest's section further down does not make a root.
+    (tmp_path / "tests" / "tox.ini").write_text("[tox]\n")
+    result = cli("cache", "stats", cwd=deep)
+    assert result.returncode == 0, result.stderr
+    assert f"directory: {tmp_path / '.propositions'}" in result.stdout.splitlines()
+    assert "entries: 1" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"the verdict cache of the project at {tmp_path} (its {config_file}): "
+        f"{tmp_path / '.propositions'}"
+    ]
+
+
+def test_from_a_subfolder_the_projects_ini_cache_dir_is_read(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\nprop_cache_dir = verdicts\n")
+    VerdictCache(tmp_path / "verdicts").put(key(1), record())
+    (tmp_path / "sub").mkdir()
+    result = cli("cache", "stats", cwd=tmp_path / "sub")
+    assert result.returncode == 0, result.stderr
+    assert f"directory: {tmp_path / 'verdicts'}" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "old", [Path(".pytest_cache", "d", "propositions"), Path(".pytest_propositions_cache")]
+)
+def test_a_cache_in_the_old_place_is_moved_to_the_projects_folder(
+    tmp_path: Path, old: Path
+) -> None:
+    VerdictCache(tmp_path / old).put(key(1), record())
+    (tmp_path / old / "calibrations.json").write_text("{}")
+    result = cli("cache", "stats", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    new = tmp_path / ".propositions"
+    assert f"directory: {new}" in result.stdout.splitlines() and "entries: 1" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"moved the verdict cache from {tmp_path / old} to {new}, out of reach of pytest "
+        "--cache-clear"
+    ]
+    assert not (tmp_path / old).exists() and (new / "calibrations.json").is_file()
+    again = cli("cache", "stats", cwd=tmp_path)  # said once: nothing is left to move
+    assert again.returncode == 0 and again.stderr == "" and "entries: 1" in again.stdout
+
+
+def test_the_old_place_named_by_pytests_cache_dir_option_is_moved(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\ncache_dir = build/pytest-cache\n")
+    VerdictCache(tmp_path / "build" / "pytest-cache" / "d" / "propositions").put(key(1), record())
+    result = cli("cache", "stats", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "entries: 1" in result.stdout and "moved the verdict cache from" in result.stderr
+    assert (tmp_path / ".propositions" / "cache.db").is_file()
 
 
 def test_env_var_names_the_dir(filled: Path, tmp_path: Path) -> None:
