@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -15,6 +16,7 @@ import pytest
 
 from pytest_propositions import checks
 from pytest_propositions.cli.main import main
+from pytest_propositions.settings import CacheFolder, default_folder
 from pytest_propositions.store.cache import VerdictCache, canonical_json
 from tests.support.records import keyed
 from tests.support.records import line as kept_line
@@ -471,3 +473,52 @@ def test_the_commands_judge_flags_are_the_options_table() -> None:
             if not action.required:
                 assert f"(default: ${option.env}" in (action.help or ""), (name, flag)
     assert seen >= 10
+
+
+def test_an_old_cache_that_cannot_be_moved_is_read_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On another file system (or a folder in use on Windows) the rename fails: the old cache is
+    the folder used, and the line says so, every time, until it is moved."""
+    old = tmp_path / ".pytest_cache" / "d" / "propositions"
+    VerdictCache(old).put(key(1), record())
+
+    def cross_device(source: object, target: object) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    folder = default_folder(tmp_path, None)
+    assert folder.path == old
+    assert folder.note is not None
+    assert folder.note.startswith(f"verdicts read from {old}, where earlier versions kept them")
+    assert (
+        "Invalid cross-device link" in folder.note
+        and str(tmp_path / ".propositions") in folder.note
+    )
+
+
+def test_a_move_another_process_made_first_is_the_new_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = tmp_path / ".pytest_propositions_cache"
+    VerdictCache(old).put(key(1), record())
+    rename = os.rename
+
+    def beaten(source: str, target: str) -> None:
+        rename(source, target)  # the other process's move...
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")  # ...then ours
+
+    monkeypatch.setattr(os, "rename", beaten)
+    assert default_folder(tmp_path, None) == CacheFolder(tmp_path / ".propositions")
+
+
+def test_two_old_caches_one_is_moved_and_the_other_named(tmp_path: Path) -> None:
+    inside = tmp_path / ".pytest_cache" / "d" / "propositions"
+    at_root = tmp_path / ".pytest_propositions_cache"
+    for old in (inside, at_root):
+        VerdictCache(old).put(key(1), record())
+    folder = default_folder(tmp_path, None)
+    assert folder.path == tmp_path / ".propositions" and not inside.exists()
+    assert folder.note is not None
+    assert f"an older cache at {at_root} was left as it is" in folder.note
+    assert default_folder(tmp_path, None).note is None  # said once
