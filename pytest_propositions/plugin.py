@@ -11,7 +11,7 @@ import pytest
 
 from . import runtime as runtime_module
 from .errors import PropositionFailed
-from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run
+from .session import CACHE_NOTE_KEY, SOFT_CLAIMS_KEY, build_runtime, finish_run
 from .settings import OPTIONS, argparse_type
 
 if TYPE_CHECKING:
@@ -104,6 +104,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # An old verdict cache moved: said once, whatever the verbosity (-q hides the header).
+    note = session.config.stash.get(CACHE_NOTE_KEY, None)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if note is not None and reporter is not None:
+        reporter.write_line(f"propositions: {note}", yellow=True)
     # Credentials inside --prop-api-base reach other libraries' DEBUG logs (the request URL);
     # pytest's logging plugin, registered by now, is where they would be shown or written.
     runtime = session.config.stash.get(RUNTIME_KEY, None)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -12,21 +13,64 @@ import pytest
 
 from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import OPTIONS, SettingsError, reference_judge, resolve
+from .settings import (
+    OPTIONS,
+    CacheFolder,
+    SettingsError,
+    configured_folder,
+    default_folder,
+    read_options,
+    reference_judge,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine
     from .markers import SoftClaims
 
-FALLBACK_CACHE_FOLDER = ".pytest_propositions_cache"
 # calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
 CALIBRATION_RECORD = "calibrations.json"
+# A line about the verdict cache's folder (an old cache moved) to show once, at the start.
+CACHE_NOTE_KEY: pytest.StashKey[str] = pytest.StashKey()
 # A test's soft claims (expect_proposition), kept on its item until its teardown has run.
 SOFT_CLAIMS_KEY: pytest.StashKey[SoftClaims] = pytest.StashKey()
 
 
+def unknown_ini_keys(config: pytest.Config) -> list[str]:
+    """Each ``prop_``/``prop-`` key of the configuration file (or of ``-o``) that is none of the
+    options' table (and no other plugin's), where it was written and the option most like it."""
+    written: dict[str, str] = {}
+    if config.inipath is not None:
+        written.update(dict.fromkeys(read_options(config.inipath), config.inipath.name))
+    for item in config.getoption("override_ini", None) or ():
+        written.setdefault(item.split("=", 1)[0], "-o")
+    known = [option.ini for option in OPTIONS]
+    problems = []
+    for key, where in written.items():
+        if not key.lower().startswith(("prop_", "prop-")) or key in known:
+            continue
+        try:
+            config.getini(key)
+            continue  # another plugin's option
+        except ValueError:
+            pass
+        close = difflib.get_close_matches(key.lower().replace("-", "_"), known, n=1)
+        hint = f"did you mean {close[0]}?" if close else "none of this plugin's options is like it"
+        problems.append(f"{key} in {where} ({hint})")
+    return problems
+
+
 def build_runtime(config: pytest.Config) -> Runtime:
-    """Settings from flags, environment and ini; a bad value is a usage error naming its source."""
+    """Settings from flags, environment and ini; a bad value is a usage error naming its source.
+
+    A misspelt ``prop_`` ini key is an error too, not pytest's warning at the end: the option
+    meant (the judge, its server, the bar) would silently keep its default."""
+    unknown = unknown_ini_keys(config)
+    if unknown:
+        raise pytest.UsageError(
+            f"pytest-propositions: unknown ini option {'; '.join(unknown)}; pytest --help lists "
+            "the options (their ini names start with prop_)"
+        )
     cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
     ini = {option.name: config.getini(option.ini) for option in OPTIONS}
     try:
@@ -43,7 +87,10 @@ def build_runtime(config: pytest.Config) -> Runtime:
             report_path(settings.report, config.invocation_params.dir)
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
+    folder = cache_dir(config, settings.cache_dir)
+    if folder.note is not None and not hasattr(config, "workerinput"):
+        config.stash[CACHE_NOTE_KEY] = folder.note
+    runtime = Runtime(settings, folder.path)
     runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import gate_problem
@@ -88,23 +135,18 @@ def calibrations(
     return lookup
 
 
-def cache_dir(config: pytest.Config, configured: str | None) -> Path:
-    """The configured folder, else one inside pytest's cache, else one at the rootdir."""
+def cache_dir(config: pytest.Config, configured: str | None) -> CacheFolder:
+    """The configured folder (a relative ini value from the rootdir, as pytest's own cache_dir),
+    else the project's own at the rootdir (settings.py: where an old cache is moved from)."""
     if configured:
-        path = Path(configured).expanduser()
         from_ini = not config.getoption("prop_cache_dir") and not os.environ.get("PROP_CACHE_DIR")
-        if from_ini and not path.is_absolute():
-            # Like pytest's own cache_dir: a relative ini value is relative to the rootdir.
-            path = config.rootpath / path
-        return path.resolve()
-    if getattr(config, "cache", None) is not None:
-        # pytest's own cache folder, resolved as pytest does, but not created: an unused plugin
-        # leaves no trace, and the verdict cache makes its folder on its first write.
-        base = Path(os.path.expanduser(os.path.expandvars(config.getini("cache_dir"))))
-        if not base.is_absolute():
-            base = config.rootpath / base
-        return base / "d" / "propositions"
-    return config.rootpath / FALLBACK_CACHE_FOLDER
+        base = config.rootpath if from_ini else config.invocation_params.dir
+        return CacheFolder(configured_folder(configured, base))
+    try:
+        pytest_cache: str | None = config.getini("cache_dir")
+    except ValueError:  # -p no:cacheprovider: its option is not registered
+        pytest_cache = None
+    return default_folder(config.rootpath, pytest_cache)
 
 
 def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -15,6 +16,7 @@ import pytest
 
 from pytest_propositions import checks
 from pytest_propositions.cli.main import main
+from pytest_propositions.settings import CacheFolder, default_folder
 from pytest_propositions.store.cache import VerdictCache, canonical_json
 from tests.support.records import keyed
 from tests.support.records import line as kept_line
@@ -92,7 +94,7 @@ def test_help_names_the_commands_and_the_default(tmp_path: Path) -> None:
     assert sub.returncode == 0
     for word in ("stats", "export", "import", "prune", "clear", "PROP_CACHE_DIR"):
         assert word in sub.stdout
-    assert ".pytest_cache/d/propositions" in " ".join(sub.stdout.split())
+    assert ".propositions at the project's root" in " ".join(sub.stdout.split())
 
 
 def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
@@ -118,11 +120,81 @@ def test_cache_dir_before_the_action(filled: Path, tmp_path: Path) -> None:
     assert result.returncode == 0 and "entries: 3" in result.stdout
 
 
-def test_default_dir_is_under_pytest_cache(tmp_path: Path) -> None:
-    VerdictCache(tmp_path / ".pytest_cache" / "d" / "propositions").put(key(1), record())
+def test_default_dir_is_the_projects_own_folder(tmp_path: Path) -> None:
+    VerdictCache(tmp_path / ".propositions").put(key(1), record())
     result = cli("cache", "stats", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    assert f"directory: {tmp_path / '.propositions'}" in result.stdout.splitlines()
     assert "entries: 1" in result.stdout
+    assert result.stderr == ""  # the working directory is the project's root: nothing to say
+
+
+@pytest.mark.parametrize(
+    ("config_file", "text"),
+    [
+        ("pytest.ini", "[pytest]\n"),
+        ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-q'\n"),
+        ("tox.ini", "[tox]\n[pytest]\n"),
+        ("setup.cfg", "[metadata]\nname = x\n[tool:pytest]\n"),
+    ],
+)
+def test_from_a_subfolder_the_projects_cache_is_found(
+    tmp_path: Path, config_file: str, text: str
+) -> None:
+    """The commands find the project's root as pytest does, and say which folder they read."""
+    (tmp_path / config_file).write_text(text)
+    VerdictCache(tmp_path / ".propositions").put(key(1), record())
+    deep = tmp_path / "tests" / "unit"
+    deep.mkdir(parents=True)
+    # A tox.ini without pytest's section further down does not make a root.
+    (tmp_path / "tests" / "tox.ini").write_text("[tox]\n")
+    result = cli("cache", "stats", cwd=deep)
+    assert result.returncode == 0, result.stderr
+    assert f"directory: {tmp_path / '.propositions'}" in result.stdout.splitlines()
+    assert "entries: 1" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"the verdict cache of the project at {tmp_path} (its {config_file}): "
+        f"{tmp_path / '.propositions'}"
+    ]
+
+
+def test_from_a_subfolder_the_projects_ini_cache_dir_is_read(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\nprop_cache_dir = verdicts\n")
+    VerdictCache(tmp_path / "verdicts").put(key(1), record())
+    (tmp_path / "sub").mkdir()
+    result = cli("cache", "stats", cwd=tmp_path / "sub")
+    assert result.returncode == 0, result.stderr
+    assert f"directory: {tmp_path / 'verdicts'}" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "old", [Path(".pytest_cache", "d", "propositions"), Path(".pytest_propositions_cache")]
+)
+def test_a_cache_in_the_old_place_is_moved_to_the_projects_folder(
+    tmp_path: Path, old: Path
+) -> None:
+    VerdictCache(tmp_path / old).put(key(1), record())
+    (tmp_path / old / "calibrations.json").write_text("{}")
+    result = cli("cache", "stats", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    new = tmp_path / ".propositions"
+    assert f"directory: {new}" in result.stdout.splitlines() and "entries: 1" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"moved the verdict cache from {tmp_path / old} to {new}, out of reach of pytest "
+        "--cache-clear"
+    ]
+    assert not (tmp_path / old).exists() and (new / "calibrations.json").is_file()
+    again = cli("cache", "stats", cwd=tmp_path)  # said once: nothing is left to move
+    assert again.returncode == 0 and again.stderr == "" and "entries: 1" in again.stdout
+
+
+def test_the_old_place_named_by_pytests_cache_dir_option_is_moved(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\ncache_dir = build/pytest-cache\n")
+    VerdictCache(tmp_path / "build" / "pytest-cache" / "d" / "propositions").put(key(1), record())
+    result = cli("cache", "stats", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "entries: 1" in result.stdout and "moved the verdict cache from" in result.stderr
+    assert (tmp_path / ".propositions" / "cache.db").is_file()
 
 
 def test_env_var_names_the_dir(filled: Path, tmp_path: Path) -> None:
@@ -401,3 +473,52 @@ def test_the_commands_judge_flags_are_the_options_table() -> None:
             if not action.required:
                 assert f"(default: ${option.env}" in (action.help or ""), (name, flag)
     assert seen >= 10
+
+
+def test_an_old_cache_that_cannot_be_moved_is_read_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On another file system (or a folder in use on Windows) the rename fails: the old cache is
+    the folder used, and the line says so, every time, until it is moved."""
+    old = tmp_path / ".pytest_cache" / "d" / "propositions"
+    VerdictCache(old).put(key(1), record())
+
+    def cross_device(source: object, target: object) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    folder = default_folder(tmp_path, None)
+    assert folder.path == old
+    assert folder.note is not None
+    assert folder.note.startswith(f"verdicts read from {old}, where earlier versions kept them")
+    assert (
+        "Invalid cross-device link" in folder.note
+        and str(tmp_path / ".propositions") in folder.note
+    )
+
+
+def test_a_move_another_process_made_first_is_the_new_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = tmp_path / ".pytest_propositions_cache"
+    VerdictCache(old).put(key(1), record())
+    rename = os.rename
+
+    def beaten(source: str, target: str) -> None:
+        rename(source, target)  # the other process's move...
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")  # ...then ours
+
+    monkeypatch.setattr(os, "rename", beaten)
+    assert default_folder(tmp_path, None) == CacheFolder(tmp_path / ".propositions")
+
+
+def test_two_old_caches_one_is_moved_and_the_other_named(tmp_path: Path) -> None:
+    inside = tmp_path / ".pytest_cache" / "d" / "propositions"
+    at_root = tmp_path / ".pytest_propositions_cache"
+    for old in (inside, at_root):
+        VerdictCache(old).put(key(1), record())
+    folder = default_folder(tmp_path, None)
+    assert folder.path == tmp_path / ".propositions" and not inside.exists()
+    assert folder.note is not None
+    assert f"an older cache at {at_root} was left as it is" in folder.note
+    assert default_folder(tmp_path, None).note is None  # said once

@@ -655,28 +655,111 @@ def default_args(suite: Suite, *extra: str) -> list[str]:
     ]
 
 
-def test_default_location_is_in_pytests_cache(suite: Suite) -> None:
+def test_default_location_is_the_projects_own_folder(suite: Suite) -> None:
+    suite.pytester.makeini("[pytest]\n")
     suite.pytester.makepyfile(test_one=ONE_TEST)
     result = suite.pytester.runpytest(*default_args(suite))
     result.assert_outcomes(passed=1)
-    folder = suite.pytester.path / ".pytest_cache" / "d" / "propositions"
+    folder = suite.pytester.path / ".propositions"
     result.stdout.fnmatch_lines([f"propositions: model {MODEL}, cache use ({folder})"])
     with VerdictCache(folder) as cache:
         assert cache.stats().entries == 1
+    assert not (suite.pytester.path / ".pytest_cache" / "d" / "propositions").exists()
     assert not (suite.pytester.path / ".pytest_propositions_cache").exists()
 
-    # The CLI's default, run from the rootdir, is the same folder.
+    # The CLI's default, run from the rootdir or a folder below it, is the same folder.
     shown = cli("cache", "stats", cwd=suite.pytester.path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"directory: {folder}" in shown.stdout and "entries: 1\n" in shown.stdout
+    below = suite.pytester.mkdir("below")
+    shown = cli("cache", "stats", cwd=below)
     assert shown.returncode == 0, shown.stderr
     assert f"directory: {folder}" in shown.stdout and "entries: 1\n" in shown.stdout
 
 
-def test_without_the_cacheprovider_the_cache_is_at_the_rootdir(suite: Suite) -> None:
+def test_cache_clear_keeps_the_verdicts(suite: Suite) -> None:
+    """pytest --cache-clear, run to reset pytest, empties pytest's cache and leaves the paid
+    verdicts: the next run replays them with no judge call."""
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    suite.judge.default = verdict(True)
+    suite.pytester.runpytest(*default_args(suite)).assert_outcomes(passed=1)
+    assert len(suite.judge.requests) == 1
+    pytests_own = suite.pytester.path / ".pytest_cache" / "d" / "mine.txt"
+    pytests_own.parent.mkdir(parents=True, exist_ok=True)
+    pytests_own.write_text("pytest's cache, cleared by --cache-clear")
+
+    suite.judge.clear_requests()
+    result = suite.pytester.runpytest(*default_args(suite, "--cache-clear", "--prop-cache=replay"))
+    result.assert_outcomes(passed=1)
+    assert suite.judge.requests == []
+    assert not pytests_own.exists()  # the reset did happen
+    with VerdictCache(suite.pytester.path / ".propositions") as cache:
+        assert cache.stats().entries == 1
+
+
+@pytest.mark.parametrize(
+    ("old", "pytest_flags"),
+    [
+        (Path(".pytest_cache", "d", "propositions"), []),
+        (Path("custom-cache", "d", "propositions"), ["-o", "cache_dir=custom-cache"]),
+        (Path(".pytest_propositions_cache"), ["-p", "no:cacheprovider"]),
+    ],
+)
+def test_a_cache_in_the_old_place_is_moved_once_and_said_so(
+    suite: Suite, old: Path, pytest_flags: list[str]
+) -> None:
+    """A cache where an earlier version kept it is moved to .propositions: the first run says so
+    in one line (even with -q) and replays it with no judge call; the next run says nothing."""
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    suite.judge.default = verdict(True)
+    recorded = suite.pytester.runpytest(
+        *default_args(suite, f"--prop-cache-dir={suite.pytester.path / old}")
+    )
+    recorded.assert_outcomes(passed=1)
+    assert (suite.pytester.path / old / "cache.db").is_file()
+
+    suite.judge.clear_requests()
+    new = suite.pytester.path / ".propositions"
+    moved = suite.pytester.runpytest(
+        *default_args(suite, "-q", "--prop-cache=replay", *pytest_flags)
+    )
+    moved.assert_outcomes(passed=1)
+    assert suite.judge.requests == []
+    said = [line for line in moved.outlines if "verdict cache" in line]
+    assert said == [
+        f"propositions: moved the verdict cache from {suite.pytester.path / old} to {new}, out of "
+        "reach of pytest --cache-clear"
+    ]
+    assert not (suite.pytester.path / old).exists()
+    with VerdictCache(new) as cache:
+        assert cache.stats().entries == 1
+
+    again = suite.pytester.runpytest(
+        *default_args(suite, "-q", "--prop-cache=replay", *pytest_flags)
+    )
+    again.assert_outcomes(passed=1)
+    assert not [line for line in again.outlines if "moved the verdict cache" in line]
+
+
+def test_a_configured_cache_dir_is_left_where_it_is(suite: Suite) -> None:
+    """An old cache is moved only to the default folder: a run told where its cache is uses it."""
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    old = suite.pytester.path / ".pytest_cache" / "d" / "propositions"
+    suite.pytester.runpytest(*default_args(suite, f"--prop-cache-dir={old}")).assert_outcomes(
+        passed=1
+    )
+    again = suite.pytester.runpytest(*default_args(suite, f"--prop-cache-dir={old}"))
+    again.assert_outcomes(passed=1)
+    assert (old / "cache.db").is_file() and not (suite.pytester.path / ".propositions").exists()
+    assert not [line for line in again.outlines if "moved the verdict cache" in line]
+
+
+def test_without_the_cacheprovider_the_cache_is_at_the_rootdir_too(suite: Suite) -> None:
     suite.pytester.makepyfile(test_one=ONE_TEST)
     suite.pytester.runpytest(*default_args(suite, "-p", "no:cacheprovider")).assert_outcomes(
         passed=1
     )
-    with VerdictCache(suite.pytester.path / ".pytest_propositions_cache") as cache:
+    with VerdictCache(suite.pytester.path / ".propositions") as cache:
         assert cache.stats().entries == 1
     assert not (suite.pytester.path / ".pytest_cache").exists()
 
@@ -703,7 +786,7 @@ def test_cache_dir_from_ini_and_environment(
         with VerdictCache(folder) as cache:
             assert cache.stats().entries == 1
     assert len(suite.judge.requests) == 3
-    assert not (suite.pytester.path / ".pytest_propositions_cache").exists()
+    assert not (suite.pytester.path / ".propositions").exists()
 
 
 def test_a_relative_ini_cache_dir_is_relative_to_the_rootdir(

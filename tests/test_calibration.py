@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ from pytest_propositions.cli.calibrate import (
     score_auc,
     shipped_set,
 )
+from pytest_propositions.cli.calibrate import run as run_calibrate
+from pytest_propositions.cli.main import _build_parser
 from pytest_propositions.errors import CalibrationError
 from pytest_propositions.judging.prompts import build_messages
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
@@ -162,7 +167,7 @@ def test_a_perfect_judge_is_fit_and_recorded(
     assert result["wrong"] == []
     assert result["agreement"] is None
     assert out.splitlines()[-1].startswith("FIT: judge openai/judge-model")
-    record = json.loads((env / ".pytest_cache/d/propositions/calibrations.json").read_text())
+    record = json.loads((env / ".propositions/calibrations.json").read_text())
     [(key, saved)] = record.items()
     assert key.startswith("openai/judge-model (prompt ")
     assert saved["balanced_accuracy"] == 1.0
@@ -331,7 +336,7 @@ def test_an_unreachable_judge_stops_calibration(
     assert calibrate("--set", str(shipped_set())) == 2
     err = capsys.readouterr().err
     assert "could not be calibrated" in err and "JudgeUnavailable" in err
-    assert not (env / ".pytest_cache/d/propositions/calibrations.json").exists()
+    assert not (env / ".propositions/calibrations.json").exists()
 
 
 GATED_TEST = """
@@ -422,7 +427,7 @@ def test_the_reasoning_effort_reaches_the_judge_and_names_the_record(
     assert code == 0, capsys.readouterr()
     [request] = judge_server.requests
     assert request.body.get("reasoning_effort") == "low"
-    record = json.loads((env / ".pytest_cache/d/propositions/calibrations.json").read_text())
+    record = json.loads((env / ".propositions/calibrations.json").read_text())
     assert list(record) == ["openai/gpt-5-mini (prompt 2) (reasoning effort low)"]
     assert (
         main(
@@ -451,3 +456,127 @@ def test_a_dry_run_environment_refuses_to_judge(
     assert calibrate("--set", str(shipped_set()), "--concurrency", "1") == 2
     assert "has no cached verdict, and PROP_DRY_RUN forbids judging it" in capsys.readouterr().err
     assert judge_server.requests == []
+
+
+# -- progress while items are judged ------------------------------------------------------------
+
+
+class Clock:
+    """A clock that moves ``step`` seconds each time it is read: the command reads it once at
+    the start and once per item judged, so where its lines fall does not depend on the machine."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def calibrate_in_process(
+    env: Path, judge_server: ScriptedJudge, items: int, stream: io.StringIO, step: float
+) -> None:
+    """``calibrate`` on the first ``items`` of the shipped set, one at a time, its progress on
+    ``stream`` timed by a Clock moving ``step`` seconds a read."""
+    first = shipped_set().read_text(encoding="utf-8").splitlines()[:items]
+    (env / "few.jsonl").write_text("\n".join(first) + "\n", encoding="utf-8")
+    judge_server.default = echo_fn(always_true)
+    argv = [
+        "calibrate",
+        "--model",
+        "openai/judge-model",
+        "--concurrency",
+        "1",
+        "--set",
+        "few.jsonl",
+    ]
+    args = _build_parser().parse_args(argv)
+    code = run_calibrate(args, env / "verdicts", progress_stream=stream, clock=Clock(step))
+    assert code == 0
+    assert len(judge_server.requests) == items
+
+
+@pytest.mark.parametrize(
+    ("step", "judged"),
+    [
+        # One second an item: the ten-second bound decides, a line every 10 items.
+        (1.0, [10, 20, 30]),
+        # Thirty seconds an item: the 10% bound decides, a line every 3 items.
+        (30.0, [3, 6, 9, 12, 15, 18, 21, 24, 27, 30]),
+    ],
+)
+def test_progress_in_a_log_is_a_line_now_and_then(
+    env: Path,
+    judge_server: ScriptedJudge,
+    capsys: pytest.CaptureFixture[str],
+    step: float,
+    judged: list[int],
+) -> None:
+    log = io.StringIO()
+    calibrate_in_process(env, judge_server, 30, log, step)
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "calibrate: judging 30 items..."
+    assert [int(line.split()[2]) for line in lines[1:]] == judged
+    assert all(line.startswith("calibrate: judged ") for line in lines[1:])
+    assert "\r" not in log.getvalue()
+    if step == 30.0:
+        # 27 items left at 30 s each: 13.5 minutes, said as about 14.
+        assert lines[1] == "calibrate: judged 3 of 30, about 14 min left"
+    assert lines[-1] == "calibrate: judged 30 of 30"
+    assert " of 30" not in capsys.readouterr().out  # the results' output stays clean
+
+
+def test_progress_on_a_terminal_is_one_line_rewritten(
+    env: Path, judge_server: ScriptedJudge, capsys: pytest.CaptureFixture[str]
+) -> None:
+    terminal = Terminal()
+    calibrate_in_process(env, judge_server, 5, terminal, 60.0)
+    shown = terminal.getvalue()
+    assert shown.endswith("\n") and shown.count("\n") == 1  # one line, ended at the close
+    states = [state.rstrip() for state in shown.rstrip("\n").split("\r")[1:]]
+    assert states == [
+        "judging 5 items...",
+        "judged 1 of 5, about 4 min left",
+        "judged 2 of 5, about 3 min left",
+        "judged 3 of 5, about 2 min left",
+        "judged 4 of 5, about a minute left",
+        "judged 5 of 5",
+    ]
+    # Each state is padded over the longer one before it: no leftover characters.
+    assert all(len(state) >= len("judging 5 items...") for state in shown.split("\r")[2:])
+
+
+def test_progress_of_the_command_in_a_ci_log_stays_short(
+    tmp_path: Path, judge_server: ScriptedJudge
+) -> None:
+    """The real command, its standard error a pipe: whatever the machine's speed, at most the
+    start line and one line per tenth of the items."""
+    first = shipped_set().read_text(encoding="utf-8").splitlines()[:40]
+    (tmp_path / "few.jsonl").write_text("\n".join(first) + "\n", encoding="utf-8")
+    judge_server.default = echo_fn(always_true)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROP_")}
+    environ.update(PROP_API_BASE=judge_server.base_url, PROP_RETRIES="0")
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest_propositions", "calibrate"),
+            *("--model", "openai/judge-model", "--set", "few.jsonl"),
+        ],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == "calibrate: judging 40 items..."
+    assert 1 <= len(lines) <= 11, lines
+    assert all(line.startswith("calibrate: judged ") for line in lines[1:]), lines
+    assert "\r" not in done.stderr
+    assert "NOT FIT" in done.stdout

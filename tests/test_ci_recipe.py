@@ -57,6 +57,7 @@ def _copy_project(dest: Path) -> Path:
         ".ruff_cache",
         ".verdicts",
         ".pytest_propositions_cache",
+        ".propositions",
         "build",
         "dist",
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.judge_server import ScriptedJudge, status, verdict
@@ -110,6 +112,78 @@ def test_ini_min_score_and_env_precedence(
     monkeypatch.setenv("PROP_MIN_SCORE", "6")
     pytester.runpytest(*judged).assert_outcomes(passed=1)  # env beats ini
     pytester.runpytest(*judged, "--prop-min-score=7").assert_outcomes(failed=1)  # flag beats env
+
+
+MISSPELT_CLAIM = "def test_it(world, min_score):\n    min_score(world, 'Oscar is calm.')\n"
+
+
+@pytest.mark.parametrize(
+    ("config_file", "text", "said"),
+    [
+        (
+            "pytest.ini",
+            "[pytest]\nprop_modle = openai/other\nprop_min_score = 8\n",
+            "prop_modle in pytest.ini (did you mean prop_model?)",
+        ),
+        (
+            "pyproject.toml",
+            '[tool.pytest.ini_options]\nprop-min-score = "8"\n',
+            "prop-min-score in pyproject.toml (did you mean prop_min_score?)",
+        ),
+        (
+            "tox.ini",
+            "[pytest]\nprop_zzz = 1\n",
+            "prop_zzz in tox.ini (none of this plugin's options is like it)",
+        ),
+    ],
+)
+def test_a_misspelt_ini_key_stops_the_run_at_its_start(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    judged: list[str],
+    config_file: str,
+    text: str,
+    said: str,
+) -> None:
+    """Its option would silently keep its default (another judge, another bar): a usage error
+    that names the key and the option meant, before any test runs or any judge is asked."""
+    judge_server.default = verdict(6)
+    pytester.makefile(Path(config_file).suffix, **{Path(config_file).stem: text})
+    pytester.makepyfile(MISSPELT_CLAIM)
+    result = pytester.runpytest(*judged)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*pytest-propositions: unknown ini option {said}; *"])
+    assert judge_server.requests == []
+    assert "test_it" not in result.stdout.str()
+
+
+def test_a_misspelt_override_is_named_with_the_option_meant(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    pytester.makepyfile(MISSPELT_CLAIM)
+    result = pytester.runpytest(*judged, "-o", "prop_min_scor=8", "-o", "prop_api_bse=x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*unknown ini option prop_min_scor in -o (did you mean prop_min_score?); "
+            "prop_api_bse in -o (did you mean prop_api_base?); *"
+        ]
+    )
+
+
+def test_another_plugins_prop_option_and_other_keys_are_left_to_pytest(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    judge_server.default = verdict(9)
+    pytester.makeini("[pytest]\nprop_theirs = 1\nsomething_else = 2\nprop_min_score = 8\n")
+    pytester.makeconftest(
+        (pytester.path / "conftest.py").read_text()
+        + "\n\ndef pytest_addoption(parser):\n    parser.addini('prop_theirs', 'another plugin')\n"
+    )
+    pytester.makepyfile(MISSPELT_CLAIM)
+    result = pytester.runpytest(*judged)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*Unknown config option: something_else*"])  # pytest's own
 
 
 def test_judge_failure_is_an_error_of_its_own_kind(

@@ -107,7 +107,9 @@ def test_the_github_actions_steps_run_against_a_local_server(
     # A second machine (a fresh checkout: no disk cache) is served by the store.
     second_machine = tmp_path / "machine-2"
     shutil.copytree(
-        project, second_machine, ignore=shutil.ignore_patterns(".pytest_cache", "__pycache__")
+        project,
+        second_machine,
+        ignore=shutil.ignore_patterns(".pytest_cache", ".propositions", "__pycache__"),
     )
     judge_server.clear_requests()
     second = run_steps(second_machine)

@@ -600,3 +600,4 @@ def test_an_unused_plugin_leaves_no_folder_behind(pytester: pytest.Pytester) -> 
     pytester.runpytest().assert_outcomes(passed=1)
     assert (pytester.path / ".pytest_cache").is_dir()  # pytest's own cache is there...
     assert not (pytester.path / ".pytest_cache" / "d" / "propositions").exists()  # ...ours is not
+    assert not (pytester.path / ".propositions").exists()  # (nor in its own place)

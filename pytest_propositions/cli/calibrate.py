@@ -9,27 +9,29 @@ verdict cache is calibration.py's. Items are judged through the same claim path 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .._version import __version__
 from ..calibration import judge_identity, record_key, save_record
-from ..checks import TOO_DEEP, read_text_lines
+from ..checks import TOO_DEEP, plural, read_text_lines
 from ..claims.targets import as_target_list
 from ..errors import CalibrationError, DryRunSkip, JudgeError, VerdictUnparsable
 from ..judging.prompts import PROMPT_VERSION
 from ..runtime import Runtime
 from ..scale import MAX_SCORE, MIN_SCORE
 from ..settings import (
-    DEFAULT_CACHE_DIR,
     Settings,
     add_command_flags,
     checked,
@@ -361,9 +363,15 @@ def fitness(
 
 
 def judge_items(
-    items: Sequence[Item], settings: Settings, cache_dir: Path | None, *, samples: int
+    items: Sequence[Item],
+    settings: Settings,
+    cache_dir: Path | None,
+    *,
+    samples: int,
+    on_judged: Callable[[], None] | None = None,
 ) -> tuple[list[Outcome], dict[str, Any]]:
     """Judge every item through the test path (cache, retries, samples); and the judge's counts.
+    ``on_judged`` is called as each item is done (the command's progress).
 
     An unparsable reply marks its item unanswered; any other judge error (unreachable, no key,
     a replay miss) stops the run, since the numbers would describe the setup, not the judge.
@@ -376,6 +384,13 @@ def judge_items(
     runtime = Runtime(settings, cache_dir)
 
     def one(item: Item) -> Outcome:
+        try:
+            return answer(item)
+        finally:
+            if on_judged is not None:
+                on_judged()
+
+    def answer(item: Item) -> Outcome:
         try:
             verdict = judge_claim(
                 runtime,
@@ -408,6 +423,76 @@ def judge_items(
         return outcomes, counts
     finally:
         runtime.close()
+
+
+# --- progress --------------------------------------------------------------------------------
+
+#: Where standard error is not a terminal (a CI log), a line is written once both this many
+#: seconds and this share of the items have passed since the last one: a log stays short.
+LOG_EVERY_SECONDS = 10.0
+LOG_EVERY_SHARE = 0.1
+
+
+class Progress:
+    """Items judged out of the total, and about how long the rest will take, on standard error
+    while a calibration runs (a whole set on a local model takes many minutes): on a terminal one
+    line rewritten in place, elsewhere a plain line now and then. ``clock`` gives seconds."""
+
+    def __init__(self, total: int, stream: TextIO, clock: Callable[[], float]) -> None:
+        self._total = total
+        self._stream = stream
+        self._clock = clock
+        try:
+            self._tty = stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            self._tty = False
+        self._done = 0
+        self._started = clock()
+        self._logged = (self._started, 0)
+        self._width = 0
+        self._lock = threading.Lock()
+        self._show(f"judging {plural(total, 'item')}...")
+
+    def judged(self) -> None:
+        """One more item is done (from any of the judging threads)."""
+        with self._lock:
+            self._done += 1
+            now = self._clock()
+            if not self._tty:
+                since, done_then = self._logged
+                if now - since < LOG_EVERY_SECONDS or (
+                    self._done - done_then < self._total * LOG_EVERY_SHARE
+                    and self._done < self._total
+                ):
+                    return
+                self._logged = (now, self._done)
+            self._show(self._line(now))
+
+    def _line(self, now: float) -> str:
+        line = f"judged {self._done} of {self._total}"
+        left = self._total - self._done
+        if left and self._done:
+            seconds = (now - self._started) / self._done * left
+            minutes = math.ceil(seconds / 60)
+            line += f", about {minutes} min left" if minutes > 1 else ", about a minute left"
+        return line
+
+    def _show(self, line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # progress must never stop the judging
+            if self._tty:
+                self._width = max(self._width, len(line))
+                self._stream.write("\r" + line.ljust(self._width))
+            else:
+                self._stream.write(f"calibrate: {line}\n")
+            self._stream.flush()
+
+    def close(self) -> None:
+        """End the terminal's line, so what follows starts on a line of its own."""
+        with self._lock:
+            if self._tty:
+                with contextlib.suppress(OSError, ValueError):
+                    self._stream.write("\n")
+                    self._stream.flush()
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -487,25 +572,38 @@ def _wrong(outcome: Outcome, min_score: int) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    """The ``calibrate`` command; 0 fit or no bar given, 1 a given bar missed, 2 a usage error."""
+def run(
+    args: argparse.Namespace,
+    cache_dir: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    progress_stream: TextIO | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """The ``calibrate`` command, on the verdict cache at ``cache_dir`` (cli/main.py finds it as
+    for the other commands); 0 fit or no bar given, 1 a given bar missed, 2 a usage error.
+    Progress goes to ``progress_stream`` (standard error), timed by ``clock``."""
     environ = os.environ if env is None else env
-    # --cache-dir is every command's (cli/main.py): read like the others.
-    settings = command_settings(args, [*FLAGS, "cache_dir"], environ)
-    cache_dir = Path(getattr(args, "cache_dir", None) or settings.cache_dir or DEFAULT_CACHE_DIR)
+    settings = command_settings(args, FLAGS, environ)
     items = load_sets(args.sets)
     started = time.perf_counter()
+    progress = Progress(
+        len(items), sys.stderr if progress_stream is None else progress_stream, clock
+    )
     try:
         outcomes, counts = judge_items(
             items,
             settings,
             None if settings.cache == "off" else cache_dir,
             samples=settings.samples,
+            on_judged=progress.judged,
         )
     except JudgeError as error:
         raise CalibrationError(
             f"the judge could not be calibrated: {type(error).__name__}: {error}"
         ) from None
+    finally:
+        progress.close()
     seconds = time.perf_counter() - started
     metrics = compute_metrics(outcomes, settings.min_score)
     min_ba = args.min_balanced_accuracy

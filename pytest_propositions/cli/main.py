@@ -24,7 +24,13 @@ from ..checks import InputFileError, plural, read_text_lines
 from ..errors import CalibrationError
 from ..reports.diff import ReportError
 from ..reports.diff import run as diff
-from ..settings import DEFAULT_CACHE_DIR, OPTIONS_BY_NAME, SettingsError, add_command_flags
+from ..settings import (
+    CACHE_FOLDER,
+    OPTIONS_BY_NAME,
+    SettingsError,
+    add_command_flags,
+    command_cache_folder,
+)
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 from ..store.postgres import describe_store
 from . import calibrate, rejudge
@@ -46,8 +52,9 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         default=argparse.SUPPRESS,
         help=(
-            f"the verdict cache directory (default: ${ENV_CACHE_DIR} if set, else "
-            f"{DEFAULT_CACHE_DIR} under the current directory, where the plugin keeps it)"
+            f"the verdict cache directory (default: ${ENV_CACHE_DIR} if set, else where a "
+            "test run started here keeps it: the project's ini prop_cache_dir, else "
+            f"{CACHE_FOLDER} at the project's root, found as pytest finds its rootdir)"
         ),
     )
     common.add_argument(
@@ -189,8 +196,22 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _cache_dir(args: argparse.Namespace) -> Path:
-    given: str | None = getattr(args, "cache_dir", None) or os.environ.get(ENV_CACHE_DIR)
-    return Path(given or DEFAULT_CACHE_DIR)
+    """The folder the command acts on (settings.py's rule, as a test run started here); which
+    project's it is, when found above the working directory, and an old cache moved into it are
+    said on standard error."""
+    start = Path.cwd()
+    folder, project = command_cache_folder(
+        getattr(args, "cache_dir", None), os.environ.get(ENV_CACHE_DIR), start
+    )
+    if project is not None and project.root != start.resolve():
+        found = f" (its {project.config_file.name})" if project.config_file else ""
+        print(
+            f"the verdict cache of the project at {project.root}{found}: {folder.path}",
+            file=sys.stderr,
+        )
+    if folder.note is not None:
+        print(folder.note, file=sys.stderr)
+    return folder.path
 
 
 def _warn(message: str) -> None:
@@ -329,16 +350,15 @@ def _store_timeout() -> float:
         raise UsageError(f"environment variable {option.env}: {error}") from None
 
 
-def _at_fault(args: argparse.Namespace) -> str:
+def _at_fault(args: argparse.Namespace, directory: Path | None) -> str:
     """What an unexpected error is named after: the store when a command acts on one."""
     store = _store_url(args) if getattr(args, "command", None) == "cache" else None
     if store is not None:
         return f"the verdict store {describe_store(store)}"
-    return f"the verdict cache at {_cache_dir(args)}"
+    return f"the verdict cache at {directory}" if directory else "the command"
 
 
-def _run(args: argparse.Namespace) -> int:
-    directory = _cache_dir(args)
+def _run(args: argparse.Namespace, directory: Path) -> int:
     action: str = args.action
     store = _store_url(args)
     if store is not None or action in ("push", "repair"):
@@ -410,12 +430,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (2 for anything the user can fix)."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    directory: Path | None = None
     try:
-        if args.command == "calibrate":
-            return calibrate.run(args)
         if args.command == "diff":
             return diff(args.old, args.new)
-        return _run(args)
+        directory = _cache_dir(args)
+        if args.command == "calibrate":
+            return calibrate.run(args, directory)
+        return _run(args, directory)
     except BrokenPipeError:
         # The reader (say ``| head``) stopped early; that is not an error worth a traceback.
         # Point stdout at devnull so the interpreter's final flush does not fail again.
@@ -435,14 +457,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except sqlite3.Error as exc:  # e.g. a read-only database file
-        print(f"error: cannot use {_at_fault(args)}: {exc}", file=sys.stderr)
+        print(f"error: cannot use {_at_fault(args, directory)}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         # Whatever else a damaged cache can raise: a message, never a traceback.
         print(
-            f"error: cannot use {_at_fault(args)}: {type(exc).__name__}: {exc}",
+            f"error: cannot use {_at_fault(args, directory)}: {type(exc).__name__}: {exc}",
             file=sys.stderr,
         )
         return 1
