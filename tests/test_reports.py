@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_propositions import __version__
-from pytest_propositions.reports.json_report import report_path, stats_record, write_json_report
+from pytest_propositions.reports.json_report import (
+    check_report_path,
+    report_path,
+    stats_record,
+    write_json_report,
+)
 from pytest_propositions.reports.summary import lowest_scores_table
 from pytest_propositions.runtime import Outcome, Runtime
 from pytest_propositions.settings import Settings
@@ -369,6 +374,75 @@ def test_json_report_to_a_directory_is_a_usage_error_before_any_test_runs(
     )
     assert "test_broken" not in result.stdout.str()
     assert list((pytester.path / "reports").iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--prop-html", "--prop-report"])
+@pytest.mark.parametrize("problem", ["directory", "under a file", "no permission"])
+def test_a_report_that_cannot_be_written_is_a_usage_error_before_any_test_runs(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    args: list[str],
+    option: str,
+    problem: str,
+) -> None:
+    """Found at configure, not after all the judging: a folder, a path under a file, a folder
+    where no file can be created. No test runs and the judge is never asked."""
+    pytester.makepyfile(SUITE)
+    if problem == "directory":
+        pytester.mkdir("reports")
+        configured, reason = "reports", "'reports' is a directory; give a file name, e.g. "
+    elif problem == "under a file":
+        pytester.makefile(".txt", notes="not a folder")
+        configured = "notes.txt/sub/report.out"
+        reason = f"cannot write {configured!r}: {pytester.path / 'notes.txt'} is not a folder"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write into any folder: no permission to take away")
+        locked = pytester.mkdir("locked")
+        locked.chmod(0o500)
+        configured, reason = "locked/report.out", "cannot write 'locked/report.out': Permission"
+    result = pytester.runpytest(*args, f"{option}={configured}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-propositions: {option}: {reason}*"])
+    assert "test_alpha" not in result.stdout.str()
+    assert judge_server.requests == []
+
+
+def test_a_folder_that_refuses_new_files_is_named_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check creates a file where the report will go; what stops it is the message (the
+    suite may run as root, whom no folder's permissions stop)."""
+
+    def refuse(path: Any, *_: Any) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(ValueError) as caught:
+        check_report_path("out/page.html", tmp_path, "--prop-html")
+    assert str(caught.value).startswith(
+        f"--prop-html: cannot write 'out/page.html': Permission denied ({tmp_path / 'out'}"
+    )
+    assert (tmp_path / "out").is_dir()
+
+
+def test_a_report_folder_is_made_at_configure_and_no_probe_is_left(
+    pytester: pytest.Pytester, args: list[str]
+) -> None:
+    """The folders of both reports exist before the first test runs (the test looks), and the
+    check leaves nothing behind but the reports."""
+    pytester.makepyfile(
+        "from pathlib import Path\n\ndef test_folders():\n"
+        "    assert Path('out/html').is_dir() and Path('out/json').is_dir()\n"
+    )
+    result = pytester.runpytest(
+        *args, "--prop-html=out/html/page.html", "--prop-report=out/json/run.json"
+    )
+    result.assert_outcomes(passed=1)
+    assert sorted(p.name for p in (pytester.path / "out").rglob("*") if p.is_file()) == [
+        "page.html",
+        "run.json",
+    ]
 
 
 def test_json_report_path_that_becomes_a_directory_keeps_the_run_report(
