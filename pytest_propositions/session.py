@@ -80,13 +80,18 @@ def build_runtime(config: pytest.Config) -> Runtime:
         settings = resolve(cli, os.environ, ini, reference)
     except SettingsError as error:
         raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    if settings.report:
-        from .reports.json_report import report_path
+    reports = {"--prop-report": settings.report, "--prop-html": settings.html}
+    if any(reports.values()) and not hasattr(config, "workerinput"):
+        # Found now, not after the judging: a report the run could not write (xdist's
+        # controller writes them, not its workers).
+        from .reports.json_report import check_report_path
 
-        try:
-            report_path(settings.report, config.invocation_params.dir)
-        except ValueError as error:
-            raise pytest.UsageError(f"pytest-propositions: {error}") from None
+        for option, configured in reports.items():
+            try:
+                if configured:
+                    check_report_path(configured, config.invocation_params.dir, option)
+            except ValueError as error:
+                raise pytest.UsageError(f"pytest-propositions: {error}") from None
     folder = cache_dir(config, settings.cache_dir)
     if folder.note is not None and not hasattr(config, "workerinput"):
         config.stash[CACHE_NOTE_KEY] = folder.note

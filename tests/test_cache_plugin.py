@@ -181,8 +181,10 @@ def call_reports(result: pytest.RunResult) -> dict[str, pytest.TestReport]:
 
 
 def proposition_section(report: pytest.TestReport) -> str:
-    sections = [content for title, content in report.sections if title == "proposition"]
-    assert len(sections) == 1, report.sections
+    """The failure's "proposition" section, which is part of its text (JUnit's <failure> too)."""
+    found = getattr(report.longrepr, "sections", [])
+    sections = [content for title, content, _ in found if title == "proposition"]
+    assert len(sections) == 1, found
     return sections[0]
 
 

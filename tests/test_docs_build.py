@@ -94,6 +94,8 @@ def test_an_orphan_page_or_a_broken_link_fails_the_build(tmp_path: Path) -> None
 
     docs = tmp_path / "docs"
     shutil.copytree(ROOT / "docs", docs)
+    # The pages show conftest_examples/ci.yml whole; the build checks it is the file's text.
+    shutil.copytree(ROOT / "conftest_examples", tmp_path / "conftest_examples")
     (docs / "orphan.md").write_text("# Not in the nav\n", encoding="utf-8")
     with (docs / "cache.md").open("a", encoding="utf-8") as page:
         page.write("\nSee [nowhere](no-such-page.md).\n")

@@ -1,4 +1,5 @@
-"""The options reference is generated from settings.OPTIONS and names every option pytest knows."""
+"""The options reference is generated from settings.OPTIONS into docs/options.md and names every
+option pytest knows; the pages' generated parts are up to date."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import dataclasses
 import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -27,8 +28,8 @@ def load_hooks() -> ModuleType:
     return module
 
 
-def rendered_options_page() -> str:
-    return str(load_hooks().render_options_page(OPTIONS_PAGE.read_text(encoding="utf-8")))
+def options_page() -> str:
+    return OPTIONS_PAGE.read_text(encoding="utf-8")
 
 
 def registered_names(pytester: pytest.Pytester) -> tuple[set[str], set[str]]:
@@ -40,8 +41,70 @@ def registered_names(pytester: pytest.Pytester) -> tuple[set[str], set[str]]:
     return flags, ini_names
 
 
+def help_heading(help_text: str) -> str:
+    """The heading ``pytest --help`` shows above the plugin's flags: the last line before the
+    first ``--prop-`` flag that ends with ":" and is not indented."""
+    before = help_text.split("  --prop-", 1)[0].splitlines()
+    return [line for line in before if line.endswith(":") and not line.startswith(" ")][-1]
+
+
+def test_the_page_names_the_help_heading_as_pytest_shows_it(pytester: pytest.Pytester) -> None:
+    """Whoever looks for the options in ``pytest --help`` finds the words the page gives."""
+    heading = help_heading(pytester.runpytest("--help", "-p", "no:cacheprovider").stdout.str())
+    assert "pytest-propositions" in heading  # the plugin's group, not some other
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    assert f"`pytest --help` lists these under `{heading}`" in page, heading
+
+
+def test_the_generated_parts_of_the_pages_are_up_to_date() -> None:
+    """docs/options.md holds the options table and docs/cache.md the CI recipe, as GitHub shows
+    them: each as its source gives it now."""
+    hooks = load_hooks()
+    stale = hooks.stale_pages()
+    assert not stale, f"out of date with their sources: {stale}; run `{hooks.REGENERATE}`"
+    assert hooks.options_table() in OPTIONS_PAGE.read_text(encoding="utf-8")
+    recipe = (ROOT / "conftest_examples" / "ci.yml").read_text(encoding="utf-8")
+    assert recipe.strip() in (ROOT / "docs" / "cache.md").read_text(encoding="utf-8")
+
+
+def test_a_stale_part_is_found_and_written_anew() -> None:
+    hooks = load_hooks()
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    stale = page.replace("| `--prop-model=MODEL` |", "| `--prop-modle=MODEL` |")
+    assert stale != page and hooks.regenerate("options.md", stale) == page
+
+
+def test_the_site_build_refuses_a_stale_page_and_unlinks_links_out_of_docs() -> None:
+    """The hook MkDocs runs on each page: a stale generated part stops the build with the
+    command that fixes it; a link to a file outside docs/ (which the site lacks) keeps its text."""
+    exceptions = pytest.importorskip("mkdocs.exceptions", reason="the docs extra is not installed")
+    hooks = load_hooks()
+
+    def page(name: str) -> SimpleNamespace:
+        return SimpleNamespace(file=SimpleNamespace(src_uri=name))
+
+    current = OPTIONS_PAGE.read_text(encoding="utf-8")
+    assert hooks.on_page_markdown(current, page("options.md"), None, None) == current
+    stale = current.replace("| `--prop-model=MODEL` |", "| `--prop-modle=MODEL` |")
+    with pytest.raises(exceptions.PluginError, match=r"run `python docs/hooks\.py`"):
+        hooks.on_page_markdown(stale, page("options.md"), None, None)
+    link = "See [`bench/README.md`](../bench/README.md) and [Judges](judges.md)."
+    assert hooks.on_page_markdown(link, page("speed.md"), None, None) == (
+        "See `bench/README.md` and [Judges](judges.md)."
+    )
+
+
+def test_no_page_includes_a_file_the_repository_view_cannot_show() -> None:
+    """GitHub shows a page's Markdown as it is: no snippet include and no marker left for the
+    build to fill."""
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        assert "--8<--" not in text, page.name
+        assert "<!-- options-table -->" not in text, page.name
+
+
 def test_every_option_of_the_table_is_on_the_page() -> None:
-    page = rendered_options_page()
+    page = options_page()
     for option in OPTIONS:
         rows = [
             line
@@ -63,16 +126,14 @@ def test_every_option_pytest_registered_is_on_the_page(pytester: pytest.Pytester
     # The plugin registers the table's options: the check below is not vacuous.
     assert {option.flag for option in OPTIONS} <= flags
     assert {option.ini for option in OPTIONS} <= ini_names
-    page = rendered_options_page()
+    page = options_page()
     missing = sorted(name for name in flags | ini_names if f"`{name}" not in page)
     assert not missing, f"registered with pytest but missing from docs/options.md: {missing}"
 
 
-def test_the_page_keeps_its_marker() -> None:
-    hooks = load_hooks()
-    assert hooks.OPTIONS_MARKER in OPTIONS_PAGE.read_text(encoding="utf-8")
-    with pytest.raises(ValueError, match="marker"):
-        hooks.render_options_page("# Options reference\n")
+def test_a_page_that_lost_its_markers_is_an_error() -> None:
+    with pytest.raises(ValueError, match="lost its markers"):
+        load_hooks().regenerate("options.md", "# Options reference\n")
 
 
 def test_settings_are_the_table() -> None:

@@ -71,6 +71,34 @@ def test_every_claim_is_in_the_page_and_every_value_is_escaped(report: Path) -> 
     assert "<h4>system</h4>" in page and "RECORDING" in page
 
 
+def test_each_filter_says_its_own_count(report: Path) -> None:
+    """The filters read "all (4)", "failed (1)", "judge errors (1)", and the shown count stands
+    apart: no count can be read as the judge errors'."""
+    page = report.read_text(encoding="utf-8")
+    filters = re.search(r'<div class="filters">(.*?)</div>', page)
+    assert filters is not None
+    words = re.sub(r"<[^>]+>", "", filters.group(1))
+    assert words == "Show:  all (4)  failed (1)  judge errors (1) &middot; 4 of 4 shown"
+    assert "score histogram" in page  # a score claim (8/9): the histogram is there
+
+
+def test_a_run_without_judge_errors_or_scores_says_so_and_has_no_histogram(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_a="def test_a(world, assert_proposition):\n    assert_proposition(world, 'Oscar talks.')\n",
+        test_b="def test_b(world, assert_proposition):\n    assert_proposition(world, 'Oscar sings.')\n",
+    )
+    judge_server.on("Oscar sings.", verdict(False, justification="He only talks."))
+    result = pytester.runpytest_inprocess(*inner_run, "--prop-html=r.html")
+    assert_counts(result, passed=1, failed=1)
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert "judge errors (0)</label>" in page and "failed (1)</label>" in page
+    assert '<span id="shown">2</span> of 2 shown' in page
+    assert "0 judge errors" in page  # the counts, as the terminal words them
+    assert "histogram" not in page and '<div class="hist">' not in page
+
+
 def test_contexts_are_kept_only_for_the_html_report() -> None:
     from pytest_propositions.runtime import Runtime
     from pytest_propositions.settings import Settings

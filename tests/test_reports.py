@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_propositions import __version__
-from pytest_propositions.reports.json_report import report_path, stats_record, write_json_report
+from pytest_propositions.reports.json_report import (
+    check_report_path,
+    report_path,
+    stats_record,
+    write_json_report,
+)
 from pytest_propositions.reports.summary import lowest_scores_table
 from pytest_propositions.runtime import Outcome, Runtime
 from pytest_propositions.settings import Settings
@@ -145,6 +150,118 @@ def test_junit_xml_carries_every_verdict_as_properties(
     assert cases["test_plain"] == {}
 
 
+FAILING_SUITE = """
+import pytest
+from pytest_propositions import check_proposition
+
+def test_low(world, min_score):
+    min_score(world, "Lowclaim: Oscar is calm.", 7)
+
+def test_false(world, assert_proposition):
+    assert_proposition(world, "Falseclaim: Oscar writes a novel.")
+
+def test_soft(world, expect_proposition):
+    expect_proposition(world, "Softclaim: Oscar names a city.")
+
+def test_by_call(world):
+    assert check_proposition(world, "Callclaim: Oscar hates travel.")
+
+@pytest.fixture
+def checked_after(world, assert_proposition):
+    yield
+    assert_proposition(world, "Teardownclaim: Oscar paints.")
+
+def test_in_teardown(checked_after):
+    pass
+"""
+
+
+def test_junit_failure_message_and_text_give_the_claim_the_verdict_and_the_justification(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    args: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI viewers show a <failure>'s message and text, not its test's properties: both say
+    which claim failed, what the judge said against which bar, and why."""
+    judge_server.on("Lowclaim", verdict(4, justification="Oscar sounds\na little tense."))
+    judge_server.on("Falseclaim", verdict(False, justification="No novel is mentioned."))
+    judge_server.on("Softclaim", verdict(False, justification="No city is named."))
+    judge_server.on("Callclaim", verdict(False, justification="He likes to travel."))
+    judge_server.on("Teardownclaim", verdict(False, justification="He draws buildings."))
+    pytester.makepyfile(test_junit=FAILING_SUITE)
+    for name in ("CI", "BUILD_NUMBER"):  # on CI pytest's short summary shows whole messages
+        monkeypatch.delenv(name, raising=False)
+    result = pytester.runpytest(*args, "--junitxml=junit.xml", "-rf")
+    assert_counts(result, passed=1, failed=4, errors=1)
+    failures = {}
+    for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase"):
+        [element] = [e for e in case if e.tag in ("failure", "error")]
+        failures[case.attrib["name"]] = (element.tag, element.attrib["message"], element.text)
+
+    def expect(name: str, tag: str, message: list[str], text: list[str]) -> None:
+        found_tag, found_message, found_text = failures[name]
+        assert found_tag == tag, failures[name]
+        for part in message:
+            assert part in found_message, (part, found_message)
+        for part in text:
+            assert part in (found_text or ""), (part, found_text)
+
+    expect(
+        "test_low",
+        "failure",
+        [
+            "PropositionFailed: claim 'Lowclaim: Oscar is calm.' scored 4/9, minimum 7\n"
+            "judge's justification: Oscar sounds a little tense."
+        ],
+        ["FAILED: Lowclaim: Oscar is calm.", "score: 4/9 (minimum 7)", "    Oscar sounds"],
+    )
+    expect(
+        "test_false",
+        "failure",
+        [
+            "claim 'Falseclaim: Oscar writes a novel.' judged False\n",
+            "judge's justification: No novel is mentioned.",
+        ],
+        [
+            "FAILED: Falseclaim: Oscar writes a novel.",
+            "verdict: False (expected True)",
+            "justification:\n    No novel is mentioned.",
+        ],
+    )
+    expect(
+        "test_soft",
+        "failure",
+        ["claim 'Softclaim: Oscar names a city.' judged False", "No city is named."],
+        ["FAILED: Softclaim: Oscar names a city.", "    No city is named."],
+    )
+    expect(
+        "test_by_call",
+        "failure",
+        ["claim 'Callclaim: Oscar hates travel.' judged False", "He likes to travel."],
+        ["NOT UPHELD: Callclaim: Oscar hates travel.", "    He likes to travel."],
+    )
+    # A claim judged in a fixture's teardown fails the test's teardown: an <error>, its text too.
+    expect(
+        "test_in_teardown",
+        "error",
+        ["Teardownclaim: Oscar paints.", "He draws buildings."],
+        ["FAILED: Teardownclaim: Oscar paints.", "    He draws buildings."],
+    )
+    # Off CI, the terminal's short summary keeps to the claim's line (pytest shows a crash
+    # message's first line only), and the failure shows its section once, after the traceback.
+    result.stdout.fnmatch_lines(
+        [
+            "test_junit.py:8: PropositionFailed",
+            "*- proposition -*",
+            "FAILED: Falseclaim: Oscar writes a novel.",
+            "*short test summary info*",
+            "FAILED test_junit.py::test_low - PropositionFailed: claim 'Lowclaim: Oscar is*",
+        ]
+    )
+    assert result.stdout.str().count("No novel is mentioned.") == 1
+
+
 # -- the JSON report ---------------------------------------------------------------------------
 
 
@@ -257,6 +374,75 @@ def test_json_report_to_a_directory_is_a_usage_error_before_any_test_runs(
     )
     assert "test_broken" not in result.stdout.str()
     assert list((pytester.path / "reports").iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--prop-html", "--prop-report"])
+@pytest.mark.parametrize("problem", ["directory", "under a file", "no permission"])
+def test_a_report_that_cannot_be_written_is_a_usage_error_before_any_test_runs(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    args: list[str],
+    option: str,
+    problem: str,
+) -> None:
+    """Found at configure, not after all the judging: a folder, a path under a file, a folder
+    where no file can be created. No test runs and the judge is never asked."""
+    pytester.makepyfile(SUITE)
+    if problem == "directory":
+        pytester.mkdir("reports")
+        configured, reason = "reports", "'reports' is a directory; give a file name, e.g. "
+    elif problem == "under a file":
+        pytester.makefile(".txt", notes="not a folder")
+        configured = "notes.txt/sub/report.out"
+        reason = f"cannot write {configured!r}: {pytester.path / 'notes.txt'} is not a folder"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write into any folder: no permission to take away")
+        locked = pytester.mkdir("locked")
+        locked.chmod(0o500)
+        configured, reason = "locked/report.out", "cannot write 'locked/report.out': Permission"
+    result = pytester.runpytest(*args, f"{option}={configured}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-propositions: {option}: {reason}*"])
+    assert "test_alpha" not in result.stdout.str()
+    assert judge_server.requests == []
+
+
+def test_a_folder_that_refuses_new_files_is_named_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check creates a file where the report will go; what stops it is the message (the
+    suite may run as root, whom no folder's permissions stop)."""
+
+    def refuse(path: Any, *_: Any) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(ValueError) as caught:
+        check_report_path("out/page.html", tmp_path, "--prop-html")
+    assert str(caught.value).startswith(
+        f"--prop-html: cannot write 'out/page.html': Permission denied ({tmp_path / 'out'}"
+    )
+    assert (tmp_path / "out").is_dir()
+
+
+def test_a_report_folder_is_made_at_configure_and_no_probe_is_left(
+    pytester: pytest.Pytester, args: list[str]
+) -> None:
+    """The folders of both reports exist before the first test runs (the test looks), and the
+    check leaves nothing behind but the reports."""
+    pytester.makepyfile(
+        "from pathlib import Path\n\ndef test_folders():\n"
+        "    assert Path('out/html').is_dir() and Path('out/json').is_dir()\n"
+    )
+    result = pytester.runpytest(
+        *args, "--prop-html=out/html/page.html", "--prop-report=out/json/run.json"
+    )
+    result.assert_outcomes(passed=1)
+    assert sorted(p.name for p in (pytester.path / "out").rglob("*") if p.is_file()) == [
+        "page.html",
+        "run.json",
+    ]
 
 
 def test_json_report_path_that_becomes_a_directory_keeps_the_run_report(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import socket
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -380,6 +381,11 @@ def test_a_successful_reply_echoing_the_key_keeps_it_out_of_everything_written(
             str(exported),
         ).ret
         == 0
+    )
+    # The failure's message in JUnit gives the judge's justification, redacted like all else.
+    [failure] = ET.parse(junit).getroot().iter("failure")
+    assert (
+        "justification: Request had Authorization: Bearer [redacted]" in failure.attrib["message"]
     )
     written = _everything_written(result, junit, cache_dir)
     for path in (report, html, exported):

@@ -14,6 +14,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _pytest._code.code import ExceptionRepr
 
 from ..errors import JudgeError, PropositionFailed
 from ..store.cache import unstored_lines
@@ -101,6 +102,16 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
             terminalreporter.write_line(line)
 
 
+def failure_text_section(report: pytest.TestReport, title: str, text: str) -> None:
+    """A section of the failure's own text, which junitxml writes into ``<failure>`` (or
+    ``<error>``) and the terminal shows after the traceback; ``report.sections`` never reach
+    JUnit. A failure that is plain text (a plugin's own item) keeps it as a report section."""
+    if isinstance(report.longrepr, ExceptionRepr):
+        report.longrepr.addsection(title, text)
+    else:
+        report.sections.append((title, text))
+
+
 class ClaimReports:
     """Per-test reporting of claims: JUnit properties, the failure report's sections, and the
     outcomes of their own (a judge error, a claim not upheld in report mode)."""
@@ -174,7 +185,7 @@ class ClaimReports:
                 reasoning=item.config.option.verbose > 1,
                 calibrations=runtime.record.calibrations,
             )
-            report.sections.append((SECTION_TITLE, section))
+            failure_text_section(report, SECTION_TITLE, section)
         if isinstance(call.excinfo.value, PropositionFailed):
             # The short summary (-rf) shows the claim, not mostly the exception's module path.
             short_failure(report, call.excinfo.value)

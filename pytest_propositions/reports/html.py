@@ -30,7 +30,7 @@ from .counts import (
     run_calibrations,
     run_counts,
 )
-from .json_report import calibrated_record, record_order, write_text_atomically
+from .json_report import calibrated_record, record_order, report_path, write_text_atomically
 from .runs_text import decision_about, figures_line
 from .summary import calibration_line, calibration_text, cost, describe_value, provenance
 
@@ -170,12 +170,15 @@ def _referee_cell(run: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def _histogram_view(scores: Iterable[int]) -> list[dict[str, str]]:
+def _histogram_view(scores: Iterable[int]) -> dict[str, Any] | None:
+    """The score histogram's bars; None (no histogram) in a run without score verdicts."""
     counts = [0] * (MAX_SCORE - MIN_SCORE + 1)
     for score in scores:
         counts[score - MIN_SCORE] += 1
-    top = max(counts) or 1
-    return [
+    top = max(counts)
+    if not top:
+        return None
+    bars = [
         {
             "score": str(MIN_SCORE + i),
             "count": str(count),
@@ -183,10 +186,12 @@ def _histogram_view(scores: Iterable[int]) -> list[dict[str, str]]:
         }
         for i, count in enumerate(counts)
     ]
+    return {"bars": bars}
 
 
 def page(runtime: Runtime) -> str:
-    """The page: summary and histogram, filters, then one section per claim and judge error.
+    """The page: summary and histogram (when there are scores), filters with each one's count,
+    then one section per claim and judge error.
 
     The counts are the terminal summary's (``RunCounts``), worded the same way; claims come in
     the JSON report's order.
@@ -212,7 +217,10 @@ def page(runtime: Runtime) -> str:
         "counts": [*count_parts(counts, mode), f"${counts.cost_usd:.4f}"],
         "histogram": _histogram_view(scores),
         "failures_word": result_word(False, mode),
-        "total": str(len(outcomes) + len(errors)),
+        # Each filter's own count by its name: the page's cards are the claims and the errors.
+        "failures": str(counts.failed),
+        "judge_errors": str(counts.judge_errors),
+        "total": str(counts.claims),
         "claims": [
             _claim_view(o, runtime.record.contexts, mode, claim_calibration(o, known))
             for o in outcomes
@@ -230,11 +238,11 @@ def save_html_report(runtime: Runtime, base: Path) -> str | None:
     configured = runtime.settings.html
     if not configured:
         return None
-    path = base / Path(configured).expanduser()
-    if path.is_dir():
-        return f"--prop-html: {configured!r} is a directory; give a file name"
     try:
+        path = report_path(configured, base, "--prop-html")
         write_text_atomically(path, page(runtime))
+    except ValueError as error:
+        return str(error)
     except OSError as error:
         return f"--prop-html: cannot write {configured!r}: {error}"
     return None

@@ -148,15 +148,40 @@ def json_report(
     }
 
 
-def report_path(configured: str, base: Path) -> Path:
-    """Where ``--prop-report`` writes, relative to ``base``; ValueError if that is a folder."""
+# A file name each report option's "is a directory" error suggests.
+REPORT_NAMES = {"--prop-report": "propositions.json", "--prop-html": "propositions.html"}
+
+
+def report_path(configured: str, base: Path, option: str = "--prop-report") -> Path:
+    """Where a report option writes, relative to ``base``; ValueError if that is a folder."""
     path = base / Path(configured).expanduser()
     if path.is_dir():
         raise ValueError(
-            f"--prop-report: {configured!r} is a directory; give a file name, e.g. "
-            f"{str(Path(configured) / 'propositions.json')!r}"
+            f"{option}: {configured!r} is a directory; give a file name, e.g. "
+            f"{str(Path(configured) / REPORT_NAMES[option])!r}"
         )
     return path
+
+
+def check_report_path(configured: str, base: Path, option: str) -> None:
+    """Before any test runs: make the report's folder and create (then remove) a file in it, as
+    the report's writer will, so a report that cannot be written stops the run at once rather
+    than after all the judging. ValueError says why."""
+    path = report_path(configured, base, option)
+    folder = path.parent
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ValueError(f"{option}: cannot write {configured!r}: {existing} is not a folder")
+    probe = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.probe")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        probe.unlink()
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        raise ValueError(
+            f"{option}: cannot write {configured!r}: {error.strerror or error}{where}"
+        ) from None
 
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:

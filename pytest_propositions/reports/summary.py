@@ -241,21 +241,32 @@ def short_failure_text(
     return text
 
 
+def justification_line(verdict: Verdict) -> str:
+    """The judge's justification as the crash message's second line: JUnit's ``<failure
+    message>`` is the whole crash message, and many CI viewers show nothing else (pytest's short
+    summary shows the first line only, except on CI and under -vv)."""
+    words = terminal_text(" ".join(verdict.justification.split())) or "(none given)"
+    return f"judge's justification: {words}"
+
+
 def short_failure(report: Any, error: Any) -> None:
     """Put the claim in the short summary's line: pytest takes it from the crash message,
-    which otherwise starts with the exception's whole module path."""
+    which otherwise starts with the exception's whole module path; the judge's justification
+    follows on a line of its own."""
     text = getattr(error, "short", None) or short_failure_text(
         error.verdict, error.threshold, holds=getattr(error, "holds", True)
     )
     with suppress(AttributeError):
-        report.longrepr.reprcrash.message = f"PropositionFailed: {text}"
+        report.longrepr.reprcrash.message = (
+            f"PropositionFailed: {text}\n{justification_line(error.verdict)}"
+        )
 
 
 def by_call_short_failure(report: Any, outcomes: Sequence[Outcome]) -> None:
     """A test whose own assert failed: its short summary line (and JUnit's message) names the
-    first claim by call that was not upheld. After a bare ``assert False`` (``assert
-    check_proposition(...)``) the claim comes first, so a narrow terminal still shows it;
-    after any other assert it follows pytest's words."""
+    first claim by call that was not upheld, the judge's justification on the next line. After
+    a bare ``assert False`` (``assert check_proposition(...)``) the claim comes first, so a
+    narrow terminal still shows it; after any other assert it follows pytest's words."""
     not_upheld = [o for o in outcomes if o.by_call is not None and not o.passed]
     if not not_upheld:
         return
@@ -269,7 +280,7 @@ def by_call_short_failure(report: Any, outcomes: Sequence[Outcome]) -> None:
             head = f"AssertionError: {note}: assert False"
         else:
             head = f"{head} [not upheld: {note}]"
-        crash.message = head + newline + rest
+        crash.message = f"{head}\n{justification_line(first.verdict)}{newline}{rest}"
 
 
 def verdict_listing(
