@@ -10,11 +10,13 @@ these against a stand-in package with TinyTroupe's module paths and call shapes
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.support.docs_blocks import page_blocks
 from tests.support.fake_tinytroupe import install
 from tests.support.judge_server import ScriptedJudge, verdict
 
@@ -141,6 +143,45 @@ def test_tinytroupes_own_propositions_are_judged_cached_and_reported_for_one_tes
     )
 
 
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "migrating.md"
+
+SETTINGS_TEST = """
+from tinytroupe import config_manager
+
+
+def test_tinytroupes_settings(request):
+    replay = request.config.getoption("prop_cache") == "replay"
+    assert config_manager.get("waiting_time") == (0 if replay else 1.0)
+    assert config_manager.get("max_attempts") == (1 if replay else 5.0)
+"""
+
+
+def test_the_guides_tinytroupe_blocks_run_and_replay(
+    pytester: pytest.Pytester, tinytroupe: Path, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    """docs/migrating.md: the routed test, the conftest.py that routes every test, and the one
+    that turns TinyTroupe's waits and retries off for a replay."""
+    blocks = [block for block in page_blocks(GUIDE) if block.title is not None]
+    [steering] = [block.code for block in blocks if block.title == "test_steering.py"]
+    conftests = [
+        block.code
+        for block in blocks
+        if block.title == "conftest.py"
+        and ("route_tinytroupe_propositions" in block.code or "config_manager" in block.code)
+    ]
+    assert len(conftests) == 2
+    pytester.makeconftest("\n\n".join([CONFTEST, *conftests]))
+    pytester.makepyfile(test_steering=steering, test_settings=SETTINGS_TEST)
+    judge_server.on("Oscar mentions a city.", verdict(True, "He names Kyoto."))
+    cache_dir = pytester.path / "verdicts"
+    pytester.runpytest(*_cached_run(inner_run, "use", cache_dir)).assert_outcomes(passed=2)
+    assert len(judge_server.requests) == 2
+    judge_server.clear_requests()
+    replayed = pytester.runpytest(*_cached_run(inner_run, "replay", cache_dir))
+    replayed.assert_outcomes(passed=2)
+    assert judge_server.requests == []
+
+
 def test_tinytroupe_is_imported_only_by_a_test_that_routes_it(
     pytester: pytest.Pytester, tinytroupe: Path, inner_run: list[str]
 ) -> None:
@@ -159,6 +200,8 @@ def test_tinytroupe_is_imported_only_by_a_test_that_routes_it(
 def test_without_tinytroupe_the_fixture_says_how_to_get_it(
     pytester: pytest.Pytester, inner_run: list[str]
 ) -> None:
+    if importlib.util.find_spec("tinytroupe") is not None:
+        pytest.skip("TinyTroupe is installed here: this test is for a machine without it")
     pytester.makepyfile("def test_routed(route_tinytroupe_propositions):\n    pass\n")
     result = pytester.runpytest(*inner_run)
     result.assert_outcomes(errors=1)

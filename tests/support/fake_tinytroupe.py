@@ -17,6 +17,8 @@ its source has them (read, not copied; the claims' wording here is ours).
   made in its constructor, judged in ``_check_proposition(agent, proposition, tentative_action)``
   by ``score(target=agent, claim_variables={"action": ...}, return_full_response=True)`` against
   ``quality_threshold``.
+- ``tinytroupe.config_manager``: ``update(key, value)`` and ``get(key)`` of the settings its
+  client reads at each call (``waiting_time``, ``max_attempts``), with ``config.ini``'s defaults.
 - ``tinytroupe.agent.TinyPerson`` and ``tinytroupe.environment.TinyWorld``: the objects of
   tests/support/tinytroupe_like.py, with the ``actions_count`` the action generator reads.
 """
@@ -28,7 +30,20 @@ from pathlib import Path
 OWN_JUDGE = "TinyTroupe's own judge was called (it needs a key and the network)"
 
 FILES = {
-    "tinytroupe/__init__.py": '"""Stand-in for TinyTroupe (tests/support/fake_tinytroupe.py)."""\n',
+    "tinytroupe/__init__.py": """
+class _ConfigManager:
+    def __init__(self):
+        self._config = {"waiting_time": 1.0, "max_attempts": 5.0}
+
+    def update(self, key, value):
+        self._config[key.lower()] = value
+
+    def get(self, key, default=None):
+        return self._config.get(key.lower(), default)
+
+
+config_manager = _ConfigManager()
+""",
     "tinytroupe/experimentation/__init__.py": """
 from .proposition import Proposition, check_proposition, compute_score
 """,
