@@ -334,7 +334,7 @@ def proposition_judge() -> Callable[..., Verdict]:
 @pytest.fixture
 def route_tinytroupe_propositions(monkeypatch: pytest.MonkeyPatch) -> None:
     """For this test, TinyTroupe's own propositions are judged here: cached, counted, reported."""
-    from .tinytroupe_routing import route  # TinyTroupe loads only in a test that asks for it
+    from .claims.tinytroupe_routing import route  # TinyTroupe loads only in a test that asks for it
 
     route(monkeypatch)
 

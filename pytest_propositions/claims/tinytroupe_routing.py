@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+from ..checks import check_flag
+from ..verdict import Kind
+from .proposition import Proposition
 
-from .checks import check_flag
-from .claims.proposition import Proposition
-from .verdict import Kind
+if TYPE_CHECKING:
+    import pytest
 
 # Where TinyTroupe defines its Proposition (the other modules import it from there).
 LIBRARY_MODULE = "tinytroupe.experimentation.proposition"
