@@ -38,9 +38,10 @@ class Runtime:
         self.settings = settings
         self.cache_dir = cache_dir
         self.current_test: str | None = None
-        # The project's folder (pytest's rootdir): a claim called from code outside it, or from
-        # an installed package inside it, was made by a library, not by the test.
-        self.project_root: Path | None = None
+        # The project's folders (pytest's rootdir, the folder pytest ran from): a claim called
+        # from code outside them, or from an installed package inside them, was made by a
+        # library, not by the test. Empty: not known (outside pytest).
+        self.project_folders: tuple[Path, ...] = ()
         # Builds the progress line (set by the plugin; None: no line, as with -qq). Called at
         # the first need: a live call, or an xdist controller's relay; see ``progress``.
         self.progress_factory: Callable[[], ProgressLine] | None = None

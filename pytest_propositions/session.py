@@ -44,7 +44,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
         except ValueError as error:
             raise pytest.UsageError(f"pytest-propositions: {error}") from None
     runtime = Runtime(settings, cache_dir(config, settings.cache_dir))
-    runtime.project_root = config.rootpath
+    runtime.project_folders = (config.rootpath, config.invocation_params.dir)
     runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import gate_problem

@@ -3,8 +3,8 @@ check inside a simulation step) are counted and reported, labelled with the libr
 made them, and never named as the cause of the test's own failure.
 
 A claim is the library's when the frame that called into the plugin runs code outside the
-project's folder (pytest's rootdir) or in an installed package (a ``site-packages`` folder, even a
-``.venv`` inside the project).
+project's folders (pytest's rootdir and the folder pytest ran from) or in an installed package (a
+``site-packages`` folder, even a ``.venv`` inside the project).
 """
 
 from __future__ import annotations
@@ -131,8 +131,12 @@ def test_whose_code_a_frame_runs(tmp_path: Path) -> None:
     ]
     for path, module, expected in cases:
         frame = _frame_in(str(path), module)
-        assert library_module(frame, project) == expected, path  # type: ignore[arg-type]
+        assert library_module(frame, (project,)) == expected, path  # type: ignore[arg-type]
+    # The project is pytest's rootdir and the folder pytest ran from: `pytest tests/` with no
+    # ini file makes tests/ the rootdir, and the project's own helpers stay its own.
+    helper = _frame_in(str(project / "helpers.py"), "helpers")
+    assert library_module(helper, (project / "tests", project)) is None  # type: ignore[arg-type]
     # Code with no file (made at run time) is the caller's; outside pytest nothing is a library.
-    assert library_module(_frame_in("<string>", "x"), project) is None  # type: ignore[arg-type]
+    assert library_module(_frame_in("<string>", "x"), (project,)) is None  # type: ignore[arg-type]
     outside = _frame_in(str(tmp_path / "lib.py"), "lib")
-    assert library_module(outside, None) is None  # type: ignore[arg-type]
+    assert library_module(outside, ()) is None  # type: ignore[arg-type]

@@ -84,24 +84,24 @@ class CallSite:
     library: str | None = None
 
 
-def call_site_outside_package(project_root: Path | None = None) -> CallSite | None:
+def call_site_outside_package(project: tuple[Path, ...] = ()) -> CallSite | None:
     """The frame that called into the package: where it is, and whose code it runs."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FOLDER):
         frame = frame.f_back
     if frame is None:
         return None
-    return CallSite(frame_place(frame), library_module(frame, project_root))
+    return CallSite(frame_place(frame), library_module(frame, project))
 
 
-def library_module(frame: FrameType, project_root: Path | None) -> str | None:
-    """The module's name when ``frame`` runs a library's code (an installed package, or a file
-    outside the project's folder); None for the project's own code, code made at run time (no
-    file), or when the project is not known (outside pytest)."""
+def library_module(frame: FrameType, project: tuple[Path, ...]) -> str | None:
+    """The module's name when ``frame`` runs a library's code: an installed package, or a file
+    outside the ``project``'s folders. None for the project's own code, for code made at run
+    time (no file), and when the project is not known (outside pytest)."""
     path = Path(frame.f_code.co_filename)
-    if project_root is None or not path.is_absolute():
+    if not project or not path.is_absolute():
         return None
-    if _INSTALLED.isdisjoint(path.parts) and path.is_relative_to(project_root):
+    if _INSTALLED.isdisjoint(path.parts) and any(path.is_relative_to(f) for f in project):
         return None
     return str(frame.f_globals.get("__name__") or path.stem)
 
@@ -448,7 +448,7 @@ class Proposition:
         self.full_evaluation_response = verdict.as_response()
         self.llm_chat = judged.chat
         if noted is not None and made_in is not None:
-            site = call_site_outside_package(noted.project_root)
+            site = call_site_outside_package(noted.project_folders)
             noted.note_call(
                 verdict,
                 str(noted_as),
