@@ -71,7 +71,13 @@ def test_a_librarys_claims_are_labelled_and_never_blamed_for_the_tests_failure(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "300")  # the short summary's lines whole
     pytester.makepyfile(test_steering=TESTS)
-    result = pytester.runpytest(*inner_run, "-rf", "--prop-report=report.json")
+    result = pytester.runpytest(
+        *inner_run,
+        "-rf",
+        "--prop-report=report.json",
+        "--prop-html=page.html",
+        "--junitxml=junit.xml",
+    )
     result.assert_outcomes(failed=2)
     output = result.stdout.str()
     # The plain assert's line stays pytest's own: the library's claim not upheld is not its cause.
@@ -108,6 +114,14 @@ def test_a_librarys_claims_are_labelled_and_never_blamed_for_the_tests_failure(
         ("The room is quiet.", "steering_lib"),
         ("The room is quiet.", "steering_lib"),
     ]
+    # JUnit's failure message is pytest's own; the library's claims are properties, labelled.
+    junit = (pytester.path / "junit.xml").read_text(encoding="utf-8")
+    plain_case = junit[junit.index('name="test_library_claims_then_a_plain_assert"') :]
+    plain_case = plain_case[: plain_case.index("</testcase>")]
+    assert 'message="assert 1 == 2' in plain_case
+    assert plain_case.count('.made_by" value="steering_lib"') == 2
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    assert page.count("steering_lib (library code, not the test&#39;s own claim)") == 4
 
 
 def _frame_in(filename: str, module: str) -> object:
