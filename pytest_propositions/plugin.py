@@ -226,10 +226,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # -- fixtures ------------------------------------------------------------------------------------
-# Fixtures that need only the session's runtime are session-scoped, take no arguments and ask
-# runtime.current(), the runtime pytest_configure activated: a function-scoped fixture, or one
-# requesting `request` (pytestconfig does too), costs pytest work on every test, which a fully
-# cached suite pays per claim. Claims are filed under the test running when they are judged.
+# Fixtures needing only the session's runtime are session-scoped, argument-free, and ask
+# runtime.current(): a function-scoped one, or one requesting `request`, costs pytest work on every
+# test, paid per claim by a cached suite. Claims are filed under the test running when judged.
 
 
 @pytest.fixture(scope="session")
@@ -337,6 +336,14 @@ def proposition_judge() -> Callable[..., Verdict]:
     return proposition_judge
 
 
+@pytest.fixture
+def route_tinytroupe_propositions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For this test, TinyTroupe's own propositions are judged here: cached, counted, reported."""
+    from .claims.tinytroupe_routing import route  # TinyTroupe loads only in a test that asks for it
+
+    route(monkeypatch)
+
+
 __all__ = [
     "PropositionFailed",
     "assert_proposition",
@@ -344,4 +351,5 @@ __all__ = [
     "expect_proposition",
     "min_score",
     "proposition_judge",
+    "route_tinytroupe_propositions",
 ]

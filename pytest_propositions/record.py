@@ -41,6 +41,10 @@ class Outcome:
     # Judged after its test ended (a call from a thread the test left running): filed under
     # that test, whose own reports were already made; the run's reports count it and say so.
     after_its_test: bool = False
+    # A claim by call made inside a library's own code (an installed package, or a module outside
+    # the project), not by the test: that module's name. Still the test's to count and report,
+    # labelled with it; never named as the cause of the test's own failure. None: the test's code.
+    made_by: str | None = None
 
 
 def stat_names() -> tuple[str, ...]:

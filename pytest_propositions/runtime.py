@@ -38,6 +38,10 @@ class Runtime:
         self.settings = settings
         self.cache_dir = cache_dir
         self.current_test: str | None = None
+        # The project's folders (pytest's rootdir, the folder pytest ran from): a claim called
+        # from code outside them, or from an installed package inside them, was made by a
+        # library, not by the test. Empty: not known (outside pytest).
+        self.project_folders: tuple[Path, ...] = ()
         # Builds the progress line (set by the plugin; None: no line, as with -qq). Called at
         # the first need: a live call, or an xdist controller's relay; see ``progress``.
         self.progress_factory: Callable[[], ProgressLine] | None = None
@@ -130,12 +134,20 @@ class Runtime:
             Outcome(test_id, verdict, threshold, passed, holds, where, runs, escalated_from)
         )
 
-    def note_call(self, verdict: Verdict, call: str, where: str | None, made_in: str) -> None:
+    def note_call(
+        self,
+        verdict: Verdict,
+        call: str,
+        where: str | None,
+        made_in: str,
+        made_by: str | None = None,
+    ) -> None:
         """File a verdict reached by a call of the reference library's API (``call`` names it)
         under ``made_in``, the test running when the call began (the caller notes nothing
         outside a test). A call from a thread its test left running may end after that test:
         it is filed under it all the same, never under the test running then, and marked as
-        judged after it.
+        judged after it. ``made_by``: the library module that made the call, when the test's
+        own code did not.
 
         Not asserted: upheld is a check judged True, or a score of at least the run's minimum
         score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
@@ -149,7 +161,14 @@ class Runtime:
         after = made_in != self.current_test
         self.record.add(
             Outcome(
-                made_in, verdict, threshold, upheld, where=where, by_call=call, after_its_test=after
+                made_in,
+                verdict,
+                threshold,
+                upheld,
+                where=where,
+                by_call=call,
+                after_its_test=after,
+                made_by=made_by,
             )
         )
 

@@ -96,6 +96,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
     if folder.note is not None and not hasattr(config, "workerinput"):
         config.stash[CACHE_NOTE_KEY] = folder.note
     runtime = Runtime(settings, folder.path)
+    runtime.project_folders = (config.rootpath, config.invocation_params.dir)
     runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import gate_problem

@@ -71,14 +71,39 @@ def frame_place(frame: FrameType) -> str:
 
 # The package's folder: frames from files under it are the plugin's own, not the caller's.
 _PACKAGE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "")
+# Folders that hold installed packages, wherever the environment is (a .venv inside a project).
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
-def call_site_outside_package() -> str | None:
-    """Where the user's code called into the package (``file:line``), for the reports."""
+@dataclass(frozen=True)
+class CallSite:
+    """Where code outside the package called into it (``place``, ``file:line``), and the module
+    of that code when it is a library's rather than the project's (``library``)."""
+
+    place: str
+    library: str | None = None
+
+
+def call_site_outside_package(project: tuple[Path, ...] = ()) -> CallSite | None:
+    """The frame that called into the package: where it is, and whose code it runs."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FOLDER):
         frame = frame.f_back
-    return None if frame is None else frame_place(frame)
+    if frame is None:
+        return None
+    return CallSite(frame_place(frame), library_module(frame, project))
+
+
+def library_module(frame: FrameType, project: tuple[Path, ...]) -> str | None:
+    """The module's name when ``frame`` runs a library's code: an installed package, or a file
+    outside the ``project``'s folders. None for the project's own code, for code made at run
+    time (no file), and when the project is not known (outside pytest)."""
+    path = Path(frame.f_code.co_filename)
+    if not project or not path.is_absolute():
+        return None
+    if _INSTALLED.isdisjoint(path.parts) and any(path.is_relative_to(f) for f in project):
+        return None
+    return str(frame.f_globals.get("__name__") or path.stem)
 
 
 # -- judging a claim ---------------------------------------------------------------------------
@@ -423,7 +448,14 @@ class Proposition:
         self.full_evaluation_response = verdict.as_response()
         self.llm_chat = judged.chat
         if noted is not None and made_in is not None:
-            noted.note_call(verdict, str(noted_as), call_site_outside_package(), made_in=made_in)
+            site = call_site_outside_package(noted.project_folders)
+            noted.note_call(
+                verdict,
+                str(noted_as),
+                None if site is None else site.place,
+                made_in=made_in,
+                made_by=None if site is None else site.library,
+            )
         return verdict
 
     # -- follow-up -----------------------------------------------------------------------------

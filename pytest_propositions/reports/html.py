@@ -32,7 +32,14 @@ from .counts import (
 )
 from .json_report import calibrated_record, record_order, report_path, write_text_atomically
 from .runs_text import decision_about, figures_line
-from .summary import calibration_line, calibration_text, cost, describe_value, provenance
+from .summary import (
+    calibration_line,
+    calibration_text,
+    cost,
+    describe_value,
+    made_by_text,
+    provenance,
+)
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -95,6 +102,8 @@ def _claim_view(
     ]
     if outcome.where:
         rows.append(("claimed at", outcome.where))
+    if outcome.made_by is not None:
+        rows.append(("made by", made_by_text(outcome.made_by)))
     if verdict.votes:
         rows.append(("votes", ", ".join(str(vote) for vote in verdict.votes)))
     if verdict.key:

@@ -50,6 +50,8 @@ def outcome_record(outcome: Outcome) -> dict[str, Any]:
         record["by_call"] = outcome.by_call
     if outcome.after_its_test:
         record["after_its_test"] = True
+    if outcome.made_by is not None:
+        record["made_by"] = outcome.made_by
     return record
 
 
@@ -75,6 +77,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         ),
         by_call=record.get("by_call"),
         after_its_test=record.get("after_its_test") is True,
+        made_by=record.get("made_by"),
     )
 
 

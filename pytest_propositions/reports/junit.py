@@ -47,7 +47,8 @@ def junit_properties(
     upheld/not upheld under --prop-outcome=report), confidence ("not given" when the judge gave
     none), model, cached, justification, and where a soft claim was made. A claim judged by a
     call (``check_proposition``...) has ``by_call`` (the call) and ``upheld`` instead of
-    ``passed``, its result upheld/not upheld, and where it was called. Booleans are
+    ``passed``, its result upheld/not upheld, and where it was called; ``made_by``, the
+    library module that made it, when the test's own code did not. Booleans are
     ``true``/``false``. Where the deciding judge was calibrated: judge_calibration (the text),
     judge_false_pass_upper and judge_false_fail_upper (fractions; "" when not measured).
     """
@@ -62,6 +63,8 @@ def junit_properties(
         if outcome.by_call is not None:
             found.append(("by_call", outcome.by_call))
             found.append(("upheld", _flag(outcome.passed)))
+            if outcome.made_by is not None:
+                found.append(("made_by", outcome.made_by))
         else:
             found.append(("passed", _flag(outcome.passed)))
         found.append(("result", claim_result(outcome.passed, outcome.by_call, mode)))

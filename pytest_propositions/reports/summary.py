@@ -140,6 +140,8 @@ def outcome_text(
     ]
     if outcome.where:
         lines.append(f"  claimed at: {outcome.where}")
+    if outcome.made_by is not None:
+        lines.append(f"  made by: {made_by_text(outcome.made_by)}")
     lines.append(
         f"  confidence: {confidence_text(verdict.confidence, verdict.precondition_skipped)}"
     )
@@ -159,6 +161,11 @@ def outcome_text(
         lines.append(_indent(verdict.reasoning))
     lines += escalation_lines(outcome)
     return "\n".join(lines)
+
+
+def made_by_text(module: str) -> str:
+    """Who made a claim by call that the test's own code did not make."""
+    return f"{module} (library code, not the test's own claim)"
 
 
 def cost(verdict: Verdict) -> str:
@@ -208,9 +215,10 @@ def failure_section(
     reasoning: bool = False,
     calibrations: Calibrations | None = None,
 ) -> str:
-    """Every claim of a failed test, failing ones first, each with its justification (and the
-    judge's reasoning under -vv), and the judge's measured error where it was calibrated."""
-    ordered = sorted(outcomes, key=lambda outcome: outcome.passed)
+    """Every claim of a failed test, the test's own before those libraries made, failing ones
+    first, each with its justification (and the judge's reasoning under -vv), and the judge's
+    measured error where it was calibrated."""
+    ordered = sorted(outcomes, key=lambda outcome: (outcome.made_by is not None, outcome.passed))
     return "\n\n".join(outcome_text(outcome, mode, reasoning, calibrations) for outcome in ordered)
 
 
@@ -266,8 +274,12 @@ def by_call_short_failure(report: Any, outcomes: Sequence[Outcome]) -> None:
     """A test whose own assert failed: its short summary line (and JUnit's message) names the
     first claim by call that was not upheld, the judge's justification on the next line. After
     a bare ``assert False`` (``assert check_proposition(...)``) the claim comes first, so a
-    narrow terminal still shows it; after any other assert it follows pytest's words."""
-    not_upheld = [o for o in outcomes if o.by_call is not None and not o.passed]
+    narrow terminal still shows it; after any other assert it follows pytest's words. A claim
+    a library's code made (an Intervention's precondition) is not the test's: it is never
+    named here."""
+    not_upheld = [
+        o for o in outcomes if o.by_call is not None and not o.passed and o.made_by is None
+    ]
     if not not_upheld:
         return
     first = not_upheld[0]
@@ -307,6 +319,8 @@ def verdict_listing(
             value += " (cached)" if verdict.cached else " (live)"
             value += f", confidence {confidence_text(verdict.confidence)}"
         lines.append(f"    verdict: {value}")
+        if outcome.made_by is not None:
+            lines.append(f"    made by: {made_by_text(outcome.made_by)}")
         main = outcome.escalated_from
         if main is not None:
             lines.append(
