@@ -24,6 +24,7 @@ from .claims.options import (
     RUNS_OPTION_NAMES,
     ClaimOptions,
     is_proposition_like,
+    unknown_names_error,
     with_own_options,
 )
 from .claims.proposition import frame_place
@@ -408,7 +409,7 @@ def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
     return frame_place(frame), TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
 
 
-BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
+BATCH_ITEM_KEYS = ("claim", *EXPECTATION_NAMES)
 
 
 def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
@@ -451,11 +452,11 @@ def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
         elif isinstance(item, Mapping) and (
             isinstance(item.get("claim"), str) or is_proposition_like(item.get("claim"))
         ):
-            unknown = sorted(map(str, set(item) - set(BATCH_ITEM_KEYS)))
+            unknown = set(item) - set(BATCH_ITEM_KEYS)
             if unknown:
+                error = unknown_names_error(unknown, [("", BATCH_ITEM_KEYS)], what="key")
                 raise TypeError(
-                    f"assert_propositions: item #{index} has unknown key(s) {', '.join(unknown)}; "
-                    f"expected some of {', '.join(BATCH_ITEM_KEYS)} (options go to "
+                    f"assert_propositions: item #{index}: {error} (options go to "
                     "assert_propositions itself)"
                 )
             claim = item["claim"]

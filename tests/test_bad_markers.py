@@ -269,3 +269,14 @@ def test_fixtures_and_soft_claims_list_their_own_names(
         ]
     )
     assert judge_server.requests == []
+
+
+def test_a_batch_item_with_an_unknown_key_suggests_the_closest() -> None:
+    from pytest_propositions.markers import batch_items
+
+    with pytest.raises(TypeError) as raised:
+        batch_items([{"claim": "x", "hold": False}])
+    assert str(raised.value) == (
+        "assert_propositions: item #0: unknown key hold (did you mean holds?); accepted: claim, "
+        "min_score, max_score, holds (options go to assert_propositions itself)"
+    )

@@ -211,10 +211,11 @@ def _closest(name: str, accepted: Collection[str]) -> str | None:
 
 
 def unknown_names_error(
-    unknown: Iterable[object], groups: Iterable[tuple[str, Iterable[str]]]
+    unknown: Iterable[object], groups: Iterable[tuple[str, Iterable[str]]], what: str = "option"
 ) -> TypeError:
-    """The error for keyword names a call does not take: each with the closest accepted name,
-    then every accepted name, in ``groups`` of (label, names) (an empty label: no label)."""
+    """The error for names a call does not take (``what``: option, key): each with the closest
+    accepted name, then every accepted name, in ``groups`` of (label, names) (an empty label:
+    no label)."""
     groups = [(label, list(names)) for label, names in groups]
     accepted = {name for _, names in groups for name in names}
     named = []
@@ -226,7 +227,7 @@ def unknown_names_error(
         for label, names in groups
         if names
     )
-    word = "option" if len(named) == 1 else "options"
+    word = what if len(named) == 1 else f"{what}s"
     return TypeError(f"unknown {word} {', '.join(named)}; accepted: {listed}")
 
 
