@@ -311,9 +311,12 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
     funcargs: dict[str, Any] = getattr(item, "funcargs", {})
     for claim in marker_claims(item):
         if claim.target not in funcargs:
-            raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.proposition target {claim.target!r} is not a fixture "
-                "available to this test"
+            # (A marker applied while the test ran: one found at collection has its fixture.)
+            pytest.fail(
+                f"{item.nodeid}: @pytest.mark.proposition: target {claim.target!r} is not a "
+                "fixture this test requests; a marker applied while the test runs judges only "
+                "a fixture the test requests",
+                pytrace=False,
             )
         pending.append(
             PendingClaim(

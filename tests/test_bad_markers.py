@@ -154,14 +154,23 @@ def test_a_bad_marker_applied_while_the_test_runs_fails_it_with_the_problem(
 
         def test_applied_min_score(min_mark, min_score):
             pass
+
+        @pytest.fixture
+        def mark_unrequested(request):
+            request.applymarker(pytest.mark.proposition("x", target="world"))
+
+        def test_applied_unrequested(mark_unrequested):
+            pass
         """
     )
     result = pytester.runpytest(*inner_run)
-    result.assert_outcomes(failed=1, errors=1)
+    result.assert_outcomes(failed=2, errors=1)
     result.stdout.fnmatch_lines_random(
         [
             "test_marks.py::test_applied: @pytest.mark.proposition: samples must be a whole "
             "number of at least 1, or None, got 0",
+            "test_marks.py::test_applied_unrequested: @pytest.mark.proposition: target 'world' "
+            "is not a fixture this test requests; *",
             "test_marks.py::test_applied_min_score: @pytest.mark.min_score: expected a whole "
             "number from 0 to 9, got 12",
         ]
