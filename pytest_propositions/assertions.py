@@ -3,14 +3,14 @@ given, judged, compared, and failed with the verdict; and the fixtures' bodies."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pytest
 
 from .checks import check_claim
 from .claims.claim_text import render_claim
-from .claims.expectation import Expectation, check_threshold
+from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, with_own_options
 from .claims.proposition import judge, target_list
 from .claims.targets import as_target_list
@@ -28,23 +28,30 @@ _HOLDS = Expectation()
 
 
 def claim_at_call(
-    target: Any, claim: Any, options: Mapping[str, Any], where: str, *, up_front: bool = False
+    target: Any,
+    claim: Any,
+    options: Mapping[str, Any],
+    where: str | None,
+    *,
+    up_front: bool = False,
+    takes: Iterable[str] = (),
 ) -> tuple[Any, str, ClaimOptions]:
     """The target, the claim's text and its options, checked where the user gave them (the
-    messages start with ``where``). A Proposition-shaped claim gives its text, options (under
-    the call's) and target. ``up_front``: the claim is also rendered now with its variables
-    (unless a precondition may skip it), for claims judged later; otherwise a mistake in its
-    text is found where it is judged."""
+    messages start with ``where`` when given; ``takes``: the call's own keyword names, which an
+    unknown option's message lists with the options). A Proposition-shaped claim gives its text,
+    options (under the call's) and target. ``up_front``: the claim is also rendered now with its
+    variables (unless a precondition may skip it), for claims judged later; otherwise a mistake
+    in its text is found where it is judged."""
     __tracebackhide__ = True
     target, claim, parsed = with_own_options(
-        target, claim, ClaimOptions.parse(options, where), where
+        target, claim, ClaimOptions.parse(options, where, takes=takes), where
     )
     if not up_front:
         return target, check_claim(claim), parsed
     return target, validate_claim(claim, parsed, where), parsed
 
 
-def validate_claim(claim: Any, options: ClaimOptions, where: str) -> str:
+def validate_claim(claim: Any, options: ClaimOptions, where: str | None) -> str:
     """The claim is text and renders, with its claim_variables, to a claim: checked up front."""
     __tracebackhide__ = True
     try:
@@ -54,6 +61,8 @@ def validate_claim(claim: Any, options: ClaimOptions, where: str) -> str:
         if options.precondition is None:
             render_claim(claim, options.claim_variables)
     except (TypeError, ValueError) as error:
+        if where is None:
+            raise
         raise type(error)(f"{where}: {error}") from None
     return str(claim)
 
@@ -218,6 +227,10 @@ def assert_claim(
     return verdict
 
 
+# check_over_runs' own keyword names besides the options.
+_OVER_RUNS_NAMES = ("min_score", "compare_scores", "runtime")
+
+
 def check_over_runs(
     target: Any,
     claim: Any,
@@ -238,7 +251,9 @@ def check_over_runs(
     __tracebackhide__ = True
     run = runtime or current()
     where = "check_over_runs"
-    target, claim, parsed = claim_at_call(target, claim, options, where, up_front=True)
+    target, claim, parsed = claim_at_call(
+        target, claim, options, where, up_front=True, takes=_OVER_RUNS_NAMES
+    )
     if not is_runs(target):
         raise TypeError(
             f"{where}: the target must be runs(simulate, max_runs=N), got {type(target).__name__}"
@@ -290,7 +305,7 @@ def assert_one(
     __tracebackhide__ = True
     where = "assert_proposition"
     expectation = Expectation.parse(min_score, max_score, holds, where)
-    target, claim, parsed = claim_at_call(target, claim, options, where)
+    target, claim, parsed = claim_at_call(target, claim, options, where, takes=EXPECTATION_NAMES)
     return assert_claim(runtime, target, claim, expectation, parsed)
 
 
@@ -304,7 +319,7 @@ def assert_min_score(
 ) -> Verdict:
     """``min_score(target, claim, threshold)``: the bar from the argument, the mark, the option."""
     __tracebackhide__ = True
-    target, claim, parsed = claim_at_call(target, claim, options, "min_score")
+    target, claim, parsed = claim_at_call(target, claim, options, "min_score", takes=["threshold"])
     if "better_than" in parsed.rule_keywords:
         # Over runs: mean scores compared with the control's; no bar is involved.
         if threshold is not None:
@@ -321,7 +336,9 @@ def judge_without_asserting(
 ) -> Verdict:
     """``proposition_judge``: the verdict, noted for the reports, never asserted."""
     __tracebackhide__ = True
-    target, claim, parsed = claim_at_call(target, claim, options, "proposition_judge")
+    target, claim, parsed = claim_at_call(
+        target, claim, options, "proposition_judge", takes=["kind"]
+    )
     try:
         verdict = judge_claim(runtime, target, claim, kind=kind, options=parsed)
     except JudgeError as error:

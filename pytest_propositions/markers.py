@@ -8,21 +8,31 @@ this.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 from .assertions import claim_at_call, judge_and_note, rule_of, validate_claim, validate_target
-from .checks import plural, quote_claim, short_repr
-from .claims.expectation import Expectation, check_threshold
-from .claims.options import ClaimOptions, is_proposition_like, with_own_options
+from .checks import check_claim, plural, quote_claim, short_repr
+from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
+from .claims.options import (
+    OPTION_NAMES,
+    RUNS_OPTION_NAMES,
+    ClaimOptions,
+    is_proposition_like,
+    unknown_names_error,
+    with_own_options,
+)
 from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .scale import MAX_SCORE, MIN_SCORE
 from .session import SOFT_CLAIMS_KEY
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from .over_runs.rule import Rule
@@ -40,58 +50,164 @@ class MarkerClaim:
     options: ClaimOptions = field(default_factory=ClaimOptions)
 
 
+# A test's markers found wrong at collection: the message its setup fails with.
+MARKER_PROBLEMS_KEY = pytest.StashKey[str]()
+# What a proposition marker takes by name besides the options.
+MARKER_NAMES = ("claim", "target", *EXPECTATION_NAMES)
+
+
 def min_score_marker(node: pytest.Item) -> int | None:
-    """The test's ``@pytest.mark.min_score(N)``, checked; a bad one is a usage error."""
+    """The test's ``@pytest.mark.min_score(N)``, checked; a bad one fails the test, naming it."""
+    __tracebackhide__ = True
+    value, problem = _min_score_mark(node)
+    if problem is not None:
+        pytest.fail(f"{node.nodeid}: {problem}", pytrace=False)
+    return value
+
+
+def _min_score_mark(node: pytest.Item) -> tuple[int | None, str | None]:
+    """The test's ``min_score`` mark: its value, or what is wrong with it."""
     marker = node.get_closest_marker("min_score")
     if marker is None:
-        return None
-    where = f"{node.nodeid}: @pytest.mark.min_score"
+        return None, None
+    where = "@pytest.mark.min_score"
     if len(marker.args) != 1 or marker.kwargs:
-        raise pytest.UsageError(
-            f"{where} takes exactly one argument, the minimum score, got "
-            f"args={marker.args!r} kwargs={marker.kwargs!r}"
+        return None, (
+            f"{where} takes exactly one argument, the minimum score (a whole number from "
+            f"{MIN_SCORE} to {MAX_SCORE}), got args={marker.args!r} kwargs={marker.kwargs!r}"
         )
     try:
-        return check_threshold(marker.args[0], where)
+        return check_threshold(marker.args[0], where), None
     except ValueError as error:
-        raise pytest.UsageError(str(error)) from None
+        return None, str(error)
 
 
 def marker_claims(item: pytest.Item) -> list[MarkerClaim]:
-    """The test's ``proposition`` markers, checked; a bad one is a usage error naming the test."""
-    claims = []
-    for marker in item.iter_markers("proposition"):
-        where = f"{item.nodeid}: @pytest.mark.proposition"
-        kwargs = dict(marker.kwargs)
-        args = list(marker.args)
-        if len(args) > 1:
-            raise pytest.UsageError(
-                f"{where} takes one positional argument, the claim; pass target= and options by name"
-            )
-        claim = args[0] if args else kwargs.pop("claim", None)
-        target = kwargs.pop("target", None)
-        if not isinstance(target, str) or not target.isidentifier():
-            raise pytest.UsageError(
-                f"{where}: target= must name a fixture (a string such as target='world'), got {target!r}"
-            )
-        try:
-            expected = Expectation.parse(
-                kwargs.pop("min_score", None),
-                kwargs.pop("max_score", None),
-                kwargs.pop("holds", True),
-                where,
-            )
-            # The claim renders now (variables, partials, blank text), not after the body.
-            own_targets, claim, options = claim_at_call(None, claim, kwargs, where, up_front=True)
-        except (TypeError, ValueError) as error:
-            raise pytest.UsageError(str(error)) from None
-        if own_targets is not None:
-            raise pytest.UsageError(
-                f"{where}: the proposition has its own target(s); a marker judges the fixture "
-                "named by target=, so pass a proposition created without a target"
-            )
-        claims.append(MarkerClaim(claim, target, expected, options))
+    """The test's ``proposition`` markers, checked; a bad one fails the test, naming it."""
+    __tracebackhide__ = True
+    claims, problems = _proposition_marks(item)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
     return claims
+
+
+def check_collected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Check the markers of collected tests that have some. A test with a bad marker errors at
+    its setup with every problem of its markers (``BadMarkers``), and the others run; a good
+    proposition marker's target fixture is set up even when the test does not request it."""
+    for item in items:
+        claims, problems = _proposition_marks(item)
+        _, min_score_problem = _min_score_mark(item)
+        if min_score_problem is not None:
+            problems.append(f"{item.nodeid}: {min_score_problem}")
+        if problems:
+            item.stash[MARKER_PROBLEMS_KEY] = "\n".join(problems)
+            if config.pluginmanager.get_plugin(_BAD_MARKERS) is None:
+                config.pluginmanager.register(BadMarkers(), _BAD_MARKERS)
+            continue
+        fixturenames = getattr(item, "fixturenames", None)
+        if claims and fixturenames is not None:
+            for target in sorted({claim.target for claim in claims}):
+                if target not in fixturenames:
+                    fixturenames.append(target)
+
+
+_BAD_MARKERS = "propositions-bad-markers"
+
+
+class BadMarkers:
+    """Fails the setup of each test whose markers were found wrong at collection, before its
+    fixtures: that test errors with its markers' problems, the others run. Registered at the
+    first bad marker, so a suite without one pays nothing per test."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problems = item.stash.get(MARKER_PROBLEMS_KEY, None)
+        if problems is not None:
+            pytest.fail(problems, pytrace=False)
+
+
+def _proposition_marks(item: pytest.Item) -> tuple[list[MarkerClaim], list[str]]:
+    """The test's ``proposition`` markers, checked: the good ones, and for each bad one a
+    message with all its problems."""
+    claims = []
+    problems = []
+    for marker in item.iter_markers("proposition"):
+        claim, found = _proposition_mark(marker)
+        if claim is not None:
+            claims.append(claim)
+        elif len(found) == 1:
+            problems.append(f"{item.nodeid}: @pytest.mark.proposition: {found[0]}")
+        else:
+            listed = "".join(f"\n  - {problem}" for problem in found)
+            problems.append(
+                f"{item.nodeid}: @pytest.mark.proposition has {len(found)} problems:{listed}"
+            )
+    return claims, problems
+
+
+def _proposition_mark(marker: pytest.Mark) -> tuple[MarkerClaim | None, list[str]]:
+    """One ``proposition`` marker: its claim, or every problem found in it (each argument is
+    checked on its own, so that one mistake does not hide the next)."""
+    problems: list[str] = []
+
+    def attempt(check: Callable[..., _T], *args: Any, **kwargs: Any) -> _T | None:
+        try:
+            return check(*args, **kwargs)
+        except (TypeError, ValueError) as error:
+            problems.append(str(error))
+            return None
+
+    kwargs = dict(marker.kwargs)
+    args = list(marker.args)
+    if len(args) > 1:
+        problems.append(
+            f"takes one positional argument, the claim, got {len(args)}; pass target= and "
+            "options by name"
+        )
+    if args and "claim" in kwargs:
+        problems.append("the claim is given twice, positionally and as claim=; give it once")
+    claim = args[0] if args else kwargs.get("claim")
+    kwargs.pop("claim", None)
+    target = kwargs.pop("target", None)
+    if not isinstance(target, str) or not target.isidentifier():
+        problems.append(
+            f"target= must name a fixture (a string such as target='world'), got {target!r}"
+        )
+    given = {name: kwargs.pop(name) for name in EXPECTATION_NAMES if name in kwargs}
+    expected = attempt(
+        Expectation.parse,
+        given.get("min_score"),
+        given.get("max_score"),
+        given.get("holds", True),
+        None,
+    )
+    # The options one at a time (every unknown name in one message), then the claim with the
+    # good ones: it renders now (variables, partials, blank text), not after the body.
+    known = OPTION_NAMES | RUNS_OPTION_NAMES
+    unknown = {name: value for name, value in kwargs.items() if name not in known}
+    if unknown:
+        attempt(ClaimOptions.parse, unknown, None, takes=MARKER_NAMES)
+    good = {}
+    for name, value in kwargs.items():
+        if name in known and attempt(ClaimOptions.parse, {name: value}, None) is not None:
+            good[name] = value
+    if "claim_variables" in kwargs and "claim_variables" not in good:
+        # The claim's variables are wrong: its rendering would report them again.
+        attempt(check_claim, claim)
+        return None, problems
+    checked = attempt(claim_at_call, None, claim, good, None, up_front=True)
+    if checked is None or problems:
+        return None, problems
+    own_targets, text, options = checked
+    if own_targets is not None:
+        problems.append(
+            "the proposition has its own target(s); a marker judges the fixture named by "
+            "target=, so pass a proposition created without a target"
+        )
+        return None, problems
+    assert isinstance(target, str) and expected is not None
+    return MarkerClaim(text, target, expected, options), problems
 
 
 class SoftClaims:
@@ -195,9 +311,12 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
     funcargs: dict[str, Any] = getattr(item, "funcargs", {})
     for claim in marker_claims(item):
         if claim.target not in funcargs:
-            raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.proposition target {claim.target!r} is not a fixture "
-                "available to this test"
+            # (A marker applied while the test ran: one found at collection has its fixture.)
+            pytest.fail(
+                f"{item.nodeid}: @pytest.mark.proposition: target {claim.target!r} is not a "
+                "fixture this test requests; a marker applied while the test runs judges only "
+                "a fixture the test requests",
+                pytrace=False,
             )
         pending.append(
             PendingClaim(
@@ -263,7 +382,9 @@ def soft_claim(
     __tracebackhide__ = True
     origin = "expect_proposition"
     expected = Expectation.parse(min_score, max_score, holds, origin)
-    target, claim, parsed = claim_at_call(target, claim, options, origin, up_front=True)
+    target, claim, parsed = claim_at_call(
+        target, claim, options, origin, up_front=True, takes=EXPECTATION_NAMES
+    )
     return pending_claim(target, claim, expected, parsed, origin, frame)
 
 
@@ -291,7 +412,7 @@ def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
     return frame_place(frame), TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
 
 
-BATCH_ITEM_KEYS = ("claim", "min_score", "max_score", "holds")
+BATCH_ITEM_KEYS = ("claim", *EXPECTATION_NAMES)
 
 
 def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
@@ -334,11 +455,11 @@ def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
         elif isinstance(item, Mapping) and (
             isinstance(item.get("claim"), str) or is_proposition_like(item.get("claim"))
         ):
-            unknown = sorted(map(str, set(item) - set(BATCH_ITEM_KEYS)))
+            unknown = set(item) - set(BATCH_ITEM_KEYS)
             if unknown:
+                error = unknown_names_error(unknown, [("", BATCH_ITEM_KEYS)], what="key")
                 raise TypeError(
-                    f"assert_propositions: item #{index} has unknown key(s) {', '.join(unknown)}; "
-                    f"expected some of {', '.join(BATCH_ITEM_KEYS)} (options go to "
+                    f"assert_propositions: item #{index}: {error} (options go to "
                     "assert_propositions itself)"
                 )
             claim = item["claim"]

@@ -130,23 +130,24 @@ def _has_proposition_marker(item: pytest.Item) -> bool:
     return "proposition" in item.keywords and item.get_closest_marker("proposition") is not None
 
 
+def _has_min_score_marker(item: pytest.Item) -> bool:
+    return "min_score" in item.keywords and item.get_closest_marker("min_score") is not None
+
+
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    # Check proposition markers now, so a typo is a usage error before anything runs, and make
-    # sure each marker's target fixture is set up even when the test does not request it.
-    marked = [item for item in items if _has_proposition_marker(item)]
+    # Check the markers now: a test with a bad one errors at its setup, naming every problem,
+    # and the others run. Each marker's target fixture is set up even when the test does not
+    # request it.
+    marked = [
+        item for item in items if _has_proposition_marker(item) or _has_min_score_marker(item)
+    ]
     if not marked:
         return
-    from .markers import marker_claims
+    from .markers import check_collected
 
-    for item in marked:
-        claims = marker_claims(item)
-        fixturenames = getattr(item, "fixturenames", None)
-        if claims and fixturenames is not None:
-            for target in sorted({claim.target for claim in claims}):
-                if target not in fixturenames:
-                    fixturenames.append(target)
+    check_collected(config, marked)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -159,10 +159,12 @@ def test_mean_score_passes_above_the_bar_and_fails_below(
     result.stdout.fnmatch_lines(["*rule: the claim scores at least 7 in at least 0.4 of runs*"])
     result.stdout.fnmatch_lines(
         [
-            "*over runs failed: the mean score is at least 6; * runs held; mean score 2.29/9*",
+            # (Issue 42: "N of N runs held" before, which a mean score does not read.)
+            "*over runs failed: the mean score is at least 6; mean score 2.29/9 over * runs, "
+            "90% interval*",
             "*PASSED over runs: Oscar is polite.",
             "*rule: the mean score is at least 5*",
-            "*mean score 8.*/9, 90% interval*",
+            "*mean score 8.*/9 over * runs, 90% interval*",
             "*betting confidence sequence*",
         ]
     )
@@ -265,6 +267,15 @@ def test_every_run_fails_at_the_first_run_that_does_not_hold(
     # run judged ahead of the decision.
     assert 5 + 8 <= len(judge_server.requests) <= 5 + 9
     result.stdout.fnmatch_lines(["*decided by: run 7 did not hold (every run must)*"])
+    # No statistics, so neither a confidence nor an interval (issue 42).
+    result.stdout.fnmatch_lines(
+        [
+            "*over runs failed: the claim holds in every run; 7 of 8 runs held",
+            "*rule: the claim holds in every run (max_runs 30)",
+            "*figures: 7 of 8 runs held",
+        ]
+    )
+    assert "interval" not in result.stdout.str()
 
 
 def test_soft_claims_batches_and_markers_take_runs(
@@ -722,7 +733,7 @@ def test_a_referee_where_it_does_not_apply_or_a_claim_that_cannot_pass_is_refuse
                 assert_proposition(runs(simulation(1.0), max_runs=30), "c", at_least=0.8, confidence=0.99)
         def test_too_few_for_the_referee_draws(assert_proposition):
             # 8 runs would do were each run drawn at chance 1; the draws start at 0.25.
-            with pytest.raises(ValueError, match="with referee m needs 9 runs; give max_runs=9 or"):
+            with pytest.raises(ValueError, match="referee m alike.*takes 9 runs; give max_runs=9 or"):
                 assert_proposition(runs(simulation(1.0), max_runs=8), "c", at_least=0.5, referee="m")
         def test_nine(min_score):
             min_score(runs(scored([9]), max_runs=20), "Ana stays in character.", 9)

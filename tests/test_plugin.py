@@ -237,7 +237,7 @@ def test_bad_env_value_names_the_variable(
     result.stderr.fnmatch_lines(["*environment variable PROP_MIN_SCORE*eleven*"])
 
 
-def test_bad_marker_is_a_usage_error_naming_the_test(
+def test_a_bad_min_score_mark_errors_its_test_naming_it(
     pytester: pytest.Pytester, judged: list[str]
 ) -> None:
     pytester.makepyfile(

@@ -612,13 +612,14 @@ MARKER_CASES = [
     ("marker", "expected"),
     [pytest.param(marker, expected, id=name) for name, marker, expected in MARKER_CASES],
 )
-def test_a_bad_marker_is_a_usage_error_at_collection(
+def test_a_bad_marker_errors_its_test_before_any_judging(
     pytester: pytest.Pytester,
     judge_server: ScriptedJudge,
     judged: list[str],
     marker: str,
     expected: str,
 ) -> None:
+    # (Issue 42: it used to be a usage error at collection, stopping every test.)
     pytester.makepyfile(
         test_bad=f"""
         import pytest
@@ -630,8 +631,8 @@ def test_a_bad_marker_is_a_usage_error_at_collection(
         """
     )
     result = pytester.runpytest(*judged)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([expected])
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([expected])
     assert judge_server.requests == []
     assert cached_entries(pytester.path / "verdicts") == 0
 

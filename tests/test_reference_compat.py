@@ -498,7 +498,8 @@ def test_claims_that_must_not_hold_fail_with_the_judges_justification_and_replay
         ),
         (
             'assert_propositions(world, [{"claim": "x", "holds": False, "last_n": 2}])',
-            "*TypeError: assert_propositions: item #0 has unknown key(s) last_n*",
+            "*TypeError: assert_propositions: item #0: unknown key last_n; accepted: claim, "
+            "min_score, max_score, holds (options go to assert_propositions itself)*",
         ),
         (
             'assert_proposition(world, "x", max_score=10)',

@@ -12,7 +12,11 @@ from ..checks import check_flag, quote_claim
 from ..scale import MAX_SCORE, MIN_SCORE
 from ..verdict import Kind, Verdict
 
-__all__ = ["Expectation", "check_threshold"]
+__all__ = ["EXPECTATION_NAMES", "Expectation", "check_threshold"]
+
+#: The keyword names of ``Expectation.parse``: what a call site that takes an expectation takes
+#: besides the options (an unknown option's message lists them).
+EXPECTATION_NAMES = ("min_score", "max_score", "holds")
 
 
 def check_threshold(value: Any, where: str) -> int:
@@ -34,31 +38,32 @@ class Expectation:
     holds: bool = True
 
     @classmethod
-    def parse(cls, min_score: Any, max_score: Any, holds: Any, where: str) -> Expectation:
-        """The expectation a call site gives with ``min_score``, ``max_score`` and ``holds``."""
+    def parse(cls, min_score: Any, max_score: Any, holds: Any, where: str | None) -> Expectation:
+        """The expectation a call site gives with ``min_score``, ``max_score`` and ``holds``;
+        every message starts with ``where`` when given."""
         __tracebackhide__ = True
+        at = f"{where}: " if where else ""
         try:
             check_flag(holds, "holds")
         except TypeError as error:
-            raise TypeError(f"{where}: {error}") from None
+            raise TypeError(f"{at}{error}") from None
         if min_score is not None and max_score is not None:
             raise TypeError(
-                f"{where}: give min_score (the score must reach it) or max_score (the score "
+                f"{at}give min_score (the score must reach it) or max_score (the score "
                 "must not exceed it), not both"
             )
         if not holds and min_score is not None:
             raise TypeError(
-                f"{where}: holds=False with min_score is ambiguous; for a score that must stay "
+                f"{at}holds=False with min_score is ambiguous; for a score that must stay "
                 "low, write max_score=N (the score must be at most N)"
             )
         if not holds and max_score is not None:
-            raise TypeError(
-                f"{where}: max_score already says the claim must not hold; drop holds=False"
-            )
+            raise TypeError(f"{at}max_score already says the claim must not hold; drop holds=False")
+        named = f"{where} " if where else ""
         if max_score is not None:
-            return cls(check_threshold(max_score, f"{where} max_score"), False)
+            return cls(check_threshold(max_score, f"{named}max_score"), False)
         if min_score is not None:
-            return cls(check_threshold(min_score, f"{where} min_score"), True)
+            return cls(check_threshold(min_score, f"{named}min_score"), True)
         return cls(None, holds)
 
     @property

@@ -8,7 +8,8 @@ row of the options list in docs/claims.md.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,8 @@ __all__ = [
     "choose_target",
     "claim_and_options",
     "is_proposition_like",
+    "refuse_unknown_names",
+    "unknown_names_error",
     "with_own_options",
 ]
 
@@ -123,10 +126,17 @@ class ClaimOptions:
 
     @classmethod
     def parse(
-        cls, options: Mapping[str, Any], where: str | None, base: ClaimOptions | None = None
+        cls,
+        options: Mapping[str, Any],
+        where: str | None,
+        base: ClaimOptions | None = None,
+        *,
+        takes: Iterable[str] = (),
     ) -> ClaimOptions:
         """The options as given at a call site, each checked; ``base``'s where not given. An
-        unknown name is a TypeError; every message starts with ``where`` when given."""
+        unknown name is a TypeError listing every name the call site accepts (``takes``: its
+        own arguments besides the options, such as the expectation's names); every message
+        starts with ``where`` when given."""
         __tracebackhide__ = True
         if base is None and not options:
             return _NONE  # the commonest call gives none
@@ -143,9 +153,13 @@ class ClaimOptions:
                 unknown.append(name)
         try:
             if unknown:
-                raise TypeError(
-                    f"unknown option(s) {', '.join(sorted(map(str, unknown)))}; expected some "
-                    f"of {', '.join(sorted(OPTION_NAMES))}"
+                raise unknown_names_error(
+                    unknown,
+                    [
+                        ("", list(takes)),
+                        ("claim options", sorted(OPTION_NAMES)),
+                        ("over runs(...)", sorted(RUNS_OPTION_NAMES)),
+                    ],
                 )
             for name, value in changes.items():
                 changes[name] = _CHECKS[name](value, name)
@@ -175,6 +189,57 @@ _CHECKS: dict[str, Callable[[Any, str], Any]] = {
 #: The keyword options every claim-making fixture and marker accepts.
 OPTION_NAMES = frozenset(_CHECKS)
 _NONE = ClaimOptions()
+
+
+# -- unknown names -----------------------------------------------------------------------------
+
+# Names one call site takes for what another calls differently: a misspelling of either
+# suggests the one this call takes.
+_SAME_MEANING = {"threshold": "min_score", "min_score": "threshold"}
+
+
+def _closest(name: str, accepted: Collection[str]) -> str | None:
+    """The accepted name ``name`` most likely misspells, or None when none is close."""
+    close = difflib.get_close_matches(name, [*accepted, *_SAME_MEANING], n=1, cutoff=0.7)
+    if not close:
+        return None
+    match = close[0]
+    if match in accepted:
+        return match
+    other = _SAME_MEANING[match]
+    return other if other in accepted else None
+
+
+def unknown_names_error(
+    unknown: Iterable[object], groups: Iterable[tuple[str, Iterable[str]]], what: str = "option"
+) -> TypeError:
+    """The error for names a call does not take (``what``: option, key): each with the closest
+    accepted name, then every accepted name, in ``groups`` of (label, names) (an empty label:
+    no label)."""
+    groups = [(label, list(names)) for label, names in groups]
+    accepted = {name for _, names in groups for name in names}
+    named = []
+    for name in sorted(map(str, unknown)):
+        closest = _closest(name, accepted)
+        named.append(f"{name} (did you mean {closest}?)" if closest else name)
+    listed = "; ".join(
+        f"{label}: {', '.join(names)}" if label else ", ".join(names)
+        for label, names in groups
+        if names
+    )
+    word = what if len(named) == 1 else f"{what}s"
+    return TypeError(f"unknown {word} {', '.join(named)}; accepted: {listed}")
+
+
+def refuse_unknown_names(given: Iterable[str], accepted: Iterable[str], where: str) -> None:
+    """A call with a fixed signature (``Proposition``, ``check_proposition``): its keyword
+    names checked before Python's own error, which neither lists nor suggests names."""
+    __tracebackhide__ = True
+    names = list(accepted)
+    unknown = [name for name in given if name not in names]
+    if unknown:
+        error = unknown_names_error(unknown, [("", names)])
+        raise TypeError(f"{where}: {error}")
 
 
 # -- Proposition-shaped claims ----------------------------------------------------------------

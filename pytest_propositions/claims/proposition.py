@@ -30,7 +30,7 @@ from .asking import Asking
 from .claim_text import render_claim
 from .expectation import Expectation
 from .judge_chat import JudgeChat
-from .options import ClaimOptions, with_own_options
+from .options import ClaimOptions, refuse_unknown_names, with_own_options
 from .targets import RenderOptions, as_target_list, render_context
 
 if TYPE_CHECKING:
@@ -523,13 +523,17 @@ def _of_kind(
     """``function`` with its kind bound: the public function, whose signature (for type
     checkers, ``help()`` and the API reference) is the function's without the kind."""
 
+    signature = inspect.signature(function)
+    names = list(signature.parameters)[1:]
+
     def call(*args: _P.args, **kwargs: _P.kwargs) -> Any:
         __tracebackhide__ = True
+        # Python's own error would name the private function and list no accepted names.
+        refuse_unknown_names(kwargs, names, name)
         return function(kind, *args, **kwargs)
 
     functools.update_wrapper(call, function)
     del call.__wrapped__  # type: ignore[attr-defined]
-    signature = inspect.signature(function)
     call.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=list(signature.parameters.values())[1:]
     )

@@ -178,13 +178,28 @@ def _check_reachable(rule: Rule, target: Runs) -> None:
     least = _least_runs(rule)
     if least is not None and least <= limit:
         return
-    need = f"max_runs={least} or more" if least is not None else "a lower bar or confidence"
-    raise ValueError(
-        f"this claim cannot pass within max_runs={limit}: even if every run went its way, "
-        f"{rule.describe()} at confidence {rule.confidence:g}"
-        + (f" with referee {rule.referee}" if rule.referee else "")
-        + f" needs {least if least is not None else 'more than a million'} runs; give {need}"
+    takes = (
+        f"takes {least} runs; give max_runs={least} or more"
+        if least is not None
+        else "takes more than a million runs; give a lower bar or a lower confidence"
     )
+    alike = f" (by the main judge and referee {rule.referee} alike)" if rule.referee else ""
+    raise ValueError(
+        f"this claim cannot pass within max_runs={limit}: even if {_best_case(rule)}{alike}, "
+        f"showing at {rule.confidence * 100:g}% confidence that {rule.describe()} {takes}"
+    )
+
+
+def _best_case(rule: Rule) -> str:
+    """Every run going the claim's way, in the rule's words."""
+    if rule.mode == "better_than":
+        if rule.kind == "score":
+            return f"every run scored {MAX_SCORE} and every control run {MIN_SCORE}"
+        return "every run held and no control run did"
+    if rule.mode == "mean":
+        return f"every run scored {MAX_SCORE}"
+    held = "held" if rule.threshold is None else f"scored at least {rule.threshold}"
+    return f"no run {held}" if rule.mode == "at_most" else f"every run {held}"
 
 
 def _least_runs(rule: Rule) -> int | None:

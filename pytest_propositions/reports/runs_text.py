@@ -31,30 +31,43 @@ def interval_confidence(mode: str, confidence: float) -> float:
 
 
 def figures_line(data: Mapping[str, Any]) -> str:
-    """The figures in one line: runs made, runs held, the rate or mean, its interval."""
+    """The figures in one line: runs made, and the rate with the runs that held, or the mean
+    score, or the difference from the control, with its interval; every_run's runs only (it
+    has no statistics, so neither confidence nor interval)."""
     made, held = data["runs_made"], data["runs_held"]
+    # With a per-run bar (a score claim's threshold), a run holds when it reaches it.
+    threshold = data.get("threshold")
+    verb = "held" if threshold is None else f"scored at least {threshold}"
+    if data["rule"] == "every_run":
+        return f"{held} of {made} runs {verb}"
     confidence = f"{interval_confidence(data['rule'], data['confidence']) * 100:.4g}%"
-    if data["rule"] == "mean":
-        what = f"mean score {_figure(data, 'estimate')}/{MAX_SCORE}"
-    elif data["rule"] == "better_than":
+    interval = f"[{_figure(data, 'lower')}, {_figure(data, 'upper')}]"
+    if data["rule"] == "better_than":
         what = (
             f"{'mean score' if data['kind'] == 'score' else 'rate'} {_figure(data, 'estimate')} "
             f"vs control {_figure(data, 'control_estimate')}, difference"
         )
-    else:
-        what = f"rate {_figure(data, 'estimate')}"
-    interval = f"[{_figure(data, 'lower')}, {_figure(data, 'upper')}]"
-    if data["rule"] == "better_than":
         return f"{made} pairs of runs; {what} in {interval} at {confidence}"
+    mean = data["rule"] == "mean"
+    what = (
+        f"mean score {_figure(data, 'estimate')}/{MAX_SCORE}"
+        if mean
+        else f"rate {_figure(data, 'estimate')}"
+    )
     if data.get("referee"):
         agreement = data.get("agreement")
         agreed = "-" if agreement is None else f"{agreement * 100:.0f}%"
+        agreeing = f"the same score on {agreed}" if mean else f"agreeing on {agreed}"
+        # A mean score reads each run's score: no run holds or fails by itself.
+        runs = f"{made} runs judged by" if mean else f"{held} of {made} runs {verb} for"
         return (
-            f"{held} of {made} runs held for the main judge; referee {data['referee']} judged "
-            f"{data['referee_runs']} of them (agreeing on {agreed}); the referee's {what}, "
+            f"{runs} the main judge; referee {data['referee']} "
+            f"judged {data['referee_runs']} of them ({agreeing}); the referee's {what}, "
             f"{confidence} interval {interval}"
         )
-    return f"{held} of {made} runs held; {what}, {confidence} interval {interval}"
+    if mean:
+        return f"{what} over {made} runs, {confidence} interval {interval}"
+    return f"{held} of {made} runs {verb}; {what}, {confidence} interval {interval}"
 
 
 def decision_about(data: Mapping[str, Any]) -> str:
@@ -69,12 +82,19 @@ def decision_about(data: Mapping[str, Any]) -> str:
     return f"{main}'s verdicts (no referee: its errors are not accounted for)"
 
 
+def _rule_terms(data: Mapping[str, Any]) -> str:
+    """The rule's confidence and max_runs; every_run has no confidence (no statistics)."""
+    if data["rule"] == "every_run":
+        return f"max_runs {data['max_runs']}"
+    return f"confidence {data['confidence'] * 100:g}%, max_runs {data['max_runs']}"
+
+
 def runs_text(data: Mapping[str, Any]) -> str:
     """The report of a claim over runs: decision, figures, rule, and the runs against it."""
     label = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUSIVE"}[data["decision"]]
     lines = [
         f"{label} over runs: {terminal_text(data['claim'])}",
-        f"  rule: {data['rule_text']} (confidence {data['confidence'] * 100:g}%, max_runs {data['max_runs']})",
+        f"  rule: {data['rule_text']} ({_rule_terms(data)})",
         f"  figures: {figures_line(data)}",
         f"  decided by: {data['decided_by']}",
         f"  decision about: {decision_about(data)}",
@@ -86,9 +106,8 @@ def runs_text(data: Mapping[str, Any]) -> str:
     # A run holding is against a claim that must be rare (at_most), else a run not holding.
     against = [run for run in data["runs"] if run["held"] == (data["rule"] == "at_most")]
     if data["decision"] != "pass" and against and data["rule"] != "better_than":
-        lines.append(
-            f"  runs against the claim ({len(against)}; the first {min(len(against), QUOTED_RUNS)}):"
-        )
+        shown = f"; the first {QUOTED_RUNS}" if len(against) > QUOTED_RUNS else ""
+        lines.append(f"  runs against the claim ({len(against)}{shown}):")
         for run in against[:QUOTED_RUNS]:
             verdict = run["verdict"]
             why = " ".join(terminal_text(str(verdict.get("justification", ""))).split())
