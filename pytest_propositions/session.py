@@ -13,16 +13,8 @@ import pytest
 
 from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import (
-    OPTIONS,
-    CacheFolder,
-    SettingsError,
-    configured_folder,
-    default_folder,
-    read_options,
-    reference_judge,
-    resolve,
-)
+from .settings import OPTIONS, SettingsError, reference_judge, resolve
+from .store.location import CacheFolder, configured_folder, default_folder, read_options
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine

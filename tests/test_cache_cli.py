@@ -16,8 +16,8 @@ import pytest
 
 from pytest_propositions import checks
 from pytest_propositions.cli.main import main
-from pytest_propositions.settings import CacheFolder, default_folder
 from pytest_propositions.store.cache import VerdictCache, canonical_json
+from pytest_propositions.store.location import CacheFolder, default_folder
 from tests.support.records import keyed
 from tests.support.records import line as kept_line
 

@@ -99,7 +99,9 @@ def test_litellm_range_is_bounded_by_the_releases_nox_tests() -> None:
 
 #: How many of its own modules an unused plugin may load (its face: plugin, session, runtime,
 #: settings and the kernel they stand on). A guard, not a target: raise it with a reason.
-UNUSED_MODULE_BUDGET = 15
+#: 16: store/location.py (and its package) find the verdict cache's folder at configure, where
+#: an old cache is moved out of pytest's cache folder before any test runs (issue 42).
+UNUSED_MODULE_BUDGET = 16
 
 
 def test_an_unused_plugin_stays_within_its_load_budget(tmp_path: Path) -> None:

@@ -24,14 +24,9 @@ from ..checks import InputFileError, plural, read_text_lines
 from ..errors import CalibrationError
 from ..reports.diff import ReportError
 from ..reports.diff import run as diff
-from ..settings import (
-    CACHE_FOLDER,
-    OPTIONS_BY_NAME,
-    SettingsError,
-    add_command_flags,
-    command_cache_folder,
-)
+from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
+from ..store.location import CACHE_FOLDER, command_cache_folder
 from ..store.postgres import describe_store
 from . import calibrate, rejudge
 from .store import StoreCommands
