@@ -11,7 +11,7 @@ import pytest
 
 from . import runtime as runtime_module
 from .errors import PropositionFailed
-from .session import CACHE_NOTE_KEY, SOFT_CLAIMS_KEY, build_runtime, finish_run
+from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run, say_cache_moved
 from .settings import OPTIONS, argparse_type
 
 if TYPE_CHECKING:
@@ -104,11 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # An old verdict cache moved: said once, whatever the verbosity (-q hides the header).
-    note = session.config.stash.get(CACHE_NOTE_KEY, None)
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if note is not None and reporter is not None:
-        reporter.write_line(f"propositions: {note}", yellow=True)
+    say_cache_moved(session.config)
     # Credentials inside --prop-api-base reach other libraries' DEBUG logs (the request URL);
     # pytest's logging plugin, registered by now, is where they would be shown or written.
     runtime = session.config.stash.get(RUNTIME_KEY, None)
@@ -124,14 +120,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     hide_credentials_in_logs([h for h in handlers if isinstance(h, logging.Handler)])
 
 
-def _has_proposition_marker(item: pytest.Item) -> bool:
+def _has_marker(item: pytest.Item, name: str = "proposition") -> bool:
     # A node's keywords hold its markers' names (and node names): a dict lookup per level, where
     # the marker lookup itself costs every test of a suite several microseconds.
-    return "proposition" in item.keywords and item.get_closest_marker("proposition") is not None
-
-
-def _has_min_score_marker(item: pytest.Item) -> bool:
-    return "min_score" in item.keywords and item.get_closest_marker("min_score") is not None
+    return name in item.keywords and item.get_closest_marker(name) is not None
 
 
 def pytest_collection_modifyitems(
@@ -140,9 +132,7 @@ def pytest_collection_modifyitems(
     # Check the markers now: a test with a bad one errors at its setup, naming every problem,
     # and the others run. Each marker's target fixture is set up even when the test does not
     # request it.
-    marked = [
-        item for item in items if _has_proposition_marker(item) or _has_min_score_marker(item)
-    ]
+    marked = [item for item in items if _has_marker(item) or _has_marker(item, "min_score")]
     if not marked:
         return
     from .markers import check_collected
@@ -181,7 +171,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             pending = item.stash[SOFT_CLAIMS_KEY].take()
             judge_soft_claims_after(item.config.stash[RUNTIME_KEY], item, pending, error)
         raise
-    if SOFT_CLAIMS_KEY not in item.stash and not _has_proposition_marker(item):
+    if SOFT_CLAIMS_KEY not in item.stash and not _has_marker(item):
         return result
     from .markers import judge_after_body
 

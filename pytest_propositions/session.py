@@ -133,6 +133,15 @@ def calibrations(
     return lookup
 
 
+def say_cache_moved(config: pytest.Config) -> None:
+    """An old verdict cache moved (or read where it is): said once at the session's start,
+    whatever the verbosity (-q hides the header)."""
+    note = config.stash.get(CACHE_NOTE_KEY, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if note is not None and reporter is not None:
+        reporter.write_line(f"propositions: {note}", yellow=True)
+
+
 def cache_dir(config: pytest.Config, configured: str | None) -> CacheFolder:
     """The configured folder (a relative ini value from the rootdir, as pytest's own cache_dir),
     else the project's own at the rootdir (settings.py: where an old cache is moved from)."""
