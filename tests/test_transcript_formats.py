@@ -783,3 +783,117 @@ def test_the_docs_show_what_the_judge_sees() -> None:
     exec(compile(example, "test_anthropic_transcript.py", "exec"), namespace)
     body = rendered(namespace["MESSAGES"]).removeprefix("## Transcript\n\n")
     assert body == shown.rstrip("\n")
+
+
+# -- the tools the Responses API runs itself -------------------------------------------------------
+
+HOSTED_ITEMS: list[dict[str, Any]] = [
+    {"role": "user", "content": "What will the weather be in Lisbon? Plot it."},
+    {
+        "type": "web_search_call",
+        "id": "ws_51",
+        "status": "completed",
+        "action": {"type": "search", "query": "Lisbon weather tomorrow"},
+    },
+    {
+        "type": "file_search_call",
+        "id": "fs_52",
+        "status": "completed",
+        "queries": ["lisbon climate"],
+        "results": [
+            {"file_id": "file-53", "filename": "climate.pdf", "score": 0.9, "text": "Mild."}
+        ],
+    },
+    {
+        "type": "code_interpreter_call",
+        "id": "ci_54",
+        "status": "completed",
+        "container_id": "cntr_55",
+        "code": "print(21)",
+        "outputs": [{"type": "logs", "logs": "21"}, {"type": "image", "url": "https://p/56.png"}],
+    },
+    {"type": "image_generation_call", "id": "ig_57", "status": "completed", "result": "QUJD"},
+    {
+        "type": "computer_call",
+        "id": "cu_58",
+        "call_id": "call_59",
+        "status": "completed",
+        "action": {"type": "click", "x": 10, "y": 20, "button": "left"},
+        "pending_safety_checks": [],
+    },
+    {
+        "type": "computer_call_output",
+        "call_id": "call_59",
+        "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,QUJD"},
+    },
+    {
+        "type": "local_shell_call",
+        "id": "ls_60",
+        "call_id": "call_61",
+        "status": "completed",
+        "action": {"type": "exec", "command": ["ls"], "env": {}},
+    },
+    {"type": "local_shell_call_output", "id": "call_61", "output": "forecast.csv"},
+    {
+        "type": "mcp_list_tools",
+        "id": "ml_62",
+        "server_label": "weather",
+        "tools": [{"name": "forecast", "input_schema": {}}],
+    },
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "21C."}]},
+]
+
+
+def test_responses_hosted_tools_are_tool_calls_and_results() -> None:
+    """A web search, a file search, code run, an image made, a computer clicked, a shell run and
+    an MCP server's tools listed: each a TOOL_CALL with its arguments, and what it returned when
+    the item says; ids, containers and images never shown."""
+    text = rendered(HOSTED_ITEMS)
+    assert events(text) == [
+        "user --> assistant: [CONVERSATION] What will the weather be in Lisbon? Plot it.",
+        'assistant acts: [TOOL_CALL] web_search({"query": "Lisbon weather tomorrow", '
+        '"type": "search"})',
+        'assistant acts: [TOOL_CALL] file_search({"queries": ["lisbon climate"]})',
+        'tool:file_search --> assistant: [TOOL_RESULT] [{"filename": "climate.pdf", '
+        '"score": 0.9, "text": "Mild."}]',
+        'assistant acts: [TOOL_CALL] code_interpreter({"code": "print(21)"})',
+        "tool:code_interpreter --> assistant: [TOOL_RESULT] 21",
+        "assistant acts: [TOOL_CALL] image_generation()",
+        "tool:image_generation --> assistant: [TOOL_RESULT] <image part omitted>",
+        'assistant acts: [TOOL_CALL] computer({"button": "left", "type": "click", "x": 10, '
+        '"y": 20})',
+        "tool:computer --> assistant: [TOOL_RESULT] <screenshot part omitted>",
+        'assistant acts: [TOOL_CALL] local_shell({"command": ["ls"], "env": {}, "type": "exec"})',
+        "tool:local_shell --> assistant: [TOOL_RESULT] forecast.csv",
+        'assistant acts: [TOOL_CALL] mcp_list_tools({"server_label": "weather"})',
+        "tool:mcp_list_tools --> assistant: [TOOL_RESULT] forecast",
+        "assistant acts: [TALK] 21C.",
+    ]
+    assert "    <image part omitted>" in text  # the plot, under the code's logs
+    for volatile in ("ws_51", "fs_52", "file-53", "ci_54", "cntr_55", "56.png", "QUJD"):
+        assert volatile not in text
+    assert "call_59" not in text and "call_61" not in text
+    assert events(rendered(HOSTED_ITEMS, last_n=2)) == events(text)[-2:]
+
+
+def test_responses_hosted_tool_errors_and_unknown_outputs_are_named() -> None:
+    failed = {"type": "mcp_list_tools", "server_label": "weather", "error": "server down"}
+    assert events(rendered([HOSTED_ITEMS[0], failed]))[1:] == [
+        'assistant acts: [TOOL_CALL] mcp_list_tools({"server_label": "weather"})',
+        "tool:mcp_list_tools --> assistant: [TOOL_RESULT] (error) server down",
+    ]
+    odd = copy.deepcopy(HOSTED_ITEMS[3])
+    odd["outputs"].append({"type": "hologram"})
+    with pytest.raises(ValueError, match=r"Responses item #1: an output.s type .*logs or image"):
+        rendered([HOSTED_ITEMS[0], odd])
+
+
+def test_responses_hosted_tools_as_the_sdks_typed_items() -> None:
+    types = pytest.importorskip("openai.types.responses", reason="the openai SDK is not installed")
+    typed = [
+        HOSTED_ITEMS[0],
+        types.ResponseFunctionWebSearch(**HOSTED_ITEMS[1]),
+        types.ResponseFileSearchToolCall(**HOSTED_ITEMS[2]),
+        types.ResponseCodeInterpreterToolCall(**HOSTED_ITEMS[3]),
+    ]
+    assert rendered(typed) == rendered(HOSTED_ITEMS[:4])

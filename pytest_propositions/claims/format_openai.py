@@ -182,15 +182,13 @@ _RESPONSES_ITEMS = (
     "custom_tool_call",
     "custom_tool_call_output",
     "mcp_call",
-)
-#: Item types only the Responses API writes: one of them makes a list a Responses transcript.
-_RESPONSES_ONLY = frozenset(_RESPONSES_ITEMS[1:]) | {
-    "file_search_call",
+    # The tools the Responses API runs itself (below, _HOSTED_CALLS and _HOSTED_OUTPUTS).
     "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
     "computer_call",
     "computer_call_output",
-    "image_generation_call",
-    "code_interpreter_call",
     "local_shell_call",
     "local_shell_call_output",
     "shell_call",
@@ -198,6 +196,9 @@ _RESPONSES_ONLY = frozenset(_RESPONSES_ITEMS[1:]) | {
     "apply_patch_call",
     "apply_patch_call_output",
     "mcp_list_tools",
+)
+#: Item types only the Responses API writes: one of them makes a list a Responses transcript.
+_RESPONSES_ONLY = frozenset(_RESPONSES_ITEMS[1:]) | {
     "mcp_approval_request",
     "mcp_approval_response",
     "item_reference",
@@ -267,6 +268,88 @@ def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
     return "\n".join(texts) if texts else "(reasoning not shown)"
 
 
+# A hosted tool's call: the tool's name, and the item's key holding its arguments (the whole
+# item less its ids, status and results when None).
+_HOSTED_CALLS: dict[str, tuple[str, str | None]] = {
+    "web_search_call": ("web_search", "action"),
+    "file_search_call": ("file_search", None),
+    "code_interpreter_call": ("code_interpreter", None),
+    "image_generation_call": ("image_generation", None),
+    "computer_call": ("computer", "action"),
+    "local_shell_call": ("local_shell", "action"),
+    "shell_call": ("shell", "action"),
+    "apply_patch_call": ("apply_patch", "operation"),
+    "mcp_list_tools": ("mcp_list_tools", None),
+}
+# What a hosted call carries besides its arguments: ids, its state, and what it returned
+# (shown as the call's result).
+_NOT_ARGUMENTS = frozenset(
+    {"type", "id", "call_id", "status", "results", "outputs", "result", "output", "tools"}
+    | {"pending_safety_checks", "container_id", "encrypted_content", "error"}
+)
+
+
+def _hosted_result(kind: str, item: Mapping[str, Any], where: str) -> str | None:
+    """What a hosted tool returned, as its call item carries it (None: nothing yet)."""
+    if kind == "image_generation_call":
+        return omitted("image") if item.get("result") else None
+    if kind == "code_interpreter_call":
+        pieces = []
+        for output in item.get("outputs") or ():
+            kind_of = output.get("type") if isinstance(output, Mapping) else None
+            if kind_of == "logs":
+                pieces.append(data_text(output.get("logs"), where))
+            elif kind_of == "image":
+                pieces.append(omitted("image"))
+            else:
+                raise unreadable(f"{where}: an output's type", kind_of or output, "logs or image")
+        return "\n".join(pieces) if pieces else None
+    if kind == "mcp_list_tools":
+        tools = item.get("tools") or ()
+        return ", ".join(str(t.get("name")) for t in tools if isinstance(t, Mapping)) or None
+    results = item.get("results")
+    if results is None:
+        return None
+    if isinstance(results, list | tuple):  # a file search's hits, less their files' ids
+        results = [
+            {k: v for k, v in hit.items() if k != "file_id"} if isinstance(hit, Mapping) else hit
+            for hit in results
+        ]
+    return data_text(results, where)
+
+
+def _hosted_call(kind: str, item: Mapping[str, Any], where: str) -> list[Event]:
+    """A tool the Responses API ran itself: its call, then what it returned when the item
+    says (a web search's results come as the next message's citations)."""
+    tool, key = _HOSTED_CALLS[kind]
+    if key is not None:
+        arguments: Any = item.get(key)
+    else:
+        arguments = {k: v for k, v in item.items() if k not in _NOT_ARGUMENTS and v is not None}
+    events = [act("assistant", "TOOL_CALL", call_text(tool, arguments or None))]
+    if item.get("error"):
+        events.append(tool_result(tool, data_text(item["error"], where), error=True))
+    else:
+        result = _hosted_result(kind, item, where)
+        if result is not None:
+            events.append(tool_result(tool, result))
+    return events
+
+
+def _hosted_output(kind: str, item: Mapping[str, Any], where: str) -> Event:
+    """What a hosted tool the caller runs returned (a computer's screenshot, a shell's output,
+    a patch applied)."""
+    tool = _HOSTED_CALLS[kind.removesuffix("_output")][0]
+    output = item.get("output")
+    if kind == "computer_call_output":
+        return tool_result(tool, omitted("screenshot"))
+    if kind == "apply_patch_call_output" and output is None:
+        return tool_result(
+            tool, str(item.get("status") or ""), error=item.get("status") == "failed"
+        )
+    return tool_result(tool, data_text(output, where))
+
+
 def _responses_events(items: Sequence[Any]) -> list[Event]:
     tool_names: dict[str, str] = {}
     events: list[Event] = []
@@ -306,6 +389,10 @@ def _responses_events(items: Sequence[Any]) -> list[Event]:
                 events.append(tool_result(name, data_text(error, where), error=True))
             elif "output" in item:
                 events.append(tool_result(name, data_text(item["output"], where)))
+        elif isinstance(kind, str) and kind in _HOSTED_CALLS:
+            events.extend(_hosted_call(kind, item, where))
+        elif isinstance(kind, str) and kind.removesuffix("_output") in _HOSTED_CALLS:
+            events.append(_hosted_output(kind, item, where))
         else:
             raise unreadable(f"{where}'s type", kind, ", ".join(_RESPONSES_ITEMS))
     return events
