@@ -580,3 +580,33 @@ def test_progress_of_the_command_in_a_ci_log_stays_short(
     assert all(line.startswith("calibrate: judged ") for line in lines[1:]), lines
     assert "\r" not in done.stderr
     assert "NOT FIT" in done.stdout
+
+
+def test_item_text_is_printed_escaped_never_obeyed(
+    env: Path, judge_server: ScriptedJudge, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 48: ids, claims and tags come from the user's file; a terminal escape (here one
+    that clears the screen, one that sets the window title) or a carriage return in them is
+    shown as its escape, never written raw."""
+    hostile = {
+        "id": "esc\x1b[2J",
+        "kind": "check",
+        "target": {"text": "Oscar: hello."},
+        "claim": "Oscar greets\r\x1b]0;pwned\x07 Ana.",
+        "label": True,
+        "tags": ["tag\x9b31m"],
+    }
+    (env / "mine.jsonl").write_text(json.dumps(hostile) + "\n", encoding="utf-8")
+    judge_server.default = verdict(False)
+    assert calibrate("--set", "mine.jsonl") == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "\x07" not in out and "\x9b" not in out
+    assert "tag\\x9b31m" in out
+    assert "esc\\x1b[2J" in out
+    assert "Oscar greets\\r\\x1b]0;pwned\\x07 Ana." in out
+    # A usage error quoting the item's text is escaped too.
+    bad = {**hostile, "target": {"world": {"name": "W\x1b[2J", "events": [["dance", "A"]]}}}
+    (env / "mine.jsonl").write_text(json.dumps(bad) + "\n", encoding="utf-8")
+    assert calibrate("--set", "mine.jsonl") == 2
+    err = capsys.readouterr().err
+    assert "unknown world event" in err and "\x1b" not in err

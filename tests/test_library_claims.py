@@ -154,3 +154,53 @@ def test_whose_code_a_frame_runs(tmp_path: Path) -> None:
     assert library_module(_frame_in("<string>", "x"), (project,)) is None  # type: ignore[arg-type]
     outside = _frame_in(str(tmp_path / "lib.py"), "lib")
     assert library_module(outside, ()) is None  # type: ignore[arg-type]
+
+
+def test_a_library_imported_through_a_path_with_dotdot_is_still_a_library(
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 48: a sys.path entry such as ``<project>/../installed`` reads, unresolved, as a
+    folder inside the project; the library's claims then lost their ``made by`` and one was
+    named as the test's cause. Paths are compared resolved."""
+    folder = tmp_path_factory.mktemp("installed")
+    (folder / "steering_lib.py").write_text(LIBRARY, encoding="utf-8")
+    dotted = pytester.path / ".." / folder.name
+    assert dotted.resolve() == folder.resolve() and not folder.is_relative_to(pytester.path)
+    pytester.syspathinsert(str(dotted))
+    judge_server.on("The room is quiet.", verdict(True, "Nobody speaks."))
+    judge_server.on("Oscar sounds calm.", verdict(False, "He raises his voice."))
+    judge_server.on("Oscar is a chef.", verdict(False, "He is an architect."))
+    monkeypatch.setenv("COLUMNS", "300")  # the short summary's lines whole
+    pytester.makepyfile(test_steering=TESTS)
+    result = pytester.runpytest(*inner_run, "-rf", "--prop-report=report.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["FAILED test_steering.py::test_library_claims_then_a_plain_assert - assert 1 == 2"]
+    )
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    made_by = sorted((r["verdict"]["claim"], r.get("made_by")) for r in report["verdicts"])
+    assert made_by == [
+        ("Oscar is a chef.", None),
+        ("Oscar sounds calm.", "steering_lib"),
+        ("Oscar sounds calm.", "steering_lib"),
+        ("The room is quiet.", "steering_lib"),
+        ("The room is quiet.", "steering_lib"),
+    ]
+
+
+def test_paths_are_compared_resolved(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (tmp_path / "lib").mkdir()
+    outside = _frame_in(str(project / "tests" / ".." / ".." / "lib" / "steer.py"), "steer")
+    assert library_module(outside, (project,)) == "steer"  # type: ignore[arg-type]
+    # The project's own code reached through a link or a `..` stays the project's.
+    link = tmp_path / "link"
+    link.symlink_to(project, target_is_directory=True)
+    own = _frame_in(str(link / "tests" / ".." / "helpers.py"), "helpers")
+    assert library_module(own, (project,)) is None  # type: ignore[arg-type]
+    assert library_module(own, (link / "tests" / "..",)) is None  # type: ignore[arg-type]

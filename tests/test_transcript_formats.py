@@ -424,7 +424,7 @@ UNREADABLE = [
             [booking.otlp_span("chat", 1, 2, {"gen_ai.input.messages": "[{not json"})]
         ),
         ValueError,
-        "span #0 ('chat'): gen_ai.input.messages is not JSON; expected a JSON list of messages",
+        "resourceSpans[0].scopeSpans[0].spans[0] ('chat'): gen_ai.input.messages is not JSON; expected a JSON list of messages",
         id="genai-not-json",
     ),
     pytest.param(
@@ -439,7 +439,8 @@ UNREADABLE = [
             ]
         ),
         ValueError,
-        "span #0 ('chat'): gen_ai.input.messages is not a list of messages; expected",
+        "resourceSpans[0].scopeSpans[0].spans[0] ('chat'): gen_ai.input.messages is not a list of messages; "
+        "expected",
         id="genai-no-parts",
     ),
     pytest.param(
@@ -458,8 +459,8 @@ UNREADABLE = [
             ]
         ),
         ValueError,
-        "span #0 ('chat')'s output, message #0, part #0's type is 'hologram'; expected text, "
-        "tool_call, tool_call_response, reasoning",
+        "resourceSpans[0].scopeSpans[0].spans[0] ('chat')'s output, message #0, part #0's type is 'hologram'; "
+        "expected text, tool_call, tool_call_response, reasoning",
         id="genai-part",
     ),
     pytest.param(
@@ -467,7 +468,8 @@ UNREADABLE = [
             [booking.otlp_span("execute_tool", 1, 2, {"gen_ai.operation.name": "execute_tool"})]
         ),
         ValueError,
-        "span #0 ('execute_tool') is a tool span without a tool name; expected gen_ai.tool.name",
+        "resourceSpans[0].scopeSpans[0].spans[0] ('execute_tool') is a tool span without a tool name; expected "
+        "gen_ai.tool.name",
         id="tool-span-unnamed",
     ),
     pytest.param(
@@ -488,7 +490,8 @@ UNREADABLE = [
             ]
         },
         ValueError,
-        "span #0: attribute x's value kind is 'mysteryValue'; expected stringValue",
+        "resourceSpans[0].scopeSpans[0].spans[0].attributes[0].value's value kind is 'mysteryValue'; expected "
+        "stringValue",
         id="otlp-value",
     ),
     pytest.param(
@@ -897,3 +900,334 @@ def test_responses_hosted_tools_as_the_sdks_typed_items() -> None:
         types.ResponseCodeInterpreterToolCall(**HOSTED_ITEMS[3]),
     ]
     assert rendered(typed) == rendered(HOSTED_ITEMS[:4])
+
+
+# -- issue 48: a malformed trace is refused by the path to the bad value --------------------------
+
+
+def _export_with(change: Any) -> Any:
+    """The booking's OTLP export, changed by ``change`` (malformed inputs are hand-written)."""
+    return _with(booking.OTEL_GENAI, change)
+
+
+def _deep_array(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(depth):
+        value = {"arrayValue": {"values": [value]}}
+    return value
+
+
+def _first_span(export: Any) -> dict[str, Any]:
+    span: dict[str, Any] = export["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    return span
+
+
+SPAN0 = "resourceSpans[0].scopeSpans[0].spans[0]"
+MALFORMED_TRACES = [
+    pytest.param(
+        _export_with(
+            lambda e: _first_span(e)["attributes"].append(
+                {"key": "gen_ai.input.messages", "value": {"stringValue": "[" * 100_000}}
+            )
+        ),
+        ValueError,
+        f"{SPAN0} ('chat gpt-4.1'): gen_ai.input.messages holds JSON nested too deeply",
+        id="deep-json-in-input-messages",
+    ),
+    pytest.param(
+        _export_with(
+            lambda e: _first_span(e)["attributes"].insert(
+                0, {"key": "x", "value": _deep_array(100_000)}
+            )
+        ),
+        ValueError,
+        f"{SPAN0}.attributes[0].value is nested more than 32 levels deep",
+        id="deep-array-value",
+    ),
+    pytest.param(
+        {"resourceSpans": [[1, 2]]},
+        TypeError,
+        "resourceSpans[0]: expected an object (a resource's spans: {'scopeSpans': [...]}), got "
+        "list [1, 2]",
+        id="resource-not-an-object",
+    ),
+    pytest.param(
+        {"resourceSpans": [{"scopeSpans": [booking.OTEL_GENAI["resourceSpans"][0], 7]}]},
+        TypeError,
+        "resourceSpans[0].scopeSpans[1]: expected an object (a scope's spans: {'spans': [...]}), "
+        "got int 7",
+        id="scope-not-an-object",
+    ),
+    pytest.param(
+        _export_with(lambda e: _first_span(e).update(events=[{"name": "ok"}, "boom"])),
+        TypeError,
+        f"{SPAN0}.events[1]: expected an object (a span event: ",
+        id="event-not-an-object",
+    ),
+    pytest.param(
+        {"resourceSpans": [{"scopeSpans": [{"spans": []}, {"spans": 5}]}]},
+        TypeError,
+        "resourceSpans[0].scopeSpans[1].spans: expected a list (of spans), got int 5",
+        id="spans-not-a-list",
+    ),
+    pytest.param(
+        _export_with(
+            lambda e: _first_span(e)["attributes"].append(
+                {"key": "n", "value": {"intValue": "abc"}}
+            )
+        ),
+        TypeError,
+        f"{SPAN0}.attributes[3].value.intValue: expected a 64-bit integer or its decimal text, "
+        "got str 'abc'",
+        id="int-value-not-a-number",
+    ),
+    pytest.param(
+        _export_with(lambda e: _first_span(e).update(startTimeUnixNano="9" * 5000)),
+        TypeError,
+        f"{SPAN0}.startTimeUnixNano: expected nanoseconds since the epoch or an ISO time, got a "
+        "str of 5000 digits",
+        id="time-of-5000-digits",
+    ),
+    pytest.param(
+        [{**booking.otlp_span("chat", 1, 2, {}), "events": [5]}],
+        TypeError,
+        "span #0.events[0]: expected an object (a span event: ",
+        id="event-of-a-listed-span",
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "error", "message"), MALFORMED_TRACES)
+def test_a_malformed_trace_is_refused_naming_the_path_to_the_bad_value(
+    target: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as info:
+        as_target_list(target)
+    assert type(info.value) is error
+    assert message in str(info.value)
+    assert len(str(info.value)) < 400  # a path and a short repr, never the bad value whole
+
+
+# -- issue 48: what was dropped without a word is shown ------------------------------------------
+
+# OpenAI's custom tool call, as openai-python's own test writes it (openai/openai-python,
+# tests/lib/chat/test_parse_custom_tool_calls.py, commit 27e8ae9a0dd82e09d05aba4fb77ba2b9d8654d80).
+CUSTOM_CALL = {
+    "id": "call_custom",
+    "type": "custom",
+    "custom": {"name": "run_python", "input": "print(1)"},
+}
+
+
+def test_an_openai_custom_tool_call_is_a_call_with_its_name_and_input() -> None:
+    messages = [
+        {"role": "user", "content": "Run it."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [booking.OPENAI_CHAT[1]["tool_calls"][0], CUSTOM_CALL],
+        },
+        {"role": "tool", "tool_call_id": "call_custom", "content": "1"},
+    ]
+    assert events(rendered(messages)) == [
+        "user --> assistant: [CONVERSATION] Run it.",
+        f"assistant acts: [TOOL_CALL] {CALL_TEXT}",
+        "assistant acts: [TOOL_CALL] run_python(print(1))",
+        "tool:run_python --> assistant: [TOOL_RESULT] 1",
+    ]
+    # A call of a kind no reader knows is refused by name, never "unknown_tool()".
+    odd = _with(messages, lambda m: m[1]["tool_calls"].append({"id": "c", "type": "hologram"}))
+    with pytest.raises(ValueError, match=r"chat message #1: tool call #2's type is 'hologram'"):
+        as_target_list(odd)
+
+
+def test_an_openai_custom_tool_call_as_the_sdk_s_typed_message() -> None:
+    chat = pytest.importorskip("openai.types.chat", reason="the openai SDK is not installed")
+    reply = chat.ChatCompletionMessage.model_validate(
+        {"role": "assistant", "content": None, "tool_calls": [CUSTOM_CALL]}
+    )
+    assert "assistant acts: [TOOL_CALL] run_python(print(1))" in events(
+        rendered([{"role": "user", "content": "Run it."}, reply])
+    )
+
+
+# An assistant's spoken reply (chat completions with modalities ["text", "audio"]): its content is
+# null and what it said is the audio's transcript. The shape is the openai SDK's ChatCompletionAudio
+# (id, data, expires_at, transcript); the values here are ours.
+AUDIO_REPLY = {
+    "role": "assistant",
+    "content": None,
+    "refusal": None,
+    "audio": {
+        "id": "audio_6710d8a9c4f08190a6bb3f70e3cbdf54",
+        "data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEA",
+        "expires_at": 1729160505,
+        "transcript": "Your table for two is booked for 8pm.",
+    },
+}
+
+
+def test_an_assistant_s_audio_reply_is_shown_by_its_transcript() -> None:
+    messages = [{"role": "user", "content": ASK}, AUDIO_REPLY]
+    assert events(rendered(messages)) == [
+        f"user --> assistant: [CONVERSATION] {ASK}",
+        "assistant acts: [TALK] Your table for two is booked for 8pm.",
+    ]
+    assert "UklGR" not in rendered(messages)
+    # An earlier reply referred to by its id alone (no transcript) is named, never an empty TALK.
+    referred = [*messages, {"role": "assistant", "content": None, "audio": {"id": "audio_6710"}}]
+    assert events(rendered(referred))[-1] == "assistant acts: [TALK] <audio part omitted>"
+    chat = pytest.importorskip("openai.types.chat", reason="the openai SDK is not installed")
+    typed = chat.ChatCompletionMessage.model_validate(AUDIO_REPLY)
+    assert rendered([messages[0], typed]) == rendered(messages)
+
+
+def test_langchain_tool_calls_kept_only_in_additional_kwargs_are_calls() -> None:
+    # An AIMessage as older LangChain (and adapters that fill only the provider's fields) left
+    # it: the OpenAI calls in additional_kwargs, tool_calls empty.
+    legacy_call = {
+        "id": "call_CwuTl8lGANGtPKvTxwKk2LAH",
+        "function": {"arguments": ARGUMENTS_JSON, "name": "book_table"},
+        "type": "function",
+    }
+    state = _with(
+        booking.LANGGRAPH_STATE,
+        lambda s: s["messages"][1].update(
+            tool_calls=[], additional_kwargs={"tool_calls": [legacy_call], "refusal": None}
+        ),
+    )
+    state["messages"][2]["tool_call_id"] = legacy_call["id"]
+    assert rendered(state) == rendered(booking.LANGGRAPH_STATE)
+    # As LangChain writes it now, the same call is in both places: shown once.
+    both = _with(
+        booking.LANGGRAPH_STATE,
+        lambda s: s["messages"][1].update(
+            additional_kwargs={
+                "tool_calls": [{**legacy_call, "id": s["messages"][1]["tool_calls"][0]["id"]}]
+            }
+        ),
+    )
+    assert rendered(both) == rendered(booking.LANGGRAPH_STATE)
+    # The functions agent's single function_call, too.
+    functions = _with(
+        booking.LANGGRAPH_STATE,
+        lambda s: s["messages"][1].update(
+            tool_calls=[],
+            additional_kwargs={
+                "function_call": {"name": "book_table", "arguments": ARGUMENTS_JSON}
+            },
+        ),
+    )
+    assert f"assistant acts: [TOOL_CALL] {CALL_TEXT}" in events(rendered(functions))
+
+
+def _failing_tool_spans() -> Any:
+    """A model call, then a tool that raised, recorded by the OpenTelemetry SDK itself (its
+    ``start_as_current_span`` sets the ERROR status and records the exception event)."""
+    sdk = pytest.importorskip(
+        "opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed"
+    )
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    exporter = memory.InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("booking-agent")
+    first, tool_span, _ = booking.GENAI_SPANS
+    tool = {k: v for k, v in tool_span[3].items() if k != "gen_ai.tool.call.result"}
+    # The next model call is told of the failure in the framework's own words.
+    told = {
+        "role": "tool",
+        "parts": [
+            {"type": "tool_call_response", "id": "call_8f2k", "response": "Error: no tables"}
+        ],
+    }
+    history = [*json.loads(booking.GENAI_SPANS[2][3]["gen_ai.input.messages"])[:2], told]
+    sorry = {"role": "assistant", "parts": [{"type": "text", "content": "Sorry, 8pm is full."}]}
+    then = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps(history),
+        "gen_ai.output.messages": json.dumps([sorry]),
+    }
+    with tracer.start_as_current_span("agent run", start_time=1):
+        tracer.start_span(first[0], start_time=1_000, attributes=first[3]).end(end_time=2_000)
+        with (
+            pytest.raises(RuntimeError),
+            tracer.start_as_current_span(
+                tool_span[0], start_time=3_000, attributes=tool, end_on_exit=False
+            ) as failing,
+        ):
+            raise RuntimeError("no tables left at 8pm")
+        failing.end(end_time=4_000)
+        tracer.start_span("chat gpt-4.1", start_time=5_000, attributes=then).end(end_time=6_000)
+    return exporter.get_finished_spans()
+
+
+def test_a_failed_tool_span_shows_its_error_as_the_result_once() -> None:
+    spans = _failing_tool_spans()
+    expected = [
+        f"user --> assistant: [CONVERSATION] {ASK}",
+        f"assistant acts: [THINK] {THOUGHT}",
+        f"assistant acts: [TOOL_CALL] {CALL_TEXT}",
+        "tool:book_table --> assistant: [TOOL_RESULT] (error) RuntimeError: no tables left at 8pm",
+        "assistant acts: [TALK] Sorry, 8pm is full.",
+    ]
+    assert events(rendered(spans)) == expected
+    # The same spans as span.to_json() writes them.
+    assert events(rendered([json.loads(span.to_json()) for span in spans])) == expected
+    # An OTLP/JSON export writes the status as a code (2, ERROR) and a message.
+    otlp = copy.deepcopy(booking.OTEL_GENAI)
+    tool_span = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+    tool_span["attributes"] = [
+        a for a in tool_span["attributes"] if a["key"] != "gen_ai.tool.call.result"
+    ]
+    tool_span["status"] = {"code": 2, "message": "ConnectionError: the booking service is down"}
+    tool_span["events"] = [
+        {
+            "name": "exception",
+            "timeUnixNano": "1790000000000003500",
+            "attributes": [
+                {"key": "exception.type", "value": {"stringValue": "ConnectionError"}},
+                {
+                    "key": "exception.message",
+                    "value": {"stringValue": "the booking service is down"},
+                },
+            ],
+        }
+    ]
+    assert (
+        "tool:book_table --> assistant: [TOOL_RESULT] (error) ConnectionError: the booking "
+        "service is down" in events(rendered(otlp))
+    )
+
+
+def test_an_openinference_chain_s_text_output_is_shown_unless_shown_already() -> None:
+    semconv = pytest.importorskip(
+        "openinference.semconv.trace", reason="openinference-semantic-conventions not installed"
+    )
+    names = semconv.SpanAttributes
+    kind = names.OPENINFERENCE_SPAN_KIND
+    chain = semconv.OpenInferenceSpanKindValues.CHAIN.value
+
+    def chain_span(start: int, end: int, output: str, mime: str = "text/plain") -> dict[str, Any]:
+        attributes = {
+            kind: chain,
+            names.INPUT_VALUE: ASK,
+            names.OUTPUT_VALUE: output,
+            names.OUTPUT_MIME_TYPE: mime,
+        }
+        return booking.otlp_span("RunnableSequence", start, end, attributes)
+
+    spans = list(booking.OPENINFERENCE)
+    # A chain around the run whose output is the model's own answer: shown once.
+    same = [chain_span(0, 7_000, CONFIRM), *spans]
+    assert events(rendered(same)) == events(rendered(booking.OPENINFERENCE))
+    # A chain that returns what no model said (a parser's, a formatter's): shown, at its end.
+    other = [chain_span(0, 7_000, "Booked: CL-42, 20:00, party of 2."), *spans]
+    assert (
+        events(rendered(other))[-1] == "assistant acts: [OUTPUT] Booked: CL-42, 20:00, party of 2."
+    )
+    # A JSON output is the framework's state (its messages are the model spans'): not repeated.
+    state = json.dumps({"messages": [{"type": "ai", "content": CONFIRM}]})
+    as_json = [chain_span(0, 7_000, state, "application/json"), *spans]
+    assert events(rendered(as_json)) == events(rendered(booking.OPENINFERENCE))

@@ -1,7 +1,8 @@
 """LangChain messages (a LangGraph state's ``messages``), read through their public attributes.
 
 ``as_data`` reads a message object's ``type``, ``content``, ``tool_calls``, ``tool_call_id``,
-``name`` and ``status`` into a dict; dicts of that shape (``model_dump()``'s) are read the same.
+``name``, ``additional_kwargs`` and ``status`` into a dict; dicts of that shape
+(``model_dump()``'s) are read the same.
 """
 
 from __future__ import annotations
@@ -86,6 +87,46 @@ def _content(content: Any, where: str, call_ids: set[str]) -> tuple[str, list[st
     return "\n".join(said), thoughts, calls
 
 
+def _provider_calls(
+    message: Mapping[str, Any], where: str, known: set[str] | None, tool_names: dict[str, str]
+) -> list[str]:
+    """The calls an AI message holds only in ``additional_kwargs``, in the provider's own
+    (OpenAI) spelling: older LangChain and some adapters leave ``tool_calls`` empty and keep
+    them there. When ``tool_calls`` or ``invalid_tool_calls`` hold calls (``known``: their
+    ids), LangChain read them from there: only a call with another id is shown."""
+    extra = message.get("additional_kwargs")
+    if extra is None:
+        return []
+    if not isinstance(extra, Mapping):
+        raise TypeError(f"{where}: additional_kwargs must be a dict, got {type_name(extra)}")
+    calls: list[str] = []
+    for j, call in enumerate(
+        items_of(extra.get("tool_calls"), where, "additional_kwargs.tool_calls")
+    ):
+        if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+            raise unreadable(
+                f"{where}: additional_kwargs.tool_calls[{j}]",
+                call,
+                'an OpenAI tool call {"id": ..., "function": {"name": ..., "arguments": ...}}',
+            )
+        call_id, name = call.get("id"), call["function"].get("name")
+        if known is not None and not (isinstance(call_id, str) and call_id not in known):
+            continue
+        if isinstance(call_id, str) and isinstance(name, str):
+            tool_names[call_id] = name
+        calls.append(call_text(name, call["function"].get("arguments")))
+    legacy = extra.get("function_call")
+    if legacy is not None and known is None:
+        if not isinstance(legacy, Mapping):
+            raise unreadable(
+                f"{where}: additional_kwargs.function_call",
+                legacy,
+                'an OpenAI function call {"name": ..., "arguments": ...}',
+            )
+        calls.append(call_text(legacy.get("name"), legacy.get("arguments")))
+    return calls
+
+
 def _events(messages: Sequence[Any]) -> list[Event]:
     tool_names: dict[str, str] = {}
     events: list[Event] = []
@@ -99,6 +140,13 @@ def _events(messages: Sequence[Any]) -> list[Event]:
         }
         text, thoughts, extra_calls = _content(message.get("content"), where, call_ids)
         if kind == "ai":
+            invalid = items_of(message.get("invalid_tool_calls"), where, "invalid_tool_calls")
+            known = (
+                call_ids | {c.get("id") for c in invalid if isinstance(c, Mapping)} - {None}
+                if calls or invalid
+                else None
+            )
+            extra_calls += _provider_calls(message, where, known, tool_names)
             actor = name or "assistant"
             events += [act(actor, "THINK", thought) for thought in thoughts]
             if text or not (calls or extra_calls):

@@ -23,9 +23,10 @@ from .transcript_notation import (
 # Chat messages
 
 # A dict is a chat message when it has a "role" and something said or done: "content" (even
-# None), "tool_calls", "function_call" or "refusal". Any other dict is a results-extraction output
+# None), "tool_calls", "function_call", "refusal" or "audio" (a spoken reply, which the SDK's
+# model_dump writes without its None content). Any other dict is a results-extraction output
 # (the reference library's extractor returns a dict per agent or world, a list of them for several).
-_MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
+_MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal", "audio")
 #: Content parts that are not text: named, never inlined.
 _CHAT_MEDIA = ("image_url", "input_audio", "file")
 
@@ -124,6 +125,35 @@ def _function_call(function: Any) -> tuple[str | None, str]:
     return (name if isinstance(name, str) else None), call_text(name, function.get("arguments"))
 
 
+def _tool_call(call: Mapping[str, Any], where: str) -> tuple[str | None, str]:
+    """One of an assistant's ``tool_calls``: a function's, or a custom tool's (its free-text
+    ``input``); a call of another kind is refused by name."""
+    kind = call.get("type", "function")
+    if kind == "function" and isinstance(call.get("function"), Mapping):
+        return _function_call(call["function"])
+    custom = call.get("custom")
+    if kind == "custom" and isinstance(custom, Mapping):
+        name = custom.get("name")
+        return (name if isinstance(name, str) else None), call_text(name, custom.get("input"))
+    raise unreadable(
+        f"{where}'s type",
+        kind if isinstance(kind, str) else call,
+        'function (with a "function": {name, arguments}) or custom (with a "custom": '
+        "{name, input})",
+    )
+
+
+def _spoken_audio(audio: Any, where: str) -> str:
+    """What an assistant said aloud: the transcript of its audio reply; the audio itself (or a
+    reference to an earlier reply's, with no transcript) is named, never inlined."""
+    if not isinstance(audio, Mapping):
+        raise TypeError(f'{where}: "audio" must be a dict, got {type_name(audio)}')
+    transcript = audio.get("transcript")
+    if isinstance(transcript, str) and transcript.strip():
+        return transcript
+    return omitted("audio")
+
+
 def _chat_events(messages: Sequence[Any]) -> list[Event]:
     _validate_chat(messages)
     tool_names: dict[str, str] = {}
@@ -137,12 +167,15 @@ def _chat_events(messages: Sequence[Any]) -> list[Event]:
             refusal = message.get("refusal")
             if isinstance(refusal, str) and refusal:
                 text = f"{text}\n(refused) {refusal}" if text else f"(refused) {refusal}"
+            if message.get("audio") is not None:
+                spoken = _spoken_audio(message["audio"], f"chat message #{i}")
+                text = f"{text}\n{spoken}" if text and spoken != text else spoken
             calls = list(message.get("tool_calls") or [])
             legacy = message.get("function_call")
             if text or not (calls or legacy):
                 events.append(act(actor, "TALK", text))
-            for call in calls:
-                fname, shown = _function_call(call.get("function"))
+            for j, call in enumerate(calls):
+                fname, shown = _tool_call(call, f"chat message #{i}: tool call #{j}")
                 events.append(act(actor, "TOOL_CALL", shown))
                 call_id = call.get("id")
                 if isinstance(call_id, str) and fname is not None:

@@ -94,14 +94,24 @@ def call_site_outside_package(project: tuple[Path, ...] = ()) -> CallSite | None
     return CallSite(frame_place(frame), library_module(frame, project))
 
 
+@functools.lru_cache(maxsize=512)
+def _resolved(path: str) -> Path:
+    """A file or folder as the file system finds it: ``..`` and symbolic links resolved, so
+    that a library imported through ``tests/../lib`` is seen outside ``tests``."""
+    return Path(os.path.realpath(path))
+
+
 def library_module(frame: FrameType, project: tuple[Path, ...]) -> str | None:
     """The module's name when ``frame`` runs a library's code: an installed package, or a file
-    outside the ``project``'s folders. None for the project's own code, for code made at run
-    time (no file), and when the project is not known (outside pytest)."""
-    path = Path(frame.f_code.co_filename)
-    if not project or not path.is_absolute():
+    outside the ``project``'s folders (both compared resolved). None for the project's own
+    code, for code made at run time (no file), and when the project is not known (outside
+    pytest)."""
+    filename = frame.f_code.co_filename
+    if not project or not os.path.isabs(filename):
         return None
-    if _INSTALLED.isdisjoint(path.parts) and any(path.is_relative_to(f) for f in project):
+    path = _resolved(filename)
+    folders = [_resolved(str(folder)) for folder in project]
+    if _INSTALLED.isdisjoint(path.parts) and any(path.is_relative_to(f) for f in folders):
         return None
     return str(frame.f_globals.get("__name__") or path.stem)
 

@@ -83,14 +83,22 @@ LANGCHAIN_TYPES = frozenset(
     {"human", "ai", "tool", "system", "function", "chat", "AIMessageChunk", "HumanMessageChunk"}
     | {"ToolMessageChunk", "SystemMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"}
 )
-_LANGCHAIN_FIELDS = ("content", "tool_calls", "invalid_tool_calls", "tool_call_id", "name")
+_LANGCHAIN_FIELDS = (
+    "content",
+    "tool_calls",
+    "invalid_tool_calls",
+    "tool_call_id",
+    "name",
+    "additional_kwargs",
+)
 
 
 def as_data(item: Any) -> Any:
     """A typed SDK object as the plain data its library would send; anything else unchanged.
 
     A LangChain message is read through its public attributes (``type``, ``content``,
-    ``tool_calls``, ``tool_call_id``, ``name``, ``status``, ``role``); a pydantic model (the
+    ``tool_calls``, ``tool_call_id``, ``name``, ``additional_kwargs``, ``status``, ``role``); a
+    pydantic model (the
     Anthropic, OpenAI and Google GenAI SDKs' types) through ``model_dump``, None fields left out.
     """
     if isinstance(item, Mapping | str | list | tuple) or item is None:

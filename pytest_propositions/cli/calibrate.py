@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from .._version import __version__
 from ..calibration import judge_identity, record_key, save_record
-from ..checks import TOO_DEEP, plural, read_text_lines
+from ..checks import TOO_DEEP, plural, read_text_lines, terminal_text
 from ..claims.targets import as_target_list
 from ..errors import CalibrationError, DryRunSkip, JudgeError, VerdictUnparsable
 from ..judging.prompts import PROMPT_VERSION
@@ -75,7 +75,8 @@ def shipped_set() -> Path:
 
 
 def _fail(where: str, message: str) -> CalibrationError:
-    return CalibrationError(f"{where}: {message}")
+    # The message may quote the user's item file, which a terminal must not act on.
+    return CalibrationError(terminal_text(f"{where}: {message}"))
 
 
 # The events a target may list: each verb's method, and how many arguments it takes (least,
@@ -403,7 +404,8 @@ def judge_items(
             return Outcome(item, error=str(error))
         except DryRunSkip:
             raise CalibrationError(
-                f"item {item.id} has no cached verdict, and PROP_DRY_RUN forbids judging it"
+                f"item {terminal_text(item.id)} has no cached verdict, and PROP_DRY_RUN "
+                "forbids judging it"
             ) from None
         return Outcome(item, verdict.value, verdict.votes, verdict.justification)
 
@@ -543,7 +545,7 @@ def table_lines(metrics: Metrics) -> list[str]:
     lines = [f"{'tag':<22} {'items':>5} {'correct':>7} {'accuracy':>8} {'false pass':>10}"]
     for tag, row in metrics.per_tag.items():
         lines.append(
-            f"{tag:<22} {row['items']:>5} {row['correct']:>7} "
+            f"{terminal_text(tag):<22} {row['items']:>5} {row['correct']:>7} "
             f"{_rate(row['correct'], row['items']):>8.2f} {row['false_pass']:>10}"
         )
     lines.append("")
@@ -642,7 +644,9 @@ def run(
         for entry in wrong:
             got = "no answer" if entry["error"] else entry["value"]
             expected = "true" if entry["label"] else "false"
-            print(f"  {entry['id']:<22} expected {expected:<5} got {got!s:<6} {entry['claim']}")
+            # Ids, claims and tags come from the user's item file: shown escaped, never obeyed.
+            shown_id, claim = terminal_text(entry["id"]), terminal_text(entry["claim"])
+            print(f"  {shown_id:<22} expected {expected:<5} got {got!s:<6} {claim}")
     if settings.cache != "off":
         summary = {
             name: value for name, value in result.items() if name not in ("wrong", "per_tag")
