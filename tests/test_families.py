@@ -157,6 +157,22 @@ ANSWER = '{"reasoning": "r", "justification": "j", "value": true, "confidence": 
         (f"<think>\nIt is false.\n</think>\n\n{ANSWER}", ANSWER),
         (f"\n  <thinking>false</thinking>{ANSWER}", ANSWER),
         (f"Value false? No.\n</think>\n\n{ANSWER}", ANSWER),  # the template opened it
+        # A closing tag that does not open the reply never hides a verdict before it.
+        (f"VERDICT: false\n</think>\n{ANSWER}", f"VERDICT: false\n</think>\n{ANSWER}"),
+        ("SCORE: 2 </think> SCORE: 9", "SCORE: 2 </think> SCORE: 9"),
+        (
+            f'Draft: {{"value": false}}</think>{ANSWER}',
+            f'Draft: {{"value": false}}</think>{ANSWER}',
+        ),
+        (
+            "**Verdict:** false\n</thinking>\nVERDICT: true",
+            "**Verdict:** false\n</thinking>\nVERDICT: true",
+        ),
+        # ... nor does one after a block that opens it: only that block is stripped.
+        (
+            "<think>x</think>VERDICT: false\n</think>\nVERDICT: true",
+            "VERDICT: false\n</think>\nVERDICT: true",
+        ),
         ("<think>\nThe value is false, so", ""),  # cut off while thinking: no answer
         (ANSWER, ANSWER),
         (
@@ -457,6 +473,17 @@ def test_the_azure_route_refuses_json_schema_on_older_versions(judge_server: Scr
     assert "structured outputs" in AZURE_MODEL_JSON_SCHEMA_REJECTION.lower()
 
 
+# What a local reasoning model thinks before it answers: a block that opens the reply is its
+# scratchpad whatever it holds (drafts of the verdict included); a block whose opening tag the
+# chat template wrote is seen only by its end, so what comes before that end must state no
+# verdict (it might be the answer itself), and here argues for the opposite in prose.
+SCRATCHPADS = {
+    False: 'Is it false? I would answer {"value": false} and "value": true for the other.\n'
+    "VERDICT: false\nFalse.",
+    True: "Is it false? He might dislike them after all. False, I would say at first.",
+}
+
+
 @pytest.mark.parametrize("opened_by_template", [False, True])
 def test_a_local_reasoning_models_thinking_does_not_decide_the_verdict(
     pytester: pytest.Pytester,
@@ -467,9 +494,7 @@ def test_a_local_reasoning_models_thinking_does_not_decide_the_verdict(
     # The scratchpad argues for the opposite verdict each time; only the answer counts. (litellm
     # itself moves a block that opens the reply into reasoning_content; the judge strips the
     # rest: a block the chat template opened, or one after leading whitespace.)
-    judge_server.thinking = (
-        'Is it false? I would answer {"value": false} and "value": true for the other. False.'
-    )
+    judge_server.thinking = SCRATCHPADS[opened_by_template]
     judge_server.thinking_opened_by_template = opened_by_template
     script_claims(judge_server)
     pytester.makepyfile(CLAIMS)
@@ -477,6 +502,22 @@ def test_a_local_reasoning_models_thinking_does_not_decide_the_verdict(
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*PropositionFailed*Oscar hates cities*", "*He likes them.*"])
     result.stdout.no_fnmatch_line("*VerdictUnparsable*")
+
+
+@pytest.mark.parametrize("draft", ["VERDICT: false", 'So {"value": false}, I think.'])
+def test_a_verdict_before_a_closing_tag_that_does_not_open_the_reply_is_no_verdict(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], draft: str
+) -> None:
+    # The template opened the block, or the text before the tag is an answer and the tag a quote:
+    # the reply reads two ways, so no claim passes; each is a judge error, asked twice.
+    judge_server.thinking = f"Let me think.\n{draft}\nNow the answer."
+    judge_server.thinking_opened_by_template = True
+    pytester.makepyfile(CLAIMS)
+    result = pytester.runpytest(*inner_run)
+    assert_counts(result, judge_errors=3)
+    result.stdout.fnmatch_lines(["*VerdictUnparsable*"])
+    result.stdout.no_fnmatch_line("*PropositionFailed*")
+    assert len(judge_server.requests) == 6
 
 
 def test_thinking_that_never_ends_is_no_verdict(

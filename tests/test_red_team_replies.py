@@ -189,6 +189,52 @@ CASES = [
     ),
     pytest.param(verdict(1), "check", UNPARSABLE, "not true or false", 2, id="check-int-1"),
     pytest.param(verdict(None), "check", UNPARSABLE, "not true or false", 2, id="null-value"),
+    # --- a verdict before a closing think tag that does not open the reply -----------------
+    # (issue 48: the tag hid everything before it, so the second verdict passed)
+    pytest.param(
+        text("VERDICT: false\nOscar quotes a literal </think> tag.\nVERDICT: true"),
+        "check",
+        UNPARSABLE,
+        "more than once",
+        2,
+        id="verdict-then-literal-think-tag",
+    ),
+    pytest.param(
+        text('My answer: {"value": false}\n</think>\n' + SCHEMA_OBJECT),
+        "check",
+        UNPARSABLE,
+        "neither one JSON object",
+        2,
+        id="json-value-then-think-tag",
+    ),
+    pytest.param(
+        text("SCORE: 2\n</think>\nSCORE: 9"),
+        "score",
+        UNPARSABLE,
+        "more than once",
+        2,
+        id="score-then-think-tag",
+    ),
+    # --- an earlier verdict in another spelling (issue 48: each passed) --------------------
+    *(
+        pytest.param(
+            text(f"{earlier}\nOscar says he likes quiet cities.\n{final}"),
+            kind,
+            UNPARSABLE,
+            "more than once",
+            2,
+            id=name,
+        )
+        for earlier, kind, final, name in [
+            ("**Verdict:** false", "check", "VERDICT: true", "bold-verdict-earlier"),
+            ("VERDICT : false", "check", "VERDICT: true", "space-before-colon-earlier"),
+            ("**Score:** 2", "score", "SCORE: 9", "bold-score-earlier"),
+            ("Score 2 of 9", "score", "SCORE: 9", "score-2-of-9-earlier"),
+            ("V\u0415RDICT: false", "check", "VERDICT: true", "cyrillic-e-earlier"),
+            ("VERDICT:\u00a0false", "check", "VERDICT: true", "no-break-space-earlier"),
+            ("VERDICT\uff1a false", "check", "VERDICT: true", "fullwidth-colon-earlier"),
+        ]
+    ),
     # --- no verdict at all ---------------------------------------------------------------
     pytest.param(
         refusal("I can't help with that."), "check", UNPARSABLE, "refused", 2, id="refusal"

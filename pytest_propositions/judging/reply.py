@@ -13,8 +13,9 @@ outcome this plugin can produce; so the meaning of a reply is never guessed:
   violation. A check's value is a JSON boolean; a score's a JSON integer from MIN_SCORE to
   MAX_SCORE (not 7.0, not "7"); the confidence a number from 0 to 1.
 * Any other reply must end with the line the prompt asks for, ``VERDICT: true`` or
-  ``VERDICT: false`` for a check, ``SCORE: N`` for a score; the text before it is the
-  justification. Another such line earlier in the reply, or a JSON ``"value"`` in it, is a
+  ``VERDICT: false`` for a check, ``SCORE: N`` for a score (ASCII, any case, emphasis around it
+  allowed); the text before it is the justification. An earlier line that states a verdict or a
+  score in any spelling (``verdict_stated_in``), or a JSON ``"value"`` key in the text, is a
   second verdict: unparsable.
 
 Anything else raises ``VerdictUnparsable``; the judge is asked once more, and nothing is cached.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -44,12 +46,130 @@ JUSTIFICATION_MAX_CHARS = 500
 _QUOTE_LIMIT = 200
 # One code fence around the whole reply, with an optional language tag.
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
-# A JSON "value" key in text that ends with a verdict line: two verdicts, which may disagree.
-_JSON_VALUE = re.compile(r'"value"\s*:')
+# The final line is ASCII: re.IGNORECASE alone would take a long s for an s and \d an
+# Arabic-Indic digit for a digit.
 _FINAL_LINE = {
-    "check": re.compile(r"VERDICT:[ \t]*(true|false)[ \t]*\.?", re.IGNORECASE),
-    "score": re.compile(r"SCORE:[ \t]*(\d+)[ \t]*\.?", re.IGNORECASE),
+    "check": re.compile(r"VERDICT:[ \t]*(true|false)[ \t]*\.?", re.IGNORECASE | re.ASCII),
+    "score": re.compile(r"SCORE:[ \t]*(\d+)[ \t]*\.?", re.IGNORECASE | re.ASCII),
 }
+
+# -- a verdict stated before the final line ---------------------------------------------------
+# Text is compared in a normal form: compatibility forms unfolded (fullwidth letters and colons,
+# no-break and other spaces), accents and zero-width characters dropped, look-alike letters
+# mapped to Latin ones, case folded. The look-alikes are the Cyrillic, Greek and small-capital
+# letters drawn like a Latin letter (case matters: a Greek capital nu is an N, its small letter
+# a v).
+_LOOK_ALIKES = str.maketrans(
+    {
+        look_alike: latin
+        for latin, look_alikes in {
+            "a": (
+                "\N{CYRILLIC SMALL LETTER A}\N{CYRILLIC CAPITAL LETTER A}"
+                "\N{GREEK SMALL LETTER ALPHA}\N{GREEK CAPITAL LETTER ALPHA}"
+                "\N{LATIN LETTER SMALL CAPITAL A}"
+            ),
+            "b": "\N{CYRILLIC CAPITAL LETTER VE}\N{GREEK CAPITAL LETTER BETA}",
+            "c": (
+                "\N{CYRILLIC SMALL LETTER ES}\N{CYRILLIC CAPITAL LETTER ES}"
+                "\N{GREEK SMALL LETTER FINAL SIGMA}"
+                "\N{LATIN LETTER SMALL CAPITAL C}"
+            ),
+            "d": "\N{CYRILLIC SMALL LETTER KOMI DE}\N{LATIN LETTER SMALL CAPITAL D}",
+            "e": (
+                "\N{CYRILLIC SMALL LETTER IE}\N{CYRILLIC CAPITAL LETTER IE}"
+                "\N{GREEK SMALL LETTER EPSILON}\N{GREEK CAPITAL LETTER EPSILON}"
+                "\N{LATIN LETTER SMALL CAPITAL E}"
+            ),
+            "f": "\N{LATIN LETTER SMALL CAPITAL F}",
+            "h": (
+                "\N{CYRILLIC SMALL LETTER SHHA}\N{CYRILLIC CAPITAL LETTER EN}"
+                "\N{GREEK CAPITAL LETTER ETA}"
+            ),
+            "i": (
+                "\N{CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I}"
+                "\N{CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I}\N{GREEK SMALL LETTER IOTA}"
+                "\N{GREEK CAPITAL LETTER IOTA}\N{LATIN SMALL LETTER DOTLESS I}"
+                "\N{LATIN LETTER SMALL CAPITAL I}"
+            ),
+            "j": (
+                "\N{CYRILLIC SMALL LETTER JE}\N{CYRILLIC CAPITAL LETTER JE}\N{GREEK LETTER YOT}"
+                "\N{GREEK CAPITAL LETTER YOT}"
+            ),
+            "k": (
+                "\N{CYRILLIC SMALL LETTER KA}\N{CYRILLIC CAPITAL LETTER KA}"
+                "\N{GREEK SMALL LETTER KAPPA}\N{GREEK CAPITAL LETTER KAPPA}"
+            ),
+            "l": (
+                "\N{CYRILLIC SMALL LETTER PALOCHKA}\N{CYRILLIC LETTER PALOCHKA}"
+                "\N{LATIN LETTER SMALL CAPITAL L}"
+            ),
+            "m": (
+                "\N{CYRILLIC SMALL LETTER EM}\N{CYRILLIC CAPITAL LETTER EM}"
+                "\N{GREEK CAPITAL LETTER MU}"
+            ),
+            "n": (
+                "\N{GREEK SMALL LETTER ETA}\N{GREEK CAPITAL LETTER NU}"
+                "\N{LATIN LETTER SMALL CAPITAL N}"
+            ),
+            "o": (
+                "\N{CYRILLIC SMALL LETTER O}\N{CYRILLIC CAPITAL LETTER O}"
+                "\N{GREEK SMALL LETTER OMICRON}\N{GREEK CAPITAL LETTER OMICRON}"
+                "\N{LATIN LETTER SMALL CAPITAL O}"
+            ),
+            "p": (
+                "\N{CYRILLIC SMALL LETTER ER}\N{CYRILLIC CAPITAL LETTER ER}"
+                "\N{GREEK SMALL LETTER RHO}\N{GREEK CAPITAL LETTER RHO}"
+            ),
+            "r": "\N{CYRILLIC SMALL LETTER GHE}\N{LATIN LETTER SMALL CAPITAL R}",
+            "s": (
+                "\N{CYRILLIC SMALL LETTER DZE}\N{CYRILLIC CAPITAL LETTER DZE}"
+                "\N{LATIN LETTER SMALL CAPITAL S}"
+            ),
+            "t": (
+                "\N{CYRILLIC SMALL LETTER TE}\N{CYRILLIC CAPITAL LETTER TE}"
+                "\N{GREEK SMALL LETTER TAU}\N{GREEK CAPITAL LETTER TAU}"
+                "\N{LATIN LETTER SMALL CAPITAL T}"
+            ),
+            "u": (
+                "\N{GREEK SMALL LETTER UPSILON}\N{GREEK SMALL LETTER MU}"
+                "\N{LATIN LETTER SMALL CAPITAL U}"
+            ),
+            "v": (
+                "\N{CYRILLIC SMALL LETTER IZHITSA}\N{CYRILLIC CAPITAL LETTER IZHITSA}"
+                "\N{GREEK SMALL LETTER NU}\N{LATIN LETTER SMALL CAPITAL V}"
+            ),
+            "w": "\N{CYRILLIC SMALL LETTER WE}\N{CYRILLIC CAPITAL LETTER WE}",
+            "x": (
+                "\N{CYRILLIC SMALL LETTER HA}\N{CYRILLIC CAPITAL LETTER HA}"
+                "\N{GREEK SMALL LETTER CHI}\N{GREEK CAPITAL LETTER CHI}"
+            ),
+            "y": (
+                "\N{CYRILLIC SMALL LETTER U}\N{CYRILLIC CAPITAL LETTER U}"
+                "\N{CYRILLIC SMALL LETTER STRAIGHT U}\N{CYRILLIC CAPITAL LETTER STRAIGHT U}"
+                "\N{GREEK SMALL LETTER GAMMA}\N{GREEK CAPITAL LETTER UPSILON}"
+                "\N{LATIN LETTER SMALL CAPITAL Y}"
+            ),
+            "z": "\N{GREEK CAPITAL LETTER ZETA}",
+            # colons that are letters to a regular expression, and curly quotes
+            ":": "\ua789\u02f8\u02d0\ua4fd",
+            '"': "\u201c\u201d\u201e\u2018\u2019\u201a\u00ab\u00bb",
+            " ": "_",  # markdown emphasis, which \w would take for part of a word
+        }.items()
+        for look_alike in look_alikes
+    }
+)
+_DROPPED = frozenset({"Mn", "Me", "Cf"})  # accents, enclosing marks, zero-width and format
+_KEY = r"(?<!\w)(?:verdict|score)(?!\w)"
+_VALUE = r"(?:true|false|yes|no|pass(?:ed)?|fail(?:ed)?|\d+)(?!\w)"
+_STATEMENT = (
+    # "VERDICT : false", "**Score:** 2", "Score 2 of 9", "Verdict - false", "the score is 2"
+    rf"{_KEY}[^\w\n]*(?:(?:is|was|of|be|would|should|will|must)[^\w\n]+){{0,2}}{_VALUE}"
+    # "## Verdict" or "**Score:**" alone on its line, the value opening a line below it
+    rf"|^[^\w\n]*(?:(?:final|overall|my|the|our)[^\w\n]+)?{_KEY}[^\w\n]*\n[^\w]*{_VALUE}"
+    # a key of JSON or of a Python dict: '"value": ...', "'verdict':"
+    r'|"(?:value|verdict|score)"[^\w]*:'
+    r"|'(?:value|verdict|score)'[^\w]*:"
+)
 
 
 @dataclass(frozen=True)
@@ -202,16 +322,46 @@ def _checked_value(value: object, kind: Kind, raw: str) -> bool | int:
     return value
 
 
+def verdict_stated_in(text: str) -> str | None:
+    """The first line of ``text`` that states a verdict or a score, in any spelling, or None.
+
+    A line states one when it says verdict or score followed by a value (true, false, yes, no,
+    pass, fail or a number): ``**Verdict:** false``, ``VERDICT : false``, ``Score 2 of 9``,
+    ``score: 2/9``, ``Verdict - false``, ``the score is 2``, with any emphasis, spaces or colon,
+    a Cyrillic E in VERDICT; or when it holds a JSON or dict key ``"value"``, ``"verdict"``
+    or ``"score"``. "The score of the conversation suggests ..." states none.
+    """
+    lines = text.splitlines()
+    normal = "\n".join(_normal_form(line) for line in lines)
+    found = re.search(_STATEMENT, normal, re.MULTILINE)
+    if found is None:
+        return None
+    first = normal.count("\n", 0, found.start())
+    return "\n".join(lines[first : first + 1 + found.group().count("\n")])
+
+
+def _normal_form(line: str) -> str:
+    if line.isascii():
+        return line.replace("_", " ").lower()
+    unfolded = unicodedata.normalize("NFKD", line)
+    kept = "".join(c for c in unfolded if unicodedata.category(c) not in _DROPPED)
+    return kept.translate(_LOOK_ALIKES).casefold()
+
+
 def _read_final_line(text: str, kind: Kind, raw: str) -> ParsedReply:
     lines = text.splitlines()
     pattern = _FINAL_LINE[kind]
     last = pattern.fullmatch(lines[-1].strip().strip("*_`").strip()) if lines else None
     if last is None:
         _fail("it is neither one JSON object nor text ending with the verdict line", kind, raw)
-    if any(pattern.search(line) for line in lines[:-1]):
-        _fail("it gives a verdict line more than once", kind, raw)
-    if _JSON_VALUE.search(text):
-        _fail("it holds a JSON verdict besides its verdict line", kind, raw)
+    earlier = verdict_stated_in("\n".join(lines[:-1]))
+    if earlier is not None:
+        _fail(
+            f"it states a verdict or a score more than once ({_short(earlier)} before its "
+            "final line), so it reads two ways",
+            kind,
+            raw,
+        )
     value: bool | int
     if kind == "check":
         value = last.group(1).lower() == "true"
