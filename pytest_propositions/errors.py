@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import copy
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -75,11 +76,30 @@ class VerdictUnparsable(JudgeError):
         super().__init__(message)
         self.raw_reply = raw_reply
 
+    def located(self, where: str) -> Self:
+        """The same error, its message ending with ``where`` (the model and the claim)."""
+        found = copy.copy(self)
+        found.args = (f"{self} ({where})",)
+        return found
+
 
 class JudgeReplyInvalid(VerdictUnparsable):
     """The judge's reply breaks the plumbing: no message, text that cannot be encoded (an
     unpaired surrogate), or nesting too deep to walk.  Asked once more, like any unparsable
     reply, and never cached."""
+
+
+class JudgeReplyIncomplete(VerdictUnparsable):
+    """The provider marked the judge's reply incomplete, filtered or failed: cut at its output
+    limit (``finish_reason`` ``length``, Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS``),
+    stopped by a content filter (``content_filter``, Gemini's ``SAFETY``), a tool call instead
+    of a reply, or an ``error`` beside it. Never a verdict, however well its text reads; asked
+    once more, like any unparsable reply, and never cached. ``finish_reason`` is the provider's
+    word (None for an error object)."""
+
+    def __init__(self, message: str, raw_reply: str = "", finish_reason: str | None = None) -> None:
+        super().__init__(message, raw_reply)
+        self.finish_reason = finish_reason
 
 
 class VerdictMissing(JudgeError):

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..checks import quote_claim, terminal_text
-from ..errors import JudgeReplyInvalid, JudgeUnavailable, VerdictUnparsable
+from ..errors import JudgeUnavailable, VerdictUnparsable
 from ..store.cache_record import new_record
 from ..verdict import Usage, Verdict
 from .prompts import DOUBLE_CHECK_PROMPT, Message, assistant_turn
@@ -140,8 +140,10 @@ async def _answer(
         where = f"model {connection.identity}, claim {quote_claim(request.claim)}"
         try:
             content, refusal = reply_content(response)
-        except JudgeReplyInvalid as error:
-            last_error = JudgeReplyInvalid(f"{error} ({where})", raw_reply=error.raw_reply)
+        except VerdictUnparsable as error:
+            # No message (JudgeReplyInvalid), or one the provider marked incomplete, filtered or
+            # failed (JudgeReplyIncomplete): the error keeps its kind.
+            last_error = error.located(where)
             continue
         if refusal:
             last_error = VerdictUnparsable(

@@ -59,7 +59,7 @@ def _status_fault(status: int, body: bytes, retry_after: float | None) -> Fault:
     message = text
     try:
         payload = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what a parser can walk
         payload = None
     if isinstance(payload, dict):
         error = payload.get("error")
@@ -89,7 +89,11 @@ class Message:
 @dataclass(frozen=True)
 class Choice:
     message: Message
-    finish_reason: str | None = None
+    # As the body gives it, whatever its type: only a normal stop's word makes a whole reply.
+    finish_reason: Any = None
+    # What the choice says beside its message that litellm keeps under this name too: an
+    # ``error`` object, and the provider's own ``native_finish_reason`` (OpenRouter's).
+    provider_specific_fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ class Completion:
     _hidden_params: dict[str, Any] = field(default_factory=dict)
     # Keys the body gave more than once (JSON allows it; a parser silently keeps the last).
     repeated_keys: tuple[str, ...] = ()
+    # An ``error`` object beside the choices (None when the body has none, or a null one).
+    error: Any = None
 
 
 def _text(value: Any) -> str | None:
@@ -143,19 +149,23 @@ def read_completion(data: bytes, content_type: str) -> Completion:
     repeated: list[str] = []
     try:
         payload = json.loads(data, object_pairs_hook=_repeated_keys(repeated))
+    except RecursionError:
+        raise Fault(
+            "invalid_response",
+            "invalid response object: the body nests values deeper than a JSON reader can "
+            f"walk: {_start(data)}",
+        ) from None
     except ValueError:
-        shown = data[:300].decode("utf-8", "replace")
         raise Fault(
             "invalid_response",
             f"invalid response object: the body is not JSON ({content_type or 'no content type'})"
-            f": {shown}",
+            f": {_start(data)}",
         ) from None
     choices = payload.get("choices") if isinstance(payload, dict) else None
     if not isinstance(choices, list):
-        shown = json.dumps(payload)[:300]
         raise Fault(
             "invalid_response",
-            f"invalid response object: no 'choices' list in the chat completion: {shown}",
+            f"invalid response object: no 'choices' list in the chat completion: {_start(data)}",
         )
     read: list[Choice] = []
     for choice in choices:
@@ -163,19 +173,24 @@ def read_completion(data: bytes, content_type: str) -> Completion:
             raise Fault(
                 "invalid_response",
                 "invalid response object: returned 'choices' that is not a list of objects: "
-                + json.dumps(choices)[:300],
+                + _start(data),
             )
         message = choice.get("message")
         if not isinstance(message, dict):  # litellm's reading too: no chat completion
             raise Fault(
                 "invalid_response",
-                "invalid response object: a choice whose message is not an object: "
-                + json.dumps(choice)[:300],
+                "invalid response object: a choice whose message is not an object: " + _start(data),
             )
+        extra = {
+            name: choice[name]
+            for name in ("error", "native_finish_reason")
+            if choice.get(name) is not None
+        }
         read.append(
             Choice(
                 Message(_text(message.get("content")), _text(message.get("refusal"))),
-                _text(choice.get("finish_reason")),
+                choice.get("finish_reason"),
+                extra,
             )
         )
     usage = payload.get("usage")
@@ -187,7 +202,13 @@ def read_completion(data: bytes, content_type: str) -> Completion:
         Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached),
         _text(payload.get("model")),
         repeated_keys=tuple(repeated),
+        error=payload.get("error"),
     )
+
+
+def _start(data: bytes) -> str:
+    """A body's first bytes, as a message shows them."""
+    return data[:300].decode("utf-8", "replace")
 
 
 # -- reading a body, bounded ------------------------------------------------------------------
@@ -234,7 +255,23 @@ class _Decoder:
                 f"invalid response object: the body's {self.coding} coding is broken",
             ) from None
         self._started = True
+        if self._inflater.eof and self._inflater.unused_data:
+            raise Fault(
+                "invalid_response",
+                f"invalid response object: the body goes on after its {self.coding} stream "
+                "ends (trailing bytes no decoder reads)",
+            )
         return out
+
+    def finish(self) -> None:
+        """The whole body was read: its compressed stream must have ended (with gzip's
+        checksum and length checked), or the body was cut short in transit."""
+        if self._inflater is not None and not self._inflater.eof:
+            raise Fault(
+                "invalid_response",
+                f"invalid response object: the body's {self.coding} stream is cut short (it "
+                "ends before its end, checksum and length unread)",
+            )
 
 
 async def _read_body(response: httpx.Response, limit: int, *, cut: bool) -> bytes:
@@ -253,6 +290,8 @@ async def _read_body(response: httpx.Response, limit: int, *, cut: bool) -> byte
                 f"sent a reply larger than {limit} bytes (decompressed), which was not read "
                 "further; raise --prop-max-reply-bytes if the judge really writes that much",
             )
+    if not cut:
+        decoder.finish()
     return bytes(body)
 
 

@@ -14,6 +14,11 @@ OpenAI's 400 bodies; Azure's deployment route refuses ``json_schema`` on API ver
 2024-08-01-preview with Azure's body, and a request without its ``api-key`` header (or with
 another key than :attr:`ScriptedJudge.azure_api_key`) with Azure's 401; :attr:`ScriptedJudge.thinking` makes it a local reasoning
 model that writes a ``<think>`` block before every answer.
+
+Real providers' recorded bodies (``tests/data/provider_replies``, each with its source) are served
+by :func:`recorded`, with the verdict text put where the provider writes its reply: OpenAI's
+and OpenRouter's on the chat route, Anthropic's on ``/v1/messages`` and Gemini's on
+``/models/NAME:generateContent`` (the routes litellm posts to when ``api_base`` is this server).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -36,7 +42,9 @@ __all__ = [
     "AZURE_MODEL_JSON_SCHEMA_REJECTION",
     "CREATED",
     "JSON_SCHEMA_REJECTION",
+    "PROVIDER_REPLIES",
     "Choices",
+    "DeepBeside",
     "Delay",
     "Disconnect",
     "EchoFn",
@@ -47,6 +55,7 @@ __all__ = [
     "NoChoices",
     "NullMessage",
     "RawContent",
+    "Recorded",
     "RecordedRequest",
     "Redirect",
     "Refusal",
@@ -61,6 +70,7 @@ __all__ = [
     "VerdictReply",
     "WrongShape",
     "choices",
+    "deep_beside",
     "delay",
     "disconnect",
     "echo_fn",
@@ -71,6 +81,7 @@ __all__ = [
     "no_choices",
     "null_message",
     "raw_content",
+    "recorded",
     "redirect",
     "refusal",
     "repeated_key",
@@ -84,6 +95,10 @@ __all__ = [
 
 # Fixed so that recorded responses (and anything cached from them) are deterministic.
 CREATED = 1_700_000_000
+
+# Real providers' response bodies, recorded by public projects' test cassettes (SOURCES.md there
+# says which repository, file and commit each one comes from).
+PROVIDER_REPLIES = Path(__file__).resolve().parent.parent / "data" / "provider_replies"
 
 JSON_SCHEMA_REJECTION = (
     "Unsupported response_format type: json_schema; "
@@ -193,6 +208,10 @@ class RecordedRequest:
 
     @property
     def text(self) -> str:
+        contents = self.body.get("contents")  # Gemini's messages: parts, not content
+        if isinstance(contents, list):
+            parts = [{"content": c.get("parts")} for c in contents if isinstance(c, dict)]
+            return message_text(parts)
         return message_text(self.messages)
 
 
@@ -314,9 +333,12 @@ class Trickle:
 @dataclass(frozen=True)
 class Gzipped:
     """``then``'s response with its body gzip-compressed (``Content-Encoding: gzip``), as most
-    providers send it."""
+    providers send it; ``cut`` bytes taken off the end of the stream (its trailer, then its
+    data) and ``junk`` sent after it, as a broken proxy or a truncated transfer would."""
 
     then: Reply
+    cut: int = 0
+    junk: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -342,6 +364,103 @@ class Choices:
     """HTTP 200, a chat completion with one choice per content (a server ignoring ``n``)."""
 
     contents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeepBeside:
+    """HTTP 200, a chat completion holding a passing verdict and, beside its message, a value
+    nested ``depth`` lists deep (more than any recursive JSON reader can walk)."""
+
+    depth: int
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """HTTP 200, real providers' recorded bodies (``PROVIDER_REPLIES/NAME.json``) served as
+    recorded, but for the reply text: ``texts[i]`` is put where the provider wrote its reply in
+    choice (or candidate) ``i``, taken from the body ``names[i]`` (the body itself is
+    ``names[0]``'s). ``beside`` adds keys to the body and ``in_choice`` to its first choice
+    (an ``error`` object, say). Served only on its provider's route."""
+
+    names: tuple[str, ...]
+    texts: tuple[str, ...]
+    beside: tuple[tuple[str, Any], ...] = ()
+    in_choice: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The body as the server sends it."""
+        bodies = [_provider_body(name) for name in self.names]
+        body = bodies[0]
+        family = provider_of(body)
+        if family == "openai":
+            body["choices"] = [
+                _with_index(recorded["choices"][0], index, "index", text, _openai_text)
+                for index, (recorded, text) in enumerate(zip(bodies, self.texts, strict=True))
+            ]
+            body["choices"][0].update(dict(self.in_choice))
+        elif family == "gemini":
+            body["candidates"] = [
+                _with_index(recorded["candidates"][0], index, "index", text, _gemini_text)
+                for index, (recorded, text) in enumerate(zip(bodies, self.texts, strict=True))
+            ]
+            body["candidates"][0].update(dict(self.in_choice))
+        else:
+            if len(self.names) != 1 or self.in_choice:
+                raise ValueError("an Anthropic message has one reply: give one body")
+            _anthropic_text(body, self.texts[0])
+        body.update(dict(self.beside))
+        return body
+
+
+def _provider_body(name: str) -> dict[str, Any]:
+    body = json.loads((PROVIDER_REPLIES / f"{name}.json").read_text(encoding="utf-8"))
+    if not isinstance(body, dict):
+        raise ValueError(f"{name}.json is not a response body")
+    return body
+
+
+def provider_of(body: dict[str, Any]) -> str:
+    """Whose body this is, by its shape: "openai" (a chat completion, OpenRouter's too),
+    "anthropic" (a message) or "gemini" (candidates)."""
+    if "choices" in body:
+        return "openai"
+    if body.get("type") == "message":
+        return "anthropic"
+    if "candidates" in body:
+        return "gemini"
+    raise ValueError(f"not a provider's response body: {sorted(body)}")
+
+
+def _with_index(
+    choice: dict[str, Any],
+    index: int,
+    key: str,
+    text: str,
+    put: Callable[[dict[str, Any], str], None],
+) -> dict[str, Any]:
+    choice = json.loads(json.dumps(choice))
+    choice[key] = index
+    put(choice, text)
+    return choice
+
+
+def _openai_text(choice: dict[str, Any], text: str) -> None:
+    choice["message"]["content"] = text
+
+
+def _gemini_text(candidate: dict[str, Any], text: str) -> None:
+    # A candidate stopped before any text (SAFETY) has no parts: the text goes where Gemini
+    # writes it when it has some.
+    content = candidate.setdefault("content", {})
+    content.setdefault("role", "model")
+    parts = [part for part in content.get("parts", []) if "text" not in part]
+    content["parts"] = [{"text": text}, *parts]
+
+
+def _anthropic_text(message: dict[str, Any], text: str) -> None:
+    blocks = [block for block in message["content"] if block.get("type") != "text"]
+    message["content"] = [*blocks, {"type": "text", "text": text}]
 
 
 @dataclass(frozen=True)
@@ -399,6 +518,8 @@ Reply: TypeAlias = (
     | GzipBomb
     | RepeatedKey
     | Choices
+    | DeepBeside
+    | Recorded
 )
 
 
@@ -471,8 +592,8 @@ def trickle(interval: float, then: Reply | None = None) -> Trickle:
     return Trickle(interval, verdict(True) if then is None else then)
 
 
-def gzipped(then: Reply) -> Gzipped:
-    return Gzipped(then)
+def gzipped(then: Reply, *, cut: int = 0, junk: bytes = b"") -> Gzipped:
+    return Gzipped(then, cut, junk)
 
 
 def gzip_bomb(inflated: int) -> GzipBomb:
@@ -487,6 +608,27 @@ def choices(*contents: str) -> Choices:
     if not contents:
         raise ValueError("choices() needs at least one content")
     return Choices(contents)
+
+
+def deep_beside(depth: int) -> DeepBeside:
+    return DeepBeside(depth)
+
+
+def recorded(
+    *names: str,
+    text: str | tuple[str, ...],
+    beside: dict[str, Any] | None = None,
+    in_choice: dict[str, Any] | None = None,
+) -> Recorded:
+    """The recorded bodies ``names`` (one per choice) with ``text`` as the reply of each (one
+    text for all, or one per body); ``beside`` and ``in_choice`` add keys to the body and to its
+    first choice."""
+    if not names:
+        raise ValueError("recorded() needs at least one body")
+    texts = (text,) * len(names) if isinstance(text, str) else tuple(text)
+    found = Recorded(names, texts, tuple((beside or {}).items()), tuple((in_choice or {}).items()))
+    found.body  # noqa: B018  (a missing file or a body of another shape fails here, in the test)
+    return found
 
 
 _BOMB_BLOCK = 1 << 20
@@ -586,6 +728,16 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         path = path.rstrip("/")
         azure = path.startswith("/openai/deployments/") and path.endswith("/chat/completions")
+        family = (
+            "anthropic"
+            if path.endswith("/messages")
+            else "gemini"
+            if path.endswith(":generateContent")
+            else None
+        )
+        if family is not None:
+            self._answer_provider(path, query, family)
+            return
         if path not in ("/v1/chat/completions", "/chat/completions") and not azure:
             self._send_error(404, f"No route for POST {path}", "invalid_request_error")
             return
@@ -665,6 +817,28 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._answer(request, judge._choose(request))
 
+    def _answer_provider(self, path: str, query: str, family: str) -> None:
+        """Anthropic's Messages route or Gemini's generateContent: only a recorded body of that
+        provider answers there (the request is recorded like any other)."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"null")
+        except (ValueError, OSError):
+            self._send_error(400, "Request body is not valid JSON", "invalid_request_error")
+            return
+        if not isinstance(body, dict):
+            self._send_error(400, "Request body must be a JSON object", "invalid_request_error")
+            return
+        request = RecordedRequest(
+            path=path,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            body=body,
+            query={name: values[-1] for name, values in urllib.parse.parse_qs(query).items()},
+        )
+        judge = self.server.judge
+        judge._record(request)
+        self._answer(request, judge._choose(request), family)
+
     def _azure_key_accepted(self) -> bool:
         expected = self.server.judge.azure_api_key
         key = self.headers.get("api-key")
@@ -680,8 +854,11 @@ class _Handler(BaseHTTPRequestHandler):
     _extra_headers: dict[str, str] | None = None
     _trickle: float | None = None
     _gzip = False
+    _gzip_cut = 0
+    _gzip_junk = b""
 
-    def _answer(self, request: RecordedRequest, reply: Reply) -> None:
+    def _answer(self, request: RecordedRequest, reply: Reply, family: str = "openai") -> None:
+        """Send ``reply`` to ``request``, which came on ``family``'s route."""
         judge = self.server.judge
         self._status_override, self._extra_headers, self._trickle, self._gzip = (
             None,
@@ -689,6 +866,7 @@ class _Handler(BaseHTTPRequestHandler):
             None,
             False,
         )
+        self._gzip_cut, self._gzip_junk = 0, b""
         # Resolve the wrappers first; each level may pick another reply.
         for _ in range(100):
             if isinstance(reply, Delay):
@@ -703,6 +881,7 @@ class _Handler(BaseHTTPRequestHandler):
                 reply = reply.then
             elif isinstance(reply, Gzipped):
                 self._gzip = True
+                self._gzip_cut, self._gzip_junk = reply.cut, reply.junk
                 reply = reply.then
             elif isinstance(reply, Sequence):
                 reply = reply.next()
@@ -714,7 +893,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(500, "ScriptedJudge: reply nesting too deep", "server_error")
             return
 
-        if isinstance(reply, VerdictReply):
+        if isinstance(reply, Recorded) or family != "openai":
+            body = reply.body if isinstance(reply, Recorded) else None
+            if body is None or provider_of(body) != family:
+                self._send_error(
+                    500,
+                    f"ScriptedJudge: {reply!r} cannot answer on the {family} route",
+                    "server_error",
+                )
+                return
+            self._send_json(200, body)
+        elif isinstance(reply, VerdictReply):
             content = judge._think_first(reply.content())
             forced = _forced_tool(request.body)
             if forced is not None:
@@ -772,6 +961,14 @@ class _Handler(BaseHTTPRequestHandler):
                 body[reply.key] = marker
             both = f"{json.dumps(reply.first)}, {json.dumps(reply.key)}: {json.dumps(reply.second)}"
             data = json.dumps(body).replace(json.dumps(marker), both)
+            self._send_raw(200, data.encode(), "application/json")
+        elif isinstance(reply, DeepBeside):
+            marker = "\u0000deep\u0000"
+            message = {"role": "assistant", "content": VerdictReply(True).content()}
+            body = self._completion_body(request, message, VerdictReply(True).content())
+            body["system_fingerprint"] = marker
+            deep = "[" * reply.depth + "]" * reply.depth
+            data = json.dumps(body).replace(json.dumps(marker), deep)
             self._send_raw(200, data.encode(), "application/json")
         elif isinstance(reply, Choices):
             body = self._completion_body(request, None, " ".join(reply.contents))
@@ -848,6 +1045,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._gzip:
             squeeze = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)
             data = squeeze.compress(data) + squeeze.flush()
+            data = data[: len(data) - self._gzip_cut] + self._gzip_junk
             headers["Content-Encoding"] = "gzip"
         try:
             # Headers and body leave in one write, as real servers send them: two small writes
