@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .redaction import redact_values
+
 __all__ = [
     "CLAIM_QUOTE_LIMIT",
     "DOCUMENT_LIMIT",
@@ -72,8 +74,9 @@ def terminal_text(text: str) -> str:
 
 
 def quote_claim(claim: str, limit: int = CLAIM_QUOTE_LIMIT) -> str:
-    """The claim as one readable quoted line: whitespace runs folded, long text cut with '…'."""
-    text = re.sub(_WHITESPACE, " ", claim).strip()
+    """The claim as one readable quoted line: redacted of the known secrets (a claim variable
+    may hold a key), whitespace runs folded, long text cut with '…'."""
+    text = re.sub(_WHITESPACE, " ", redact_values(claim)).strip()
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return repr(text)

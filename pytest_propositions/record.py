@@ -1,16 +1,20 @@
 """What a run records: each claim's outcome, the judge errors, what the judge was shown (for the
 HTML report), and what xdist workers sent. The reports read it; ``Runtime.record`` holds it.
+What it files is redacted of the known secrets (``redaction``): every report shows it as filed.
 
 The other half of a run, what judges (settings, the judge, the cache), is ``Runtime``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from .redaction import redact_data, redact_values
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -87,6 +91,7 @@ class RunRecord:
         self._lock = threading.Lock()
 
     def add(self, outcome: Outcome) -> None:
+        outcome = _redacted(outcome)
         with self._lock:
             self._file(outcome)
 
@@ -97,15 +102,16 @@ class RunRecord:
 
     def add_error(self, test_id: str | None, error: BaseException) -> None:
         with self._lock:
-            self.judge_errors.append((test_id, f"{type(error).__name__}: {error}"))
+            self.judge_errors.append((test_id, redact_values(f"{type(error).__name__}: {error}")))
 
     def remember_context(
         self, key: str, messages: Iterable[Mapping[str, str]], wanted: bool
     ) -> None:
         """Keep what the judge was shown, for an HTML report; nothing when none is written."""
         if key and (wanted or self.keep_contexts):
+            shown = [redact_data(dict(message)) for message in messages]
             with self._lock:
-                self.contexts[key] = [dict(message) for message in messages]
+                self.contexts[key] = shown
 
     def outcomes_of(self, test_id: str, start: int = 0) -> list[Outcome]:
         """The outcomes filed under a test, in the order they were noted, from ``start`` on."""
@@ -140,3 +146,27 @@ class RunRecord:
     def merged_stat(self, name: str) -> float:
         with self._lock:
             return self.merged_stats.get(name, 0)
+
+
+def _redacted(outcome: Outcome) -> Outcome:
+    """The outcome as the reports may show it: its verdicts' texts and its runs' data redacted of
+    the known secrets (a claim variable, or a recording the judge quoted, may hold a key)."""
+    verdict, main = _redacted_verdict(outcome.verdict), outcome.escalated_from
+    changes: dict[str, Any] = {}
+    if verdict is not outcome.verdict:
+        changes["verdict"] = verdict
+    if main is not None and _redacted_verdict(main) is not main:
+        changes["escalated_from"] = _redacted_verdict(main)
+    if outcome.runs is not None:
+        runs = redact_data(outcome.runs)
+        if runs != outcome.runs:
+            changes["runs"] = runs
+    return dataclasses.replace(outcome, **changes) if changes else outcome
+
+
+def _redacted_verdict(verdict: Verdict) -> Verdict:
+    texts = (verdict.claim, verdict.justification, verdict.reasoning)
+    claim, justification, reasoning = (redact_values(text) for text in texts)
+    if (claim, justification, reasoning) == texts:
+        return verdict
+    return verdict.replace(claim=claim, justification=justification, reasoning=reasoning)

@@ -1,13 +1,14 @@
 """Keeping credentials out of sight: the ``Secret`` wrapper, text and URL redaction, the secret
 values known to this process, and a log filter. Everything that may show an API key, an
-api_base's password or the store's password goes through here."""
+api_base's password or the store's password goes through here: replies, and what is stored or
+shown of a request (plain data, and reprs pytest cut short)."""
 
 from __future__ import annotations
 
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -84,6 +85,49 @@ def redact_values(text: str, secrets: Iterable[str | Secret | None] = ()) -> str
     itself, such as a URL it describes with the user shown."""
     given = (secret.reveal() if isinstance(secret, Secret) else secret for secret in secrets)
     return _replace_values(text, {value for value in given if value} | _known)
+
+
+def redact_data(value: Any) -> Any:
+    """Plain data (what a request, a record or a report holds: dicts, lists, strings) with the
+    remembered secrets replaced in every string, as :func:`redact_values` replaces them; the
+    value itself when there is nothing to replace.
+
+    For what the plugin stores or shows of a claim's request (its messages, the claim, the
+    context): a key the judged trace quotes, or a claim variable holding it, is written nowhere.
+    The cache key is computed from the request as it was sent, before this."""
+    if not _known:
+        return value
+    if isinstance(value, str):
+        return redact_values(value)
+    if isinstance(value, Mapping):
+        return {name: redact_data(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [redact_data(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(redact_data(item) for item in value)
+    return value
+
+
+# A piece of a secret this long, cut by an ellipsis, is redacted in reprs (shorter pieces say
+# nothing: "sk-" is every key's start).
+_CUT_PIECE = 4
+
+
+def redact_repr(text: str) -> str:
+    """Text made of reprs that may have been cut short (pytest's ``-l`` locals and assertion
+    details keep each end of a long value, joined by "..."): the remembered secrets replaced,
+    and so is a piece of one left at the cut, at either side of the ellipsis."""
+    text = redact_values(text)
+    if "..." not in text and "…" not in text:
+        return text
+    for value in sorted(_known, key=len, reverse=True):
+        if len(value) < LONG_SECRET:
+            continue
+        starts = "|".join(re.escape(value[:n]) for n in range(len(value) - 1, _CUT_PIECE - 1, -1))
+        ends = "|".join(re.escape(value[-n:]) for n in range(len(value) - 1, _CUT_PIECE - 1, -1))
+        text = re.sub(rf"(?:{starts})(?=\.\.\.|…)", "[redacted]", text)
+        text = re.sub(rf"(?:(?<=\.\.\.)|(?<=…))(?:{ends})", "[redacted]", text)
+    return text
 
 
 def redact_url(url: str | None) -> str | None:

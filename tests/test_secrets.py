@@ -1,6 +1,7 @@
 """Secrets stay secret under every flag: no API key, and no password inside --prop-api-base,
 in the terminal output (``-l``, ``--tb=long``, ``-rA``, ``--log-level=DEBUG``), the JUnit file
-or the cache folder, whatever way the judge fails."""
+or the cache folder, whatever way the judge fails, and whatever holds the key: a reply, or what
+is judged (a target, a claim variable)."""
 
 from __future__ import annotations
 
@@ -417,3 +418,262 @@ def test_simulation_logs_then_fails():
     assert "Captured log call" in output
     assert "hunter2-secret" not in output and "tok-abcdefgh12345678" not in output, output
     assert "[redacted]" in output
+
+
+# --------------------------------------------------------------------------- inside what is judged
+
+# The judge's own key inside what a claim is about: a tool result that printed the environment,
+# a claim variable, the extra context. The conftest holds the value (the failing test's source,
+# which tracebacks show, does not); the runs below set PROP_API_KEY to it, or nothing.
+KEY_INSIDE_CONFTEST = f"""
+import pytest
+
+THE_KEY = {PLAIN_KEY!r}
+
+
+@pytest.fixture
+def trajectory():
+    return (
+        "Ana acts: [TOOL_CALL] read_env()\\n"
+        f"--> Ana: [TOOL_RESULT] PROP_API_KEY={{THE_KEY}} HOME=/home/ana\\n"
+        "Ana acts: [TALK] I have what I need."
+    )
+
+
+@pytest.fixture
+def the_key():
+    return THE_KEY
+"""
+
+KEY_INSIDE_TESTS = """
+from pytest_propositions import Proposition
+
+
+def test_holds(trajectory, the_key, assert_proposition):
+    assert_proposition(
+        trajectory,
+        "Ana reads the variable whose value is {{value}}.",
+        claim_variables={"value": the_key},
+        additional_context="The operator's key is " + the_key + ".",
+    )
+
+
+def test_fails(trajectory, the_key, assert_proposition):
+    assert_proposition(
+        trajectory,
+        "Ana never prints {{value}}.",
+        claim_variables={"value": the_key},
+    )
+
+
+def test_fails_by_call(trajectory, the_key):
+    assert Proposition("Ana never prints the key " + the_key + ".", trajectory).check()
+"""
+
+
+def _judge_by_claim(request: RecordedRequest) -> Reply:
+    holds = "never prints" not in request.text
+    return verdict(holds, justification="Ana ran read_env and then spoke.")
+
+
+def test_the_key_inside_a_target_or_claim_is_kept_out_of_everything_written(
+    pytester: pytest.Pytester,
+    inner_run: list[str],
+    judge_server: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    transport_path: str,
+) -> None:
+    """Item 6 of issue 48: the requests, claims and contexts stored and shown are redacted of
+    the known secrets (replies already were); the key is the real request's, so a replay with
+    the key set, or with no key at all, is served from the cache without a judge call."""
+    from pytest_propositions import redaction
+
+    pytester.makeconftest(pytester.path.joinpath("conftest.py").read_text() + KEY_INSIDE_CONFTEST)
+    pytester.makepyfile(test_inside=KEY_INSIDE_TESTS)
+    monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
+    judge_server.default = echo_fn(_judge_by_claim)
+    cache_dir = pytester.path / "verdicts"
+
+    def run(
+        name: str, mode: str, *flags: str, where: Path = cache_dir
+    ) -> tuple[pytest.RunResult, list[tuple[str, bytes]]]:
+        junit, report, html = (pytester.path / f"{name}.{ext}" for ext in ("xml", "json", "html"))
+        # Each run in a process of its own would know no secret at its start: what this process
+        # remembered earlier (another test, a run before) must not hide a leak.
+        monkeypatch.setattr(redaction, "_known", frozenset())
+        result = pytester.runpytest(
+            "--prop-model=openai/judge-model",
+            f"--prop-api-base={judge_server.base_url}",
+            f"--prop-cache={mode}",
+            f"--prop-transport={transport_path}",
+            f"--prop-cache-dir={where}",
+            f"--junitxml={junit}",
+            f"--prop-report={report}",
+            f"--prop-html={html}",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            *flags,
+        )
+        written = _everything_written(result, junit, where)
+        written += [(str(path), path.read_bytes()) for path in (report, html)]
+        return result, written
+
+    first, written = run("first", "use", "-rA", "-vv", "--tb=long")
+    assert_counts(first, passed=1, failed=2)
+    assert len(judge_server.requests) == 3
+    # The key really was in what the judge was sent: there was something to leak.
+    assert all(PLAIN_KEY in r.text for r in judge_server.requests)
+    out = first.stdout.str()
+    assert "Ana never prints [redacted]" in out
+    locals_run, locals_written = run("locals", "use", "-l", "--full-trace", "-rA")
+    assert_counts(locals_run, passed=1, failed=2)
+    assert "trajectory = " in locals_run.stdout.str()  # -l showed the test's locals
+    exported = pytester.path / "export.jsonl"
+    export = pytester.run(
+        sys.executable, "-m", "pytest_propositions", "cache", "export",
+        "--cache-dir", str(cache_dir), "--output", str(exported),
+    )  # fmt: skip
+    assert export.ret == 0, export.stderr.str()
+    assert b"[redacted]" in exported.read_bytes()
+    for where, data in [*written, *locals_written, (str(exported), exported.read_bytes())]:
+        assert PLAIN_KEY.encode() not in data, where
+        assert PLAIN_KEY.encode("utf-16-le") not in data, where
+    # Keyed by the real request: a replay hits, with the key set and with none (CI).
+    calls = len(judge_server.requests)
+    replayed, replay_written = run("replay", "replay", "-rA")
+    assert_counts(replayed, passed=1, failed=2)
+    for where, data in replay_written:
+        assert PLAIN_KEY.encode() not in data, where
+    # CI: no key, the verdicts imported from the export (each redacted request by its seal).
+    monkeypatch.delenv("PROP_API_KEY")
+    imported = pytester.path / "imported"
+    done = pytester.run(
+        sys.executable, "-m", "pytest_propositions", "cache", "import", str(exported),
+        "--cache-dir", str(imported),
+    )  # fmt: skip
+    assert done.ret == 0, done.stdout.str() + done.stderr.str()
+    assert "imported 3 verdicts" in done.stdout.str()
+    keyless, _ = run("keyless", "replay", "-rA", where=imported)
+    assert_counts(keyless, passed=1, failed=2)
+    assert len(judge_server.requests) == calls
+
+
+@pytest.fixture
+def known_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """PLAIN_KEY known to redaction, as a run's judge makes it known (and nothing else)."""
+    from pytest_propositions import redaction
+
+    monkeypatch.setattr(redaction, "_known", frozenset())
+    redaction.remember_secrets(PLAIN_KEY)
+    return PLAIN_KEY
+
+
+def _material(secret: str) -> dict[str, object]:
+    return {
+        "prompt_version": "p1",
+        "model": "openai/judge-model",
+        "messages": [
+            {"role": "system", "content": "Judge the claim."},
+            {"role": "user", "content": f"--> Ana: [TOOL_RESULT] PROP_API_KEY={secret}"},
+        ],
+        "sampling": {"temperature": 0},
+        "kind": "check",
+        "double_check": False,
+        "sample_index": 0,
+    }
+
+
+def _recorded(material: dict[str, object], claim: str) -> tuple[str, dict[str, object]]:
+    from pytest_propositions.store.cache_record import new_record
+    from pytest_propositions.store.keys import cache_key
+    from pytest_propositions.verdict import Verdict
+
+    key = cache_key(material)
+    verdict = Verdict(
+        kind="check",
+        claim=claim,
+        value=True,
+        justification="Ana read it.",
+        model="openai/judge-model",
+        recorded_at="2026-01-02T03:04:05+00:00",
+        key=key,
+    )
+    return key, new_record(verdict, material, f"test_x.py::test_key[{PLAIN_KEY}]")
+
+
+def test_a_record_keeps_its_request_redacted_and_sealed_to_the_real_key(known_key: str) -> None:
+    from pytest_propositions.store.cache_record import (
+        export_line,
+        read_lines,
+        request_redacted,
+        unpack_request,
+    )
+    from pytest_propositions.store.keys import canonical_json
+
+    key, record = _recorded(_material(known_key), f"Ana never prints {known_key}.")
+    assert known_key not in canonical_json(record)
+    assert record["claim"] == "Ana never prints [redacted]."
+    assert record["test_id"] == "test_x.py::test_key[[redacted]]"
+    kept = unpack_request(record)
+    assert kept is not None and "PROP_API_KEY=[redacted]" in kept["messages"][1]["content"]
+    assert request_redacted(record)
+    # Imported by its seal (its request no longer hashes to its key)...
+    entries, errors = read_lines([export_line(key, record)])
+    assert errors == [] and list(entries) == [key]
+    # ...which a key moved onto it does not carry: refused, as for any other record.
+    other, _ = _recorded(_material("another-value-entirely"), "Ana reads it.")
+    entries, errors = read_lines([export_line(other, record)])
+    assert entries == {}
+    [error] = errors
+    assert "redacted of a secret, and its seal is not that of key" in str(error)
+    # A request without a secret is kept as it was asked: its key checked by hashing it.
+    plain_key, plain = _recorded(_material("nothing-secret-here"), "Ana reads it.")
+    assert not request_redacted(plain)
+    assert read_lines([export_line(plain_key, plain)])[1] == []
+
+
+def test_rejudge_leaves_out_a_request_kept_redacted(known_key: str, tmp_path: Path) -> None:
+    """Asked again as stored, it would be another request, under a key no test run computes."""
+    from pytest_propositions.cli.rejudge import plan
+    from pytest_propositions.store.cache import VerdictCache
+
+    key, record = _recorded(_material(known_key), "Ana reads the key.")
+    with VerdictCache(tmp_path, "use") as cache:
+        cache.put(key, record)
+        planned = plan(cache, "openai/newer")
+    assert planned.requests == []
+    assert planned.skipped == {
+        "whose request held a secret, kept redacted (a test run asks them)": 1
+    }
+
+
+def test_a_replay_miss_names_what_changed_without_the_key(known_key: str, tmp_path: Path) -> None:
+    from pytest_propositions.store.cache import VerdictCache
+    from pytest_propositions.store.replay_miss import explain_miss
+
+    claim = f"Ana never prints {known_key}."
+    key, record = _recorded(_material(known_key), claim)
+    wanted = _material(known_key)
+    wanted["messages"][1]["content"] += " at noon"  # type: ignore[index]
+    with VerdictCache(tmp_path, "use") as cache:
+        cache.put(key, record)
+        said = explain_miss(cache, wanted, claim, None)
+    assert "The nearest recorded request for this claim" in said
+    assert "added 'at noon'" in said and known_key not in said
+
+
+def test_a_repr_cut_short_by_pytest_shows_no_piece_of_the_key(known_key: str) -> None:
+    from _pytest._io.saferepr import saferepr
+
+    from pytest_propositions.redaction import redact_repr
+
+    # -l shows each local through saferepr, which keeps the two ends of a long value.
+    for padding in range(0, 260, 7):
+        shown = saferepr({"a": "x" * padding + known_key, "b": known_key + "y" * padding})
+        redacted = redact_repr(shown)
+        for n in range(4, len(known_key) + 1):
+            for piece in (known_key[:n], known_key[-n:]):
+                assert piece not in redacted, (padding, shown, redacted)
+    assert redact_repr("'ana...home'") == "'ana...home'"  # nothing known there: left as it is

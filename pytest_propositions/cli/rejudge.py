@@ -24,7 +24,7 @@ from ..judging.prompts import PROMPT_VERSION
 from ..runtime import connector
 from ..settings import Settings, command_settings
 from ..store.cache import VerdictCache
-from ..store.cache_record import unpack_request
+from ..store.cache_record import request_redacted, unpack_request
 from ..store.keys import canonical_json
 from ..verdict import Verdict
 
@@ -64,6 +64,11 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
         material = unpack_request(record)
         if material is None:
             skipped["recorded without their request (before this version)"] += 1
+            continue
+        if request_redacted(record):
+            # What the judge was sent held a secret: asked again as stored, it would be another
+            # request, under a key no test run computes.
+            skipped["whose request held a secret, kept redacted (a test run asks them)"] += 1
             continue
         if material.get("prompt_version") != PROMPT_VERSION:
             skipped[f"recorded with another prompt version than {PROMPT_VERSION}"] += 1

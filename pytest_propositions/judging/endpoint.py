@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import JudgeUnavailable
-from ..redaction import Secret, redact_url
+from ..redaction import Secret, redact_url, url_credentials
 from . import families
 
-__all__ = ["Connection", "hosted_connection"]
+__all__ = ["Connection", "credentials", "hosted_connection", "key_variable"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,21 @@ def _missing_endpoint(
         raise JudgeUnavailable(message)
 
     return refuse
+
+
+def credentials(
+    api_key: str | Secret | None, api_base: str | Secret | None, model: str
+) -> tuple[str | Secret | None, ...]:
+    """What redaction must know of a call to ``model``: its key, its api_base's user and
+    password, and the keys the provider's own variables hold, which the paths read when
+    PROP_API_KEY and config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the
+    providers it alone knows)."""
+    names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
+    names.add(key_variable(model))
+    provider = tuple(os.environ.get(name) for name in sorted(names))
+    return (api_key, *url_credentials(api_base), *provider)
+
+
+def key_variable(model: str) -> str:
+    """The variable litellm reads the provider's key from: ``{PROVIDER}_API_KEY``."""
+    return (model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY"

@@ -29,12 +29,13 @@ from ..errors import (
     SamplesWarning,
     VerdictMissing,
 )
+from ..redaction import remember_secrets
 from ..store.cache import CacheDirectoryError, CacheWarning
 from ..store.cache_record import verdict_of_record
 from ..store.keys import cache_key
 from ..verdict import Verdict
 from . import families
-from .endpoint import Connection, hosted_connection
+from .endpoint import Connection, credentials, hosted_connection
 from .prompts import PROMPT_VERSION, Message
 from .request import JudgeRequest, JudgeStats
 
@@ -246,6 +247,12 @@ class Judge:
             connection = self._connections.get(model)
         if connection is None:
             connection = self._connect(model)
+            # Known before anything of a claim is stored or shown (its request, its claim, a
+            # traceback's locals), not from the first call on: a replay makes none, and a trace
+            # that quotes the key must be redacted of it all the same.
+            remember_secrets(
+                *credentials(connection.api_key, connection.api_base, connection.litellm_model)
+            )
             with self._lock:
                 self._connections[model] = connection
         return connection

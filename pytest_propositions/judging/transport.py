@@ -17,7 +17,6 @@ import asyncio
 import contextvars
 import inspect
 import logging
-import os
 import random
 import threading
 import time
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
-from . import families
+from .endpoint import credentials, key_variable
 from .faults import Fault
 from .reply import reply_schema
 from .transport_http import HttpPath
@@ -100,19 +99,6 @@ def response_format(mode: str, kind: Kind, *, grammar: bool = False) -> dict[str
         # llama.cpp's server constrains generation with this schema; others ignore the extra key.
         return {"type": "json_object", "schema": reply_schema(kind, bounded=True)}
     return None
-
-
-def _provider_keys(profile: families.Profile) -> tuple[str | None, ...]:
-    """The keys the provider's own variables hold, which the paths read when PROP_API_KEY and
-    config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the providers it alone knows)."""
-    names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
-    names.add(_key_variable(profile.model))
-    return tuple(os.environ.get(name) for name in sorted(names))
-
-
-def _key_variable(model: str) -> str:
-    """The variable litellm reads the provider's key from: ``{PROVIDER}_API_KEY``."""
-    return (model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY"
 
 
 def _where(connection: Connection) -> str:
@@ -219,7 +205,7 @@ class Transport:
         else:
             api_base, api_key = await asyncio.to_thread(connection.secret_endpoint)
         # Whatever the judge (or a proxy) says back may quote these: its reply is redacted of them.
-        remember_secrets(api_key, *url_credentials(api_base), *_provider_keys(profile))
+        remember_secrets(*credentials(api_key, api_base, profile.model))
         if url_credentials(api_base):
             # Refused before any client parses the URL: a password holding "/", "?", "#" or
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
@@ -411,7 +397,7 @@ def _message(fault: Fault, connection: Connection, attempts: int) -> str:
             where=where,
             detail=fault.detail,
             status=status,
-            key=f"{_key_variable(connection.litellm_model)} (or PROP_API_KEY)",
+            key=f"{key_variable(connection.litellm_model)} (or PROP_API_KEY)",
             tries=f"{attempts} attempt" + ("s" if attempts > 1 else ""),
             label=fault.label,
         )

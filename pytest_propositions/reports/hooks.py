@@ -10,6 +10,7 @@ JUnit file, prints only its counts and never loads them (tests/test_cache_plugin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ import pytest
 from _pytest._code.code import ExceptionRepr
 
 from ..errors import JudgeError, PropositionFailed
+from ..redaction import redact_repr
 from ..store.cache import unstored_lines
 from .counts import (
     after_its_test_line,
@@ -112,6 +114,33 @@ def failure_text_section(report: pytest.TestReport, title: str, text: str) -> No
         report.sections.append((title, text))
 
 
+def redact_failure(report: pytest.TestReport) -> None:
+    """The failure of a test that made claims as the terminal and JUnit show it, redacted of the
+    known secrets: a target or a claim variable holding a key reaches a traceback's locals
+    (``-l``), the assertion's details and the report's sections. Done before xdist carries it."""
+    report.longrepr = _redacted_repr(report.longrepr, set())
+    report.sections = [(title, redact_repr(text)) for title, text in report.sections]
+
+
+def _redacted_repr(value: Any, seen: set[int]) -> Any:
+    """``value`` (pytest's failure representation: dataclasses of strings, lists and tuples)
+    with its strings redacted; its dataclasses changed in place."""
+    if isinstance(value, str):
+        return redact_repr(value)
+    if isinstance(value, list | tuple):
+        items = [_redacted_repr(item, seen) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    # (Each once: pytest shares the crash's location and traceback between fields.)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and id(value) not in seen:
+        seen.add(id(value))
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name, None)
+            shown = _redacted_repr(item, seen)
+            if shown is not item:
+                setattr(value, field.name, shown)
+    return value
+
+
 class ClaimReports:
     """Per-test reporting of claims: JUnit properties, the failure report's sections, and the
     outcomes of their own (a judge error, a claim not upheld in report mode)."""
@@ -199,6 +228,7 @@ class ClaimReports:
                     f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
                 )
             )
+        redact_failure(report)
         return report
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)

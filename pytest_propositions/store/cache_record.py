@@ -9,11 +9,17 @@ deterministic, so ``cache export`` stays byte-stable. It lets ``cache rejudge`` 
 question of another judge without re-running any simulation, lets an import check a line's key,
 and lets a replay miss name the nearest recorded request and what changed. README.md shows a
 one-liner that decodes one from an export (a test runs it).
+
+A record keeps nothing of a known secret (``redaction``): the request, the claim and every text
+are redacted of it, while the key was computed from the request as it was sent, so a replay
+still finds the verdict. A request that lost a secret no longer hashes to its key; it carries a
+seal instead (the hash of the key and the stored request), which an import checks in its place.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Mapping
@@ -22,11 +28,14 @@ from typing import Any
 
 from .._version import __version__
 from ..checks import TOO_DEEP
+from ..redaction import redact_data
 from ..verdict import Verdict, check_stored_verdict
 from .errors import ImportLineError, InvalidRecordError
 from .keys import KEY_PATTERN, cache_key, canonical_json, check_names
 
 ENCODING = "zlib+base64"
+# The field of a stored request redacted of a secret: its seal to the key (pack_request).
+REDACTED = "redacted"
 # Far above any judge's context window, far below what a machine cannot hold.
 _MAX_REQUEST = 64 * 2**20
 
@@ -34,9 +43,11 @@ _MAX_REQUEST = 64 * 2**20
 def new_record(
     verdict: Verdict, material: Mapping[str, Any], test_id: str | None
 ) -> dict[str, Any]:
-    """The record of a verdict just judged live on the request made of ``material``."""
+    """The record of a verdict just judged live on the request made of ``material`` (the key's),
+    redacted of the known secrets: the request (sealed to the key when that changed it), the
+    claim, the texts, the test's id."""
     stored = verdict.stored()
-    record = {
+    record: dict[str, Any] = {
         "claim": verdict.claim,
         "kind": verdict.kind,
         "model": verdict.model,
@@ -47,22 +58,41 @@ def new_record(
         "cost_usd": verdict.cost_usd,
         "raw_reply": verdict.raw_reply,
         "verdict": stored,
-        # The request itself, compressed: for cache rejudge and for explaining replay misses.
-        "request": pack_request(material),
     }
     if test_id:
         record["test_id"] = test_id
+    record = redact_data(record)
+    # The request itself, compressed: for cache rejudge and for explaining replay misses.
+    shown = redact_data(dict(material))
+    key = verdict.key or cache_key(material)
+    record["request"] = pack_request(shown, sealed_to=None if shown == material else key)
     return record
 
 
 # --- the request a record keeps ----------------------------------------------------------------
 
 
-def pack_request(material: Mapping[str, Any]) -> dict[str, str]:
-    """The stored form of a request's key material; the model is left out (the record has it)."""
+def pack_request(material: Mapping[str, Any], *, sealed_to: str | None = None) -> dict[str, str]:
+    """The stored form of a request's key material; the model is left out (the record has it).
+    ``sealed_to``: the key of the request this one was redacted from, which it no longer hashes
+    to; the seal ties the two together instead."""
     text = canonical_json({name: value for name, value in material.items() if name != "model"})
     data = base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
-    return {"encoding": ENCODING, "data": data}
+    packed = {"encoding": ENCODING, "data": data}
+    if sealed_to is not None:
+        packed[REDACTED] = request_seal(sealed_to, data)
+    return packed
+
+
+def request_seal(key: str, data: str) -> str:
+    """The seal of a redacted request's stored ``data`` to the ``key`` it was stored under."""
+    return hashlib.sha256(f"{key}:{data}".encode()).hexdigest()
+
+
+def request_redacted(record: Mapping[str, Any]) -> bool:
+    """Whether the request a record keeps lost a secret (and so no longer hashes to its key)."""
+    stored = record.get("request")
+    return isinstance(stored, Mapping) and REDACTED in stored
 
 
 def unpack_request(record: Mapping[str, Any], *, strict: bool = False) -> dict[str, Any] | None:
@@ -316,11 +346,28 @@ def _check_key(lineno: int, key: str, record: dict[str, Any]) -> None:
 
     A key moved to another line's record (a bad merge of a committed export, a hand edit) would
     otherwise serve that record's verdict for another claim: a wrong pass on replay. A record
-    that keeps no request cannot be checked, so it is refused too."""
+    that keeps no request cannot be checked, so it is refused too; one whose request was
+    redacted of a secret is checked by its seal."""
     redo = (
         "export it again from the cache that recorded it, or let a run "
         "(--prop-cache=use) judge that claim again"
     )
+    if request_redacted(record):
+        stored = record["request"]
+        try:
+            unpack_request(record, strict=True)
+        except ValueError as exc:
+            raise ImportLineError(
+                lineno, f'its record\'s "request" cannot be read ({exc}); {redo}'
+            ) from None
+        if stored[REDACTED] != request_seal(key, str(stored.get("data"))):
+            raise ImportLineError(
+                lineno,
+                f"its record's request was stored redacted of a secret, and its seal is not "
+                f"that of key {key}: a key moved to another record (a bad merge or an edit of "
+                f"the export?); {redo}",
+            )
+        return
     try:
         kept = request_key(record)
     except ValueError as exc:

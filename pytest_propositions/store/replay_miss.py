@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..redaction import redact_data, redact_values
 from .base import VerdictStore
 from .cache_record import unpack_request
 
@@ -76,7 +77,9 @@ def explain_miss(
     store: VerdictStore, wanted: Mapping[str, Any], claim: str, test_id: str | None
 ) -> str:
     """A sentence naming the nearest recorded request for this claim and what differs from it
-    (read from the store's disk cache)."""
+    (read from the store's disk cache). Compared as records keep them: redacted of the known
+    secrets, which the sentence never shows."""
+    wanted, claim = redact_data(dict(wanted)), redact_values(claim)
     best: tuple[tuple[int, int, int], str, dict[str, Any], list[str]] | None = None
     try:
         for scanned, (key, record) in enumerate(store.disk.records()):
