@@ -11,7 +11,7 @@ import pytest
 
 from . import runtime as runtime_module
 from .errors import PropositionFailed
-from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run, say_cache_moved
+from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run, move_old_cache, say_cache_moved
 from .settings import OPTIONS, argparse_type
 
 if TYPE_CHECKING:
@@ -51,6 +51,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help=option.help_text(),
             )
         parser.addini(option.ini, option.help, default=None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    move_old_cache(config)  # before --cache-clear empties pytest's cache folder (its configure)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -129,9 +134,8 @@ def _has_marker(item: pytest.Item, name: str = "proposition") -> bool:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    # Check the markers now: a test with a bad one errors at its setup, naming every problem,
-    # and the others run. Each marker's target fixture is set up even when the test does not
-    # request it.
+    # Check the markers now: a test with a bad one errors at its setup, naming every problem, and
+    # the others run. Each marker's target fixture is set up even when the test does not request it.
     marked = [item for item in items if _has_marker(item) or _has_marker(item, "min_score")]
     if not marked:
         return

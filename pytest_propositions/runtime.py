@@ -240,9 +240,11 @@ class Runtime:
             return False
         from .store.cache import VerdictCache
 
-        cache = self.cache or VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
+        # "is None", not "or": a cache's truth is its length, which opens the database.
+        own = self.cache
+        cache = own if own is not None else VerdictCache(self.cache_dir, self.settings.cache)  # type: ignore[arg-type]
         cache.record_usage(keys, self.record.started_at)
-        if cache is not self.cache:
+        if cache is not own:
             cache.close()
         return True
 

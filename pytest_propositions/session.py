@@ -13,8 +13,14 @@ import pytest
 
 from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import OPTIONS, SettingsError, reference_judge, resolve
-from .store.location import CacheFolder, configured_folder, default_folder, read_options
+from .settings import OPTIONS, Settings, SettingsError, reference_judge, resolve
+from .store.location import (
+    CacheFolder,
+    configured_folder,
+    default_folder,
+    folder_problem,
+    read_options,
+)
 
 if TYPE_CHECKING:
     from .judging.progress import ProgressLine
@@ -63,15 +69,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
             f"pytest-propositions: unknown ini option {'; '.join(unknown)}; pytest --help lists "
             "the options (their ini names start with prop_)"
         )
-    cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
-    ini = {option.name: config.getini(option.ini) for option in OPTIONS}
-    try:
-        # A project set up for the reference library names its judge in config.ini: in the
-        # rootdir, else where pytest was started. Used only when no --prop-model is given.
-        reference = reference_judge([config.rootpath, config.invocation_params.dir])
-        settings = resolve(cli, os.environ, ini, reference)
-    except SettingsError as error:
-        raise pytest.UsageError(f"pytest-propositions: {error}") from None
+    settings = read_settings(config)
     reports = {"--prop-report": settings.report, "--prop-html": settings.html}
     if any(reports.values()) and not hasattr(config, "workerinput"):
         # Found now, not after the judging: a report the run could not write (xdist's
@@ -84,9 +82,7 @@ def build_runtime(config: pytest.Config) -> Runtime:
                     check_report_path(configured, config.invocation_params.dir, option)
             except ValueError as error:
                 raise pytest.UsageError(f"pytest-propositions: {error}") from None
-    folder = cache_dir(config, settings.cache_dir)
-    if folder.note is not None and not hasattr(config, "workerinput"):
-        config.stash[CACHE_NOTE_KEY] = folder.note
+    folder = usable_cache_dir(config, settings)
     runtime = Runtime(settings, folder.path)
     runtime.project_folders = (config.rootpath, config.invocation_params.dir)
     runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
@@ -110,6 +106,51 @@ def build_runtime(config: pytest.Config) -> Runtime:
 
         runtime.progress_factory = terminal_line
     return runtime
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """The run's settings: flags, environment, ini (and a reference-library ``config.ini`` for
+    the judge); a bad value is a usage error naming its source."""
+    cli = {option.name: config.getoption("prop_" + option.name) for option in OPTIONS}
+    ini = {option.name: config.getini(option.ini) for option in OPTIONS}
+    try:
+        # A project set up for the reference library names its judge in config.ini: in the
+        # rootdir, else where pytest was started. Used only when no --prop-model is given.
+        reference = reference_judge([config.rootpath, config.invocation_params.dir])
+        return resolve(cli, os.environ, ini, reference)
+    except SettingsError as error:
+        raise pytest.UsageError(f"pytest-propositions: {error}") from None
+
+
+def usable_cache_dir(
+    config: pytest.Config, settings: Settings, *, clearing: bool = False
+) -> CacheFolder:
+    """The run's cache folder (``cache_dir``), checked at the start when the cache mode uses it
+    (``off`` never touches it): a folder that cannot hold verdicts is a usage error naming it,
+    not a traceback at the end. An old cache moved into it is said once, at the session's start.
+    ``clearing``: pytest is about to empty its cache folder (see ``move_old_cache``)."""
+    folder = cache_dir(config, settings.cache_dir, clearing=clearing)
+    if folder.problem is not None:
+        raise pytest.UsageError(f"pytest-propositions: {folder.problem}")
+    problem = folder_problem(folder.path) if settings.cache != "off" else None
+    if problem is not None:
+        raise pytest.UsageError(
+            f"pytest-propositions: {problem}; fix it, give another folder with --prop-cache-dir, "
+            "or run with --prop-cache=off"
+        )
+    if folder.note is not None and not hasattr(config, "workerinput"):
+        config.stash[CACHE_NOTE_KEY] = folder.note
+    return folder
+
+
+def move_old_cache(config: pytest.Config) -> None:
+    """From pytest_cmdline_main, before any command configures pytest: with ``--cache-clear``,
+    pytest's cache plugin empties its folder, where earlier versions kept verdicts, in its own
+    pytest_configure (tryfirst: before this plugin's). An old cache there is moved out first, and
+    a folder that cannot be used stops the run before anything is deleted. An xdist worker
+    starts after its controller did both."""
+    if config.getoption("cacheclear", False) and not hasattr(config, "workerinput"):
+        usable_cache_dir(config, read_settings(config), clearing=True)
 
 
 def calibrations(
@@ -142,9 +183,12 @@ def say_cache_moved(config: pytest.Config) -> None:
         reporter.write_line(f"propositions: {note}", yellow=True)
 
 
-def cache_dir(config: pytest.Config, configured: str | None) -> CacheFolder:
+def cache_dir(
+    config: pytest.Config, configured: str | None, *, clearing: bool = False
+) -> CacheFolder:
     """The configured folder (a relative ini value from the rootdir, as pytest's own cache_dir),
-    else the project's own at the rootdir (settings.py: where an old cache is moved from)."""
+    else the project's own at the rootdir (store/location.py: where an old cache is moved from;
+    ``clearing``, as there)."""
     if configured:
         from_ini = not config.getoption("prop_cache_dir") and not os.environ.get("PROP_CACHE_DIR")
         base = config.rootpath if from_ini else config.invocation_params.dir
@@ -153,7 +197,7 @@ def cache_dir(config: pytest.Config, configured: str | None) -> CacheFolder:
         pytest_cache: str | None = config.getini("cache_dir")
     except ValueError:  # -p no:cacheprovider: its option is not registered
         pytest_cache = None
-    return default_folder(config.rootpath, pytest_cache)
+    return default_folder(config.rootpath, pytest_cache, clearing=clearing)
 
 
 def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -76,6 +77,14 @@ _parse_positive_int = _whole_number(1)
 _parse_non_negative_int = _whole_number(0)
 _parse_positive_float = _number(
     lambda x: math.isfinite(x) and x > 0, "a positive number", "a finite positive number"
+)
+# Every option that is a wait in seconds: a timer thread (threading.Timer, a lock's wait) refuses
+# a wait above the platform's limit, and a wait it refuses would never end.
+_parse_seconds = _number(
+    lambda x: 0 < x <= threading.TIMEOUT_MAX,
+    "a positive number",
+    f"a finite positive number of seconds, at most {threading.TIMEOUT_MAX:.0f} (the longest "
+    "wait this platform's timers take)",
 )
 parse_fraction = _number(lambda x: 0.0 <= x <= 1.0, "a number from 0 to 1")
 _parse_confidence = _number(lambda x: 0.5 <= x < 1.0, "a number from 0.5 to below 1 (e.g. 0.95)")
@@ -259,7 +268,7 @@ class Settings:
         "first claim: an error); a store that does not answer the cancel either is dropped at "
         "most 5 s later.",
         "SECONDS",
-        _parse_positive_float,
+        _parse_seconds,
     )
     timestamps: str = option(
         "relative",
@@ -281,7 +290,7 @@ class Settings:
         "Seconds one attempt at a judge call may take in all (connecting, sending, reading "
         "the whole reply) before it counts as a failed attempt; each retry gets as long again.",
         "SECONDS",
-        _parse_positive_float,
+        _parse_seconds,
     )
     max_reply_bytes: int = option(
         "1048576",

@@ -17,7 +17,12 @@ import pytest
 from pytest_propositions import checks
 from pytest_propositions.cli.main import main
 from pytest_propositions.store.cache import VerdictCache, canonical_json
-from pytest_propositions.store.location import CacheFolder, default_folder
+from pytest_propositions.store.location import (
+    CacheFolder,
+    configured_folder,
+    default_folder,
+    folder_problem,
+)
 from tests.support.records import keyed
 from tests.support.records import line as kept_line
 
@@ -495,6 +500,71 @@ def test_an_old_cache_that_cannot_be_moved_is_read_where_it_is(
         "Invalid cross-device link" in folder.note
         and str(tmp_path / ".propositions") in folder.note
     )
+
+
+def test_under_cache_clear_an_old_cache_that_cannot_be_moved_is_a_problem_not_a_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest --cache-clear is about to empty its folder: an old cache in it that could not be
+    moved must stop the run (it would be deleted); one at the root is only read where it is."""
+    inside = tmp_path / ".pytest_cache" / "d" / "propositions"
+    VerdictCache(inside).put(key(1), record())
+
+    def cross_device(source: object, target: object) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    folder = default_folder(tmp_path, None, clearing=True)
+    assert folder.path == inside and folder.note is None
+    assert folder.problem == (
+        f"pytest --cache-clear would delete the verdicts at {inside}, where earlier versions kept "
+        f"them, and they could not be moved to {tmp_path / '.propositions'} (Invalid "
+        "cross-device link): move that folder there, then run again"
+    )
+    at_root = tmp_path / "other" / ".pytest_propositions_cache"
+    VerdictCache(at_root).put(key(1), record())
+    kept = default_folder(at_root.parent, None, clearing=True)
+    assert kept.path == at_root and kept.problem is None and kept.note is not None
+
+
+def test_a_configured_folder_that_is_a_link_is_kept_as_given(tmp_path: Path) -> None:
+    """Not replaced by its target (which a link to nowhere would then create elsewhere), and a
+    loop of links is named, not a RuntimeError from resolving it."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "unmounted" / "verdicts")
+    assert configured_folder("dangling", tmp_path) == tmp_path / "dangling"
+    assert folder_problem(tmp_path / "dangling") == (
+        f"cannot use {tmp_path / 'dangling'} as the verdict cache folder: it is a symbolic link "
+        f"to {tmp_path / 'unmounted' / 'verdicts'}, which does not exist (create it, or remove "
+        "the link)"
+    )
+    (tmp_path / "loop").symlink_to("loop")
+    assert configured_folder("loop/sub", tmp_path) == tmp_path / "loop" / "sub"
+    assert folder_problem(tmp_path / "loop" / "sub") == (
+        f"cannot use {tmp_path / 'loop' / 'sub'} as the verdict cache folder: {tmp_path / 'loop'} "
+        f"is a symbolic link to loop ({tmp_path / 'loop'}), a loop of links that never reaches "
+        "a folder"
+    )
+    (tmp_path / "real").mkdir()
+    (tmp_path / "good").symlink_to(tmp_path / "real")
+    assert folder_problem(configured_folder("good", tmp_path)) is None
+    assert folder_problem(tmp_path / "not-yet" / "verdicts") is None
+
+
+@pytest.mark.parametrize("what", ["a file", "a link to nowhere"])
+def test_a_command_on_a_folder_that_cannot_hold_a_cache_names_what_is_wrong(
+    tmp_path: Path, what: str
+) -> None:
+    folder = tmp_path / "verdicts"
+    if what == "a file":
+        folder.write_text("not a folder")
+        why = "it exists and is not a directory"
+    else:
+        folder.symlink_to(tmp_path / "gone")
+        why = f"it is a symbolic link to {tmp_path / 'gone'}, which does not exist"
+    done = cli("cache", "stats", "--cache-dir", str(folder), cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"error: cannot use {folder} as the verdict cache folder: {why}" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_move_another_process_made_first_is_the_new_folder(

@@ -200,23 +200,156 @@ def test_the_cli_reads_a_read_only_cache_and_refuses_to_change_it(read_only_verd
     assert "read-only" in clear.stderr and "Traceback" not in clear.stderr
 
 
-def test_a_folder_that_cannot_be_created_fails_before_the_judge_is_called(
-    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
-) -> None:
-    (pytester.path / "a-file").write_text("not a folder")
-    pytester.makepyfile(test_claims=TWO_CLAIMS_TEST)
-    result = pytester.runpytest(
-        *inner_run, "--prop-cache=use", f"--prop-cache-dir={pytester.path / 'a-file' / 'sub'}"
+# --- a folder that cannot hold the cache: a usage error at the start --------------------------
+
+
+def a_file_named(root: Path) -> tuple[Path, str]:
+    (root / "verdicts").write_text("not a folder")
+    return root / "verdicts", "it exists and is not a directory"
+
+
+def a_file_at_the_default_place(root: Path) -> tuple[Path, str]:
+    (root / ".propositions").write_text("not a folder")
+    return root / ".propositions", "it exists and is not a directory"
+
+
+def a_file_above(root: Path) -> tuple[Path, str]:
+    (root / "a-file").write_text("not a folder")
+    return root / "a-file" / "sub", f"{root / 'a-file'} is a file, so no folder can be made"
+
+
+def a_folder_for_its_database(root: Path) -> tuple[Path, str]:
+    (root / "verdicts" / "cache.db").mkdir(parents=True)
+    return root / "verdicts", f"its database {root / 'verdicts' / 'cache.db'} is a folder"
+
+
+def a_link_to_nowhere(root: Path) -> tuple[Path, str]:
+    (root / ".propositions").symlink_to(Path("unmounted", "verdicts"))
+    target = root / "unmounted" / "verdicts"
+    return root / ".propositions", (
+        f"it is a symbolic link to unmounted/verdicts ({target}), which does not exist"
     )
-    assert_counts(result, judge_errors=2)
+
+
+def a_link_in_a_loop(root: Path) -> tuple[Path, str]:
+    (root / ".propositions").symlink_to(root / "elsewhere")
+    (root / "elsewhere").symlink_to(root / ".propositions")
+    return root / ".propositions", (
+        f"it is a symbolic link to {root / 'elsewhere'}, a loop of links that never reaches a "
+        "folder"
+    )
+
+
+UNUSABLE = [
+    a_file_named,
+    a_file_at_the_default_place,
+    a_file_above,
+    a_folder_for_its_database,
+    a_link_to_nowhere,
+    a_link_in_a_loop,
+]
+DEFAULT_PLACE = (a_file_at_the_default_place, a_link_to_nowhere, a_link_in_a_loop)
+
+
+@pytest.mark.parametrize("unusable", UNUSABLE)
+def test_a_folder_that_cannot_hold_the_cache_is_a_usage_error_at_the_start(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], unusable: Any
+) -> None:
+    """Exit 4 before any test runs, naming the folder and what is wrong, with no traceback:
+    never judge errors and a traceback at the end of the run (no summary, no JSON report)."""
+    folder, why = unusable(pytester.path)
+    pytester.makepyfile(test_claims=TWO_CLAIMS_TEST)
+    where = [] if unusable in DEFAULT_PLACE else [f"--prop-cache-dir={folder}"]
+    result = pytester.runpytest(*inner_run, "--prop-cache=use", *where, "--prop-report=r.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.outlines
+    error = result.stderr.str().replace("\n", "")
+    assert (
+        f"ERROR: pytest-propositions: cannot use {folder} as the verdict cache folder: {why}"
+        in " ".join(error.split())
+    ), error
+    result.stderr.fnmatch_lines(["*; fix it, give another folder with --prop-cache-dir, or run*"])
+    assert "Traceback" not in result.stdout.str() + error
+    assert judge_server.requests == []
+
+
+@pytest.mark.parametrize("mode", ["replay", "refresh"])
+def test_every_mode_that_reads_or_writes_the_folder_checks_it(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], mode: str
+) -> None:
+    folder, _ = a_file_named(pytester.path)
+    pytester.makepyfile(test_claims=CLAIM_TEST)
+    result = pytester.runpytest(*inner_run, f"--prop-cache={mode}", f"--prop-cache-dir={folder}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*cannot use*verdicts as the verdict cache folder: it exists and is not a directory*"]
+    )
+
+
+@pytest.mark.parametrize("unusable", [a_file_at_the_default_place, a_link_to_nowhere])
+def test_cache_off_never_touches_the_folder(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], unusable: Any
+) -> None:
+    """--prop-cache=off neither reads nor writes the folder: an unusable one does not stop it."""
+    judge_server.default = verdict(True)
+    unusable(pytester.path)
+    pytester.makepyfile(test_claims=CLAIM_TEST)
+    result = pytester.runpytest(*inner_run)  # inner_run: --prop-cache=off
+    assert_counts(result, passed=1)
+    assert len(judge_server.requests) == 1
+
+
+def test_an_unreadable_database_is_a_usage_error_at_the_start(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    """Permissions bind only without root's capabilities (``as_unprivileged``)."""
+    judge_server.default = verdict(True)
+    pytester.makepyfile(test_claims=CLAIM_TEST)
+    pytester.runpytest(*judged).assert_outcomes(passed=1)
+    database = pytester.path / "verdicts" / "cache.db"
+    database.chmod(0)
+    try:
+        result = run_unprivileged(pytester, [*judged, "--prop-cache=replay"])
+    finally:
+        database.chmod(0o644)
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert (
+        f"cannot use {database.parent} as the verdict cache folder: its database {database} "
+        "cannot be read (Permission denied)" in " ".join(result.stderr.split())
+    ), out
+    assert "Traceback" not in out
+    assert len(judge_server.requests) == 1  # the recording run only
+
+
+BREAKS_ITS_CACHE = """
+from pathlib import Path
+
+def test_claim(world, assert_proposition):
+    Path({folder!r}).write_text("the folder's place, taken while the run goes on")
+    assert_proposition(world, "Oscar likes cities.")
+"""
+
+
+def test_the_end_of_a_run_never_opens_the_cache_just_to_count(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
+) -> None:
+    """A folder made unusable after the start: its claim is a judge error, and the run still
+    ends with its summary and its JSON report, not a traceback from counting the cache."""
+    folder = pytester.path / "verdicts"
+    pytester.makepyfile(test_claims=BREAKS_ITS_CACHE.format(folder=str(folder)))
+    result = pytester.runpytest(*judged, "--prop-report=report.json")
+    out = result.stdout.str() + result.stderr.str()
+    assert_counts(result, judge_errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*CacheUnusable: cannot create or open the verdict cache directory*a-file*nothing "
-            "was judged*--prop-cache-dir*",
-            "*propositions: 2 claims, 0 passed, 0 failed, 2 judge errors, 0 from cache, 0 judged live, 0 judge calls*",
+            "*CacheUnusable: cannot use*verdicts as the verdict cache folder: it exists and is not a directory*",
+            "*propositions: 1 claim, 0 passed, 0 failed, 1 judge error, 0 from cache, 0 judged "
+            "live, 0 judge calls*",
         ]
     )
-    assert "Traceback" not in result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert report["summary"]["judge_errors"] == 1
     assert judge_server.requests == []
 
 

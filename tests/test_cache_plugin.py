@@ -699,6 +699,87 @@ def test_cache_clear_keeps_the_verdicts(suite: Suite) -> None:
         assert cache.stats().entries == 1
 
 
+@pytest.mark.parametrize("pytest_flags", [[], ["-o", "cache_dir=custom-cache"]])
+def test_the_first_cache_clear_after_upgrading_moves_the_old_cache_before_pytest_empties_it(
+    suite: Suite, pytest_flags: list[str]
+) -> None:
+    """Verdicts an earlier version kept in pytest's cache folder survive the real --cache-clear
+    of the first run after upgrading: moved to .propositions before pytest's cache plugin empties
+    its folder (in its own configure hook), said so, and replayed from the new place."""
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    suite.judge.default = verdict(True)
+    pytest_cache = suite.pytester.path / ("custom-cache" if pytest_flags else ".pytest_cache")
+    old = pytest_cache / "d" / "propositions"
+    suite.pytester.runpytest(*default_args(suite, f"--prop-cache-dir={old}")).assert_outcomes(
+        passed=1
+    )
+    assert (old / "cache.db").is_file() and len(suite.judge.requests) == 1
+    pytests_own = pytest_cache / "d" / "mine.txt"
+    pytests_own.write_text("pytest's cache, cleared by --cache-clear")
+
+    suite.judge.clear_requests()
+    new = suite.pytester.path / ".propositions"
+    cleared = suite.pytester.runpytest(
+        *default_args(suite, "-q", "--cache-clear", "--prop-cache=replay", *pytest_flags)
+    )
+    cleared.assert_outcomes(passed=1)
+    assert suite.judge.requests == []
+    assert not pytests_own.exists()  # pytest's own reset did happen
+    assert [line for line in cleared.outlines if "verdict cache" in line] == [
+        f"propositions: moved the verdict cache from {old} to {new}, out of reach of pytest "
+        "--cache-clear"
+    ]
+    with VerdictCache(new) as cache:
+        assert cache.stats().entries == 1
+
+    again = suite.pytester.runpytest(
+        *default_args(suite, "-q", "--cache-clear", "--prop-cache=replay", *pytest_flags)
+    )
+    again.assert_outcomes(passed=1)
+    assert suite.judge.requests == []
+
+
+def test_cache_clear_with_an_unusable_folder_stops_before_pytest_deletes_anything(
+    suite: Suite,
+) -> None:
+    """.propositions a link to a folder that is not there (a disk not mounted): nothing can be
+    moved into it, and the usage error comes before pytest's cache plugin empties its folder,
+    so the old verdicts are still there to move once the link is fixed."""
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    old = suite.pytester.path / ".pytest_cache" / "d" / "propositions"
+    suite.pytester.runpytest(*default_args(suite, f"--prop-cache-dir={old}")).assert_outcomes(
+        passed=1
+    )
+    link = suite.pytester.path / ".propositions"
+    link.symlink_to(suite.pytester.path / "unmounted")
+    refused = suite.pytester.runpytest(*default_args(suite, "--cache-clear"))
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        [
+            f"ERROR: pytest-propositions: cannot use {link} as the verdict cache folder: it is a "
+            f"symbolic link to {suite.pytester.path / 'unmounted'}, which does not exist*"
+        ]
+    )
+    assert (old / "cache.db").is_file()
+
+
+def test_cache_clear_with_a_configured_cache_dir_moves_nothing(suite: Suite) -> None:
+    """A run told where its cache is uses it there, even inside pytest's cache folder: the
+    early move is the default folder's only, so --cache-clear empties what the user chose."""
+    suite.pytester.makepyfile(test_one=ONE_TEST)
+    old = suite.pytester.path / ".pytest_cache" / "d" / "propositions"
+    suite.pytester.runpytest(*default_args(suite, f"--prop-cache-dir={old}")).assert_outcomes(
+        passed=1
+    )
+    cleared = suite.pytester.runpytest(
+        *default_args(suite, "--cache-clear", f"--prop-cache-dir={old}")
+    )
+    cleared.assert_outcomes(passed=1)
+    assert not (suite.pytester.path / ".propositions").exists()
+    assert not [line for line in cleared.outlines if "moved the verdict cache" in line]
+    assert len(suite.judge.requests) == 2  # cleared by pytest, as asked: judged again
+
+
 @pytest.mark.parametrize(
     ("old", "pytest_flags"),
     [

@@ -67,8 +67,9 @@ def test_litellm_pin_excludes_the_compromised_release() -> None:
 
 
 def test_diskcache_is_capped_below_its_next_major_release_and_its_names_are_read() -> None:
-    """The cache reads diskcache's own constants (its file name, its storage modes) rather than
-    copies of them, so a major release that could change them is not taken unseen."""
+    """The cache reads diskcache's own storage modes rather than copies of them, and its file
+    name is checked against diskcache's (a run's start checks the folder without importing
+    diskcache), so a major release that could change them is not taken unseen."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     [diskcache] = [dep for dep in project["dependencies"] if dep.startswith("diskcache")]
     assert re.search(r"<6(,|$)", diskcache), diskcache
@@ -77,10 +78,14 @@ def test_diskcache_is_capped_below_its_next_major_release_and_its_names_are_read
         source = (store / name).read_text()
         assert '"cache.db"' not in source, name
         assert "mode == 1" not in source and "mode == 3" not in source, name
-    # database.py, diskcache's one importer (tests/test_architecture.py), reads them.
+    # database.py, diskcache's one importer (tests/test_architecture.py), reads the modes.
     records = (store / "database.py").read_text()
-    assert "from diskcache.core import DBNAME" in records
     assert "from diskcache.core import MODE_RAW, MODE_TEXT" in records
+    from diskcache.core import DBNAME
+
+    from pytest_propositions.store.location import DATABASE_FILE
+
+    assert DATABASE_FILE == DBNAME
 
 
 def test_litellm_range_is_bounded_by_the_releases_nox_tests() -> None:

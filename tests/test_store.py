@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_propositions.settings import OPTIONS_BY_NAME
 from pytest_propositions.store.cache import VerdictCache
 from pytest_propositions.store.postgres import (
     SCHEMA_VERSION,
@@ -780,6 +781,69 @@ def test_a_store_timeout_that_is_no_positive_number_is_refused(
     )
     assert done.returncode == 2, done.stderr
     assert "PROP_STORE_TIMEOUT: expected a positive number, got 'soon'" in done.stderr
+
+
+LONGEST_WAIT = f"{threading.TIMEOUT_MAX:.0f}"
+
+
+@pytest.mark.parametrize(
+    ("flag", "how"),
+    [
+        ("--prop-store-timeout", "flag"),
+        ("--prop-timeout", "flag"),
+        ("PROP_STORE_TIMEOUT", "env"),
+        ("prop_timeout", "ini"),
+    ],
+)
+def test_a_wait_beyond_the_platforms_timers_is_refused_at_parse_time_with_the_range(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, flag: str, how: str
+) -> None:
+    """1e308 s would crash the store's timer thread on every query, leaving the query unbounded:
+    every option that is a wait in seconds takes one rule, the platform's timer limit its top."""
+    for name in [name for name in os.environ if name.startswith("PROP_")]:
+        monkeypatch.delenv(name)
+    args = ["-p", "no:cacheprovider"]
+    if how == "flag":
+        args.append(f"{flag}=1e308")
+    elif how == "env":
+        monkeypatch.setenv(flag, "1e308")
+    else:
+        pytester.makeini(f"[pytest]\n{flag} = 1e308\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*{flag}: expected a finite positive number of seconds, at most {LONGEST_WAIT} *"]
+    )
+    result.stderr.fnmatch_lines(["*the longest wait this platform's timers take), got '1e308'*"])
+
+
+def test_the_platforms_longest_wait_is_taken_and_one_rule_parses_every_wait(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    longest = repr(threading.TIMEOUT_MAX)
+    result = pytester.runpytest(
+        f"--prop-store-timeout={longest}", f"--prop-timeout={longest}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    waits = [OPTIONS_BY_NAME[name].parse for name in ("timeout", "store_timeout")]
+    assert waits[0] is waits[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PG"))}
+    store = f"postgresql://ci@127.0.0.1:{free_port()}/verdicts"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_propositions", "cache", "stats", "--store", store],
+        cwd=tmp_path,
+        env={**env, "PROP_STORE_TIMEOUT": "1e308"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"PROP_STORE_TIMEOUT: expected a finite positive number of seconds, at most "
+        f"{LONGEST_WAIT}" in done.stderr
+    )
+    assert "Traceback" not in done.stderr
 
 
 # -- the cache commands on a store -----------------------------------------------------------------

@@ -26,7 +26,7 @@ from ..reports.diff import ReportError
 from ..reports.diff import run as diff
 from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
-from ..store.location import CACHE_FOLDER, command_cache_folder
+from ..store.location import CACHE_FOLDER, command_cache_folder, folder_problem
 from ..store.postgres import describe_store
 from . import calibrate, rejudge
 from .store import StoreCommands
@@ -250,9 +250,11 @@ def _stats_lines(stats: CacheStats) -> Iterable[str]:
 
 
 def _existing(directory: Path) -> VerdictCache:
-    """The cache at ``directory``; a missing one is an error, and is not created."""
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"cannot use {directory} as a verdict cache: it is not a directory")
+    """The cache at ``directory``; a missing one is an error, and is not created, as is a folder
+    that cannot hold one."""
+    problem = folder_problem(directory)
+    if problem is not None:
+        raise UsageError(problem)
     cache = VerdictCache(directory, warn=_warn)
     if not cache.exists:
         raise UsageError(f"no verdict cache at {directory}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import CacheDamagedError, CacheDirectoryError, CacheReadOnlyError
+from .location import DATABASE_FILE, folder_problem
 
 _T = TypeVar("_T")
 
@@ -37,12 +38,9 @@ _FULL_BELOW = 2**20
 
 
 def db_path(directory: Path) -> Path:
-    """The sqlite file diskcache keeps in the directory (its own constant, read from it, not
-    copied); the file's presence is what "a cache exists" means."""
-    from diskcache.core import DBNAME
-
-    name: str = DBNAME
-    return directory / name
+    """The sqlite file diskcache keeps in the directory; the file's presence is what "a cache
+    exists" means."""
+    return directory / DATABASE_FILE
 
 
 # --- what an error means -------------------------------------------------------------------------
@@ -320,17 +318,10 @@ class Database:
             if self.handle is not None:
                 return self.handle
             directory = self.directory
-            try:
-                is_dir, present = directory.is_dir(), directory.exists()
-                found = is_dir and db_path(directory).exists()
-            except OSError as exc:
-                raise CacheDirectoryError(
-                    f"cannot read the verdict cache at {directory}: {exc.strerror or exc}"
-                ) from exc
-            if present and not is_dir:
-                raise CacheDirectoryError(
-                    f"cannot use {directory} as the verdict cache: it exists and is not a directory"
-                )
+            problem = folder_problem(directory)
+            if problem is not None:
+                raise CacheDirectoryError(problem)
+            found = db_path(directory).is_file()
             if not found and not create:
                 return None
             if found and not create:

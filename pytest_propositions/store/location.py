@@ -3,14 +3,18 @@
 The one rule the plugin and the commands share. The folder is the project's own,
 ``.propositions`` at the root, as hypothesis keeps ``.hypothesis``: ``pytest --cache-clear``
 empties pytest's cache folder, where verdicts lived before, and they are paid for. A cache left
-in an old place is moved to the new one the first time it is looked for. The commands, which run
-without pytest, find the project as pytest finds its rootdir, and read its configuration file as
-pytest reads it.
+in an old place is moved to the new one the first time it is looked for (under
+``--cache-clear``, before pytest empties its folder). Whether a folder can hold the cache is
+checked here too, without opening the database, so a run stops at its start, not its end. The
+commands, which run without pytest, find the project as pytest finds its rootdir, and read its
+configuration file as pytest reads it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,32 +31,49 @@ PYTEST_CACHE_DIR = ".pytest_cache"
 # pytest's cacheprovider plugin was off.
 _OLD_IN_PYTEST_CACHE = ("d", "propositions")
 _OLD_AT_ROOT = ".pytest_propositions_cache"
+#: The database file inside the folder (diskcache's name for it, which a test checks; written
+#: here so that checking a folder at a run's start does not import diskcache).
+DATABASE_FILE = "cache.db"
 
 
 @dataclass(frozen=True)
 class CacheFolder:
     """The verdict cache's folder, and a line to show once when an old cache was moved into it
-    (or could not be, and is read where it is)."""
+    (or could not be, and is read where it is); ``problem``: why a run must not start with it."""
 
     path: Path
     note: str | None = None
+    problem: str | None = None
 
 
 def configured_folder(value: str, base: Path) -> Path:
     """A configured cache folder: ``~`` expanded, a relative one taken from ``base`` (the
-    working directory for a flag or a variable, the root for an ini value, as pytest does)."""
+    working directory for a flag or a variable, the root for an ini value, as pytest does),
+    symbolic links on the way resolved."""
     path = Path(value).expanduser()
-    return (path if path.is_absolute() else base / path).resolve()
+    path = path if path.is_absolute() else base / path
+    try:
+        if os.path.islink(path):
+            # A link is kept as given, not replaced by its target: one that leads nowhere is the
+            # user's to fix (folder_problem says so), never a folder made elsewhere.
+            return path.parent.resolve() / path.name
+        return path.resolve()
+    except (RuntimeError, OSError):  # a loop of links on the way (folder_problem names it)
+        return path.absolute()
 
 
-def default_folder(root: Path, pytest_cache_dir: str | None = None) -> CacheFolder:
+def default_folder(
+    root: Path, pytest_cache_dir: str | None = None, *, clearing: bool = False
+) -> CacheFolder:
     """``.propositions`` at the project ``root``; a cache found only in an old place (inside
     pytest's cache folder, ``pytest_cache_dir`` as its ini option says, or
     ``.pytest_propositions_cache``) is renamed into it, atomically, and said so.
 
     A rename that fails (another file system, a folder in use on Windows) leaves the old cache
     where it is, read there; a rename another process won is simply the new folder. Nothing is
-    created: the cache makes its folder on its first write.
+    created: the cache makes its folder on its first write. ``clearing``: pytest is about to empty
+    its cache folder (``--cache-clear``); an old cache there that could not be moved would be
+    deleted with it, which is the ``problem`` returned, saying what to do.
     """
     new = root / CACHE_FOLDER
     if os.path.lexists(new):
@@ -76,6 +97,13 @@ def default_folder(root: Path, pytest_cache_dir: str | None = None) -> CacheFold
     except OSError as error:
         if os.path.lexists(new) and not old.is_dir():
             return CacheFolder(new)  # another process moved it first
+        if clearing and old != root / _OLD_AT_ROOT:
+            return CacheFolder(
+                old,
+                problem=f"pytest --cache-clear would delete the verdicts at {old}, where earlier "
+                f"versions kept them, and they could not be moved to {new} "
+                f"({error.strerror or error}): move that folder there, then run again",
+            )
         return CacheFolder(
             old,
             f"verdicts read from {old}, where earlier versions kept them: it could not be moved "
@@ -86,6 +114,74 @@ def default_folder(root: Path, pytest_cache_dir: str | None = None) -> CacheFold
         new,
         f"moved the verdict cache from {old} to {new}, out of reach of pytest --cache-clear{left}",
     )
+
+
+def folder_problem(folder: Path) -> str | None:
+    """What makes ``folder`` unable to hold the verdict cache, naming it (None when nothing): a
+    file where it (or a folder above it) should be, a symbolic link to nowhere or in a loop, a
+    folder that cannot be read, or a database that is no file or cannot be read.
+
+    A folder not there yet is fine: the cache makes it on its first write. A link to a folder
+    that is not there is not followed by creating its target: it usually names a disk that is
+    not mounted, or a checkout that is missing, and verdicts written elsewhere would be lost to
+    the next run. Nothing is created; the database file is opened for reading and closed.
+    """
+    try:
+        found = os.stat(folder)
+    except OSError as error:
+        why = _why_unreached(folder, error)
+        return None if why is None else _unusable(folder, why)
+    if not stat.S_ISDIR(found.st_mode):
+        return _unusable(folder, "it exists and is not a directory")
+    database = folder / DATABASE_FILE
+    try:
+        mode = os.stat(database).st_mode
+        if stat.S_ISREG(mode):
+            os.close(os.open(database, os.O_RDONLY))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return _unusable(folder, f"its database {database} cannot be read ({_said(error)})")
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        return _unusable(folder, f"its database {database} is {kind}")
+    return None
+
+
+def _target(link: Path) -> str:
+    """Where a symbolic link points, as written, and from where it is when written relative."""
+    target = os.readlink(link)
+    if os.path.isabs(target):
+        return target
+    return f"{target} ({os.path.normpath(os.path.join(link.parent, target))})"
+
+
+def _unusable(folder: Path, why: str) -> str:
+    return f"cannot use {folder} as the verdict cache folder: {why}"
+
+
+def _said(error: OSError) -> str:
+    return str(error.strerror or error)
+
+
+def _why_unreached(folder: Path, error: OSError) -> str | None:
+    """What is wrong with a folder ``os.stat`` could not reach: a link in a loop or to nowhere,
+    on the way or at the end, or a file on the way; None when it is simply not there yet."""
+    for place in (*reversed(folder.parents), folder):
+        named = "it" if place == folder else str(place)
+        if os.path.islink(place):
+            try:
+                os.stat(place)
+            except OSError as problem:
+                link = f"{named} is a symbolic link to {_target(place)}"
+                if problem.errno == errno.ELOOP:
+                    return f"{link}, a loop of links that never reaches a folder"
+                if problem.errno in (errno.ENOENT, errno.ENOTDIR):
+                    return f"{link}, which does not exist (create it, or remove the link)"
+                return f"{named} cannot be read ({_said(problem)})"
+        if os.path.lexists(place) and not os.path.isdir(place):
+            return f"{place} is a file, so no folder can be made inside it"
+    return None if isinstance(error, FileNotFoundError) else f"it cannot be read ({_said(error)})"
 
 
 # -- the project as pytest finds it ------------------------------------------------------------
