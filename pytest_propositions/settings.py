@@ -288,7 +288,10 @@ class Settings:
     timeout: float = option(
         "60",
         "Seconds one attempt at a judge call may take in all (connecting, sending, reading "
-        "the whole reply) before it counts as a failed attempt; each retry gets as long again.",
+        "the whole reply) before it counts as a failed attempt; each retry gets as long again. "
+        "The local judge (--prop-model=local) is judged by progress instead: an attempt goes "
+        "on while its server writes tokens, and the server counts as hung (a judge error, not "
+        "retried) after this many seconds in which it neither read a prompt nor wrote a token.",
         "SECONDS",
         _parse_seconds,
     )

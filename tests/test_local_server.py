@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,6 +148,29 @@ def _fingerprint(answer: dict[str, object]) -> str:
     """The reply and every token's log-probabilities: equal only if computed to the same bits."""
     choice = answer["choices"][0]  # type: ignore[index]
     return json.dumps([choice["message"]["content"], choice["logprobs"]])
+
+
+def test_the_server_says_how_far_it_is_while_it_answers(server: LocalServer) -> None:
+    """What the judge's deadline watches (llama.cpp's /slots, through the front): it moves
+    while a reply is being read and written, and says when nothing is busy."""
+    answers: list[dict[str, object]] = []
+
+    def ask() -> None:
+        answers.append(_ask(server.base_url, "check", "Lisa likes cats.", cache_prompt=False))
+
+    asking = threading.Thread(target=ask)
+    seen = []
+    asking.start()
+    while asking.is_alive():
+        seen.append(server.progress())
+        time.sleep(0.05)
+    asking.join()
+    assert answers
+    looks = [look for look in seen if look is not None]
+    assert len({look.sign for look in looks}) >= 3  # taken up, read, written...
+    assert max(look.tokens or 0 for look in looks) > 0  # tokens counted as they come
+    after = server.progress()
+    assert after is not None and after.tokens is None  # nothing busy
 
 
 def test_reusing_read_prompts_never_changes_an_answer(server: LocalServer) -> None:

@@ -15,15 +15,26 @@ from typing import Any
 
 import pytest
 
+from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.progress import (
     LOG_EVERY_SECONDS,
+    SLOW_ATTEMPT_SECONDS,
     ProgressLine,
     TerminalLine,
     TerminalSuffix,
     file_publisher,
     worker_flights,
 )
-from tests.support.judge_server import RecordedRequest, ScriptedJudge, delay, echo_fn, verdict
+from pytest_propositions.judging.transport import Attempt
+from pytest_propositions.settings import Settings
+from tests.support.judge_server import (
+    RecordedRequest,
+    ScriptedJudge,
+    delay,
+    echo_fn,
+    sequence,
+    verdict,
+)
 from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
@@ -109,6 +120,122 @@ def test_a_controller_counts_its_workers_claims() -> None:
         progress.tick(time.monotonic())
         == "propositions: judging 3 uncached claims with m, 8s so far..."
     )
+
+
+# -- what the line says of an attempt (the transport's news) ---------------------------------
+
+
+def test_a_slow_local_attempt_says_how_long_and_how_many_tokens_so_far() -> None:
+    display = Lines(every=1.0)
+    progress = ProgressLine(display, "local", tick_seconds=None)
+    token = progress.started()
+    start = time.monotonic()
+    progress.note(token, Attempt(1, 4, start, tokens=0))
+    # not slow yet: the plain line
+    assert progress.tick(start + 2.0) is not None
+    assert display.shown[-1].endswith("so far...")
+    assert progress.tick(start + SLOW_ATTEMPT_SECONDS + 10) is not None
+    assert display.shown[-1].endswith("; still answering, 15s, reading the prompt...")
+    progress.note(token, Attempt(1, 4, start, tokens=120))
+    assert progress.tick(start + 45.2) is not None
+    assert display.shown[-1].startswith("propositions: judging 1 uncached claim with local, ")
+    assert display.shown[-1].endswith("; still answering, 45s, 120 tokens so far...")
+    progress.note(token, None)  # the attempt ended: nothing more to say of it
+    assert progress.tick(start + 50.0) is not None
+    assert display.shown[-1].endswith("s so far...")
+
+
+def test_a_slow_remote_attempt_says_how_long_of_its_deadline() -> None:
+    display = Lines(every=1.0)
+    progress = ProgressLine(display, "m", tick_seconds=None)
+    token = progress.started()
+    start = time.monotonic()
+    progress.note(token, Attempt(1, 4, start, limit=60.0))
+    assert progress.tick(start + 45.0) is not None
+    assert display.shown[-1].endswith("; still answering, 45s of 60s...")
+
+
+def test_a_retry_is_said_at_once_even_in_a_log() -> None:
+    """In a log the line comes once a minute; a retry is news and is written when it happens,
+    once."""
+    display = Lines(every=LOG_EVERY_SECONDS)
+    progress = ProgressLine(display, "m", tick_seconds=None)
+    token = progress.started()
+    now = time.monotonic()
+    assert progress.tick(now + 2.0) is not None  # the first line, once a claim is slow
+    progress.note(token, Attempt(2, 4, now + 61.0, after="a timeout", limit=60.0))
+    assert progress.tick(now + 62.0) is not None  # within the minute: a retry is news
+    assert display.shown[-1].endswith("s so far; attempt 2 of 4 after a timeout...")
+    assert progress.tick(now + 63.0) is None  # the same retry is not news twice
+    progress.note(token, Attempt(2, 4, now + 61.0, after="a timeout", limit=60.0))
+    assert progress.tick(now + 70.0) is None
+    progress.note(token, Attempt(3, 4, now + 121.5, after="a server error (HTTP 503)", limit=60))
+    assert progress.tick(now + 130.0) is not None
+    assert display.shown[-1].endswith(
+        "; attempt 3 of 4 after a server error (HTTP 503), still answering, 8s of 60s..."
+    )
+
+
+def test_news_of_a_finished_claim_is_dropped() -> None:
+    display = Lines(every=1.0)
+    progress = ProgressLine(display, "m", tick_seconds=None)
+    first, second = progress.started(), progress.started()
+    progress.note(first, Attempt(2, 4, 0.0, after="a timeout"))
+    progress.finished(first)
+    progress.note(first, Attempt(3, 4, 0.0, after="a timeout"))  # late news of a claim now done
+    assert progress.tick(time.monotonic() + 2.0) is not None
+    assert "attempt" not in display.shown[-1]
+    progress.finished(second)
+
+
+class Flight:
+    """The progress line as the judge sees it, keeping what the transport tells it."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Attempt | None] = []
+
+    def started(self) -> int:
+        return 7
+
+    def note(self, token: int, attempt: Attempt | None) -> None:
+        assert token == 7
+        self.attempts.append(attempt)
+
+    def finished(self, token: int) -> None:
+        pass
+
+
+def test_the_transport_tells_the_line_of_each_attempt_and_why_it_was_retried(
+    judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The news comes from the transport, which both paths share: the light one suffices."""
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    judge_server.default = sequence(delay(30.0, verdict(True)), verdict(True))
+    settings = Settings(
+        model="openai/judge-model",
+        api_base=judge_server.base_url,
+        timeout=0.5,
+        retries=3,
+        transport="http",
+    )
+    judge = Judge(settings, cache=None)
+    flight = Flight()
+    judge.progress = lambda: flight  # type: ignore[assignment,return-value]
+    try:
+        claim = "Oscar talks."
+        judged = judge.evaluate(
+            JudgeRequest("check", claim, settings.model, ({"role": "user", "content": claim},))
+        )
+    finally:
+        judge.close()
+    assert judged.value is True
+    told = [
+        None
+        if attempt is None
+        else (attempt.number, attempt.attempts, attempt.after, attempt.limit)
+        for attempt in flight.attempts
+    ]
+    assert told == [(1, 4, None, 0.5), None, (2, 4, "a timeout", 0.5), None]
 
 
 def test_a_worker_publishes_what_it_judges_and_the_controller_reads_it(tmp_path: Path) -> None:

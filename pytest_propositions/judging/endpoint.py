@@ -1,21 +1,47 @@
 """What a judge call needs to reach a model: its identity, litellm's name for it, and where it is.
 
 The engines that provide endpoints (the local judge) build a ``Connection``; the transport talks
-to it; neither needs the judge that orchestrates them.
+to it; neither needs the judge that orchestrates them. A managed server also gives a ``Watch``:
+how far it is with the call it answers, which the transport's deadline reads.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, redact_url, url_credentials
 from . import families
 
-__all__ = ["Connection", "credentials", "hosted_connection", "key_variable"]
+__all__ = ["Connection", "Progress", "Watch", "credentials", "hosted_connection", "key_variable"]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a managed server says of its work at one moment: ``sign`` changes whenever it has
+    moved on (a prompt read, a token written, another request taken up); ``tokens``, the tokens
+    the reply in progress has so far (None when it writes none)."""
+
+    sign: Hashable
+    tokens: int | None = None
+
+
+class Watch(Protocol):
+    """A managed server on this machine, watched while it answers (``local.engine``): the
+    transport's deadline for it is a time without progress, not a time in all."""
+
+    def progress(self) -> Progress | None:
+        """How far the server is now; None when it does not say within a moment. A server
+        process that has exited raises ``JudgeUnavailable``, with what its log says."""
+        ...
+
+    def hung(self, message: str) -> str:
+        """Stop the server, which made no progress, and remember why (later calls fail at once
+        instead of waiting again); the message to raise, with what its log says."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -30,6 +56,8 @@ class Connection:
     # For a managed server: start it on the first real call; returns (api_base, api_key).
     start: Callable[[], tuple[str, str | None]] | None = field(default=None, repr=False)
     close: Callable[[], None] | None = field(default=None, repr=False)
+    # For a managed server on this machine: judged by its progress while it answers.
+    watch: Watch | None = field(default=None, repr=False, compare=False)
     # Sampling parameters the endpoint requires (the local judge: greedy with a fixed seed); they
     # replace the judge's defaults in the request and in its cache key.
     sampling: Mapping[str, Any] | None = None

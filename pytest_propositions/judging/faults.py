@@ -64,6 +64,16 @@ _LABELS: dict[FaultKind, str] = {
     "invalid_response": "invalid response",
 }
 
+# The same, as the cause of a retry ("attempt 2 of 4 after a timeout").
+_CAUSES: dict[FaultKind, str] = {
+    "rate_limited": "a rate limit",
+    "conflict": "a conflict",
+    "timeout": "a timeout",
+    "server": "a server error",
+    "connection": "a connection error",
+    "invalid_response": "an invalid response",
+}
+
 # litellm pastes a whole Python traceback into some messages: only the part before is shown.
 _TRACEBACK = "Traceback (most recent call last)"
 _DETAIL_CHARS = 500
@@ -104,6 +114,13 @@ class Fault(Exception):
     def label(self) -> str:
         """What went wrong, in the words of the message after the last attempt."""
         return _LABELS.get(self.kind, self.kind.replace("_", " "))
+
+    @property
+    def cause(self) -> str:
+        """What went wrong, as the reason for another attempt: "a timeout", "a server error
+        (HTTP 503)"."""
+        said = _CAUSES.get(self.kind, self.label)
+        return said + (f" (HTTP {self.status})" if self.status and self.kind != "timeout" else "")
 
     def bare(self, secrets: tuple[Secret | None, ...] = ()) -> Fault:
         """This fault alone, its detail redacted of ``secrets`` and of every remembered one:

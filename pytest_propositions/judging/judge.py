@@ -18,6 +18,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..checks import quote_claim
@@ -173,11 +174,16 @@ class Judge:
                 _cache_step(self.cache.prepare_write)
             from .judge_loop import run_on_judge_loop
             from .live import judge_live
+            from .transport import reporting_attempts
 
             # The path's imports here, not on the shared loop where they would stall calls.
             self.transport.prepare(connection)
+            news = None if progress is None or token is None else partial(progress.note, token)
             verdict, record = run_on_judge_loop(
-                judge_live(self.transport, self.stats, request, connection, key, material)
+                reporting_attempts(
+                    judge_live(self.transport, self.stats, request, connection, key, material),
+                    news,
+                )
             )
             if self.cache is not None:
                 standing = self.cache.put(key, record)

@@ -7,6 +7,11 @@ current line and erased before pytest writes again (redrawn each second); in a l
 a line of its own, once something is slow and then at most once a minute. Either way it goes to
 pytest's terminal, past its output capture. Under pytest-xdist each worker publishes what it is
 judging to a small file, and the controller, which owns the terminal, shows the line for all.
+
+The transport tells the line about each attempt (``transport.Attempt``): a retry and why ("attempt
+2 of 4 after a timeout", shown at once, in a log too), and an attempt that is slow ("still
+answering, 45s, 120 tokens so far" for the local judge, "still answering, 45s of 60s" for a
+remote one).
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
+
+if TYPE_CHECKING:
+    from .transport import Attempt
 
 SHOW_AFTER_SECONDS = 1.0
 # A terminal's line is redrawn in place, so it can keep time; a log keeps every line it is given
@@ -29,9 +37,32 @@ SHOW_AFTER_SECONDS = 1.0
 TERMINAL_EVERY_SECONDS = 1.0
 LOG_EVERY_SECONDS = 60.0
 _TICK_SECONDS = 0.2
+# An attempt that has taken this long is slow: the line says how long, and how far it is.
+SLOW_ATTEMPT_SECONDS = 5.0
 
 # Claims in flight elsewhere (xdist workers): pairs of (how many, seconds the oldest has taken).
 Source = Callable[[], Iterable[tuple[int, float]]]
+
+
+def attempt_text(attempt: Attempt, now: float) -> str | None:
+    """What the line says of an attempt in flight at ``now`` (monotonic seconds): a retry and
+    why, and a slow attempt's time and how far the judge is; None for a first attempt that is
+    not slow."""
+    parts = []
+    if attempt.number > 1:
+        after = f" after {attempt.after}" if attempt.after else ""
+        parts.append(f"attempt {attempt.number} of {attempt.attempts}{after}")
+    took = max(now - attempt.started, 0.0)
+    if took >= SLOW_ATTEMPT_SECONDS:
+        if attempt.limit is not None:
+            parts.append(f"still answering, {took:.0f}s of {attempt.limit:g}s")
+        elif attempt.tokens is None:
+            parts.append(f"still answering, {took:.0f}s")
+        elif attempt.tokens == 0:
+            parts.append(f"still answering, {took:.0f}s, reading the prompt")
+        else:
+            parts.append(f"still answering, {took:.0f}s, {attempt.tokens} tokens so far")
+    return ", ".join(parts) or None
 
 
 class Display(Protocol):
@@ -81,6 +112,10 @@ class ProgressLine:
         self._tick_seconds = tick_seconds
         # token -> (monotonic start, wall-clock start)
         self._in_flight: dict[int, tuple[float, float]] = {}
+        # token -> its attempt in flight, as the transport last told it
+        self._attempts: dict[int, Attempt] = {}
+        # The retry last shown, (token, number): a new one is shown at once.
+        self._retry_shown: tuple[int, int] | None = None
         self._next_id = 0
         self._last_shown = float("-inf")
         self._shown = False
@@ -97,11 +132,20 @@ class ProgressLine:
                 self._start_watching()
             return self._next_id
 
+    def note(self, token: int, attempt: Attempt | None) -> None:
+        """The transport's news of the claim's attempt in flight (None: it ended)."""
+        with self._lock:
+            if attempt is None or token not in self._in_flight:
+                self._attempts.pop(token, None)
+            else:
+                self._attempts[token] = attempt
+
     def finished(self, token: int) -> None:
         # Waits for a line being written: the judging thread then goes on only once the terminal
         # is back as pytest left it (its capture resumed).
         with self._lock:
             self._in_flight.pop(token, None)
+            self._attempts.pop(token, None)
             self._published()
             if not self._in_flight:
                 self._cleared()
@@ -129,6 +173,7 @@ class ProgressLine:
             self._thread.join(timeout=1)
         with self._lock:
             self._in_flight.clear()
+            self._attempts.clear()
             self._published()
             self._cleared()
 
@@ -157,14 +202,24 @@ class ProgressLine:
                 self._cleared()  # the workers' claims are done
                 return None
             waited = max(seconds for _, seconds in flights)
-            if waited < SHOW_AFTER_SECONDS or now - self._last_shown < self._display.every:
+            # The attempt that has run longest: with the local judge, the one being answered.
+            token, attempt = min(
+                self._attempts.items(), key=lambda item: item[1].started, default=(0, None)
+            )
+            retry = (token, attempt.number) if attempt is not None and attempt.number > 1 else None
+            news = retry is not None and retry != self._retry_shown
+            if waited < SHOW_AFTER_SECONDS or (
+                now - self._last_shown < self._display.every and not news
+            ):
                 return None
             self._last_shown = now
             self._shown = True
+            self._retry_shown = retry or self._retry_shown
             noun = "claim" if count == 1 else "claims"
+            said = attempt_text(attempt, now) if attempt is not None else None
             line = (
                 f"propositions: judging {count} uncached {noun} with {self._model}, "
-                f"{waited:.0f}s so far..."
+                f"{waited:.0f}s so far" + (f"; {said}" if said else "") + "..."
             )
             # Written under the lock: see finished(). A terminal that fails to take the line
             # must not stop the watching.

@@ -7,21 +7,29 @@ model's one ``Profile`` (resolved once per connection) and are sent the same bod
 structured-output mode (and the per-model fallback when a provider rejects one), the sampling
 parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both: the
 deadline of an attempt, retries with backoff on the transient kinds of fault, a bound on calls
-in flight, an error the user can act on for every other kind. What a response holds is read by
-``response``.
+in flight, an error the user can act on for every other kind, and what the progress line is
+told of each attempt (``Attempt``). What a response holds is read by ``response``.
+
+An attempt at a remote judge has a flat deadline (``--prop-timeout`` for the whole attempt). A
+managed server on this machine (the local judge, whose ``Connection`` has a ``Watch``) is judged
+by progress instead: it is slow when the machine is busy, and a retry would only start its work
+again; it counts as hung, and is stopped, after ``--prop-timeout`` seconds without progress
+(``IdleDeadline``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import inspect
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
@@ -34,7 +42,7 @@ from .transport_litellm import LitellmPath
 if TYPE_CHECKING:
     from ..settings import Settings
     from ..verdict import Kind
-    from .endpoint import Connection
+    from .endpoint import Connection, Progress, Watch
     from .families import Profile
     from .prompts import Message
 
@@ -52,6 +60,72 @@ queue_waits: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar
 )
 _BACKOFF_SECONDS = 0.25
 _BACKOFF_CAP_SECONDS = 8.0
+# How often a watched attempt asks its server how far it is (at most: a short bound, in tests,
+# is looked at four times).
+_WATCH_SECONDS = 1.0
+# A watched attempt's backstop, whatever its progress. A reply's length is bounded (the grammar
+# and the context), so only a server that reports progress without making any reaches it.
+WATCHED_ATTEMPT_CAP_SECONDS = 3600.0
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An attempt at a call in flight, as the progress line tells it: its number of
+    ``attempts``, why the one before failed (``after``: "a timeout"), when it started
+    (monotonic seconds), and either its flat deadline (``limit``, a remote judge) or the
+    tokens a watched server has written so far (None before it says)."""
+
+    number: int
+    attempts: int
+    started: float
+    after: str | None = None
+    limit: float | None = None
+    tokens: int | None = None
+
+
+# Where the attempts of the current verdict are told (the progress line's flight); set by
+# ``reporting_attempts`` inside the coroutine, since each runs as a task on the judge's loop.
+attempt_news: contextvars.ContextVar[Callable[[Attempt | None], None] | None] = (
+    contextvars.ContextVar("prop_attempt_news", default=None)
+)
+
+
+async def reporting_attempts(
+    coroutine: Awaitable[_T], news: Callable[[Attempt | None], None] | None
+) -> _T:
+    """``coroutine``, its attempts told to ``news`` (None: to nobody) as they start and go on,
+    and None when each ends."""
+    attempt_news.set(news)
+    return await coroutine
+
+
+class IdleDeadline:
+    """When a watched attempt has hung: ``bound`` seconds in which what the server says of its
+    work (a ``Progress``'s sign) never changed. A look that gets no answer is no progress; the
+    first answer is, since the attempt began. Pure: the caller says what time it is."""
+
+    def __init__(self, bound: float, now: float) -> None:
+        self.bound = bound
+        self._last_change = now
+        self._sign: Hashable = None
+        self._seen = False
+
+    def observe(self, progress: Progress | None, now: float) -> None:
+        if progress is None:
+            return
+        if not self._seen or progress.sign != self._sign:
+            self._seen = True
+            self._sign = progress.sign
+            self._last_change = now
+
+    def quiet(self, now: float) -> float:
+        """Seconds since the last progress."""
+        return max(now - self._last_change, 0.0)
+
+    def hung(self, now: float) -> bool:
+        return self.quiet(now) >= self.bound
 
 
 class TransportPath(Protocol):
@@ -120,7 +194,7 @@ class Transport:
         self._profile = profile
         self._sleep = sleep
         self._modes: dict[str, int] = {}
-        self._paths: dict[str, TransportPath] = {}
+        self._paths: dict[tuple[str, bool], TransportPath] = {}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._lock = threading.Lock()
 
@@ -129,15 +203,19 @@ class Transport:
         path its calls take (the judge's, resolved once per model)."""
         return self._profile(connection)
 
-    def _path(self, profile: Profile) -> TransportPath:
+    def _path(self, profile: Profile, connection: Connection) -> TransportPath:
+        """The model's path; a watched server's has no timeout of its own but the backstop (its
+        reply comes whole, after the last token: a per-read timeout would cut a slow one)."""
+        watched = connection.watch is not None
         with self._lock:
-            path = self._paths.get(profile.path)
+            path = self._paths.get((profile.path, watched))
             if path is None:
+                timeout = WATCHED_ATTEMPT_CAP_SECONDS if watched else self.settings.timeout
                 if profile.path == "litellm":
-                    path = LitellmPath(self.settings.timeout)
+                    path = LitellmPath(timeout)
                 else:
-                    path = HttpPath(self.settings.timeout, self.settings.max_reply_bytes)
-                self._paths[profile.path] = path
+                    path = HttpPath(timeout, self.settings.max_reply_bytes)
+                self._paths[(profile.path, watched)] = path
             return path
 
     def prepare(self, connection: Connection) -> None:
@@ -148,7 +226,7 @@ class Transport:
         with self._lock:
             if connection.litellm_model in self._modes:
                 return
-        path = self._path(profile)
+        path = self._path(profile, connection)
         unrouted = path.unrouted(profile, connection.api_base)
         if unrouted is not None:
             raise JudgeUnavailable(
@@ -190,7 +268,7 @@ class Transport:
         and the call is made again in it. The request body is built here for either path.
         """
         profile = self.profile(connection)
-        path = self._path(profile)
+        path = self._path(profile, connection)
         refusal = path.refusal(profile, sampling)
         if refusal is not None:
             raise JudgeUnavailable(
@@ -250,9 +328,11 @@ class Transport:
         api_base, api_key = endpoint
         secrets = (api_key, *url_credentials(api_base))
         attempts = self.settings.retries + 1
+        after: str | None = None
         for number in range(attempts):
+            note = Attempt(number + 1, attempts, 0.0, after)  # started: when it gets its slot
             try:
-                return await self._attempt(connection, profile, path, body, endpoint)
+                return await self._attempt(connection, profile, path, body, endpoint, note)
             except Fault as raised:
                 # A copy, redacted, and nothing chained: the provider's error and its
                 # traceback's frames may quote the key, so no frame shown later may hold it.
@@ -276,6 +356,7 @@ class Transport:
                 attempts - 1,
                 delay,
             )
+            after = fault.cause
             paused = (self._sleep or asyncio.sleep)(delay)
             if inspect.isawaitable(paused):
                 await paused
@@ -288,25 +369,88 @@ class Transport:
         path: TransportPath,
         body: dict[str, Any],
         endpoint: tuple[Secret | None, Secret | None],
+        note: Attempt,
     ) -> Any:
-        """One call, once a slot is free; the deadline bounds all of it (connecting, sending and
-        every byte of the reply, whatever a client's own timeout bounds per read)."""
+        """One call, once a slot is free, told to the progress line while it runs. A remote
+        judge's deadline bounds all of it (connecting, sending and every byte of the reply,
+        whatever a client's own timeout bounds per read); a watched server's is its progress."""
         queued = time.perf_counter()
         async with self._semaphore(connection):
             waits = queue_waits.get()
             if waits is not None:
                 waits.append(time.perf_counter() - queued)
+            news = attempt_news.get() or _told_nobody
             timeout = self.settings.timeout
+            sending = path.send(profile, body, *endpoint)
             try:
+                if connection.watch is not None:
+                    note = dataclasses.replace(note, started=time.monotonic())
+                    return await self._watched(connection, connection.watch, sending, note, news)
+                news(dataclasses.replace(note, started=time.monotonic(), limit=timeout))
                 async with asyncio.timeout(timeout):
-                    return await path.send(profile, body, *endpoint)
+                    return await sending
             except TimeoutError:
                 pass
+            finally:
+                news(None)
+        if connection.watch is not None:
+            raise Fault(
+                "timeout",
+                f"no reply after {WATCHED_ATTEMPT_CAP_SECONDS:g}s, the most an attempt at a "
+                "server on this machine may take however it progresses",
+            )
         raise Fault(
             "timeout",
             f"Request timed out after {timeout:g}s (--prop-timeout bounds the whole attempt, "
             "the reply's last byte included)",
         )
+
+    async def _watched(
+        self,
+        connection: Connection,
+        watch: Watch,
+        sending: Awaitable[Any],
+        note: Attempt,
+        news: Callable[[Attempt | None], None],
+    ) -> Any:
+        """A call to a server on this machine, watched: it goes on while the server makes
+        progress, whatever it takes in all (up to the backstop), and is abandoned, the server
+        stopped, once it made none for ``--prop-timeout`` seconds: not retried, since a new
+        attempt would wait behind the hung one."""
+        bound = self.settings.timeout
+        deadline = IdleDeadline(bound, note.started)
+        news(note)
+        call = asyncio.ensure_future(sending)
+        try:
+            async with asyncio.timeout(WATCHED_ATTEMPT_CAP_SECONDS):
+                while True:
+                    await asyncio.wait({call}, timeout=min(_WATCH_SECONDS, bound / 4))
+                    if call.done():
+                        return call.result()
+                    progress = await asyncio.to_thread(watch.progress)
+                    now = time.monotonic()
+                    deadline.observe(progress, now)
+                    if progress is not None:
+                        note = dataclasses.replace(note, tokens=progress.tokens)
+                        news(note)
+                    if call.done():
+                        return call.result()
+                    if deadline.hung(now):
+                        break
+        finally:
+            if not call.done():
+                call.cancel()
+            elif not call.cancelled():
+                call.exception()  # retrieved: asyncio would log it as never read
+        tokens = f"{note.tokens} reply tokens written" if note.tokens else "no reply token yet"
+        message = _MESSAGES["hung"].format(
+            where=_where(connection),
+            quiet=f"{deadline.quiet(now):.0f}",
+            bound=f"{bound:g}",
+            took=f"{now - note.started:.0f}",
+            tokens=tokens,
+        )
+        raise JudgeUnavailable(await asyncio.to_thread(watch.hung, message))
 
     def _semaphore(self, connection: Connection) -> asyncio.Semaphore:
         """--prop-concurrency calls at once per model; one for a managed local server.
@@ -320,6 +464,10 @@ class Transport:
                 size = 1 if connection.start is not None else self.settings.concurrency
                 semaphore = self._semaphores[connection.litellm_model] = asyncio.Semaphore(size)
             return semaphore
+
+
+def _told_nobody(attempt: Attempt | None) -> None:
+    """Where attempts go when no progress line listens."""
 
 
 # What the user reads for a fault that ends the call, by kind: what failed, and the setting to
@@ -357,6 +505,15 @@ _MESSAGES: dict[str, str] = {
     "not_found": (
         "the judge ({where}) does not know this model (HTTP 404): check --prop-model and "
         "--prop-api-base. Detail: {detail}"
+    ),
+    # A watched server (the local judge) that stopped making progress; not a fault of a kind,
+    # since it is not retried: the server is stopped instead.
+    "hung": (
+        "the local judge ({where}) hung: it made no progress for {quiet}s (no prompt read, no "
+        "reply token written) while its process kept running ({tokens} in the {took}s of the "
+        "attempt); --prop-timeout allows {bound}s without progress. It was stopped, so the "
+        "run's later claims for it fail at once. If the machine is only very busy, raise "
+        "--prop-timeout"
     ),
     # The server answered, but not with a chat completion: more tries will not help.
     "invalid_response": (

@@ -16,6 +16,10 @@ Three rules shape this module:
   exit when the process that started it dies, even by SIGKILL.
 * A failure explains itself. A server that exits or never answers raises ``JudgeUnavailable``
   carrying the last lines of its log.
+
+While it answers, the server is watched (``Watch``): llama.cpp's ``/slots`` says how far it is
+(prompt tokens read, reply tokens written), so the transport judges a slow machine by progress
+and stops only a server that has stopped moving.
 """
 
 from __future__ import annotations
@@ -42,10 +46,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import JudgeUnavailable, install_hint
-from ..judging.endpoint import Connection
+from ..judging.endpoint import Connection, Progress
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -70,6 +74,7 @@ __all__ = [
     "model_identity",
     "model_path",
     "server_command",
+    "slots_progress",
     "verified_bundled_model",
 ]
 
@@ -107,6 +112,8 @@ _ENGINE_MODULE = "xllamacpp"
 _CHUNK = 1 << 20
 _POLL_SECONDS = 0.25
 _PORT_ATTEMPTS = 3
+# How long a look at the server's progress may take; a server too busy to say is no progress.
+_PROGRESS_SECONDS = 2.0
 _PR_SET_PDEATHSIG = 1
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -403,6 +410,38 @@ class LocalServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    def progress(self) -> Progress | None:
+        """How far the server is with what it answers (llama.cpp's ``/slots``, through the
+        front); None when it does not say within a moment. A server that has exited raises
+        ``JudgeUnavailable`` with its log's last lines, at once: nothing is coming."""
+        process, port = self._process, self.port
+        if process is None or port is None:
+            return None
+        code = process.poll()
+        if code is not None:
+            with self._lock:
+                self._fail(
+                    f"the local judge server ({self.model.name}) exited with code {code} "
+                    "while it was answering"
+                )
+        try:
+            with _DIRECT.open(
+                f"http://127.0.0.1:{port}/slots", timeout=_PROGRESS_SECONDS
+            ) as response:
+                body = json.loads(response.read().decode("utf-8", errors="replace"))
+        except urllib.error.HTTPError as error:
+            error.close()
+            return None
+        except (OSError, ValueError):
+            return None
+        return slots_progress(body)
+
+    def hung(self, message: str) -> str:
+        """Stop the server, which made no progress, and remember why, so that later calls fail
+        at once; the message to raise, with the log's last lines."""
+        with self._lock:
+            return self._stopped_for(message)
+
     def start(self) -> str:
         """Start the server if it is not up yet, wait until it answers, and return its base URL."""
         with self._lock:
@@ -570,6 +609,10 @@ class LocalServer:
 
     def _fail(self, reason: str) -> None:
         """Stop what is left of the server, remember why, and raise with the log's last lines."""
+        raise JudgeUnavailable(self._stopped_for(reason))
+
+    def _stopped_for(self, reason: str) -> str:
+        """Stop what is left of the server and remember why: the message, with the log's tail."""
         self._terminate()
         log = self.log_path
         tail = _tail(log) if log is not None else ""
@@ -578,7 +621,7 @@ class LocalServer:
             f"{tail or '(empty)'}"
         )
         self._failure = message
-        raise JudgeUnavailable(message)
+        return message
 
     # -- stopping ----------------------------------------------------------------------------
 
@@ -619,6 +662,47 @@ class LocalServer:
             with contextlib.suppress(OSError):
                 self._log.close()
             self._log = None
+
+
+def slots_progress(slots: Any) -> Progress | None:
+    """llama.cpp's ``/slots`` answer as progress: per slot its task, whether it is busy, the
+    prompt tokens it has read and the tokens it has written; the tokens of the busy slot (the
+    front passes one request at a time). None when the answer is not a list of slots."""
+    if not isinstance(slots, list) or not all(isinstance(slot, dict) for slot in slots):
+        return None
+    sign = []
+    tokens = None
+    for slot in slots:
+        following = slot.get("next_token")
+        if isinstance(following, list):  # one entry per sequence; one sequence here
+            following = following[0] if following else None
+        written = following.get("n_decoded") if isinstance(following, dict) else None
+        busy = slot.get("is_processing") is True
+        sign.append(
+            (
+                slot.get("id"),
+                slot.get("id_task"),
+                busy,
+                slot.get("n_prompt_tokens_processed"),
+                written,
+            )
+        )
+        if busy and isinstance(written, int):
+            tokens = max(written, tokens or 0)
+    return Progress(tuple(sign), tokens)
+
+
+class _ServerWatch:
+    """The connection's ``Watch``: the run's server, once it has started."""
+
+    def __init__(self, servers: list[LocalServer]) -> None:
+        self._servers = servers
+
+    def progress(self) -> Progress | None:
+        return self._servers[0].progress() if self._servers else None
+
+    def hung(self, message: str) -> str:
+        return self._servers[0].hung(message) if self._servers else message
 
 
 # -- the judge's connection ---------------------------------------------------------------------
@@ -669,4 +753,5 @@ def local_connection(settings: Settings, *, startup_timeout: float | None = None
         close=close,
         sampling=LOCAL_SAMPLING,
         grammar=True,
+        watch=_ServerWatch(servers),
     )
