@@ -755,23 +755,11 @@ class _Handler(BaseHTTPRequestHandler):
             # reading the body.
             self._send_raw(401, json.dumps(AZURE_ACCESS_DENIED).encode(), "application/json")
             return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"null")
-        except (ValueError, OSError):
-            self._send_error(400, "Request body is not valid JSON", "invalid_request_error")
+        request = self._read_request(path, query)
+        if request is None:
             return
-        if not isinstance(body, dict):
-            self._send_error(400, "Request body must be a JSON object", "invalid_request_error")
-            return
-        request = RecordedRequest(
-            path=path,
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=body,
-            query={name: values[-1] for name, values in urllib.parse.parse_qs(query).items()},
-        )
+        body = request.body
         judge = self.server.judge
-        judge._record(request)
 
         fmt = request.response_format
         if (
@@ -817,27 +805,34 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._answer(request, judge._choose(request))
 
-    def _answer_provider(self, path: str, query: str, family: str) -> None:
-        """Anthropic's Messages route or Gemini's generateContent: only a recorded body of that
-        provider answers there (the request is recorded like any other)."""
+    def _read_request(self, path: str, query: str) -> RecordedRequest | None:
+        """The request's JSON object body, recorded; None once a 400 has answered a body that
+        is not one."""
         try:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"null")
         except (ValueError, OSError):
             self._send_error(400, "Request body is not valid JSON", "invalid_request_error")
-            return
+            return None
         if not isinstance(body, dict):
             self._send_error(400, "Request body must be a JSON object", "invalid_request_error")
-            return
+            return None
         request = RecordedRequest(
             path=path,
             headers={name.lower(): value for name, value in self.headers.items()},
             body=body,
             query={name: values[-1] for name, values in urllib.parse.parse_qs(query).items()},
         )
-        judge = self.server.judge
-        judge._record(request)
-        self._answer(request, judge._choose(request), family)
+        self.server.judge._record(request)
+        return request
+
+    def _answer_provider(self, path: str, query: str, family: str) -> None:
+        """Anthropic's Messages route or Gemini's generateContent: only a recorded body of that
+        provider answers there (the request is recorded like any other)."""
+        request = self._read_request(path, query)
+        if request is None:
+            return
+        self._answer(request, self.server.judge._choose(request), family)
 
     def _azure_key_accepted(self) -> bool:
         expected = self.server.judge.azure_api_key
