@@ -199,6 +199,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         session.config.workeroutput.update(worker_output(runtime))  # type: ignore[attr-defined]
         return
+    if session.exitstatus == pytest.ExitCode.OK and runtime.record.judge_errors:
+        # A judge error no failed test shows (the test caught it and skipped, or it came after
+        # its test ended) is never a pass either: the summary names its tests.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     problem = finish_run(runtime, session.config, exitstatus)
     if problem is not None:
         # Too late for a UsageError, which would hide the run's failures: say so, exit 4.
