@@ -1,9 +1,10 @@
-"""Issue 48, item 4: a judge error is never a pass, even one the code under test caught.
+"""Issue 48, items 4 and 12: a judge error is never a pass, even one the code under test caught.
 
 A claim made by call (``check_proposition``, ``Proposition.check``...) whose judge fails raises
 a ``JudgeError``; a test that catches it (a try/except, TinyTroupe's parallel ``world.run()``
 logging an agent's error and carrying on) is reported as a judge error, the run exits non-zero
-and its summary names the test, in one process and under pytest-xdist.
+and its summary names the test, in one process and under pytest-xdist. And a live call that
+failed is a judge call made: the summary never says the judge was not called after one.
 """
 
 from __future__ import annotations
@@ -223,3 +224,44 @@ def test_a_judge_error_tinytroupes_parallel_run_logged_fails_the_run(
     )
     suite = ET.parse(pytester.path / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.attrib["errors"] == "1"
+
+
+# -- item 12: a live call that failed is a call made -------------------------------------------
+
+CACHED_AND_FAILING_SUITE = """
+def test_cached(world, assert_proposition):
+    assert_proposition(world, "Oscar is an architect.")
+
+
+def test_failing(world, assert_proposition):
+    assert_proposition(world, "Oscar is broken.")
+"""
+
+
+@pytest.mark.parametrize("spread", ["one-process", "xdist"])
+def test_a_live_call_that_failed_counts_as_a_judge_call(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    spread: str,
+) -> None:
+    judge_server.on("Oscar is an architect.", verdict(True, "He designs towers."))
+    judge_server.on("Oscar is broken.", status(500, "Scripted: the judge is down"))
+    pytester.makepyfile(test_calls=CACHED_AND_FAILING_SUITE)
+    cache = [
+        *(argument for argument in inner_run if not argument.startswith("--prop-cache=")),
+        "--prop-cache=use",
+        f"--prop-cache-dir={pytester.path / 'verdicts'}",
+    ]
+    pytester.runpytest(*cache, "-k", "cached").assert_outcomes(passed=1)
+    judge_server.clear_requests()
+
+    result = run(pytester, spread, *cache, "--prop-report=report.json")
+    assert_counts(result, passed=1, judge_errors=1)
+    assert len(judge_server.requests) == 1  # the failing claim's one call (no retries)
+    result.stdout.fnmatch_lines(
+        ["propositions: 2 claims, *, 1 from cache, 0 judged live, 1 judge call, *"]
+    )
+    result.stdout.no_fnmatch_line("*the judge was not called*")
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["summary"]["judge_calls"] == 1
