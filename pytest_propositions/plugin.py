@@ -203,7 +203,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         session.config.workeroutput.update(worker_output(runtime))  # type: ignore[attr-defined]
         return
-    problem = finish_run(runtime, session.config, exitstatus)
+    problem = finish_run(runtime, session)
     if problem is not None:
         # Too late for a UsageError, which would hide the run's failures: say so, exit 4.
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

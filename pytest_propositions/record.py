@@ -65,6 +65,13 @@ class RunRecord:
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
         self.judge_errors: list[tuple[str | None, str]] = []
+        # Filled where the tests' reports are logged (an xdist controller gets them from its
+        # workers): the tests a report showed with a judge error, and, of those judge errors, how
+        # many the test's own code caught (a try/except, a library that logs and carries on).
+        # A judge error of ``judge_errors`` that no report showed (one that came after its test
+        # ended) still fails the run.
+        self.judge_error_tests: set[str] = set()
+        self.caught_judge_errors: dict[str, int] = {}
         self.started_at = datetime.now(UTC)
         # Set when an xdist worker crashed: its used verdicts never reached the controller, so
         # the run cannot tell prune what it used.
@@ -103,6 +110,27 @@ class RunRecord:
     def add_error(self, test_id: str | None, error: BaseException) -> None:
         with self._lock:
             self.judge_errors.append((test_id, redact_values(f"{type(error).__name__}: {error}")))
+
+    def judge_errors_since(self, start: int) -> list[tuple[str | None, str]]:
+        """The judge errors filed from the ``start``-th on, in the order they were filed."""
+        with self._lock:
+            return self.judge_errors[start:]
+
+    def judge_error_shown(self, test_id: str, caught: int) -> None:
+        """A report of ``test_id`` showed a judge error; ``caught``: how many the test caught."""
+        with self._lock:
+            self.judge_error_tests.add(test_id)
+            if caught:
+                self.caught_judge_errors[test_id] = (
+                    self.caught_judge_errors.get(test_id, 0) + caught
+                )
+
+    def judge_errors_unshown(self) -> list[str]:
+        """The tests with a judge error that none of their reports showed (one judged after its
+        test ended, from a thread left running), sorted; "" for one filed outside a test."""
+        with self._lock:
+            filed = {test_id or "" for test_id, _ in self.judge_errors}
+            return sorted(filed - self.judge_error_tests)
 
     def remember_context(
         self, key: str, messages: Iterable[Mapping[str, str]], wanted: bool

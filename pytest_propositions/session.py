@@ -200,8 +200,14 @@ def cache_dir(
     return default_folder(config.rootpath, pytest_cache, clearing=clearing)
 
 
-def finish_run(runtime: Runtime, config: pytest.Config, exitstatus: int) -> str | None:
-    """Record what the run used, for prune, and write the reports; returns a problem to show."""
+def finish_run(runtime: Runtime, session: pytest.Session) -> str | None:
+    """Fail a run that saw a judge error, record what the run used, for prune, and write the
+    reports; returns a problem to show."""
+    config, exitstatus = session.config, session.exitstatus
+    if exitstatus == pytest.ExitCode.OK and runtime.record.judge_errors:
+        # A judge error no failed test shows (the test caught it and skipped, or it came after
+        # its test ended) is never a pass either: the summary names its tests.
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     # Passed or failed, the run finished: what it used counts. An interrupted one may have
     # stopped before tests that need their verdicts.
     if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

@@ -318,7 +318,7 @@ def test_json_report_lists_every_verdict_with_its_test(
     assert summary["failed"] == 2
     assert summary["judge_errors"] == 1
     assert summary["cache_hits"] == 0
-    assert summary["judge_calls"] == 7  # the refused request is not counted
+    assert summary["judge_calls"] == 8  # the refused request is a call made, too
     assert summary["prompt_tokens"] > 0 and summary["completion_tokens"] > 0
     assert summary["dry_run_misses"] == 0
 
@@ -633,7 +633,7 @@ def test_xdist_run_reports_the_same_as_a_single_process(
 
     assert summary_of(single.stdout.str()) == summary_of(spread.stdout.str())
     assert summary_of(spread.stdout.str()).startswith(
-        "propositions: 8 claims, 5 passed, 2 failed, 1 judge error, 0 from cache, 7 judged live, 7 judge calls"
+        "propositions: 8 claims, 5 passed, 2 failed, 1 judge error, 0 from cache, 7 judged live, 8 judge calls"
     )
     # The -v table is the same, row for row.
     for result in (single, spread):
@@ -876,7 +876,7 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
         "skipped_by_precondition": 1,
         "from_cache": 3,  # claims, not requests: the three samples are one claim
         "judged_live": 2,
-        "judge_calls": 2,  # the refused request is not counted
+        "judge_calls": 3,  # the refused request is a call made, too
     }
     assert terminal_counts(result.stdout.str(), mode) == expected
 

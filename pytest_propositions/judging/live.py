@@ -119,6 +119,10 @@ async def _answer(
     profile = transport.profile(connection)
     last_error: VerdictUnparsable | None = None
     for _ in range(2):
+        with stats.lock:
+            # A call made counts, answered or not (a provider's error, a timeout): a run whose
+            # live calls all failed must not read as one that never called the judge.
+            stats.judge_calls += 1
         try:
             response = await transport.complete(
                 connection, messages, sampling=sampling, kind=request.kind
@@ -133,7 +137,6 @@ async def _answer(
         cost = reply_cost(response)
         with stats.lock:
             # Every reply is paid for, parsed or not: count it now (and for --prop-max-cost).
-            stats.judge_calls += 1
             stats.prompt_tokens += prompt_tokens
             stats.completion_tokens += completion_tokens
             stats.cost_usd += cost or 0.0

@@ -7,7 +7,7 @@ claims all pass loads only this at its end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,6 +237,34 @@ def after_its_test_line(outcomes: Iterable[Outcome]) -> str | None:
     return (
         f"propositions: {plural(len(late), 'claim')} by call {verb} judged after {whose} {test} "
         f"ended (from a thread left running): {', '.join(tests)}"
+    )
+
+
+def caught_judge_errors_line(caught: Mapping[str, int]) -> str | None:
+    """Judge errors the code under test caught (a try/except, a library that logs and carries
+    on): never a pass, so they fail the run; the tests that caught them, by node id."""
+    if not caught:
+        return None
+    count = sum(caught.values())
+    verb = "was" if count == 1 else "were"
+    return (
+        f"propositions: {plural(count, 'judge error')} {verb} caught by the code under test, "
+        f"which fails the run (a judge error is never a pass): {', '.join(sorted(caught))}"
+    )
+
+
+def unshown_judge_errors_line(tests: Sequence[str]) -> str | None:
+    """Judge errors no report of their test shows (judged after it ended, from a thread left
+    running): they fail the run all the same; their tests, by node id."""
+    if not tests:
+        return None
+    names = ", ".join(test or "(outside a test)" for test in tests)
+    what = "a judge error came after its test's report was made"
+    if len(tests) > 1:
+        what = "judge errors came after their tests' reports were made"
+    return (
+        f"propositions: {what} (from a thread left running), which fails the run (a judge error "
+        f"is never a pass): {names}"
     )
 
 

@@ -23,10 +23,12 @@ from ..store.cache import unstored_lines
 from .counts import (
     after_its_test_line,
     all_cached_line,
+    caught_judge_errors_line,
     dry_run_line,
     run_calibrations,
     run_counts,
     summary_line,
+    unshown_judge_errors_line,
 )
 
 if TYPE_CHECKING:
@@ -38,10 +40,14 @@ OUTCOME_STATUS = "propositions-outcome-status"
 JUNIT_DONE_KEY = pytest.StashKey[int]()
 # How many of a test's outcomes a failing phase's report section has shown.
 SHOWN_KEY = pytest.StashKey[int]()
-# Set on a test's report (xdist carries them to the controller): the JudgeError's class name,
-# and how many of the test's claims were not upheld under --prop-outcome=report.
+# Set on a test's report (xdist carries them to the controller): the JudgeError's class name
+# (CAUGHT for a report made a judge error because the test caught one), how many judge errors
+# the test's own code caught, and how many of the test's claims were not upheld under
+# --prop-outcome=report.
 JUDGE_ERROR_ATTR = "propositions_judge_error"
+CAUGHT_ATTR = "propositions_caught_judge_errors"
 NOT_UPHELD_ATTR = "propositions_not_upheld"
+CAUGHT = "caught"
 
 
 def report_claims(config: pytest.Config, runtime: Runtime, *, with_status: bool = False) -> None:
@@ -50,14 +56,14 @@ def report_claims(config: pytest.Config, runtime: Runtime, *, with_status: bool 
     if config.pluginmanager.get_plugin(CLAIM_REPORTS) is None:
         config.pluginmanager.register(ClaimReports(config, runtime), CLAIM_REPORTS)
     if with_status:
-        report_statuses(config)
+        report_statuses(config, runtime)
 
 
-def report_statuses(config: pytest.Config) -> None:
+def report_statuses(config: pytest.Config, runtime: Runtime) -> None:
     """Start the hooks that read a report's judge-error and not-upheld marks, at the first report
     that carries one: they run for every report, and most runs mark none."""
     if config.pluginmanager.get_plugin(OUTCOME_STATUS) is None:
-        config.pluginmanager.register(OutcomeStatus(config), OUTCOME_STATUS)
+        config.pluginmanager.register(OutcomeStatus(config, runtime), OUTCOME_STATUS)
 
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runtime) -> None:
@@ -79,6 +85,13 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     late = after_its_test_line(runtime.record.outcomes)
     if late is not None:
         terminalreporter.write_line(late)
+    # Judge errors no failing test's own exception shows: each fails the run all the same.
+    unraised = [
+        caught_judge_errors_line(runtime.record.caught_judge_errors),
+        unshown_judge_errors_line(runtime.record.judge_errors_unshown()),
+    ]
+    for line in filter(None, unraised):
+        terminalreporter.write_line(line, red=True)
     # The measured error of each calibrated judge that decided a claim (calibrate's record).
     for view in run_calibrations(runtime.record.outcomes, runtime.record.calibrations).values():
         from .summary import calibration_line
@@ -152,6 +165,8 @@ class ClaimReports:
         # has the option too, and its reports carry them to the controller, which writes it).
         self.junit = bool(config.getoption("xmlpath", None))
         self.report_mode = runtime.settings.outcome == "report"
+        # How many of the run's judge errors the reports made so far have looked at.
+        self.judge_errors_seen = 0
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -159,6 +174,12 @@ class ClaimReports:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         runtime = self.runtime
+        caught: list[str] = []
+        # A setup that went through leaves its judge errors to the call's report: failing it
+        # would keep the test from running.
+        looks = report.when != "setup" or report.outcome != "passed"
+        if looks and len(runtime.record.judge_errors) > self.judge_errors_seen:
+            caught = self.caught_judge_errors(item, report, call)
         quiet = report.when != "call" or not (self.report_mode or runtime.record.over_runs)
         if report.outcome == "passed" and not self.junit and quiet:
             return report  # most reports: a passing phase, with nothing to add
@@ -183,22 +204,23 @@ class ClaimReports:
                 not_upheld = sum(1 for o in mine if not o.passed and o.by_call is None)
                 if not_upheld:
                     setattr(report, NOT_UPHELD_ATTR, not_upheld)
-                    report_statuses(self.config)
+                    report_statuses(self.config, runtime)
             if any(o.runs is not None for o in mine):
                 # A passing claim over runs shows its figures under -rA (pytest's PASSES section).
                 from .summary import runs_sections
 
                 report.sections.extend(runs_sections(mine, runtime.record.calibrations))
-        if report.outcome != "failed" or call.excinfo is None:
+        if report.outcome != "failed" or (call.excinfo is None and not caught):
             return report
-        judge_error = isinstance(call.excinfo.value, JudgeError)
+        raised = None if call.excinfo is None else call.excinfo.value
+        judge_error = isinstance(raised, JudgeError)
         if judge_error:
-            setattr(report, JUDGE_ERROR_ATTR, type(call.excinfo.value).__name__)
-            report_statuses(self.config)
-            if getattr(call.excinfo.value, "stops_run", False):
+            setattr(report, JUDGE_ERROR_ATTR, type(raised).__name__)
+            report_statuses(self.config, runtime)
+            if getattr(raised, "stops_run", False):
                 # Every further claim would fail the same way (the shared store never answered,
                 # a model no provider serves): said once.
-                item.session.shouldstop = f"pytest-propositions: {call.excinfo.value}"
+                item.session.shouldstop = f"pytest-propositions: {raised}"
         from .summary import SECTION_TITLE, by_call_short_failure, failure_section, short_failure
 
         # A failing setup or teardown (a claim in a fixture) gets the section too, with the
@@ -215,21 +237,45 @@ class ClaimReports:
                 calibrations=runtime.record.calibrations,
             )
             failure_text_section(report, SECTION_TITLE, section)
-        if isinstance(call.excinfo.value, PropositionFailed):
+        if isinstance(raised, PropositionFailed):
             # The short summary (-rf) shows the claim, not mostly the exception's module path.
-            short_failure(report, call.excinfo.value)
-        elif isinstance(call.excinfo.value, AssertionError) and outcomes:
+            short_failure(report, raised)
+        elif isinstance(raised, AssertionError) and outcomes:
             # `assert check_proposition(...)`: "assert False" alone does not say which claim.
             by_call_short_failure(report, outcomes)
         if judge_error:
             report.sections.append(
-                (
-                    f"{SECTION_TITLE} judge error",
-                    f"{type(call.excinfo.value).__name__}: {call.excinfo.value}",
-                )
+                (f"{SECTION_TITLE} judge error", f"{type(raised).__name__}: {raised}")
             )
+        elif caught and getattr(report, JUDGE_ERROR_ATTR, None) != CAUGHT:
+            # The test failed for another reason: its judge errors are shown beside it.
+            report.sections.append((f"{SECTION_TITLE} judge error (caught)", "\n".join(caught)))
         redact_failure(report)
         return report
+
+    def caught_judge_errors(
+        self, item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]
+    ) -> list[str]:
+        """The judge errors filed under this test since its last report, when the phase did not
+        end with one: its own code caught them (a try/except, TinyTroupe's parallel
+        ``world.run()`` logging an agent's error and carrying on). A judge error is never a pass:
+        a phase that passed is reported as a judge error instead; the report is marked, so the
+        run fails whatever the phase's outcome (see ``pytest_sessionfinish``)."""
+        new = self.runtime.record.judge_errors_since(self.judge_errors_seen)
+        self.judge_errors_seen += len(new)
+        # Another test's judge error here came after that test ended: the run's summary names it.
+        caught = [message for test_id, message in new if test_id == item.nodeid]
+        if not caught or (call.excinfo is not None and isinstance(call.excinfo.value, JudgeError)):
+            return []  # none, or the phase ended with one: a judge error as it is
+        setattr(report, CAUGHT_ATTR, len(caught))
+        report_statuses(self.config, self.runtime)
+        if report.outcome == "passed":
+            from .summary import caught_judge_error_repr
+
+            report.outcome = "failed"
+            report.longrepr = caught_judge_error_repr(item, caught)
+            setattr(report, JUDGE_ERROR_ATTR, CAUGHT)
+        return caught
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
@@ -245,6 +291,9 @@ class ClaimReports:
                 failed[:] = [report for report in failed if report not in errors]
                 word = "judge error" if len(errors) == 1 else "judge errors"
                 terminalreporter.stats.setdefault(word, []).extend(errors)
+            if self.runtime.record.judge_errors:
+                # The run fails for any judge error (pytest_sessionfinish): its last line is red.
+                terminalreporter.stats.setdefault("failed", [])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -261,8 +310,9 @@ class OutcomeStatus:
     """The status word of a report ``ClaimReports`` marked (a judge error, a claim not upheld),
     and a judge error written to JUnit as an ``<error>``. Registered by ``report_statuses``."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, runtime: Runtime) -> None:
         self.config = config
+        self.runtime = runtime
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
@@ -279,13 +329,15 @@ class OutcomeStatus:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Where reports are logged (an xdist controller gets its workers'): which tests showed
+        # a judge error, and how many their code caught, for the run's summary and exit status.
+        judge_error = report.outcome == "failed" and getattr(report, JUDGE_ERROR_ATTR, None)
+        caught = getattr(report, CAUGHT_ATTR, 0)
+        if judge_error or caught:
+            self.runtime.record.judge_error_shown(report.nodeid, caught)
         # junitxml writes a failing call as <failure>; a judge that could not answer is an
         # <error> (like a broken fixture), so CI tells it apart from a false claim.
-        if (
-            report.outcome == "failed"
-            and report.when == "call"
-            and getattr(report, JUDGE_ERROR_ATTR, None)
-        ):
+        if judge_error and report.when == "call":
             from .junit import junit_failure_to_error
 
             junit_failure_to_error(self.config, report)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,6 +102,7 @@ def json_report(
     outcomes: Iterable[Outcome],
     judge_errors: Iterable[tuple[str | None, str]],
     calibrations: Calibrations | None = None,
+    caught: Container[str] = (),
 ) -> dict[str, Any]:
     """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
 
@@ -112,6 +113,8 @@ def json_report(
     and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
     ``result`` says "upheld" or "not upheld", as it always does for a claim judged by a call
     (its record names the call in ``by_call``).
+
+    A judge error of a test in ``caught`` (whose own code caught one) has ``"caught": true``.
     """
     outcomes = list(outcomes)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
@@ -144,7 +147,10 @@ def json_report(
             "dry_run_misses": stats.dry_run_misses,
         },
         "verdicts": verdicts,
-        "judge_errors": [{"test_id": test_id, "error": error} for test_id, error in errors],
+        "judge_errors": [
+            {"test_id": test_id, "error": error, **({"caught": True} if test_id in caught else {})}
+            for test_id, error in errors
+        ],
         "calibrations": {
             judge: dict(view) for judge, view in run_calibrations(outcomes, calibrations).items()
         },
@@ -221,6 +227,7 @@ def save_json_report(runtime: Runtime, base: Path) -> str | None:
             runtime.record.outcomes,
             runtime.record.judge_errors,
             runtime.record.calibrations,
+            runtime.record.caught_judge_errors,
         )
         write_json_report(path, payload)
     except ValueError as error:

@@ -1,6 +1,7 @@
 """Verdicts in the terminal's words: the failure section, the short summary, the verdict
-listing, the -v table of lowest scores, and a judge's measured error. The HTML page and JUnit
-use its words for a value, a provenance, a cost and a calibration.
+listing, the -v table of lowest scores, a judge's measured error, and the failure of a test
+that caught a judge error. The HTML page and JUnit use its words for a value, a provenance, a
+cost and a calibration.
 
 The run's counts and one-line texts are in ``counts``, JUnit properties in ``junit``, the JSON
 report and xdist's records in ``json_report``.
@@ -12,6 +13,8 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
+
+from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ..checks import plural, quote_claim, terminal_text
 from ..scale import MAX_SCORE
@@ -247,6 +250,26 @@ def short_failure_text(
     if more:
         text += f" (+{plural(more, 'more claim')} failed)"
     return text
+
+
+def caught_judge_error_repr(item: Any, errors: Sequence[str]) -> ReprExceptionInfo:
+    """The failure of a test phase that passed though its code caught a judge error (each of
+    ``errors`` a "Class: message" line): never a pass. The crash line (pytest's short summary,
+    JUnit's message) names the first error; the text, each one."""
+    more = f" (+{plural(len(errors) - 1, 'more judge error')})" if len(errors) > 1 else ""
+    message = f"caught by the test{more}: {errors[0]}"
+    lines = [
+        f"The test's own code caught {plural(len(errors), 'judge error')} (a try/except, or a "
+        "library that logs it and carries on).\n",
+        "A judge error is never a pass: the test is reported as a judge error.\n",
+        "\n",
+        *(f"{error}\n" for error in errors),
+    ]
+    path, line, _ = item.location
+    return ReprExceptionInfo(
+        reprtraceback=ReprTraceback([ReprEntryNative(lines)], None, "native"),
+        reprcrash=ReprFileLocation(path, (line or 0) + 1, message),
+    )
 
 
 def justification_line(verdict: Verdict) -> str:

@@ -21,6 +21,10 @@ its source has them (read, not copied; the claims' wording here is ours).
   client reads at each call (``waiting_time``, ``max_attempts``), with ``config.ini``'s defaults.
 - ``tinytroupe.agent.TinyPerson`` and ``tinytroupe.environment.TinyWorld``: the objects of
   tests/support/tinytroupe_like.py, with the ``actions_count`` the action generator reads.
+  ``TinyWorld.run(steps)`` steps as TinyTroupe's ``_step_in_parallel`` does: each agent's
+  ``act(return_actions=True)`` in a thread of a pool, an agent's exception logged on the
+  ``tinytroupe`` logger and the step carried on; ``act()`` with no action checks the agent's
+  tentative TALK with the action generator first, as TinyTroupe does with quality checks on.
 """
 
 from __future__ import annotations
@@ -289,6 +293,17 @@ class TinyPerson(LibraryPerson):
     @property
     def actions_count(self):
         return sum(1 for role, _, _ in self._memory if role == "assistant")
+
+    def act(self, kind=None, content="", return_actions=False):
+        if kind is None:
+            from tinytroupe.agent.action_generator import ActionGenerator
+
+            tentative = {"type": "TALK", "content": "Kyoto, again."}
+            generator = ActionGenerator()
+            generator._check_proposition(self, generator.action_persona_adherence, tentative)
+            kind, content = tentative["type"], tentative["content"]
+        super().act(kind, content)
+        return [{"type": kind, "content": content}] if return_actions else None
 """,
     "tinytroupe/agent/action_generator.py": """
 from tinytroupe.experimentation import Proposition
@@ -322,11 +337,29 @@ class ActionGenerator:
         return result["value"] >= self.quality_threshold, result["value"], feedback
 """,
     "tinytroupe/environment/__init__.py": """
+import concurrent.futures
+import logging
+
 from tests.support.tinytroupe_like import LibraryWorld
+
+logger = logging.getLogger("tinytroupe")
 
 
 class TinyWorld(LibraryWorld):
-    pass
+    def run(self, steps):
+        for _ in range(steps):
+            self.advance()
+            self._step_in_parallel()
+
+    def _step_in_parallel(self):
+        with concurrent.futures.ThreadPoolExecutor() as executor:
+            futures = {executor.submit(agent.act, return_actions=True): agent for agent in self.agents}
+            concurrent.futures.wait(futures.keys())
+            for future, agent in futures.items():
+                try:
+                    future.result()
+                except Exception as exc:
+                    logger.error(f"[{self.name}] Agent {agent.name} generated an exception: {exc}")
 """,
 }
 
