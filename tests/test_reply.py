@@ -225,6 +225,13 @@ EARLIER_STATEMENTS = [
     # a label alone on its line, the value below it
     pytest.param("## Verdict\nFalse", id="heading-then-value"),
     pytest.param("**Final score:**\n\n2/9", id="label-blank-line-value"),
+    # another label for the verdict, on a line of its own
+    pytest.param("Final answer: false", id="final-answer"),
+    pytest.param("**Decision:** no", id="bold-decision"),
+    pytest.param("Conclusion \u2014 false.", id="conclusion-em-dash"),
+    pytest.param("My judgement = fail", id="judgement-equals"),
+    pytest.param("Rating: 2/9", id="rating-2-slash-9"),
+    pytest.param("- Grade: 2 out of 9.", id="grade-out-of"),
     # a verdict key of JSON or of a Python dict
     pytest.param('So {"value": false}.', id="json-value"),
     pytest.param("Draft: {'value': False}", id="dict-value"),
@@ -269,6 +276,9 @@ ORDINARY_PROSE = [
     "Verdict pending; see the last line.",
     "Oscar said \u201cno\u201d to the tour and kept his values.",
     "\u0410\u043d\u0430 \u0433\u043e\u0432\u043e\u0440\u0438\u0442: 2 \u0433\u043e\u0440\u043e\u0434\u0430.",
+    "Oscar's answer was no, and his decision to stay was final.",
+    "The answer: Oscar turns down the beach.",
+    "Result: 2 of 3 agents named a city.",
 ]
 
 

@@ -166,6 +166,10 @@ _STATEMENT = (
     rf"{_KEY}[^\w\n]*(?:(?:is|was|of|be|would|should|will|must)[^\w\n]+){{0,2}}{_VALUE}"
     # "## Verdict" or "**Score:**" alone on its line, the value opening a line below it
     rf"|^[^\w\n]*(?:(?:final|overall|my|the|our)[^\w\n]+)?{_KEY}[^\w\n]*\n[^\w]*{_VALUE}"
+    # another label for the verdict, a line of its own: "Final answer: false", "Decision - no"
+    r"|^[^\w\n]*(?:(?:final|overall|my|the|our)[^\w\n]+)?(?:answer|decision|conclusion|result"
+    rf"|judge?ment|rating|grade|outcome|assessment)[^\w\n]*[:=\-\u2013\u2014][^\w\n]*{_VALUE}"
+    r"(?:[^\w\n]*(?:out[^\w\n]+)?(?:of|/)[^\w\n]*\d+)?[^\w\n]*$"
     # a key of JSON or of a Python dict: '"value": ...', "'verdict':"
     r'|"(?:value|verdict|score)"[^\w]*:'
     r"|'(?:value|verdict|score)'[^\w]*:"
@@ -328,8 +332,10 @@ def verdict_stated_in(text: str) -> str | None:
     A line states one when it says verdict or score followed by a value (true, false, yes, no,
     pass, fail or a number): ``**Verdict:** false``, ``VERDICT : false``, ``Score 2 of 9``,
     ``score: 2/9``, ``Verdict - false``, ``the score is 2``, with any emphasis, spaces or colon,
-    a Cyrillic E in VERDICT; or when it holds a JSON or dict key ``"value"``, ``"verdict"``
-    or ``"score"``. "The score of the conversation suggests ..." states none.
+    a Cyrillic E in VERDICT; when a line is only another label and a value (``Final answer:
+    false``, ``Decision - no``); or when it holds a JSON or dict key ``"value"``, ``"verdict"``
+    or ``"score"``. "The score of the conversation suggests ..." states none, nor does "Oscar's
+    answer was no".
     """
     lines = text.splitlines()
     normal = "\n".join(_normal_form(line) for line in lines)
