@@ -22,6 +22,7 @@ from pytest_propositions import (
     JudgeReplyIncomplete,
     JudgeUnavailable,
     Proposition,
+    VerdictUnparsable,
 )
 from pytest_propositions import runtime as runtime_module
 from pytest_propositions.runtime import Runtime
@@ -294,6 +295,24 @@ def test_an_error_object_beside_the_choices_is_never_a_verdict(
         assert_never_a_verdict(error, INCOMPLETE, "error: 'Upstream provider failed'", cache_dir)
     else:  # litellm raises its own error for the body (retried as a server error)
         assert_never_a_verdict(error, JudgeUnavailable, "Upstream provider failed", cache_dir)
+    assert len(judge_server.requests) == 2
+
+
+@pytest.mark.parametrize("kind", ["check", "score"])
+def test_a_recorded_refusal_beside_a_passing_text_is_never_a_verdict(
+    judge_server: ScriptedJudge, judging: Any, cache_dir: Path, transport_path: str, kind: str
+) -> None:
+    # OpenAI's real refusal body (a normal "stop"), with a passing text put beside the refusal:
+    # the refusal decides, on both paths (litellm keeps it among provider-specific fields).
+    judge_server.default = recorded("openai_refusal", text=SCORE if kind == "score" else CHECK)
+    error = judging(kind, transport=transport_path)
+    assert_never_a_verdict(
+        error,
+        VerdictUnparsable,
+        "the judge refused to answer: I'm very sorry, but I can't assist with that request.",
+        cache_dir,
+    )
+    assert error.raw_reply == "I'm very sorry, but I can't assist with that request."
     assert len(judge_server.requests) == 2
 
 
