@@ -107,15 +107,17 @@ def test_slots_with_none_busy_give_no_tokens_and_other_answers_no_progress() -> 
 
 # -- end to end, with a stand-in server --------------------------------------------------------
 
-# The slow one writes a token each time it is looked at and answers after LOOKS looks, so it is
-# always slower than the bound, however busy the machine; the hung one never moves or answers.
+# The slow one writes a token each time it is looked at (its count never goes back, even for a
+# look before the request reached it) and answers after LOOKS looks of the request: so every look
+# sees progress and it is always slower than the bound, however busy the machine; the hung one
+# never moves or answers.
 STAND_IN = textwrap.dedent(
     f"""
     import json, sys, threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     PORT, MODE, EVENTS, LOOKS = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    state = {{"busy": False, "written": 0}}
+    state = {{"busy": False, "written": 0, "start": 0}}
     changed = threading.Condition()
     VERDICT = {{"reasoning": "r", "justification": "Slow but sure.", "value": True,
                "confidence": 0.9}}
@@ -140,7 +142,7 @@ STAND_IN = textwrap.dedent(
                 self.send({{"object": "list", "data": [{{"id": "{SERVED_MODEL}"}}]}})
                 return
             with changed:
-                if state["busy"] and MODE == "slow":
+                if MODE == "slow":
                     state["written"] += 1
                     changed.notify_all()
                 slot = {{"id": 0, "id_task": 1, "is_processing": state["busy"],
@@ -152,8 +154,10 @@ STAND_IN = textwrap.dedent(
             self.rfile.read(int(self.headers["Content-Length"]))
             event("POST")
             with changed:
-                state["busy"], state["written"] = True, 0
-                changed.wait_for(lambda: MODE == "slow" and state["written"] >= LOOKS)
+                state["busy"], state["start"] = True, state["written"]
+                changed.wait_for(
+                    lambda: MODE == "slow" and state["written"] - state["start"] >= LOOKS
+                )
                 state["busy"] = False
             content = json.dumps(VERDICT)
             self.send({{"id": "c", "object": "chat.completion", "model": "{SERVED_MODEL}",
