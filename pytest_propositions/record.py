@@ -179,12 +179,14 @@ class RunRecord:
 def _redacted(outcome: Outcome) -> Outcome:
     """The outcome as the reports may show it: its verdicts' texts and its runs' data redacted of
     the known secrets (a claim variable, or a recording the judge quoted, may hold a key)."""
-    verdict, main = _redacted_verdict(outcome.verdict), outcome.escalated_from
     changes: dict[str, Any] = {}
+    verdict = _redacted_verdict(outcome.verdict)
     if verdict is not outcome.verdict:
         changes["verdict"] = verdict
-    if main is not None and _redacted_verdict(main) is not main:
-        changes["escalated_from"] = _redacted_verdict(main)
+    main = outcome.escalated_from
+    shown = None if main is None else _redacted_verdict(main)
+    if shown is not main:
+        changes["escalated_from"] = shown
     if outcome.runs is not None:
         runs = redact_data(outcome.runs)
         if runs != outcome.runs:
