@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..scale import MAX_SCORE, MIN_SCORE
+from ..scale import MAX_SCORE, MIN_SCORE, score_to_unit
+from ..verdict import SCORE, passes_bar
 from . import stats
 from .keywords import is_runs
 from .target import Runs
@@ -57,15 +58,16 @@ class Rule:
         return self.kind == "score" and self.threshold is None
 
     def held(self, verdict: Verdict) -> bool:
-        """Whether the claim held in one run: judged True, or scored at least the run's bar."""
-        if verdict.kind == "check":
-            return verdict.value is True
-        return self.threshold is None or int(verdict.value) >= self.threshold
+        """Whether the claim held in one run: judged True, or scored at least the run's bar (a
+        mean score has none: each run counts by its score, ``unit``)."""
+        if verdict.kind == SCORE and self.threshold is None:
+            return True
+        return passes_bar(verdict.kind, verdict.value, self.threshold)
 
     def unit(self, verdict: Verdict, held: bool) -> float:
-        """A run's value in [0, 1]: 1/0 for a rate, score/9 for a mean."""
+        """A run's value in [0, 1]: 1/0 for a rate, its place on the score scale for a mean."""
         if self.on_scores:
-            return (int(verdict.value) - MIN_SCORE) / (MAX_SCORE - MIN_SCORE)
+            return score_to_unit(int(verdict.value))
         return 1.0 if held else 0.0
 
     def describe(self) -> str:
@@ -210,9 +212,9 @@ def _least_runs(rule: Rule) -> int | None:
         kind: Literal["rate", "mean"] = "rate"
         bar = rule.bar
     elif rule.mode == "mean":
-        direction, kind, bar = "above", "mean", rule.bar / MAX_SCORE
+        direction, kind, bar = "above", "mean", score_to_unit(rule.bar)
     else:
-        margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
+        margin = score_to_unit(rule.bar, difference=True) if rule.kind == SCORE else rule.bar
         direction, kind, bar = "above", "mean", stats.paired_bar(margin)
     floor = rule.referee_fraction if rule.referee is not None else None
     return _least_runs_cached(kind, bar, rule.alpha, direction, floor)
