@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..scale import MAX_SCORE, MIN_SCORE, score_to_unit
+from ..scale import MAX_SCORE, MIN_SCORE, score_to_unit, unit_to_score
 from ..verdict import SCORE, passes_bar
 from . import stats
 from .keywords import is_runs
@@ -291,9 +291,10 @@ def _check_rule(
             "min_score fixture with no threshold: min_score(runs(new), claim, better_than=runs(old))"
         )
     margin = _number(options.get("margin", 0.0), "margin")
-    limit = float(MAX_SCORE) if kind == "score" else 1.0
+    # A margin of scores is at most the scale's width; of rates, 1.
+    limit = unit_to_score(1.0, difference=True) if kind == SCORE else 1.0
     if not -limit < margin < limit:
-        unit = f"points of 0..{MAX_SCORE}" if kind == "score" else "a difference of rates"
+        unit = f"points of {MIN_SCORE}..{MAX_SCORE}" if kind == SCORE else "a difference of rates"
         raise ValueError(
             f"margin must lie strictly between -{limit:g} and {limit:g} ({unit}), got {margin!r}"
         )
