@@ -293,3 +293,70 @@ def test_the_bar_scan_finds_a_copy() -> None:
     assert bar_comparisons("ok = int(verdict.value) >= self.threshold\n") == [1]
     assert bar_comparisons("ok = min_score <= self.value\n") == [1]
     assert bar_comparisons("near = abs(int(verdict.value) - self.threshold) <= within\n") == []
+
+
+# -- a kind compared by name: verdict.CHECK / SCORE / KINDS, never the strings -------------------
+
+_KIND_STRINGS = {"check", "score"}
+
+
+def _kind_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in _KIND_STRINGS
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_kind_literal(element) for element in node.elts)
+    return False
+
+
+def kind_comparisons(source: str) -> list[int]:
+    """Lines that compare with "check" or "score" spelled out (``==``, ``!=``, ``is``, or ``in``
+    a tuple of them): a second spelling of ``verdict.Kind``. The string tested for membership in
+    something else (``"check" in item.metadata``) is not a kind."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands[:-1], operands[1:], strict=True):
+                if isinstance(op, ast.In | ast.NotIn):
+                    hit = _kind_literal(right) and not isinstance(right, ast.Constant)
+                else:
+                    hit = _kind_literal(left) or _kind_literal(right)
+                if hit:
+                    found.append(node.lineno)
+                    break
+        elif isinstance(node, ast.MatchValue) and _kind_literal(node.value):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_only_the_verdict_module_spells_a_kind_in_a_comparison() -> None:
+    """Compare a kind with ``verdict.CHECK``, ``SCORE`` or ``KINDS``; the strings stay what
+    caches, reports and JSON store, spelled where ``Kind`` is."""
+    found = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "verdict.py"
+        and (lines := kind_comparisons(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_kind_scan_finds_a_spelled_kind() -> None:
+    source = (
+        'a = verdict.kind == "check"\n'
+        'b = "score" != kind\n'
+        'c = kind not in ("check", "score")\n'
+        "d = data['kind'] in ['score']\n"
+        'e = "check" in item.metadata\n'
+        "f = kind == CHECK\n"
+        'match kind:\n    case "score":\n        pass\n'
+    )
+    assert kind_comparisons(source) == [1, 2, 3, 4, 8]
+
+
+def test_the_kinds_by_name_are_what_is_stored() -> None:
+    from pytest_propositions import verdict
+
+    assert (verdict.CHECK, verdict.SCORE) == ("check", "score") == verdict.KINDS
+    assert set(verdict.KINDS) == set(verdict.Kind.__args__)  # type: ignore[attr-defined]
+    assert Verdict(verdict.SCORE, "c", 3).as_dict()["kind"] == "score"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..scale import MAX_SCORE, MIN_SCORE, score_to_unit, unit_to_score
-from ..verdict import SCORE, passes_bar
+from ..verdict import CHECK, SCORE, Kind, passes_bar
 from . import stats
 from .keywords import is_runs
 from .target import Runs
@@ -33,7 +33,7 @@ class Rule:
     """What a claim over runs asserts, checked."""
 
     mode: Mode
-    kind: Literal["check", "score"]
+    kind: Kind
     confidence: float
     # at_least / at_most: a fraction; mean: a score 0..9; better_than: the margin.
     bar: float = 0.0
@@ -55,7 +55,7 @@ class Rule:
     def on_scores(self) -> bool:
         """Whether the rule reads each run's score (a mean, or a comparison of means) rather
         than whether the run held."""
-        return self.kind == "score" and self.threshold is None
+        return self.kind == SCORE and self.threshold is None
 
     def held(self, verdict: Verdict) -> bool:
         """Whether the claim held in one run: judged True, or scored at least the run's bar (a
@@ -82,8 +82,8 @@ class Rule:
             return f"the mean score is at least {self.bar:g}"
         if self.mode == "every_run":
             return f"the claim {held} in every run"
-        what = "mean score" if self.kind == "score" else "rate"
-        unit = " points" if self.kind == "score" else ""
+        what = "mean score" if self.kind == SCORE else "rate"
+        unit = " points" if self.kind == SCORE else ""
         by = f" by more than {self.bar:g}{unit}" if self.bar else ""
         return f"the {what} is higher than the control's{by}"
 
@@ -110,7 +110,7 @@ def check_rule(
     settings: Settings | None,
     where: str,
     *,
-    kind: Literal["check", "score"] | None = None,
+    kind: Kind | None = None,
 ) -> Rule | None:
     """The rule of a claim over runs, checked where the claim is made; None for an ordinary claim.
 
@@ -195,7 +195,7 @@ def _check_reachable(rule: Rule, target: Runs) -> None:
 def _best_case(rule: Rule) -> str:
     """Every run going the claim's way, in the rule's words."""
     if rule.mode == "better_than":
-        if rule.kind == "score":
+        if rule.kind == SCORE:
             return f"every run scored {MAX_SCORE} and every control run {MIN_SCORE}"
         return "every run held and no control run did"
     if rule.mode == "mean":
@@ -236,10 +236,10 @@ def _check_rule(
     options: Mapping[str, Any],
     threshold: int | None,
     default_confidence: float,
-    kind: Literal["check", "score"] | None,
+    kind: Kind | None,
 ) -> Rule:
     __tracebackhide__ = True
-    kind = kind or ("check" if threshold is None else "score")
+    kind = kind or (CHECK if threshold is None else SCORE)
     confidence = check_confidence(options.get("confidence", default_confidence))
     modes = [
         name for name in ("at_least", "at_most", "better_than", "every_run") if name in options
@@ -259,8 +259,8 @@ def _check_rule(
         if threshold >= MAX_SCORE:
             # No run scores above 9: a mean of 9 is every run scoring 9, a rule without a
             # confidence (like every_run). Said so in the rule's description.
-            return Rule("every_run", "score", confidence, 0.0, MAX_SCORE, from_mean=True)
-        return Rule("mean", "score", confidence, bar=float(threshold))
+            return Rule("every_run", SCORE, confidence, 0.0, MAX_SCORE, from_mean=True)
+        return Rule("mean", SCORE, confidence, bar=float(threshold))
     mode = modes[0]
     value = options[mode]
     if mode in ("at_least", "at_most"):
@@ -272,14 +272,12 @@ def _check_rule(
             )
         rate_mode: Mode = "at_least" if mode == "at_least" else "at_most"
         return Rule(
-            rate_mode, "check" if threshold is None else "score", confidence, fraction, threshold
+            rate_mode, CHECK if threshold is None else SCORE, confidence, fraction, threshold
         )
     if mode == "every_run":
         if value is not True:
             raise ValueError(f"every_run must be True (or left out), got {value!r}")
-        return Rule(
-            "every_run", "check" if threshold is None else "score", confidence, 0.0, threshold
-        )
+        return Rule("every_run", CHECK if threshold is None else SCORE, confidence, 0.0, threshold)
     if not is_runs(value):
         raise TypeError(
             f"better_than must be the control's runs, better_than=runs(control, max_runs=N), got "
