@@ -4,7 +4,7 @@ given, judged, compared, and failed with the verdict; and the fixtures' bodies."
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -17,12 +17,13 @@ from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .over_runs.keywords import is_runs
 from .runtime import current
+from .verdict import KINDS
 
 if TYPE_CHECKING:
     from .over_runs.result import RunsResult
     from .over_runs.rule import Rule
     from .runtime import Runtime
-    from .verdict import Kind, Verdict
+    from .verdict import Verdict
 
 _HOLDS = Expectation()
 
@@ -100,13 +101,11 @@ def judge_claim(
     says (``model``: another judge than the run's, a claim over runs' referee; ``run_index``: a
     claim over runs' run number)."""
     __tracebackhide__ = True
-    if kind not in ("check", "score"):
+    if kind not in KINDS:
         raise ValueError(f"kind must be 'check' or 'score', got {kind!r}")
     options = options or ClaimOptions()
     targets = target_list(target)
-    judged = judge(
-        runtime, cast("Kind", kind), claim, targets, options, model=model, run_index=run_index
-    )
+    judged = judge(runtime, kind, claim, targets, options, model=model, run_index=run_index)
     return judged.verdict
 
 

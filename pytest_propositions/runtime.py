@@ -152,11 +152,10 @@ class Runtime:
         Not asserted: upheld is a check judged True, or a score of at least the run's minimum
         score; either way it fails nothing (``assert not check_proposition(...)`` is legitimate).
         """
-        if verdict.kind == "check":
-            threshold, upheld = None, verdict.value is True
-        else:
-            threshold = self.settings.min_score
-            upheld = int(verdict.value) >= threshold
+        from .verdict import CHECK, passes_bar
+
+        threshold = None if verdict.kind == CHECK else self.settings.min_score
+        upheld = passes_bar(verdict.kind, verdict.value, threshold)
         self._first_claim()
         after = made_in != self.current_test
         self.record.add(

@@ -10,11 +10,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from .scale import MAX_SCORE, MIN_SCORE
 
 Kind = Literal["check", "score"]
+# The two kinds by name: the strings themselves are spelled here only (they are also what
+# caches, reports and JSON store), so code elsewhere compares a kind with these.
+CHECK: Final = "check"
+SCORE: Final = "score"
+KINDS: Final[tuple[Kind, ...]] = (CHECK, SCORE)
 
 # Known only to the process that made the verdict; a stored verdict leaves them out.
 _PER_RUN_FIELDS = ("cached", "recorded_at", "key", "judge_seconds")
@@ -59,12 +64,12 @@ class Verdict:
 
     def __post_init__(self) -> None:
         # The invariants every report and comparison relies on, whoever built the verdict.
-        if self.kind == "check":
+        if self.kind == CHECK:
             if type(self.value) is not bool:
                 raise ValueError(
                     f"a check verdict's value must be True or False, got {self.value!r}"
                 )
-        elif self.kind == "score":
+        elif self.kind == SCORE:
             if type(self.value) is not int or not MIN_SCORE <= self.value <= MAX_SCORE:
                 raise ValueError(
                     f"a score verdict's value must be a whole number from {MIN_SCORE} to "
@@ -117,6 +122,22 @@ class Verdict:
         return dataclasses.replace(self, **changes)
 
 
+def passes_bar(kind: Kind, value: bool | int, threshold: int | None, holds: bool = True) -> bool:
+    """Whether a verdict's value passes its bar: a check that comes out as ``holds`` (True
+    unless the claim must not hold), a score of at least ``threshold`` (``holds``) or at most it
+    (``holds=False``: a ``max_score``). A check has no threshold (one given is not read); a
+    score without one has no bar, and asking is a ValueError.
+
+    The one home of this rule: an assertion, a run of a claim over runs, a claim made by a call,
+    ``calibrate``, ``cache rejudge`` and ``diff`` all ask it, so they cannot disagree.
+    """
+    if kind == CHECK:
+        return value is holds
+    if threshold is None:
+        raise ValueError("a score without a threshold has no bar to pass")
+    return int(value) >= threshold if holds else int(value) <= threshold
+
+
 @functools.cache
 def _verdict_adapter() -> Any:
     import pydantic
@@ -165,7 +186,7 @@ def combine_samples(samples: list[Verdict], holds: bool = True) -> Verdict:
     if not samples:
         raise ValueError("combine_samples needs at least one sample")
     values = [sample.value for sample in samples]
-    if samples[0].kind == "check":
+    if samples[0].kind == CHECK:
         upheld = sum(1 for v in values if v is True) * 2
         value: bool | int = upheld > len(values) or (not holds and upheld == len(values))
     else:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..checks import check_flag, quote_claim
 from ..scale import MAX_SCORE, MIN_SCORE
-from ..verdict import Kind, Verdict
+from ..verdict import CHECK, SCORE, Kind, Verdict, passes_bar
 
 __all__ = ["EXPECTATION_NAMES", "Expectation", "check_threshold"]
 
@@ -68,15 +68,10 @@ class Expectation:
 
     @property
     def kind(self) -> Kind:
-        return "check" if self.threshold is None else "score"
+        return CHECK if self.threshold is None else SCORE
 
     def passes(self, verdict: Verdict) -> bool:
-        if verdict.kind == "check":
-            return verdict.value is self.holds
-        assert self.threshold is not None
-        if self.holds:
-            return int(verdict.value) >= self.threshold
-        return int(verdict.value) <= self.threshold
+        return passes_bar(verdict.kind, verdict.value, self.threshold, self.holds)
 
     def in_doubt(self, verdict: Verdict, within: int) -> bool:
         """A verdict that would fail the claim (a check that does not come out as expected, a
@@ -88,7 +83,7 @@ class Expectation:
         if not self.passes(verdict):
             return True
         return (
-            verdict.kind == "score"
+            verdict.kind == SCORE
             and self.threshold is not None
             and abs(int(verdict.value) - self.threshold) <= within
         )
@@ -96,9 +91,9 @@ class Expectation:
     def failure_message(self, verdict: Verdict, escalated_from: Verdict | None = None) -> str:
         """One line for the exception; the report section carries the rest."""
         threshold = self.threshold
-        if verdict.kind == "check" and self.holds:
+        if verdict.kind == CHECK and self.holds:
             outcome = "judged False"
-        elif verdict.kind == "check":
+        elif verdict.kind == CHECK:
             outcome = "judged True; expected the claim not to hold"
         elif self.holds:
             outcome = f"scored {verdict.value}/{MAX_SCORE}, below the minimum of {threshold}"

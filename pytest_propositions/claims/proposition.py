@@ -25,7 +25,7 @@ from ..errors import JudgeError
 from ..judging.prompts import NO_ADDITIONAL_CONTEXT, RECOMMENDATIONS_PROMPT, Message, build_messages
 from ..judging.request import JudgeRequest
 from ..scale import MAX_SCORE, MIN_SCORE
-from ..verdict import Kind, Verdict
+from ..verdict import CHECK, Kind, Verdict
 from .asking import Asking
 from .claim_text import render_claim
 from .expectation import Expectation
@@ -225,7 +225,7 @@ def _trivially_true(kind: Kind, claim: str) -> Verdict:
     return Verdict(
         kind=kind,
         claim=claim,
-        value=True if kind == "check" else MAX_SCORE,
+        value=True if kind == CHECK else MAX_SCORE,
         justification=PRECONDITION_FALSE_JUSTIFICATION,
         reasoning=PRECONDITION_FALSE_JUSTIFICATION,
         confidence=1.0,
@@ -523,7 +523,7 @@ def _in_one_call(
     proposition = Proposition(claim, target, *options, precondition_function, timestamps=timestamps)
     call = (None, additional_context, claim_variables, return_full_response)
     return proposition._answer(
-        kind, *call, "check_proposition" if kind == "check" else "compute_score"
+        kind, *call, "check_proposition" if kind == CHECK else "compute_score"
     )
 
 

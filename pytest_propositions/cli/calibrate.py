@@ -39,6 +39,7 @@ from ..settings import (
     parse_fraction,
 )
 from ..trace import Agent, World
+from ..verdict import KINDS, SCORE, Kind, passes_bar
 
 #: Name for the shipped set on the command line (``--set builtin``).
 BUILTIN = "builtin"
@@ -57,7 +58,7 @@ class Item:
     """One labeled claim: for a check the right answer, for a score whether it must pass the bar."""
 
     id: str
-    kind: str
+    kind: Kind
     target: Mapping[str, Any]
     claim: str
     label: bool
@@ -176,7 +177,7 @@ def parse_item(data: Any, where: str) -> Item:
     for name in ("id", "claim"):
         if not isinstance(data.get(name), str) or not data[name].strip():
             raise _fail(where, f'expected "{name}" to be a non-empty string')
-    if data.get("kind") not in ("check", "score"):
+    if data.get("kind") not in KINDS:
         raise _fail(where, f'expected "kind" to be "check" or "score", got {data.get("kind")!r}')
     if type(data.get("label")) is not bool:
         raise _fail(where, 'expected "label" to be true or false')
@@ -253,9 +254,7 @@ class Outcome:
     def judged_pass(self, min_score: int) -> bool | None:
         if self.value is None:
             return None
-        if self.item.kind == "check":
-            return self.value is True
-        return int(self.value) >= min_score
+        return passes_bar(self.item.kind, self.value, min_score)
 
     def correct(self, min_score: int) -> bool:
         return self.judged_pass(min_score) is self.item.label
@@ -339,7 +338,7 @@ def compute_metrics(outcomes: Sequence[Outcome], min_score: int) -> Metrics:
         false_pass_rate=_rate(false_pass, len(negatives)),
         false_fail_rate=_rate(false_fail, len(positives)),
         parse_failures=sum(1 for o in outcomes if o.error is not None),
-        score_auc=score_auc((o.item.label, o.value) for o in outcomes if o.item.kind == "score"),
+        score_auc=score_auc((o.item.label, o.value) for o in outcomes if o.item.kind == SCORE),
         agreement=agreement,
         per_tag=dict(sorted(per_tag.items())),
         positives=len(positives),

@@ -26,14 +26,14 @@ from ..settings import Settings, command_settings
 from ..store.cache import VerdictCache
 from ..store.cache_record import request_redacted, unpack_request
 from ..store.keys import canonical_json
-from ..verdict import Verdict
+from ..verdict import CHECK, Kind, Verdict, passes_bar
 
 
 @dataclass(frozen=True)
 class Rejudged:
     claim: str
     test_id: str | None
-    kind: str
+    kind: Kind
     old: bool | int
     new: bool | int
     old_model: str
@@ -41,9 +41,10 @@ class Rejudged:
 
     def flipped(self, min_score: int) -> bool:
         """A check whose value changed, or a score that moved across the bar."""
-        if self.kind == "check":
-            return self.old != self.new
-        return (int(self.old) >= min_score) != (int(self.new) >= min_score)
+        threshold = None if self.kind == CHECK else min_score
+        return passes_bar(self.kind, self.old, threshold) != passes_bar(
+            self.kind, self.new, threshold
+        )
 
 
 @dataclass(frozen=True)

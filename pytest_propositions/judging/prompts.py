@@ -11,6 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..scale import MAX_SCORE, MIN_SCORE
+from ..verdict import CHECK
 from .reply import final_line_instruction
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ _SCORE_VALUE = f"a whole number from {MIN_SCORE} to {MAX_SCORE} (a JSON integer)
 
 
 def _output_format(kind: Kind) -> str:
-    value = _CHECK_VALUE if kind == "check" else _SCORE_VALUE
+    value = _CHECK_VALUE if kind == CHECK else _SCORE_VALUE
     return f"""\
 Reply with one JSON object and nothing else, with these keys in this order:
 - "reasoning": your step-by-step analysis of the evidence, written before you decide;
@@ -98,7 +99,7 @@ Reply with one JSON object and nothing else, with these keys in this order:
 def system_prompt(kind: Kind) -> str:
     """The judge's standing instructions for a check or a score (built once per kind: every
     claim's key encodes them)."""
-    rules = _CHECK_RULES if kind == "check" else _SCORE_RULES
+    rules = _CHECK_RULES if kind == CHECK else _SCORE_RULES
     return f"{_SHARED_SETTING}\n{rules}\n{_output_format(kind)}"
 
 
@@ -121,7 +122,7 @@ def user_prompt(kind: Kind, claim: str, context: str, additional_context: str | 
     )
     ask = (
         "Is the claim true or false for the recording below?"
-        if kind == "check"
+        if kind == CHECK
         else f"How true is the claim for the recording below, from {MIN_SCORE} to {MAX_SCORE}?"
     )
     return (

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import JudgeReplyInvalid, VerdictUnparsable
 from ..scale import MAX_SCORE, MIN_SCORE
+from ..verdict import CHECK, KINDS, SCORE
 
 if TYPE_CHECKING:
     from ..verdict import Kind
@@ -188,7 +189,7 @@ class ParsedReply:
 
 def final_line_instruction(kind: Kind) -> str:
     """What the prompt tells a judge that cannot write JSON (the reader's other form)."""
-    line = "VERDICT: true or VERDICT: false" if kind == "check" else "SCORE: N"
+    line = "VERDICT: true or VERDICT: false" if kind == CHECK else "SCORE: N"
     return f"If you cannot write JSON, give your reasons and end with one final line: {line}."
 
 
@@ -200,7 +201,7 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
     """
     value: dict[str, Any] = (
         {"type": "boolean"}
-        if kind == "check"
+        if kind == CHECK
         else {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
     )
     reasoning: dict[str, Any] = {"type": "string"}
@@ -209,7 +210,7 @@ def reply_schema(kind: Kind, *, bounded: bool = False) -> dict[str, Any]:
     if bounded:
         # llama.cpp's grammar ignores minimum/maximum but enforces an enum (a confidence out of
         # 0..1, which a small model writes, breaks the reply contract).
-        if kind == "score":
+        if kind == SCORE:
             value["enum"] = list(range(MIN_SCORE, MAX_SCORE + 1))
         confidence["enum"] = [tenths / 10 for tenths in range(11)]
         reasoning["maxLength"] = REASONING_MAX_CHARS
@@ -249,7 +250,7 @@ def read_choices(texts: Sequence[str], kind: Kind) -> ParsedReply:
 def read_reply(text: str | None, kind: Kind) -> ParsedReply:
     """The verdict in one reply, or ``VerdictUnparsable`` saying what broke the contract
     (``JudgeReplyInvalid`` for text no encoding can store, or JSON nested too deep to read)."""
-    if kind not in ("check", "score"):
+    if kind not in KINDS:
         raise ValueError(f"kind must be 'check' or 'score', not {kind!r}")
     raw = text or ""
     if not raw.strip():
@@ -315,7 +316,7 @@ def _read_object(text: str, kind: Kind, raw: str) -> ParsedReply:
 
 
 def _checked_value(value: object, kind: Kind, raw: str) -> bool | int:
-    if kind == "check":
+    if kind == CHECK:
         if not isinstance(value, bool):
             _fail(f"'value' is {_short(value)}, not true or false", kind, raw)
         return value
@@ -369,7 +370,7 @@ def _read_final_line(text: str, kind: Kind, raw: str) -> ParsedReply:
             raw,
         )
     value: bool | int
-    if kind == "check":
+    if kind == CHECK:
         value = last.group(1).lower() == "true"
     else:
         value = int(last.group(1))
@@ -407,8 +408,8 @@ def _has_lone_surrogate(text: str) -> bool:
 
 
 def _expected(kind: Kind) -> str:
-    value = "true or false" if kind == "check" else f"an integer {MIN_SCORE}..{MAX_SCORE}"
-    line = "VERDICT: true" if kind == "check" else "SCORE: 7"
+    value = "true or false" if kind == CHECK else f"an integer {MIN_SCORE}..{MAX_SCORE}"
+    line = "VERDICT: true" if kind == CHECK else "SCORE: 7"
     return (
         f"one JSON object with exactly the keys {', '.join(REPLY_KEYS)} (value: {value}), or "
         f"text ending with a line such as {line!r}"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..checks import quote_claim
-from ..scale import MAX_SCORE, MIN_SCORE
+from ..scale import MIN_SCORE, score_to_unit, unit_to_score
+from ..verdict import SCORE
 from . import stats
 from .result import Decision, RunsResult, RunVerdict
 from .rule import Rule
@@ -250,27 +251,28 @@ class _Betting(_Sequential):
 
 
 class Mean(_Betting):
-    """``min_score`` over runs: the mean score, by a betting confidence sequence on score/9."""
+    """``min_score`` over runs: the mean score, by a betting confidence sequence on
+    each score's place on the scale (``scale.score_to_unit``)."""
 
     def _test(self) -> stats.BettingTest:
-        return stats.BettingTest(self.rule.bar / MAX_SCORE, self.rule.alpha)
+        return stats.BettingTest(score_to_unit(self.rule.bar), self.rule.alpha)
 
     def _decide(self, held: bool) -> None:
         if self.rule.bar > MIN_SCORE:
             self._feed(self.values[-1])
             super()._decide(held)
         elif self.count >= self.min_runs:
-            self.decision, self.decided_by = "pass", "every mean score is at least 0"
+            self.decision, self.decided_by = "pass", f"every mean score is at least {MIN_SCORE}"
 
     def _figures(self) -> Figures:
         lower, upper = stats.betting_interval(self.values, self.rule.alpha)
         mean = sum(self.values) / self.count
-        return Figures(mean * MAX_SCORE, lower * MAX_SCORE, upper * MAX_SCORE)
+        return Figures(unit_to_score(mean), unit_to_score(lower), unit_to_score(upper))
 
 
 class Comparison(_Betting):
     """``better_than=runs(control)``: run i of each side paired, the betting rule on the
-    differences of their rates (1/0) or scores (score/9)."""
+    differences of their rates (1/0) or scores (``scale.score_to_unit``)."""
 
     moved = "a margin"
 
@@ -279,7 +281,9 @@ class Comparison(_Betting):
         self.control_values: list[float] = []
 
     def _test(self) -> stats.BettingTest:
-        margin = self.rule.bar / MAX_SCORE if self.rule.kind == "score" else self.rule.bar
+        margin = self.rule.bar
+        if self.rule.kind == SCORE:
+            margin = score_to_unit(margin, difference=True)
         return stats.BettingTest(stats.paired_bar(margin), self.rule.alpha)
 
     def take(
@@ -299,13 +303,17 @@ class Comparison(_Betting):
 
     def _figures(self) -> Figures:
         n, rule = self.count, self.rule
-        scale = MAX_SCORE if rule.kind == "score" else 1
+
+        def scaled(unit: float, difference: bool = False) -> float:
+            """A rate as it is; a score's unit back on the scale (a difference: only scaled)."""
+            return unit_to_score(unit, difference=difference) if rule.kind == SCORE else unit
+
         low, high = stats.betting_interval([pair for (pair,) in self.inputs], rule.alpha)
         return Figures(
-            sum(self.values) / n * scale,
-            (2 * low - 1) * scale,
-            (2 * high - 1) * scale,
-            sum(self.control_values) / n * scale,
+            scaled(sum(self.values) / n),
+            scaled(2 * low - 1, difference=True),
+            scaled(2 * high - 1, difference=True),
+            scaled(sum(self.control_values) / n),
         )
 
 
@@ -327,7 +335,7 @@ class Refereed(_Betting):
         self.seed = seed
 
     def _test(self) -> stats.RefereeTest:
-        bar = self.rule.bar / MAX_SCORE if self.rule.mode == "mean" else self.rule.bar
+        bar = score_to_unit(self.rule.bar) if self.rule.mode == "mean" else self.rule.bar
         return stats.RefereeTest(bar, self.rule.alpha, floor=self.rule.referee_fraction)
 
     def fraction(self) -> float:
@@ -372,10 +380,11 @@ class Refereed(_Betting):
 
     def _figures(self) -> Figures:
         rule = self.rule
-        scale = MAX_SCORE if rule.mode == "mean" else 1
         lower, upper = stats.betting_interval(self.test.values, rule.alpha, self.test.fractions)
         estimate = min(1.0, max(0.0, self.test.mean))
-        return Figures(estimate * scale, lower * scale, upper * scale)
+        if rule.mode == "mean":
+            return Figures(unit_to_score(estimate), unit_to_score(lower), unit_to_score(upper))
+        return Figures(estimate, lower, upper)
 
     def finish(self, result: RunsResult) -> None:
         self._warn_if_dear(result)

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..scale import MAX_SCORE, MIN_SCORE
+from ..scale import MAX_SCORE, MIN_SCORE, score_to_unit, unit_to_score
+from ..verdict import CHECK, SCORE, Kind, passes_bar
 from . import stats
 from .keywords import is_runs
 from .target import Runs
@@ -32,7 +33,7 @@ class Rule:
     """What a claim over runs asserts, checked."""
 
     mode: Mode
-    kind: Literal["check", "score"]
+    kind: Kind
     confidence: float
     # at_least / at_most: a fraction; mean: a score 0..9; better_than: the margin.
     bar: float = 0.0
@@ -54,18 +55,19 @@ class Rule:
     def on_scores(self) -> bool:
         """Whether the rule reads each run's score (a mean, or a comparison of means) rather
         than whether the run held."""
-        return self.kind == "score" and self.threshold is None
+        return self.kind == SCORE and self.threshold is None
 
     def held(self, verdict: Verdict) -> bool:
-        """Whether the claim held in one run: judged True, or scored at least the run's bar."""
-        if verdict.kind == "check":
-            return verdict.value is True
-        return self.threshold is None or int(verdict.value) >= self.threshold
+        """Whether the claim held in one run: judged True, or scored at least the run's bar (a
+        mean score has none: each run counts by its score, ``unit``)."""
+        if verdict.kind == SCORE and self.threshold is None:
+            return True
+        return passes_bar(verdict.kind, verdict.value, self.threshold)
 
     def unit(self, verdict: Verdict, held: bool) -> float:
-        """A run's value in [0, 1]: 1/0 for a rate, score/9 for a mean."""
+        """A run's value in [0, 1]: 1/0 for a rate, its place on the score scale for a mean."""
         if self.on_scores:
-            return (int(verdict.value) - MIN_SCORE) / (MAX_SCORE - MIN_SCORE)
+            return score_to_unit(int(verdict.value))
         return 1.0 if held else 0.0
 
     def describe(self) -> str:
@@ -80,8 +82,8 @@ class Rule:
             return f"the mean score is at least {self.bar:g}"
         if self.mode == "every_run":
             return f"the claim {held} in every run"
-        what = "mean score" if self.kind == "score" else "rate"
-        unit = " points" if self.kind == "score" else ""
+        what = "mean score" if self.kind == SCORE else "rate"
+        unit = " points" if self.kind == SCORE else ""
         by = f" by more than {self.bar:g}{unit}" if self.bar else ""
         return f"the {what} is higher than the control's{by}"
 
@@ -108,7 +110,7 @@ def check_rule(
     settings: Settings | None,
     where: str,
     *,
-    kind: Literal["check", "score"] | None = None,
+    kind: Kind | None = None,
 ) -> Rule | None:
     """The rule of a claim over runs, checked where the claim is made; None for an ordinary claim.
 
@@ -193,7 +195,7 @@ def _check_reachable(rule: Rule, target: Runs) -> None:
 def _best_case(rule: Rule) -> str:
     """Every run going the claim's way, in the rule's words."""
     if rule.mode == "better_than":
-        if rule.kind == "score":
+        if rule.kind == SCORE:
             return f"every run scored {MAX_SCORE} and every control run {MIN_SCORE}"
         return "every run held and no control run did"
     if rule.mode == "mean":
@@ -210,9 +212,9 @@ def _least_runs(rule: Rule) -> int | None:
         kind: Literal["rate", "mean"] = "rate"
         bar = rule.bar
     elif rule.mode == "mean":
-        direction, kind, bar = "above", "mean", rule.bar / MAX_SCORE
+        direction, kind, bar = "above", "mean", score_to_unit(rule.bar)
     else:
-        margin = rule.bar / MAX_SCORE if rule.kind == "score" else rule.bar
+        margin = score_to_unit(rule.bar, difference=True) if rule.kind == SCORE else rule.bar
         direction, kind, bar = "above", "mean", stats.paired_bar(margin)
     floor = rule.referee_fraction if rule.referee is not None else None
     return _least_runs_cached(kind, bar, rule.alpha, direction, floor)
@@ -234,10 +236,10 @@ def _check_rule(
     options: Mapping[str, Any],
     threshold: int | None,
     default_confidence: float,
-    kind: Literal["check", "score"] | None,
+    kind: Kind | None,
 ) -> Rule:
     __tracebackhide__ = True
-    kind = kind or ("check" if threshold is None else "score")
+    kind = kind or (CHECK if threshold is None else SCORE)
     confidence = check_confidence(options.get("confidence", default_confidence))
     modes = [
         name for name in ("at_least", "at_most", "better_than", "every_run") if name in options
@@ -257,8 +259,8 @@ def _check_rule(
         if threshold >= MAX_SCORE:
             # No run scores above 9: a mean of 9 is every run scoring 9, a rule without a
             # confidence (like every_run). Said so in the rule's description.
-            return Rule("every_run", "score", confidence, 0.0, MAX_SCORE, from_mean=True)
-        return Rule("mean", "score", confidence, bar=float(threshold))
+            return Rule("every_run", SCORE, confidence, 0.0, MAX_SCORE, from_mean=True)
+        return Rule("mean", SCORE, confidence, bar=float(threshold))
     mode = modes[0]
     value = options[mode]
     if mode in ("at_least", "at_most"):
@@ -270,14 +272,12 @@ def _check_rule(
             )
         rate_mode: Mode = "at_least" if mode == "at_least" else "at_most"
         return Rule(
-            rate_mode, "check" if threshold is None else "score", confidence, fraction, threshold
+            rate_mode, CHECK if threshold is None else SCORE, confidence, fraction, threshold
         )
     if mode == "every_run":
         if value is not True:
             raise ValueError(f"every_run must be True (or left out), got {value!r}")
-        return Rule(
-            "every_run", "check" if threshold is None else "score", confidence, 0.0, threshold
-        )
+        return Rule("every_run", CHECK if threshold is None else SCORE, confidence, 0.0, threshold)
     if not is_runs(value):
         raise TypeError(
             f"better_than must be the control's runs, better_than=runs(control, max_runs=N), got "
@@ -289,9 +289,10 @@ def _check_rule(
             "min_score fixture with no threshold: min_score(runs(new), claim, better_than=runs(old))"
         )
     margin = _number(options.get("margin", 0.0), "margin")
-    limit = float(MAX_SCORE) if kind == "score" else 1.0
+    # A margin of scores is at most the scale's width; of rates, 1.
+    limit = unit_to_score(1.0, difference=True) if kind == SCORE else 1.0
     if not -limit < margin < limit:
-        unit = f"points of 0..{MAX_SCORE}" if kind == "score" else "a difference of rates"
+        unit = f"points of {MIN_SCORE}..{MAX_SCORE}" if kind == SCORE else "a difference of rates"
         raise ValueError(
             f"margin must lie strictly between -{limit:g} and {limit:g} ({unit}), got {margin!r}"
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..checks import TOO_DEEP, read_json_document
 from ..scale import MAX_SCORE
+from ..verdict import CHECK, KINDS, Kind, passes_bar
 
 Key = tuple[str, str, str, int]
 
@@ -26,12 +27,14 @@ class ReportError(Exception):
 class Claim:
     test_id: str
     claim: str
-    kind: str
+    kind: Kind
     value: bool | int
     threshold: int | None
     passed: bool
     justification: str
     model: str
+    # False for a claim that must not hold (holds=False, or a max_score bar).
+    holds: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,15 +62,19 @@ def load_report(path: str | Path) -> dict[Key, Claim]:
     for index, record in enumerate(verdicts):
         try:
             verdict = record["verdict"]
+            kind = verdict["kind"]
+            if kind not in KINDS:
+                raise TypeError(f"its kind is {kind!r}")
             claim = Claim(
                 test_id=str(record.get("test_id") or "-"),
                 claim=str(verdict["claim"]),
-                kind=str(verdict["kind"]),
+                kind=kind,
                 value=verdict["value"],
                 threshold=record.get("threshold"),
                 passed=bool(record["passed"]),
                 justification=str(verdict.get("justification") or ""),
                 model=str(verdict.get("model") or ""),
+                holds=record.get("holds", True) is not False,
             )
         except (KeyError, TypeError) as error:
             raise ReportError(
@@ -98,22 +105,21 @@ def compare(old: Mapping[Key, Claim], new: Mapping[Key, Claim]) -> Changes:
     )
 
 
-def _outcome(claim: Claim) -> bool | int | None:
-    """What decides a flip: a check's value, a score's side of its bar (None without a bar)."""
-    if claim.kind == "check":
-        return claim.value
-    if claim.threshold is None:
+def _outcome(claim: Claim) -> bool | None:
+    """What decides a flip: whether the verdict passes its bar (None: a score without one)."""
+    if claim.kind != CHECK and claim.threshold is None:
         return None
-    return int(claim.value) >= claim.threshold
+    return passes_bar(claim.kind, claim.value, claim.threshold, claim.holds)
 
 
 def _value(claim: Claim) -> str:
-    if claim.kind == "check":
+    if claim.kind == CHECK:
         return str(claim.value)
     if claim.threshold is None:
         return f"{claim.value}/{MAX_SCORE}"
-    side = "passes" if int(claim.value) >= claim.threshold else "fails"
-    return f"{claim.value}/{MAX_SCORE}, minimum {claim.threshold}: {side}"
+    side = "passes" if _outcome(claim) else "fails"
+    bar = "minimum" if claim.holds else "maximum"
+    return f"{claim.value}/{MAX_SCORE}, {bar} {claim.threshold}: {side}"
 
 
 def _justification(label: str, claim: Claim) -> str:

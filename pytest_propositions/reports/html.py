@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..checks import plural
 from ..scale import MAX_SCORE, MIN_SCORE
+from ..verdict import CHECK, SCORE
 from .counts import (
     claim_calibration,
     claim_result,
@@ -92,7 +93,7 @@ def _claim_view(
     rows = [
         ("kind", verdict.kind),
         (
-            "verdict" if verdict.kind == "check" else "score",
+            "verdict" if verdict.kind == CHECK else "score",
             describe_value(verdict, outcome.threshold, outcome.holds, by_call, page=True),
         ),
         ("justification", verdict.justification or "(none given)"),
@@ -212,7 +213,7 @@ def page(runtime: Runtime) -> str:
     )
     errors = sorted(runtime.record.judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, runtime.stats())
-    scores = [int(o.verdict.value) for o in outcomes if o.verdict.kind == "score"]
+    scores = [int(o.verdict.value) for o in outcomes if o.verdict.kind == SCORE]
     script = _template("report.js")
     view = {
         "csp": _csp(script),

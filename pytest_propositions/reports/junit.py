@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from _pytest.junitxml import xml_key
 
+from ..verdict import SCORE
 from .counts import (
     Calibrations,
     RunCounts,
@@ -135,7 +136,7 @@ def add_junit_run_properties(config: Any, runtime: Runtime) -> None:
 def runs_properties(runs: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A claim over runs' figures as JUnit properties (``runs.made``, ``runs.rate``...)."""
     estimate = "mean" if runs["rule"] == "mean" else "rate"
-    if runs["rule"] == "better_than" and runs["kind"] == "score":
+    if runs["rule"] == "better_than" and runs["kind"] == SCORE:
         estimate = "mean"
     pairs = [
         ("runs.rule", str(runs["rule_text"])),

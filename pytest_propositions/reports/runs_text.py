@@ -8,6 +8,7 @@ from typing import Any
 
 from ..checks import quote_claim, terminal_text
 from ..scale import MAX_SCORE
+from ..verdict import SCORE
 
 __all__ = ["decision_about", "figures_line", "interval_confidence", "one_line", "runs_text"]
 
@@ -44,7 +45,7 @@ def figures_line(data: Mapping[str, Any]) -> str:
     interval = f"[{_figure(data, 'lower')}, {_figure(data, 'upper')}]"
     if data["rule"] == "better_than":
         what = (
-            f"{'mean score' if data['kind'] == 'score' else 'rate'} {_figure(data, 'estimate')} "
+            f"{'mean score' if data['kind'] == SCORE else 'rate'} {_figure(data, 'estimate')} "
             f"vs control {_figure(data, 'control_estimate')}, difference"
         )
         return f"{made} pairs of runs; {what} in {interval} at {confidence}"

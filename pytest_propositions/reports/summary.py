@@ -18,6 +18,7 @@ from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocat
 
 from ..checks import plural, quote_claim, terminal_text
 from ..scale import MAX_SCORE
+from ..verdict import CHECK, SCORE
 from .counts import Calibrations, claim_calibration, claim_result, confidence_text
 from .runs_text import runs_text
 
@@ -53,7 +54,7 @@ def describe_value(
     """A verdict's value and what was expected of it; ``page``: the HTML page's words."""
     if by_call is not None:
         return call_value_text(verdict.kind, verdict.value, threshold, by_call)
-    if verdict.kind == "check":
+    if verdict.kind == CHECK:
         return f"{verdict.value} (expected {'True' if holds else 'the claim not to hold'})"
     if not page:
         bar = (
@@ -71,7 +72,7 @@ def describe_value(
 def call_value_text(kind: str, value: object, threshold: int | None, by_call: str) -> str:
     """The verdict of a claim judged by a call: what it was, by which call, and that no
     expectation was asserted (the test's own code decides what it means)."""
-    if kind == "check":
+    if kind == CHECK:
         return f"{value} (by {by_call}, not asserted)"
     return f"{value}/{MAX_SCORE} (by {by_call}, not asserted; upheld at {threshold} or more)"
 
@@ -139,7 +140,7 @@ def outcome_text(
     value = describe_value(verdict, outcome.threshold, outcome.holds, outcome.by_call)
     lines = [
         f"{label}: {terminal_text(verdict.claim)}",
-        f"  {'verdict' if verdict.kind == 'check' else 'score'}: {value}",
+        f"  {'verdict' if verdict.kind == CHECK else 'score'}: {value}",
     ]
     if outcome.where:
         lines.append(f"  claimed at: {outcome.where}")
@@ -237,7 +238,7 @@ def short_failure_text(
     holds: bool = True,
 ) -> str:
     """One line for pytest's short summary: the claim first, shortened, then what the judge said."""
-    if verdict.kind == "check":
+    if verdict.kind == CHECK:
         said = f"judged {verdict.value}"
     else:
         bar = f"minimum {threshold}" if holds else f"maximum {threshold}"
@@ -335,7 +336,7 @@ def verdict_listing(
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
-            if verdict.kind == "check" and outcome.holds and outcome.by_call is None:
+            if verdict.kind == CHECK and outcome.holds and outcome.by_call is None:
                 value = str(verdict.value)
             else:
                 value = describe_value(verdict, outcome.threshold, outcome.holds, outcome.by_call)
@@ -388,7 +389,7 @@ def lowest_scores_table(
     Ties are ordered by test id and claim, so the table does not depend on xdist's scheduling.
     """
     scores = sorted(
-        (outcome for outcome in outcomes if outcome.verdict.kind == "score"),
+        (outcome for outcome in outcomes if outcome.verdict.kind == SCORE),
         key=lambda outcome: (
             int(outcome.verdict.value),
             outcome.test_id or "",

@@ -29,7 +29,7 @@ from typing import Any
 from .._version import __version__
 from ..checks import TOO_DEEP
 from ..redaction import redact_data
-from ..verdict import Verdict, check_stored_verdict
+from ..verdict import KINDS, Verdict, check_stored_verdict
 from .errors import ImportLineError, InvalidRecordError
 from .keys import KEY_PATTERN, cache_key, canonical_json, check_names
 
@@ -149,7 +149,7 @@ def kind_problem(record: dict[str, Any], kind: str | None = None) -> str | None:
     Cheap (no verdict is built): every cache hit asks it."""
     data = record.get("verdict")
     found = data.get("kind") if isinstance(data, dict) else None
-    if found not in ("check", "score"):
+    if found not in KINDS:
         return "no verdict of a known kind"
     stored = record.get("kind", found)
     if stored != found:
