@@ -148,44 +148,6 @@ def test_reasoning_effort_has_flag_env_and_ini_twins() -> None:
 
 # -- replies -----------------------------------------------------------------------------------
 
-ANSWER = '{"reasoning": "r", "justification": "j", "value": true, "confidence": 0.9}'
-
-
-@pytest.mark.parametrize(
-    ("content", "expected"),
-    [
-        (f"<think>\nIt is false.\n</think>\n\n{ANSWER}", ANSWER),
-        (f"\n  <thinking>false</thinking>{ANSWER}", ANSWER),
-        (f"Value false? No.\n</think>\n\n{ANSWER}", ANSWER),  # the template opened it
-        # A closing tag that does not open the reply never hides a verdict before it.
-        (f"VERDICT: false\n</think>\n{ANSWER}", f"VERDICT: false\n</think>\n{ANSWER}"),
-        ("SCORE: 2 </think> SCORE: 9", "SCORE: 2 </think> SCORE: 9"),
-        (
-            f'Draft: {{"value": false}}</think>{ANSWER}',
-            f'Draft: {{"value": false}}</think>{ANSWER}',
-        ),
-        (
-            "**Verdict:** false\n</thinking>\nVERDICT: true",
-            "**Verdict:** false\n</thinking>\nVERDICT: true",
-        ),
-        # ... nor does one after a block that opens it: only that block is stripped.
-        (
-            "<think>x</think>VERDICT: false\n</think>\nVERDICT: true",
-            "VERDICT: false\n</think>\nVERDICT: true",
-        ),
-        ("<think>\nThe value is false, so", ""),  # cut off while thinking: no answer
-        (ANSWER, ANSWER),
-        (
-            '{"reasoning": "a </think> tag", "value": true}',
-            '{"reasoning": "a </think> tag", "value": true}',
-        ),
-        ("Yes.", "Yes."),
-    ],
-)
-def test_a_leading_think_block_is_stripped(content: str, expected: str) -> None:
-    assert families.strip_thinking(content) == expected
-
-
 # -- what litellm knows ------------------------------------------------------------------------
 
 

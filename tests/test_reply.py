@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_propositions.errors import JudgeReplyInvalid, VerdictUnparsable
-from pytest_propositions.judging.families import strip_thinking
 from pytest_propositions.judging.reply import (
     REPLY_KEYS,
     ParsedReply,
@@ -18,6 +17,7 @@ from pytest_propositions.judging.reply import (
     read_choices,
     read_reply,
     reply_schema,
+    strip_thinking,
     verdict_stated_in,
 )
 
@@ -330,3 +330,57 @@ def test_the_final_line_is_only_the_form_the_prompt_asks_for(text: str, kind: st
 def test_nothing_outside_the_answer_smuggles_a_verdict_in(text: str) -> None:
     with pytest.raises(VerdictUnparsable):
         read_reply(strip_thinking(text), "check")
+
+
+# -- thinking blocks ----------------------------------------------------------------------
+
+THOUGHT_ANSWER = '{"reasoning": "r", "justification": "j", "value": true, "confidence": 0.9}'
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (f"<think>\nIt is false.\n</think>\n\n{THOUGHT_ANSWER}", THOUGHT_ANSWER),
+        (f"\n  <thinking>false</thinking>{THOUGHT_ANSWER}", THOUGHT_ANSWER),
+        (
+            f"Value false? No.\n</think>\n\n{THOUGHT_ANSWER}",
+            THOUGHT_ANSWER,
+        ),  # the template opened it
+        # A closing tag that does not open the reply never hides a verdict before it.
+        (
+            f"VERDICT: false\n</think>\n{THOUGHT_ANSWER}",
+            f"VERDICT: false\n</think>\n{THOUGHT_ANSWER}",
+        ),
+        ("SCORE: 2 </think> SCORE: 9", "SCORE: 2 </think> SCORE: 9"),
+        (
+            f'Draft: {{"value": false}}</think>{THOUGHT_ANSWER}',
+            f'Draft: {{"value": false}}</think>{THOUGHT_ANSWER}',
+        ),
+        (
+            "**Verdict:** false\n</thinking>\nVERDICT: true",
+            "**Verdict:** false\n</thinking>\nVERDICT: true",
+        ),
+        # ... nor does one after a block that opens it: only that block is stripped.
+        (
+            "<think>x</think>VERDICT: false\n</think>\nVERDICT: true",
+            "VERDICT: false\n</think>\nVERDICT: true",
+        ),
+        ("<think>\nThe value is false, so", ""),  # cut off while thinking: no answer
+        (THOUGHT_ANSWER, THOUGHT_ANSWER),
+        (
+            '{"reasoning": "a </think> tag", "value": true}',
+            '{"reasoning": "a </think> tag", "value": true}',
+        ),
+        ("Yes.", "Yes."),
+    ],
+)
+def test_a_leading_think_block_is_stripped(content: str, expected: str) -> None:
+    assert strip_thinking(content) == expected
+
+
+def test_the_reader_strips_the_opening_think_block_itself() -> None:
+    """The one reader of replies strips the block: no caller can forget to (a scratchpad's
+    "false" never reaches the parser, a verdict before a lone closing tag is never hidden)."""
+    assert read_reply(f"<think>It is false.</think>\n{THOUGHT_ANSWER}", "check").value is True
+    with pytest.raises(VerdictUnparsable):
+        read_reply(f"VERDICT: false\n</think>\n{THOUGHT_ANSWER}", "check")

@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 from ..errors import JudgeUnavailable
 from ..settings import REASONING_EFFORTS
-from .reply import verdict_stated_in
 
 # What the judge sends to a model that takes a temperature (the names are claim kinds).
 TEMPERATURE: dict[str, float] = {"check": 0.5, "score": 1.0}
@@ -132,10 +131,6 @@ class Profile:
     def effort_ignored(self, reasoning_effort: str | None) -> bool:
         return reasoning_effort is not None and not self.family.efforts
 
-    def reply_text(self, content: str) -> str:
-        """The part of a reply the parser reads (a reasoning model's scratchpad removed)."""
-        return strip_thinking(content)
-
 
 def profile_of(model: str, transport: str = "auto", api_version: str | None = None) -> Profile:
     """The profile of ``model`` (a litellm name) under ``--prop-transport``; a transport the
@@ -187,41 +182,3 @@ def _parameters(
             )
         parameters["reasoning_effort"] = reasoning_effort
     return parameters
-
-
-# -- replies -----------------------------------------------------------------------------------
-
-_OPENED_THINKING = r"(?s)\A\s*<(think|thinking)>(.*?)</\1>\s*"
-_UNCLOSED_THINKING = r"\A\s*<(think|thinking)>"
-_CLOSING = r"</(think|thinking)>\s*"
-
-
-def strip_thinking(content: str) -> str:
-    """The reply without the ``<think>`` block that opens it, which local reasoning models write
-    first.
-
-    The block is the model's scratchpad, not its answer: words like "false" in it must not
-    reach the parser. It is stripped only where it opens the reply: a ``</think>`` further on
-    never hides what came before it (an answer, then a literal tag quoted from the trajectory,
-    then a second answer). Three shapes are seen: the whole block; only its end, when the chat
-    template opened it (DeepSeek-R1's does); and a block never closed, when the model ran out
-    of tokens while thinking, which leaves no answer at all (the empty string, unparsable).
-
-    A lone closing tag is taken for the end of a block the template opened only when the text
-    before it states no verdict or score in any spelling (``reply.verdict_stated_in``) and does
-    not start like an answer (JSON or a code fence). Otherwise the reply is left whole, and the
-    reader, seeing that verdict before the final one (or an answer that is not one JSON object),
-    refuses it: text before such a tag that states a verdict may be the answer itself.
-    """
-    opened = re.match(_OPENED_THINKING, content)
-    if opened is not None:
-        return content[opened.end() :]
-    if re.match(_UNCLOSED_THINKING, content):
-        return ""
-    closing = re.search(_CLOSING, content)
-    if closing is None:
-        return content
-    before = content[: closing.start()]
-    if before.lstrip().startswith(("{", "`")) or verdict_stated_in(before) is not None:
-        return content
-    return content[closing.end() :]

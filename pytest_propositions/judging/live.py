@@ -116,7 +116,6 @@ async def _answer(
     sampling: dict[str, Any],
 ) -> _Answer:
     """One parsed answer; an unparsable reply is asked again once before giving up."""
-    profile = transport.profile(connection)
     last_error: VerdictUnparsable | None = None
     for _ in range(2):
         with stats.lock:
@@ -156,7 +155,7 @@ async def _answer(
             continue
         try:
             texts = [content, *other_choices(response)]
-            parsed = read_choices([profile.reply_text(t) for t in texts], request.kind)
+            parsed = read_choices(texts, request.kind)
         except VerdictUnparsable as error:
             # The subclass (JudgeReplyInvalid) says the reply broke the plumbing: keep it.
             last_error = type(error)(f"{error} ({where})", raw_reply=error.raw_reply)

@@ -5,8 +5,8 @@ final line.
 A lenient reader is where contradicting replies slip through, and a wrong pass is the worst
 outcome this plugin can produce; so the meaning of a reply is never guessed:
 
-* A reasoning model's thinking block is removed first (by the model's profile), then one code
-  fence around the whole reply.
+* A reasoning model's thinking block that opens the reply is removed first
+  (``strip_thinking``), then one code fence around the whole reply.
 * A reply that starts with ``{`` is one JSON object with exactly the schema's keys
   (``reasoning``, ``justification``, ``value``, ``confidence``): a key missing, an extra key
   (a second verdict key included), a key given twice, or a value of the wrong kind is a schema
@@ -253,13 +253,14 @@ def read_reply(text: str | None, kind: Kind) -> ParsedReply:
     if kind not in KINDS:
         raise ValueError(f"kind must be 'check' or 'score', not {kind!r}")
     raw = text or ""
-    if not raw.strip():
+    answer = strip_thinking(raw)  # what the parser reads; errors quote the whole reply
+    if not answer.strip():
         _fail("the judge returned no reply" if text is None else "the reply is empty", kind, raw)
     if _has_lone_surrogate(raw):
         _fail_invalid(
             "the reply holds an unpaired surrogate, which no text encoding can store", raw
         )
-    stripped = raw.strip()
+    stripped = answer.strip()
     fenced = _FENCE.match(stripped)
     if fenced is not None:
         stripped = fenced.group(1).strip()
@@ -446,3 +447,41 @@ def _fail(reason: str, kind: Kind, raw: str) -> NoReturn:
         f"Unparsable judge reply: {reason}. Expected {_expected(kind)}; received {_quote(raw)}.",
         raw_reply=raw,
     )
+
+
+# -- thinking blocks -----------------------------------------------------------------------------------
+
+_OPENED_THINKING = r"(?s)\A\s*<(think|thinking)>(.*?)</\1>\s*"
+_UNCLOSED_THINKING = r"\A\s*<(think|thinking)>"
+_CLOSING = r"</(think|thinking)>\s*"
+
+
+def strip_thinking(content: str) -> str:
+    """The reply without the ``<think>`` block that opens it, which local reasoning models write
+    first.
+
+    The block is the model's scratchpad, not its answer: words like "false" in it must not
+    reach the parser. It is stripped only where it opens the reply: a ``</think>`` further on
+    never hides what came before it (an answer, then a literal tag quoted from the trajectory,
+    then a second answer). Three shapes are seen: the whole block; only its end, when the chat
+    template opened it (DeepSeek-R1's does); and a block never closed, when the model ran out
+    of tokens while thinking, which leaves no answer at all (the empty string, unparsable).
+
+    A lone closing tag is taken for the end of a block the template opened only when the text
+    before it states no verdict or score in any spelling (``verdict_stated_in``) and does
+    not start like an answer (JSON or a code fence). Otherwise the reply is left whole, and the
+    reader, seeing that verdict before the final one (or an answer that is not one JSON object),
+    refuses it: text before such a tag that states a verdict may be the answer itself.
+    """
+    opened = re.match(_OPENED_THINKING, content)
+    if opened is not None:
+        return content[opened.end() :]
+    if re.match(_UNCLOSED_THINKING, content):
+        return ""
+    closing = re.search(_CLOSING, content)
+    if closing is None:
+        return content
+    before = content[: closing.start()]
+    if before.lstrip().startswith(("{", "`")) or verdict_stated_in(before) is not None:
+        return content
+    return content[closing.end() :]
