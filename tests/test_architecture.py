@@ -242,7 +242,7 @@ def _forbidden_uses(source: str) -> set[str]:
 # Each exception names its reason. The local judge's server process must not outlive the
 # interpreter: its stop is registered while the process runs and unregistered when it stops
 # (the test below checks the pair), so no hook is left behind once the server is down.
-ALLOWED = {("local/engine.py", "atexit.register")}
+ALLOWED = {("local/server.py", "atexit.register")}
 
 
 def test_no_interpreter_global_machinery() -> None:
