@@ -599,7 +599,9 @@ def test_the_server_dies_with_a_killed_parent(
 
 def test_prompt_threads_share_the_cores_among_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The count only changes speed (the e2e tests check the answers): it follows the machine."""
-    monkeypatch.setattr(local_server.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(
+        local_server.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False
+    )
     counts = {}
     for workers in (None, "2", "3", "16", "junk"):
         if workers is None:
