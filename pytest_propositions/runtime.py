@@ -94,13 +94,16 @@ class Runtime:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
         if self.settings.store:
-            from .store.postgres import PostgresStore
+            from .store.shared import open_shared_store
             from .store.tiered import SharedVerdictCache
 
+            store = open_shared_store(
+                self.settings.store, query_timeout=self.settings.store_timeout
+            )
             return SharedVerdictCache(
                 self.cache_dir,
                 self.settings.cache,  # type: ignore[arg-type]
-                store=PostgresStore(self.settings.store, query_timeout=self.settings.store_timeout),
+                store=store,
             )
         from .store.cache import VerdictCache
 
