@@ -265,7 +265,10 @@ class Runtime:
 
 def connector(settings: Settings) -> Callable[[str], Connection]:
     """How a run's judge reaches a model: the managed local engine for 'local' (started on the
-    first cache miss), else the provider's endpoint. The judge never chooses the engine itself."""
+    first cache miss), else the provider's endpoint. The judge never chooses the engine itself.
+
+    The one place the core names the ``local`` wing, imported on first use; the rest of the core
+    knows it as a ``judging.local_judge.LocalJudge`` (tests/test_architecture.py holds this)."""
 
     def connect(model: str) -> Connection:
         if model == "local":
