@@ -85,7 +85,7 @@ def text():
 # Only for --xdist: what giving each worker's server its share of the cores would change. Every
 # xdist worker starts its own llama.cpp server; the plugin now gives each its share itself.
 if os.environ.get("BENCH_SPLIT_THREADS"):
-    import pytest_propositions.local.engine as local
+    import pytest_propositions.local.server as local
 
     shipped = local.server_command
 

@@ -228,7 +228,7 @@ def check_count(name: str, value: object, minimum: int = 1) -> int | None:
 
 
 def check_window(name: str, value: object) -> int | None:
-    """An event window: a whole number of at least 0, or None (``trace._select_window`` says
+    """An event window: a whole number of at least 0, or None (``trace.notation.select_window`` says
     what 0 means)."""
     __tracebackhide__ = True
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:

@@ -94,13 +94,16 @@ class Runtime:
         if self.settings.cache == "off" or self.cache_dir is None:
             return None
         if self.settings.store:
-            from .store.postgres import PostgresStore
+            from .store.shared import open_shared_store
             from .store.tiered import SharedVerdictCache
 
+            store = open_shared_store(
+                self.settings.store, query_timeout=self.settings.store_timeout
+            )
             return SharedVerdictCache(
                 self.cache_dir,
                 self.settings.cache,  # type: ignore[arg-type]
-                store=PostgresStore(self.settings.store, query_timeout=self.settings.store_timeout),
+                store=store,
             )
         from .store.cache import VerdictCache
 
@@ -261,7 +264,10 @@ class Runtime:
 
 def connector(settings: Settings) -> Callable[[str], Connection]:
     """How a run's judge reaches a model: the managed local engine for 'local' (started on the
-    first cache miss), else the provider's endpoint. The judge never chooses the engine itself."""
+    first cache miss), else the provider's endpoint. The judge never chooses the engine itself.
+
+    The one place the core names the ``local`` wing, imported on first use; the rest of the core
+    knows it as a ``judging.local_judge.LocalJudge`` (tests/test_architecture.py holds this)."""
 
     def connect(model: str) -> Connection:
         if model == "local":

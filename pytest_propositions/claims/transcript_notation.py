@@ -1,4 +1,4 @@
-"""What every transcript format is read into: events in the trajectory notation of ``trace.py``.
+"""What every transcript format is read into: events in the trajectory notation (``trace.notation``).
 
 A format (``transcripts.TRANSCRIPT_FORMATS`` lists them) turns its messages, items or spans into
 ``Event`` values: who acted or was addressed, the kind (TALK, THINK, TOOL_CALL, TOOL_RESULT, ...),
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..trace import _action_head, _stimulus_head
+from ..trace.notation import action_head, stimulus_head
 from .data_text import check_plain_data, one_line, plain_json, type_name
 
 #: Who an event is addressed to when a transcript has no single acting speaker.
@@ -50,7 +50,7 @@ def heads(events: Sequence[Event]) -> list[tuple[str, str]]:
     receiver = actors.pop() if len(actors) == 1 else DEFAULT_RECEIVER
     return [
         (
-            _action_head(e.who, e.kind) if e.acted else _stimulus_head(e.who, receiver, e.kind),
+            action_head(e.who, e.kind) if e.acted else stimulus_head(e.who, receiver, e.kind),
             e.text,
         )
         for e in events

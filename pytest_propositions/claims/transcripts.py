@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..checks import plural
-from ..trace import _format_entry, _omission_note, _select_window
+from ..trace.notation import format_entry, omission_note, select_window
 from .format_anthropic import ANTHROPIC
 from .format_gemini import GEMINI
 from .format_langchain import LANGCHAIN
@@ -69,11 +69,11 @@ def render_transcript(value: Any, first_n: int | None, last_n: int | None) -> st
         raise TypeError("render_transcript expects a transcript of a recognised format")
     entries = heads(found[0].events(found[1]))
     lines = [f"---- BEGIN TRANSCRIPT ({found[0].name}, {plural(len(entries), 'event')}) ----"]
-    for item in _select_window(len(entries), first_n, last_n):
+    for item in select_window(len(entries), first_n, last_n):
         if isinstance(item, tuple):
-            lines.append(_omission_note(*item, unit="event"))
+            lines.append(omission_note(*item, unit="event"))
             continue
         head, content = entries[item]
-        lines.append(_format_entry(f"Event #{item}", head, content))
+        lines.append(format_entry(f"Event #{item}", head, content))
     lines.append("---- END TRANSCRIPT ----")
     return "\n".join(lines)

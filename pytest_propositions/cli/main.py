@@ -27,7 +27,7 @@ from ..reports.diff import run as diff
 from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 from ..store.location import CACHE_FOLDER, command_cache_folder, folder_problem
-from ..store.postgres import describe_store
+from ..store.shared import describe_store
 from . import calibrate, rejudge
 from .store import StoreCommands
 

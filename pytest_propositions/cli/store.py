@@ -11,7 +11,7 @@ from typing import Any
 from ..store.base import Closing
 from ..store.cache import CacheError, InvalidRecordError, VerdictCache
 from ..store.cache_record import export_line, read_lines, stored_record
-from ..store.postgres import PostgresStore
+from ..store.shared import open_shared_store
 from ..store.tiered import push_command, repair_command
 
 
@@ -25,7 +25,7 @@ class StoreCommands(Closing):
     def __init__(
         self, url: str, directory: Path, warn: Callable[[str], None], query_timeout: float
     ) -> None:
-        self.store = PostgresStore(url, query_timeout=query_timeout)
+        self.store = open_shared_store(url, query_timeout=query_timeout)
         self.where = self.store.where
         self.directory = directory
         self._warn = warn

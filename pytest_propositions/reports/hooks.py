@@ -99,7 +99,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
         terminalreporter.write_line(f"propositions: {calibration_line(view)}")
     if runtime.settings.store and runtime.settings.cache != "off":
         # The shared store's modules load only in a run that has a store.
-        from ..store.postgres import describe_store
+        from ..store.shared import describe_store
         from ..store.tiered import store_summary
 
         where = describe_store(runtime.settings.store)

@@ -22,16 +22,17 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from ..errors import CacheUnusable, install_hint
+from ..errors import install_hint
 from ..redaction import Secret, redact, redact_values, remember_secrets, url_credentials
 from ..settings import Settings
-from .errors import CacheError
+from .errors import NOTHING_JUDGED, StoreError, StoreLost, StoreUnavailable
 
 __all__ = [
     "EXTRA_HINT",
     "SCHEMA_VERSION",
     "PostgresStore",
     "StoreError",
+    "StoreLost",
     "StoreStats",
     "StoreUnavailable",
     "describe_store",
@@ -42,9 +43,6 @@ SCHEMA_VERSION = 1
 VERDICT_TABLE = "prop_verdicts"
 SCHEMA_TABLE = "prop_schema"
 EXTRA_HINT = install_hint("postgres")
-
-#: How a store that could not be used before any claim was judged ends its message.
-NOTHING_JUDGED = ". Nothing was judged: check the server, or run without --prop-store"
 
 # Held while the schema is created or migrated, so two jobs starting at once do it once.
 _SCHEMA_LOCK_ID = 0x70726F70  # "prop"
@@ -77,27 +75,6 @@ CANCEL_GRACE = 5.0
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-
-
-class StoreError(CacheUnusable, CacheError):
-    """The verdict store cannot be used as asked; the message names it without its password.
-
-    A judge error (never a pass): a claim whose verdict cannot be read or kept is not judged.
-    """
-
-
-class StoreUnavailable(StoreError):
-    """The store cannot be reached or refused the login, at its first use in the run.
-
-    ``stops_run``: the plugin stops the session at the first such error, so no judge is paid
-    for verdicts the fleet could not share.
-    """
-
-    stops_run = True
-
-
-class StoreLost(StoreError):
-    """The store answered earlier in the run and no longer does (a connection dropped)."""
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 from .cache import CacheMode, VerdictCache
 from .cache_record import record_text, stored_record
-from .errors import InvalidRecordError
-from .postgres import NOTHING_JUDGED, PostgresStore, StoreError, StoreLost, StoreUnavailable
+from .errors import NOTHING_JUDGED, InvalidRecordError, StoreError, StoreLost, StoreUnavailable
+from .shared import SharedStore
 
 __all__ = [
     "STORE_COUNTERS",
@@ -53,7 +53,7 @@ def repair_command(where: str) -> str:
 
 
 class SharedVerdictCache:
-    """The disk cache first, then a :class:`PostgresStore`: a ``base.VerdictStore`` made of the
+    """The disk cache first, then a :class:`~.shared.SharedStore`: a ``base.VerdictStore`` made of the
     two (it holds a :class:`VerdictCache`, ``disk``, rather than extending one)."""
 
     def __init__(
@@ -61,7 +61,7 @@ class SharedVerdictCache:
         directory: str | os.PathLike[str],
         mode: CacheMode = "use",
         *,
-        store: PostgresStore,
+        store: SharedStore,
         warn: Callable[[str], None] | None = None,
     ) -> None:
         self.disk = VerdictCache(directory, mode, warn=warn)

@@ -1,8 +1,8 @@
 """A tiny recorder of agents and worlds, for users with no simulation library.
 
-It renders the same trajectory notation the judge reads for real simulation objects, and the
-helpers that write that notation (numbered entries, windows, omission notes) live here so the
-transcript renderer in ``claims/transcripts.py`` writes exactly the same shape.
+It renders the same trajectory notation the judge reads for real simulation objects; the
+notation itself (event heads, numbered entries, windows, omission notes) is ``trace.notation``'s,
+which the transcript renderers in ``claims/`` write with too.
 """
 
 from __future__ import annotations
@@ -12,76 +12,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .checks import check_count, check_window, plural, quote_name
+from ..checks import check_count, check_window, plural, quote_name
+from .notation import CONTINUATION_INDENT as CONTINUATION_INDENT
+from .notation import (
+    TRUNCATION_MARK,
+    action_head,
+    format_entry,
+    omission_note,
+    select_window,
+    stimulus_head,
+)
 
 __all__ = ["Agent", "Event", "World"]
 
-# Continuation lines of multi-line content are indented so that no content line can pass for
-# an event line, a header or an omission note, all of which start at column 0.
-CONTINUATION_INDENT = "    "
-TRUNCATION_MARK = " (...)"
-
 _KIND_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 Role = Literal["stimulus", "action"]
-
-
-# --------------------------------------------------------------------------------------------
-# The notation, shared with claims/transcripts.py and claims/transcript_notation.py
-
-
-def _select_window(
-    total: int, first_n: int | None, last_n: int | None
-) -> list[int | tuple[int, int]]:
-    """Indices to show, with ``(start, end)`` inclusive ranges where entries are left out.
-
-    With both counts, the first ``first_n`` and the last ``last_n`` entries are kept (the
-    opening and the latest part of a run); when they overlap, everything is kept. A count of 0
-    means what it means to the reference simulation library, whose memory slices with
-    ``[:n]`` and ``[-n:]``: ``first_n=0`` keeps nothing from the start, while ``last_n=0``
-    keeps everything (``[-0:]`` is the whole list).
-    """
-    if last_n == 0 or (first_n is None and last_n is None):
-        return list(range(total))
-    keep: set[int] = set()
-    if first_n is not None:
-        keep.update(range(min(first_n, total)))
-    if last_n is not None:
-        keep.update(range(max(total - last_n, 0), total))
-    out: list[int | tuple[int, int]] = []
-    gap_start: int | None = None
-    for i in range(total):
-        if i in keep:
-            if gap_start is not None:
-                out.append((gap_start, i - 1))
-                gap_start = None
-            out.append(i)
-        elif gap_start is None:
-            gap_start = i
-    if gap_start is not None:
-        out.append((gap_start, total - 1))
-    return out
-
-
-def _omission_note(start: int, end: int, unit: str) -> str:
-    count = end - start + 1
-    where = f"#{start}" if count == 1 else f"#{start} to #{end}"
-    return f"... {plural(count, unit)} omitted ({where}) ..."
-
-
-def _format_entry(label: str, head: str, content: str) -> str:
-    """``label: head first-line`` then every further line indented the same way."""
-    lines = content.splitlines() or [""]
-    first = f"{label}: {head}" + (f" {lines[0]}" if lines[0] else "")
-    rest = [CONTINUATION_INDENT + line if line else "" for line in lines[1:]]
-    return "\n".join([first, *rest])
-
-
-def _stimulus_head(source: str, receiver: str, kind: str) -> str:
-    return f"{source} --> {receiver}: [{kind}]"
-
-
-def _action_head(actor: str, kind: str) -> str:
-    return f"{actor} acts: [{kind}]"
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,10 +196,10 @@ class Agent:
         if not self._events:
             lines.append("(no events recorded)")
         shown_time: str | None = None
-        for item in _select_window(len(self._events), first, last):
+        for item in select_window(len(self._events), first, last):
             if isinstance(item, tuple):
                 if include_omission_info:
-                    lines.append(_omission_note(*item, unit="event"))
+                    lines.append(omission_note(*item, unit="event"))
                 shown_time = None  # the next event states its time again after a gap
                 continue
             event = self._events[item]
@@ -268,13 +213,13 @@ class Agent:
     def _format(self, index: int, max_content_length: int | None) -> str:
         event = self._events[index]
         if event.role == "stimulus":
-            head = _stimulus_head(event.source or "USER", self.name, event.kind)
+            head = stimulus_head(event.source or "USER", self.name, event.kind)
         else:
-            head = _action_head(self.name, event.kind)
+            head = action_head(self.name, event.kind)
         content = event.content
         if max_content_length is not None and len(content) > max_content_length:
             content = content[:max_content_length] + TRUNCATION_MARK
-        return _format_entry(f"Event #{index}", head, content)
+        return format_entry(f"Event #{index}", head, content)
 
 
 class World:
