@@ -129,7 +129,12 @@ def outcome_text(
     reasoning: bool = False,
     calibrations: Calibrations | None = None,
 ) -> str:
-    view = claim_view(outcome, mode, calibrations)
+    return claim_text(claim_view(outcome, mode, calibrations), reasoning)
+
+
+def claim_text(view: ClaimView, reasoning: bool = False) -> str:
+    """A claim in the failure section: its result and value, each note of its view, then the
+    judge's words (a claim over runs: its figures)."""
     calibration = view.calibration
     if view.runs is not None:
         text = runs_text(view.runs)
