@@ -59,7 +59,7 @@ RUNS: dict[str, Any] = {
 
 def _verdict(kind: str, value: bool | int, claim: str, **more: Any) -> Verdict:
     return Verdict(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         claim=claim,
         value=value,
         justification="Because.",
@@ -131,7 +131,7 @@ def test_every_field_of_the_view_shows_in_every_report_it_says() -> None:
         assert any(getattr(v, item.name) not in (None, False) for v in views), (
             f"give a sample claim a value for {item.name}, so its reports can be checked"
         )
-    payload = json_report(Settings(), Stats(), samples(), [], _calibrations)  # type: ignore[arg-type]
+    payload = json_report(Settings(), Stats(), samples(), [], _calibrations)
     json_keys = {key for record in payload["verdicts"] for key in record}
     junit_names = {
         name.split("].", 1)[1]
@@ -172,18 +172,25 @@ def test_the_view_has_every_field_of_the_outcome_and_xdist_carries_them() -> Non
 def test_a_note_added_to_the_view_alone_shows_in_every_report() -> None:
     """The one-place property itself: a throwaway note field, declared once, reaches the JSON
     record, JUnit, the page and the terminal with no edit to any report."""
-    mood = dataclasses.field(default=None, metadata=note("mood", "mood", lambda m: f"{m}!"))
+    declared = dataclasses.field(
+        default=None, metadata=note("throwaway note", "throwaway_note", lambda v: f"{v}!")
+    )
     wider = dataclasses.make_dataclass(
-        "WiderView", [("mood", "str | None", mood)], bases=(ClaimView,), frozen=True, kw_only=True
+        "WiderView",
+        [("throwaway_note", "str | None", declared)],
+        bases=(ClaimView,),
+        frozen=True,
+        kw_only=True,
     )
     base = claim_view(samples()[0], "fail", _calibrations)
-    view = wider(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)}, mood="calm")
-    assert view.to_dict()["mood"] == "calm"
-    assert ("mood", "calm") in claim_properties(view)
-    assert {"name": "mood", "text": "calm!"} in claim_card(view, {})["rows"]
-    assert "\n  mood: calm!\n" in claim_text(view)
+    copied = {item.name: getattr(base, item.name) for item in dataclasses.fields(base)}
+    view = wider(**copied, throwaway_note="calm")
+    assert view.to_dict()["throwaway_note"] == "calm"
+    assert ("throwaway_note", "calm") in claim_properties(view)
+    assert {"name": "throwaway note", "text": "calm!"} in claim_card(view, {})["rows"]
+    assert "\n  throwaway note: calm!\n" in claim_text(view)
     # Unset, it shows nowhere.
-    plain = wider(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)})
-    assert "mood" not in plain.to_dict()
-    assert "mood" not in dict(claim_properties(plain))
-    assert "mood:" not in claim_text(plain)
+    plain = wider(**copied)
+    assert "throwaway_note" not in plain.to_dict()
+    assert "throwaway_note" not in dict(claim_properties(plain))
+    assert "throwaway note" not in claim_text(plain)
