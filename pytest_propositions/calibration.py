@@ -21,12 +21,13 @@ from .over_runs.binomial import BOUND_CONFIDENCE, upper_bound
 from .reports.json_report import write_text_atomically
 from .reports.summary import calibration_line
 from .runtime import connector
+from .store.location import CALIBRATION_FILE
 
 if TYPE_CHECKING:
     from .settings import Settings
 
 #: The file beside the verdict cache (inside its folder) that holds one calibration per judge.
-RECORD_NAME = "calibrations.json"
+RECORD_NAME = CALIBRATION_FILE
 
 
 def judge_identity(settings: Settings) -> str:

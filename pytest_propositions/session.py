@@ -15,6 +15,7 @@ from .reports.counts import header_line
 from .runtime import Runtime
 from .settings import OPTIONS, Settings, SettingsError, reference_judge, resolve
 from .store.location import (
+    CALIBRATION_FILE,
     CacheFolder,
     configured_folder,
     default_folder,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from .markers import SoftClaims
 
 # calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
-CALIBRATION_RECORD = "calibrations.json"
+CALIBRATION_RECORD = CALIBRATION_FILE
 # A line about the verdict cache's folder (an old cache moved) to show once, at the start.
 CACHE_NOTE_KEY: pytest.StashKey[str] = pytest.StashKey()
 # A test's soft claims (expect_proposition), kept on its item until its teardown has run.

@@ -22,25 +22,11 @@ from .._version import __version__
 from ..checks import plural
 from ..scale import MAX_SCORE, MIN_SCORE
 from ..verdict import CHECK, SCORE
-from .counts import (
-    claim_calibration,
-    claim_result,
-    confidence_text,
-    count_parts,
-    result_word,
-    run_calibrations,
-    run_counts,
-)
+from .counts import confidence_text, count_parts, result_word, run_calibrations, run_counts
 from .json_report import calibrated_record, record_order, report_path, write_text_atomically
 from .runs_text import decision_about, figures_line
-from .summary import (
-    calibration_line,
-    calibration_text,
-    cost,
-    describe_value,
-    made_by_text,
-    provenance,
-)
+from .summary import calibration_line, calibration_text, cost, describe_value, provenance
+from .view import ClaimView, claim_view
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -81,38 +67,31 @@ def _context_view(messages: Sequence[Mapping[str, Any]] | None) -> dict[str, Any
     }
 
 
-def _claim_view(
-    outcome: Outcome,
-    contexts: Mapping[str, Any],
-    mode: str,
-    calibration: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    verdict = outcome.verdict
-    by_call = outcome.by_call
-    word = claim_result(outcome.passed, by_call, mode)
+def claim_card(view: ClaimView, contexts: Mapping[str, Any]) -> dict[str, Any]:
+    """A claim's card on the page (the templates' data), each note of its view a row."""
+    verdict = view.verdict
+    by_call = view.by_call
+    word = str(view.result)
     rows = [
         ("kind", verdict.kind),
         (
             "verdict" if verdict.kind == CHECK else "score",
-            describe_value(verdict, outcome.threshold, outcome.holds, by_call, page=True),
+            describe_value(verdict, view.threshold, view.holds, by_call, page=True),
         ),
         ("justification", verdict.justification or "(none given)"),
         ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped)),
         ("model", verdict.model or "none"),
         ("provenance", provenance(verdict, "cached")),
     ]
-    if outcome.where:
-        rows.append(("claimed at", outcome.where))
-    if outcome.made_by is not None:
-        rows.append(("made by", made_by_text(outcome.made_by)))
+    rows += [(str(how.label), how.text(value)) for how, value in view.notes()]
     if verdict.votes:
         rows.append(("votes", ", ".join(str(vote) for vote in verdict.votes)))
     if verdict.key:
         rows.append(("key", verdict.key[:16]))
-    main = outcome.escalated_from
+    main = view.escalated_from
     if main is not None:
         # An escalated claim: the standing verdict's cost, then the main judge's verdict.
-        said = describe_value(main, outcome.threshold, outcome.holds, page=True)
+        said = describe_value(main, view.threshold, view.holds, page=True)
         rows += [
             ("escalated", f"{verdict.model or 'none'}'s verdict stands"),
             ("cost", cost(verdict)),
@@ -121,8 +100,8 @@ def _claim_view(
             ("main judge's provenance", provenance(main, "cached")),
             ("main judge's cost", cost(main)),
         ]
-    if calibration is not None:
-        rows.append(("judge's measured error", calibration_text(calibration)))
+    if view.calibration is not None:
+        rows.append(("judge's measured error", calibration_text(view.calibration)))
     reasoning = verdict.reasoning and not verdict.precondition_skipped
     status = word.replace(" ", "-")
     return {
@@ -131,11 +110,11 @@ def _claim_view(
         # nothing, so its cards are filtered under a status of their own.
         "filter": f"by-call-{status}" if by_call else status,
         "word": word,
-        "test": str(outcome.test_id or "-"),
+        "test": str(view.test_id or "-"),
         "text": str(verdict.claim),
         "rows": [{"name": name, "text": str(text)} for name, text in rows],
         "reasoning": str(verdict.reasoning) if reasoning else None,
-        "runs": _runs_view(outcome.runs),
+        "runs": _runs_view(view.runs),
         "context": _context_view(contexts.get(verdict.key or "")),
     }
 
@@ -232,8 +211,7 @@ def page(runtime: Runtime) -> str:
         "judge_errors": str(counts.judge_errors),
         "total": str(counts.claims),
         "claims": [
-            _claim_view(o, runtime.record.contexts, mode, claim_calibration(o, known))
-            for o in outcomes
+            claim_card(claim_view(o, mode, known), runtime.record.contexts) for o in outcomes
         ],
         "calibrations": [calibration_line(v) for v in run_calibrations(outcomes, known).values()],
         "errors": [
@@ -264,8 +242,6 @@ def pytest_html_extra(outcomes: Iterable[Outcome], runtime: Runtime) -> Any:
 
     known = runtime.record.calibrations
     mode = runtime.settings.outcome
-    claims = [
-        _claim_view(o, runtime.record.contexts, mode, claim_calibration(o, known)) for o in outcomes
-    ]
+    claims = [claim_card(claim_view(o, mode, known), runtime.record.contexts) for o in outcomes]
     page = _render("claims.mustache", {"claims": claims})
     return extras.html(f'<div class="propositions">{page}</div>')

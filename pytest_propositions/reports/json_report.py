@@ -14,16 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..record import Outcome, stat_names
-from ..verdict import Verdict
-from .counts import (
-    Calibrations,
-    claim_calibration,
-    claim_counts,
-    claim_result,
-    decision_judge,
-    run_calibrations,
-    run_counts,
-)
+from .counts import Calibrations, claim_counts, run_calibrations, run_counts
+from .view import claim_view
+from .view import outcome_from_record as outcome_from_record  # what workers.py reads back
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats
@@ -32,53 +25,13 @@ if TYPE_CHECKING:
 
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
-    """An outcome as plain JSON data (execnet and json both carry it)."""
-    record = {
-        "test_id": outcome.test_id,
-        "threshold": outcome.threshold,
-        "holds": outcome.holds,
-        "passed": outcome.passed,
-        "where": outcome.where,
-        "verdict": outcome.verdict.as_dict(),
-    }
-    if outcome.runs is not None:
-        record["runs"] = outcome.runs
-    if outcome.escalated_from is not None:
-        # The main judge's verdict; "verdict" is the stronger model's, which decided.
-        record["escalated_from"] = outcome.escalated_from.as_dict()
-    if outcome.by_call is not None:
-        record["by_call"] = outcome.by_call
-    if outcome.after_its_test:
-        record["after_its_test"] = True
-    if outcome.made_by is not None:
-        record["made_by"] = outcome.made_by
-    return record
+    """An outcome as plain JSON data (execnet and json both carry it): its view's record."""
+    return claim_view(outcome).to_dict()
 
 
 def calibrated_record(outcome: Outcome, calibrations: Calibrations | None) -> dict[str, Any]:
     """An outcome's record, naming (``judge_calibration``) the calibrated judge that decided it."""
-    record = outcome_record(outcome)
-    if claim_calibration(outcome, calibrations) is not None:
-        record["judge_calibration"] = decision_judge(outcome)
-    return record
-
-
-def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
-    return Outcome(
-        test_id=record["test_id"],
-        verdict=Verdict.from_dict(record["verdict"]),
-        threshold=record["threshold"],
-        passed=bool(record["passed"]),
-        holds=record.get("holds", True) is not False,
-        where=record.get("where"),
-        runs=record.get("runs"),
-        escalated_from=(
-            Verdict.from_dict(record["escalated_from"]) if record.get("escalated_from") else None
-        ),
-        by_call=record.get("by_call"),
-        after_its_test=record.get("after_its_test") is True,
-        made_by=record.get("made_by"),
-    )
+    return claim_view(outcome, calibrations=calibrations).to_dict()
 
 
 def stats_record(stats: JudgeStats) -> dict[str, float]:
@@ -121,13 +74,7 @@ def json_report(
     counts = run_counts(outcomes, errors, stats)
     mode = settings.outcome
     verdicts = sorted(
-        (
-            {
-                **calibrated_record(outcome, calibrations),
-                "result": claim_result(outcome.passed, outcome.by_call, mode),
-            }
-            for outcome in outcomes
-        ),
+        (claim_view(outcome, mode, calibrations).to_dict() for outcome in outcomes),
         key=record_order,
     )
     return {

@@ -10,17 +10,10 @@ from typing import TYPE_CHECKING, Any
 from _pytest.junitxml import xml_key
 
 from ..verdict import SCORE
-from .counts import (
-    Calibrations,
-    RunCounts,
-    claim_calibration,
-    claim_counts,
-    claim_result,
-    confidence_text,
-    run_counts,
-)
+from .counts import Calibrations, RunCounts, claim_counts, confidence_text, run_counts
 from .runs_text import decision_about
 from .summary import calibration_text
+from .view import ClaimView, claim_view
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -49,49 +42,57 @@ def junit_properties(
     none), model, cached, justification, and where a soft claim was made. A claim judged by a
     call (``check_proposition``...) has ``by_call`` (the call) and ``upheld`` instead of
     ``passed``, its result upheld/not upheld, and where it was called; ``made_by``, the
-    library module that made it, when the test's own code did not. Booleans are
+    library module that made it, when the test's own code did not (each note of the claim's
+    view, ``reports.view``). Booleans are
     ``true``/``false``. Where the deciding judge was calibrated: judge_calibration (the text),
     judge_false_pass_upper and judge_false_fail_upper (fractions; "" when not measured).
     """
     properties: list[tuple[str, str]] = []
     for index, outcome in enumerate(outcomes, start):
-        verdict = outcome.verdict
-        found = [("claim", verdict.claim), ("kind", verdict.kind), ("value", _value(verdict))]
-        if outcome.threshold is not None:
-            found.append(("threshold", str(outcome.threshold)))
-        if not outcome.holds:
-            found.append(("holds", "false"))
-        if outcome.by_call is not None:
-            found.append(("by_call", outcome.by_call))
-            found.append(("upheld", _flag(outcome.passed)))
-            if outcome.made_by is not None:
-                found.append(("made_by", outcome.made_by))
-        else:
-            found.append(("passed", _flag(outcome.passed)))
-        found.append(("result", claim_result(outcome.passed, outcome.by_call, mode)))
-        found.append(
-            ("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped))
-        )
-        found += [
-            ("model", verdict.model),
-            ("cached", _flag(verdict.cached)),
-            ("justification", verdict.justification),
-        ]
-        if outcome.where:
-            found.append(("claimed_at", outcome.where))
-        if outcome.escalated_from is not None:
-            found += escalation_properties(verdict, outcome.escalated_from)
-        if outcome.runs is not None:
-            found += runs_properties(outcome.runs)
-        calibration = claim_calibration(outcome, calibrations)
-        if calibration is not None:
-            found += [
-                ("judge_calibration", calibration_text(calibration)),
-                ("judge_false_pass_upper", _bound(calibration["false_pass_upper"])),
-                ("judge_false_fail_upper", _bound(calibration["false_fail_upper"])),
-            ]
+        found = claim_properties(claim_view(outcome, mode, calibrations))
         properties += [(f"proposition[{index}].{name}", text) for name, text in found]
     return properties
+
+
+def claim_properties(view: ClaimView) -> list[tuple[str, str]]:
+    """One claim's properties (unnumbered), each note of the view after its ``junit_after``."""
+    verdict = view.verdict
+    found = [("claim", verdict.claim), ("kind", verdict.kind), ("value", _value(verdict))]
+    if view.threshold is not None:
+        found.append(("threshold", str(view.threshold)))
+    if not view.holds:
+        found.append(("holds", "false"))
+    if view.by_call is not None:
+        found.append(("by_call", view.by_call))
+        found.append(("upheld", _flag(view.passed)))
+    else:
+        found.append(("passed", _flag(view.passed)))
+    found.append(("result", str(view.result)))
+    found.append(("confidence", confidence_text(verdict.confidence, verdict.precondition_skipped)))
+    found += [
+        ("model", verdict.model),
+        ("cached", _flag(verdict.cached)),
+        ("justification", verdict.justification),
+    ]
+    placed: dict[str, int] = {}
+    for how, text in view.notes():
+        names = [name for name, _ in found]
+        after = how.junit_after if how.junit_after in names else "justification"
+        at = names.index(after) + 1 + placed.get(after, 0)
+        placed[after] = placed.get(after, 0) + 1
+        found.insert(at, (how.junit[0], text))
+    if view.escalated_from is not None:
+        found += escalation_properties(verdict, view.escalated_from)
+    if view.runs is not None:
+        found += runs_properties(view.runs)
+    calibration = view.calibration
+    if calibration is not None:
+        found += [
+            ("judge_calibration", calibration_text(calibration)),
+            ("judge_false_pass_upper", _bound(calibration["false_pass_upper"])),
+            ("judge_false_fail_upper", _bound(calibration["false_fail_upper"])),
+        ]
+    return found
 
 
 def _cost_value(verdict: Verdict) -> str:

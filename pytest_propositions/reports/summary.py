@@ -19,8 +19,9 @@ from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocat
 from ..checks import plural, quote_claim, terminal_text
 from ..scale import MAX_SCORE
 from ..verdict import CHECK, SCORE
-from .counts import Calibrations, claim_calibration, claim_result, confidence_text
+from .counts import Calibrations, claim_result, confidence_text
 from .runs_text import runs_text
+from .view import ClaimView, claim_view
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -129,23 +130,25 @@ def outcome_text(
     reasoning: bool = False,
     calibrations: Calibrations | None = None,
 ) -> str:
-    calibration = claim_calibration(outcome, calibrations)
-    if outcome.runs is not None:
-        text = runs_text(outcome.runs)
+    return claim_text(claim_view(outcome, mode, calibrations), reasoning)
+
+
+def claim_text(view: ClaimView, reasoning: bool = False) -> str:
+    """A claim in the failure section: its result and value, each note of its view, then the
+    judge's words (a claim over runs: its figures)."""
+    calibration = view.calibration
+    if view.runs is not None:
+        text = runs_text(view.runs)
         if calibration is not None:
             text += f"\n  judge's measured error: {calibration_text(calibration)}"
         return text
-    verdict = outcome.verdict
-    label = claim_result(outcome.passed, outcome.by_call, mode).upper()
-    value = describe_value(verdict, outcome.threshold, outcome.holds, outcome.by_call)
+    verdict = view.verdict
+    value = describe_value(verdict, view.threshold, view.holds, view.by_call)
     lines = [
-        f"{label}: {terminal_text(verdict.claim)}",
+        f"{str(view.result).upper()}: {terminal_text(verdict.claim)}",
         f"  {'verdict' if verdict.kind == CHECK else 'score'}: {value}",
     ]
-    if outcome.where:
-        lines.append(f"  claimed at: {outcome.where}")
-    if outcome.made_by is not None:
-        lines.append(f"  made by: {made_by_text(outcome.made_by)}")
+    lines += [f"  {how.label}: {how.text(value)}" for how, value in view.notes()]
     lines.append(
         f"  confidence: {confidence_text(verdict.confidence, verdict.precondition_skipped)}"
     )
@@ -163,13 +166,8 @@ def outcome_text(
     if reasoning:
         lines.append("  reasoning:")
         lines.append(_indent(verdict.reasoning))
-    lines += escalation_lines(outcome)
+    lines += escalation_lines(view)
     return "\n".join(lines)
-
-
-def made_by_text(module: str) -> str:
-    """Who made a claim by call that the test's own code did not make."""
-    return f"{module} (library code, not the test's own claim)"
 
 
 def cost(verdict: Verdict) -> str:
@@ -183,7 +181,7 @@ def cost_text(verdict: Verdict) -> str:
     return f"cost {cost(verdict)}"
 
 
-def escalation_lines(outcome: Outcome) -> list[str]:
+def escalation_lines(outcome: ClaimView) -> list[str]:
     """An escalated claim: the stronger model's verdict stood; the main judge's, and each cost."""
     main = outcome.escalated_from
     if main is None:
@@ -329,27 +327,29 @@ def verdict_listing(
     ordered = sorted(outcomes, key=lambda outcome: outcome.test_id or "")
     lines: list[str] = []
     for outcome in ordered:
-        verdict = outcome.verdict
-        label = claim_result(outcome.passed, outcome.by_call, mode).upper()
-        lines.append(f"{label:<10}  {outcome.test_id or '-'}")
+        view = claim_view(outcome, mode)
+        verdict = view.verdict
+        label = str(view.result).upper()
+        lines.append(f"{label:<10}  {view.test_id or '-'}")
         lines.append(f"    claim:   {terminal_text(verdict.claim)}")
         if verdict.precondition_skipped:
             value = "not judged, the precondition was false"
         else:
-            if verdict.kind == CHECK and outcome.holds and outcome.by_call is None:
+            if verdict.kind == CHECK and view.holds and view.by_call is None:
                 value = str(verdict.value)
             else:
-                value = describe_value(verdict, outcome.threshold, outcome.holds, outcome.by_call)
+                value = describe_value(verdict, view.threshold, view.holds, view.by_call)
             value += " (cached)" if verdict.cached else " (live)"
             value += f", confidence {confidence_text(verdict.confidence)}"
         lines.append(f"    verdict: {value}")
-        if outcome.made_by is not None:
-            lines.append(f"    made by: {made_by_text(outcome.made_by)}")
-        main = outcome.escalated_from
+        lines += [
+            f"    {how.label}: {how.text(value)}" for how, value in view.notes() if how.listed
+        ]
+        main = view.escalated_from
         if main is not None:
             lines.append(
                 f"    escalated: {verdict.model} decided ({cost_text(verdict)}); the main judge "
-                f"{main.model} said {describe_value(main, outcome.threshold, outcome.holds)} "
+                f"{main.model} said {describe_value(main, view.threshold, view.holds)} "
                 f"({'cached' if main.cached else 'live'}, {cost_text(main)})"
             )
         texts = [("why:", verdict.justification)]

@@ -34,6 +34,9 @@ _OLD_AT_ROOT = ".pytest_propositions_cache"
 #: The database file inside the folder (diskcache's name for it, which a test checks; written
 #: here so that checking a folder at a run's start does not import diskcache).
 DATABASE_FILE = "cache.db"
+#: The judges' calibrations (``calibrate``'s record, calibration.py) inside the folder: written
+#: here so that looking for a record, as every run does, does not import the judge.
+CALIBRATION_FILE = "calibrations.json"
 
 
 @dataclass(frozen=True)

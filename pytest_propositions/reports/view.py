@@ -1,0 +1,144 @@
+"""One claim as every report shows it: ``ClaimView``, made from a run's ``Outcome``.
+
+The terminal, JUnit, the JSON report (and xdist's records) and the HTML page read the same view.
+The JSON record is the view's fields in order (``to_dict``); a field made with ``note`` (a label
+and a text) shows in the terminal, in JUnit and on the page with no edit to any of them. So a
+new report field is a field of ``Outcome`` and one line here; every field says where it shows
+(``Shown``), and tests/test_claim_view.py holds each report to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..record import Outcome
+from ..verdict import Verdict
+from .counts import Calibrations, claim_calibration, claim_result, decision_judge
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Where a field of the view shows. ``json``: the JSON record has it under the field's name,
+    ``always`` even when it is None or False (other fields are left out then, so an old record
+    reads the same); ``junit``: the JUnit property names it shows under (one of them); ``page``:
+    the key of its HTML card, or the label of the card's row. Empty: that report leaves it out
+    on purpose (the field's comment says why).
+
+    A note (``label`` set) shows as ``label: text(value)`` after the claim's value in the
+    terminal and on the page, as the JUnit property ``junit[0]`` (the plain value) after
+    ``junit_after``, and, ``listed``, in the verdict listing (--prop-outcome=report, -vv).
+    """
+
+    junit: tuple[str, ...] = ()
+    page: str | None = None
+    json: bool = True
+    always: bool = False
+    label: str | None = None
+    text: Callable[[Any], str] = str
+    junit_after: str = "justification"
+    listed: bool = False
+
+
+def shown(**where: Any) -> dict[str, Shown]:
+    """A field's metadata: where it shows (``Shown``)."""
+    return {"shown": Shown(**where)}
+
+
+def note(
+    label: str, junit: str, text: Callable[[Any], str] = str, **where: Any
+) -> dict[str, Shown]:
+    """A note's metadata: shown the same way in every report, when it is set: ``label: text``
+    (the terminal, the page), the JUnit property ``junit``, its own name in the JSON record."""
+    return shown(junit=(junit,), page=label, label=label, text=text, **where)
+
+
+def made_by_text(module: str) -> str:
+    """Who made a claim by call that the test's own code did not make."""
+    return f"{module} (library code, not the test's own claim)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimView:
+    """One claim as the reports show it: every field of its ``Outcome`` (in the JSON record's
+    order), then what a report adds to it. ``claim_view`` makes it."""
+
+    # JUnit: the test case is the test; the page: the card's test.
+    test_id: str | None = field(metadata=shown(page="test", always=True))
+    threshold: int | None = field(metadata=shown(junit=("threshold",), page="score", always=True))
+    holds: bool = field(metadata=shown(junit=("holds",), page="score", always=True))
+    passed: bool = field(metadata=shown(junit=("passed", "upheld"), page="status", always=True))
+    where: str | None = field(metadata=note("claimed at", "claimed_at", always=True))
+    verdict: Verdict = field(metadata=shown(junit=("claim",), page="text", always=True))
+    runs: dict[str, Any] | None = field(metadata=shown(junit=("runs.rule",), page="runs"))
+    escalated_from: Verdict | None = field(
+        metadata=shown(junit=("escalated_from.model",), page="main judge")
+    )
+    by_call: str | None = field(metadata=shown(junit=("by_call",), page="filter"))
+    # Not per claim in JUnit or on the page: the run's summary names these claims' tests.
+    after_its_test: bool = field(metadata=shown())
+    made_by: str | None = field(
+        metadata=note("made by", "made_by", made_by_text, junit_after="upheld", listed=True)
+    )
+    # The identity of the calibrated judge that decided the claim (a key of the JSON report's
+    # ``calibrations``); JUnit and the page show that calibration (``calibration``).
+    judge_calibration: str | None = field(
+        metadata=shown(junit=("judge_calibration",), page="judge's measured error")
+    )
+    # The claim's result word (``claim_result``); None in xdist's records, which carry outcomes.
+    result: str | None = field(metadata=shown(junit=("result",), page="word"))
+    # The deciding judge's measured error (calibration.error_view): the JSON report has it
+    # once per judge, under ``judge_calibration``'s name.
+    calibration: Mapping[str, Any] | None = field(
+        metadata=shown(json=False, junit=("judge_false_pass_upper",), page="judge's measured error")
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record: each field by its name, in order, a verdict as its ``as_dict``."""
+        record: dict[str, Any] = {}
+        for item in fields(self):
+            how: Shown = item.metadata["shown"]
+            value = getattr(self, item.name)
+            if not how.json or (not how.always and (value is None or value is False)):
+                continue
+            record[item.name] = value.as_dict() if isinstance(value, Verdict) else value
+        return record
+
+    def notes(self) -> Iterator[tuple[Shown, str]]:
+        """The notes that are set, in order, each with its value as JUnit gives it (plain);
+        the terminal and the page word it with ``Shown.text``."""
+        for item in fields(self):
+            how: Shown = item.metadata["shown"]
+            value = getattr(self, item.name)
+            if how.label is not None and value is not None and value != "":
+                yield how, str(value)
+
+
+def claim_view(
+    outcome: Outcome, mode: str | None = None, calibrations: Calibrations | None = None
+) -> ClaimView:
+    """The claim's view: ``mode`` (--prop-outcome) gives its result word, ``calibrations`` its
+    deciding judge's calibration; without them, what xdist's records carry."""
+    calibration = claim_calibration(outcome, calibrations)
+    return ClaimView(
+        **{item.name: getattr(outcome, item.name) for item in fields(outcome)},
+        judge_calibration=None if calibration is None else decision_judge(outcome),
+        result=None if mode is None else claim_result(outcome.passed, outcome.by_call, mode),
+        calibration=calibration,
+    )
+
+
+def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
+    """An outcome from its JSON record (``ClaimView.to_dict``): each field of ``Outcome`` the
+    record has, a verdict read back with ``Verdict.from_dict``."""
+    values: dict[str, Any] = {}
+    for item in fields(Outcome):
+        value = record.get(item.name)
+        if item.name not in record:
+            continue
+        if str(item.type).startswith("Verdict"):
+            value = Verdict.from_dict(value) if value else None
+        values[item.name] = value
+    values["passed"] = bool(record["passed"])
+    return Outcome(**values)
