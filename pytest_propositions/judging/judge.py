@@ -33,7 +33,7 @@ from ..errors import (
 from ..redaction import remember_secrets
 from ..store.cache import CacheDirectoryError, CacheWarning
 from ..store.cache_record import verdict_of_record
-from ..store.keys import cache_key
+from ..store.key_material import KeyMaterial
 from ..verdict import Verdict
 from . import families
 from .endpoint import Connection, credentials, hosted_connection
@@ -121,7 +121,7 @@ class Judge:
         """A verdict for the request: cached if recorded, else judged live and then stored."""
         connection = self._connection(request.model)
         material = self._key_material(request, connection)
-        key = cache_key(material)
+        key = material.key
         if self.cache is not None:
             record = _cache_step(self.cache.get, key, request.kind)
             verdict = self._from_record(record, key, request.kind) if record is not None else None
@@ -273,22 +273,20 @@ class Judge:
             )
         return hosted_for(self.settings, model)
 
-    def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+    def _key_material(self, request: JudgeRequest, connection: Connection) -> KeyMaterial:
         sampling = self._sampling(request, connection)
-        material = {
-            "prompt_version": PROMPT_VERSION,
-            "model": connection.identity,
-            "messages": list(request.messages),
-            "sampling": sampling,
-            "kind": request.kind,
-            "double_check": request.double_check,
-            "sample_index": request.sample_index,
-        }
-        # A judge that always gives the same answer to the same request has no randomness for
-        # runs to draw afresh: equal transcripts share its verdict, and pay for it once.
-        if request.run_index and not _deterministic(sampling):
-            material["run_index"] = request.run_index
-        return material
+        return KeyMaterial(
+            model=connection.identity,
+            prompt_version=PROMPT_VERSION,
+            kind=request.kind,
+            sampling=sampling,
+            messages=tuple(request.messages),
+            double_check=request.double_check,
+            sample_index=request.sample_index,
+            # A judge that always gives the same answer to the same request has no randomness
+            # for runs to draw afresh: equal transcripts share its verdict, and pay for it once.
+            run_index=0 if _deterministic(sampling) else request.run_index,
+        )
 
     def _sampling(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         """What is sent and what the key records: one decision, from the model's name alone."""
