@@ -215,9 +215,18 @@ def test_a_material_read_back_asks_the_request_the_judge_keys_as_it(judge: Judge
     )
     assert again == request
     assert judge._key_material(again, HOSTED) == material
+
+
+def test_every_field_the_judge_does_not_supply_goes_to_the_request_and_back(judge: Judge) -> None:
     from_judge = {"model", "prompt_version", "sampling"}
-    request_fields = {field.name for field in dataclasses.fields(JudgeRequest)}
-    assert set(_NAMES) - from_judge <= request_fields
+    asked = JudgeRequest.asking(FULL, claim="c", model="openai/judge-model")
+    keyed = judge._key_material(asked, HOSTED)
+    for field in dataclasses.fields(KeyMaterial):
+        if field.default is not dataclasses.MISSING:
+            assert VALUES[field.name][0] != field.default, field.name  # a change to carry
+        if field.name not in from_judge:
+            assert getattr(asked, field.name) == getattr(FULL, field.name), field.name
+            assert getattr(keyed, field.name) == getattr(FULL, field.name), field.name
 
 
 # -- a replay miss names the run number -----------------------------------------------------------
