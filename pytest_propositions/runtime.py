@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .record import Outcome, RunRecord, stat_names
-from .settings import Settings, from_environment, user_cache_dir
+from .settings import Settings, cache_mode, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
     from .claims.expectation import Expectation
@@ -91,7 +91,7 @@ class Runtime:
         return self.judge.cache if self._judge is not None else None
 
     def _open_cache(self) -> VerdictStore | None:
-        if self.settings.cache == "off" or self.cache_dir is None:
+        if not cache_mode(self.settings.cache).uses_cache or self.cache_dir is None:
             return None
         if self.settings.store:
             from .store.postgres import PostgresStore
@@ -231,7 +231,7 @@ class Runtime:
         """Tell the cache which verdicts this finished run used: `cache prune` keeps those."""
         if (
             self.record.usage_lost
-            or self.settings.cache in ("off", "replay")
+            or not cache_mode(self.settings.cache).writes
             or self.cache_dir is None
         ):
             return False

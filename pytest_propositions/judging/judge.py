@@ -31,6 +31,7 @@ from ..errors import (
     VerdictMissing,
 )
 from ..redaction import remember_secrets
+from ..settings import cache_mode
 from ..store.cache import CacheDirectoryError, CacheWarning
 from ..store.cache_record import verdict_of_record
 from ..store.key_material import KeyMaterial
@@ -130,7 +131,7 @@ class Judge:
                     self.stats.verdicts += 1
                     self.stats.cache_hits += 1
                 return verdict
-            if self.cache.mode == "replay":
+            if not cache_mode(self.cache.mode).judges:
                 from ..store.replay_miss import explain_miss
 
                 nearest = explain_miss(self.cache, material, request.claim, request.test_id)
@@ -211,7 +212,7 @@ class Judge:
 
     def follow_up(self, model: str, messages: list[Message]) -> str:
         """A free-text answer on a preserved chat (recommendations); never cached."""
-        if self.cache is not None and self.cache.mode == "replay":
+        if self.cache is not None and not cache_mode(self.cache.mode).judges:
             raise VerdictMissing(
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
