@@ -13,13 +13,12 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .record import Outcome, RunRecord, stat_names
 from .settings import Settings, cache_mode, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
-    from .claims.expectation import Expectation
     from .judging.endpoint import Connection
     from .judging.judge import Judge, JudgeStats
     from .judging.progress import ProgressLine
@@ -27,6 +26,17 @@ if TYPE_CHECKING:
     from .verdict import Verdict
 
 __all__ = ["Outcome", "Runtime", "activate", "active", "connector", "current", "deactivate"]
+
+
+class Expected(Protocol):
+    """What the record keeps of a claim's expectation (``claims.expectation.Expectation``,
+    a wing above this module, is one)."""
+
+    @property
+    def threshold(self) -> int | None: ...
+
+    @property
+    def holds(self) -> bool: ...
 
 
 class Runtime:
@@ -120,7 +130,7 @@ class Runtime:
     def note(
         self,
         verdict: Verdict,
-        expectation: Expectation,
+        expectation: Expected,
         passed: bool,
         where: str | None = None,
         runs: dict[str, Any] | None = None,
