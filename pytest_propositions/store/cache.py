@@ -1,8 +1,9 @@
 """The verdict cache: judge verdicts on disk, keyed by the fully rendered request.
 
-It owns the cache modes, the judge's reads and writes, what a read-only or full disk means for
-them, the usage record that prune keeps, and export, import, prune, stats and clear. The database
-under it (diskcache, damage) is database.py's, the record cache_record.py's, the keys keys.py's.
+It owns the judge's reads and writes as the cache mode allows them (``settings.cache_mode`` says
+what each mode does), what a read-only or full disk means for them, the usage record that prune
+keeps, and export, import, prune, stats and clear. The database under it (diskcache, damage) is
+database.py's, the record cache_record.py's, the keys keys.py's.
 """
 
 from __future__ import annotations
