@@ -97,6 +97,12 @@ def test_a_run_reads_writes_and_judges_as_its_mode_says(
         except VerdictMissing:
             judges = False
         assert judges == (len(judge_server.requests) > asked + (not reads))
+        try:  # a follow-up question is never cached: only a mode that may judge asks it
+            run.judge.follow_up("openai/judge-model", [{"role": "user", "content": "Why?"}])
+            follows_up = True
+        except VerdictMissing:
+            follows_up = False
+        assert follows_up == judges
         usage_recorded = run.record_usage()
     finally:
         run.close()
