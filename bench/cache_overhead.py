@@ -263,7 +263,7 @@ def stage_breakdown(cache_dir: Path, tests: int) -> dict[str, float]:
                 messages = build_messages("check", claim, context, None)
                 marks.append(time.perf_counter_ns())
                 request = JudgeRequest("check", claim, MODEL, tuple(messages))
-                key = cache_key(judge._key_material(request, connection))
+                key = judge._key_material(request, connection).key
                 marks.append(time.perf_counter_ns())
                 record = cache.get(key)
                 marks.append(time.perf_counter_ns())

@@ -70,12 +70,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "(holds=False or max_score=N: it must not hold); stackable.",
     )
     runtime = build_runtime(config)
-    if runtime.settings.cache == "replay" and config.pluginmanager.hasplugin("recording"):
-        # pytest-recording's cassettes are read only too (the simulation's calls replay).
-        from .store.cassettes import ReplayCassettes, check_record_mode
+    if config.pluginmanager.hasplugin("recording"):
+        from .store.cassettes import replay_cassettes
 
-        check_record_mode(config)
-        config.pluginmanager.register(ReplayCassettes(), "propositions-replay-cassettes")
+        replay_cassettes(config, runtime.settings.cache)
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
 

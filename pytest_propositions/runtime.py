@@ -13,13 +13,12 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .record import Outcome, RunRecord, stat_names
-from .settings import Settings, from_environment, user_cache_dir
+from .settings import Settings, cache_mode, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
-    from .claims.expectation import Expectation
     from .judging.endpoint import Connection
     from .judging.judge import Judge, JudgeStats
     from .judging.progress import ProgressLine
@@ -27,6 +26,17 @@ if TYPE_CHECKING:
     from .verdict import Verdict
 
 __all__ = ["Outcome", "Runtime", "activate", "active", "connector", "current", "deactivate"]
+
+
+class Expected(Protocol):
+    """What the record keeps of a claim's expectation (``claims.expectation.Expectation``,
+    a wing above this module, is one)."""
+
+    @property
+    def threshold(self) -> int | None: ...
+
+    @property
+    def holds(self) -> bool: ...
 
 
 class Runtime:
@@ -91,7 +101,7 @@ class Runtime:
         return self.judge.cache if self._judge is not None else None
 
     def _open_cache(self) -> VerdictStore | None:
-        if self.settings.cache == "off" or self.cache_dir is None:
+        if not cache_mode(self.settings.cache).uses_cache or self.cache_dir is None:
             return None
         if self.settings.store:
             from .store.shared import open_shared_store
@@ -123,7 +133,7 @@ class Runtime:
     def note(
         self,
         verdict: Verdict,
-        expectation: Expectation,
+        expectation: Expected,
         passed: bool,
         where: str | None = None,
         runs: dict[str, Any] | None = None,
@@ -233,7 +243,7 @@ class Runtime:
         """Tell the cache which verdicts this finished run used: `cache prune` keeps those."""
         if (
             self.record.usage_lost
-            or self.settings.cache in ("off", "replay")
+            or not cache_mode(self.settings.cache).writes
             or self.cache_dir is None
         ):
             return False

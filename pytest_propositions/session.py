@@ -13,7 +13,7 @@ import pytest
 
 from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import OPTIONS, Settings, SettingsError, reference_judge, resolve
+from .settings import OPTIONS, Settings, SettingsError, cache_mode, reference_judge, resolve
 from .store.location import (
     CALIBRATION_FILE,
     CacheFolder,
@@ -133,7 +133,7 @@ def usable_cache_dir(
     folder = cache_dir(config, settings.cache_dir, clearing=clearing)
     if folder.problem is not None:
         raise pytest.UsageError(f"pytest-propositions: {folder.problem}")
-    problem = folder_problem(folder.path) if settings.cache != "off" else None
+    problem = folder_problem(folder.path) if cache_mode(settings.cache).uses_cache else None
     if problem is not None:
         raise pytest.UsageError(
             f"pytest-propositions: {problem}; fix it, give another folder with --prop-cache-dir, "
@@ -238,7 +238,7 @@ def header_lines(runtime: Runtime) -> list[str]:
         calibration = calibration_line(runtime.settings, folder)
         if calibration is not None:
             lines.append(f"propositions: {calibration}")
-    if runtime.settings.store and runtime.settings.cache != "off":
+    if runtime.settings.store and cache_mode(runtime.settings.cache).uses_cache:
         from .store.shared import describe_store
 
         lines.append(f"propositions: shared verdict store {describe_store(runtime.settings.store)}")

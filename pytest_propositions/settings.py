@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .errors import install_hint
 from .scale import MAX_SCORE, MIN_SCORE
@@ -24,7 +24,48 @@ from .scale import MAX_SCORE, MIN_SCORE
 if TYPE_CHECKING:
     from .reference_config import ReferenceConfig
 
-CACHE_MODES = ("use", "replay", "refresh", "off")
+#: The verdict cache's modes (--prop-cache); what each one does is ``cache_mode``'s.
+CacheMode = Literal["use", "replay", "refresh", "off"]
+CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
+
+
+@dataclass(frozen=True)
+class CacheModeRule:
+    """What a cache mode lets a run do; every place that acts on the mode asks this."""
+
+    reads: bool  # recorded verdicts are served
+    writes: bool  # verdicts judged live are stored, and a finished run's usage is recorded
+    judges: bool  # a miss may be judged live (replay's never: nothing reaches the network)
+
+    @property
+    def replaces(self) -> bool:
+        """Stores without reading first: a stored verdict is overwritten, not kept."""
+        return self.writes and not self.reads
+
+    @property
+    def uses_cache(self) -> bool:
+        """Touches the cache folder at all ("off" does not)."""
+        return self.reads or self.writes
+
+
+_CACHE_MODE_RULES: dict[str, CacheModeRule] = {
+    "use": CacheModeRule(reads=True, writes=True, judges=True),
+    "replay": CacheModeRule(reads=True, writes=False, judges=False),
+    "refresh": CacheModeRule(reads=False, writes=True, judges=True),
+    "off": CacheModeRule(reads=False, writes=False, judges=True),
+}
+
+
+def cache_mode(mode: str) -> CacheModeRule:
+    """What ``mode`` lets a run do; ValueError naming the modes for any other value."""
+    try:
+        return _CACHE_MODE_RULES[mode]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"cache mode must be one of {', '.join(CACHE_MODES)}; got {mode!r}"
+        ) from None
+
+
 # How a simulation library's clock lines reach the judge (claims/library_text.py owns the rewriting).
 TIMESTAMP_MODES = ("relative", "absolute", "none")
 OUTCOMES = ("fail", "report")

@@ -13,6 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
 FACADE = "__init__"
 
@@ -30,17 +32,12 @@ def _modules(package: Path) -> set[str]:
     return {_module_name(package, p) for p in package.rglob("*.py")}
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(source: str, modules: set[str], here: str = "") -> set[str]:
-    """Package modules a module imports at run time: at module level or inside functions, but
-    not under ``if TYPE_CHECKING:`` (its ``else:`` branch does run). ``here`` is the importing
-    module's own package (``judging`` for ``judging.judge``). ``from . import name`` of a name
-    that is no module reads that package's ``__init__``: at the top, the facade."""
+    """Package modules a module imports: at module level, inside functions, and under ``if
+    TYPE_CHECKING:`` too (a type named from a module is a dependency on it, and a cycle through
+    one is a cycle all the same). ``here`` is the importing module's own package (``judging``
+    for ``judging.judge``). ``from . import name`` of a name that is no module reads that
+    package's ``__init__``: at the top, the facade."""
     found: set[str] = set()
     base = here.split(".") if here else []
 
@@ -48,10 +45,6 @@ def _imports(source: str, modules: set[str], here: str = "") -> set[str]:
         return ".".join(parts) if parts else FACADE
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:  # annotations only in the body: never executed
-                visit(child)
-            return
         if isinstance(node, ast.ImportFrom):
             parts: list[str] | None = None
             if node.level >= 1:
@@ -132,9 +125,39 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# The one known circle (session.py names markers.SoftClaims, markers.py session.SOFT_CLAIMS_KEY),
+# fixed on branch i49-claim: the lead removes it at merge, with the strict xfail below and the
+# layer contract's ignore_imports in pyproject.toml.
+KNOWN_CIRCLE = ("session", "markers")
+
+
 def test_module_imports_flow_one_way() -> None:
+    graph = _graph()
+    graph[KNOWN_CIRCLE[0]] = graph[KNOWN_CIRCLE[0]] - {KNOWN_CIRCLE[1]}
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+@pytest.mark.xfail(strict=True, reason="session <-> markers: fixed on branch i49-claim")
+def test_no_import_cycle_is_left_out() -> None:
     cycle = _cycle(_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_an_import_for_annotations_only_counts_for_cycles_and_layers(tmp_path: Path) -> None:
+    """The store's seam once named the disk cache for an annotation while the disk cache took
+    its base class from the seam: a cycle, though neither import ran alone."""
+    package = tmp_path / PACKAGE.name
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "seam.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .disk import Disk\n",
+        encoding="utf-8",
+    )
+    (package / "disk.py").write_text("from .seam import Closing\n", encoding="utf-8")
+    assert _cycle(_graph(package)) == ["disk", "seam", "disk"]
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    assert config["exclude_type_checking_imports"] is False  # import-linter's layers: the same
 
 
 def test_no_module_imports_the_facade() -> None:
@@ -174,7 +197,7 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_every_kind_of_runtime_import_counts(tmp_path: Path) -> None:
+def test_every_kind_of_import_counts(tmp_path: Path) -> None:
     package = tmp_path / PACKAGE.name
     package.mkdir()
     for name in ("__init__", "a", "b", "c", "d", "e", "f", "typing_only", "g"):
@@ -196,7 +219,7 @@ def test_every_kind_of_runtime_import_counts(tmp_path: Path) -> None:
     )
     (package / "reader.py").write_text("from . import __version__\n", encoding="utf-8")
     graph = _graph(package)
-    assert graph["user"] == {"a", "b", "c", "d", "e", "f", "g"}
+    assert graph["user"] == {"a", "b", "c", "d", "e", "f", "g", "typing_only"}
     assert graph["reader"] == {FACADE}
 
 
@@ -417,6 +440,12 @@ def test_no_wing_is_named_like_a_public_name() -> None:
 
 
 # -- the optional wings' seams, module size, private names (issue 49) ----------------------------
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _named_modules(source: str, here: str) -> set[tuple[str, bool]]:

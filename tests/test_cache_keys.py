@@ -100,9 +100,9 @@ def test_the_key_is_the_hash_of_the_rendered_request() -> None:
         messages=tuple(build_messages("check", claim, context, None)),
     )
     material = judge._key_material(request, judge._connection(BASE.model))
-    assert key_of() == cache_key(material)
-    assert material["messages"] == build_messages("check", claim, context, None)
-    assert material["model"] == "openai/judge-model"
+    assert key_of() == material.key
+    assert list(material.messages) == build_messages("check", claim, context, None)
+    assert material.model == "openai/judge-model"
 
 
 def test_identical_inputs_give_identical_keys() -> None:
@@ -166,7 +166,7 @@ def test_the_key_names_the_connection_identity_not_its_endpoint() -> None:
 
     def key(identity: str, api_base: str) -> str:
         connection = Connection(identity, "openai/local", api_base, "no-key")
-        return cache_key(judge._key_material(request, connection))
+        return judge._key_material(request, connection).key
 
     assert key("sha256:aaa", "http://127.0.0.1:1/v1") == key("sha256:aaa", "http://127.0.0.1:2/v1")
     assert key("sha256:aaa", "http://127.0.0.1:1/v1") != key("sha256:bbb", "http://127.0.0.1:1/v1")
@@ -208,7 +208,7 @@ def test_the_key_material_holds_no_endpoint_or_credential(monkeypatch: pytest.Mo
     connection = judge._connection(BASE.model)
     assert connection.api_key == secret  # the judge does hold it, for the call
     request = JudgeRequest("check", "c", BASE.model, ({"role": "user", "content": "c"},))
-    text = json.dumps(judge._key_material(request, connection))
+    text = json.dumps(judge._key_material(request, connection).as_json())
     assert secret not in text
     assert "127.0.0.1:9" not in text
 

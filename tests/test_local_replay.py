@@ -20,7 +20,6 @@ from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.prompts import build_messages
 from pytest_propositions.local.engine import LOCAL_SAMPLING, SERVED_MODEL, bundled_model_identity
 from pytest_propositions.settings import Settings
-from pytest_propositions.store.cache import cache_key
 from tests.support.judge_server import ScriptedJudge, verdict
 
 CLAIM = "Oscar mentions travel."
@@ -55,8 +54,8 @@ def test_local_requests_are_greedy_with_a_seed_and_keyed_as_sent(
     [sent] = judge_server.requests
     assert sent.body["temperature"] == 0.0
     assert sent.body["seed"] == LOCAL_SAMPLING["seed"]
-    assert material["sampling"] == {"temperature": 0.0, "seed": LOCAL_SAMPLING["seed"]}
-    assert judged.key == cache_key(material)
+    assert material.sampling == {"temperature": 0.0, "seed": LOCAL_SAMPLING["seed"]}
+    assert judged.key == material.key
     assert judged.model == bundled_model_identity()
     # The grammar-constrained engine gets the schema with length caps, in json_schema mode.
     assert sent.response_format is not None and sent.response_format["type"] == "json_schema"
@@ -80,7 +79,7 @@ def test_other_models_keep_the_judges_own_sampling(judge_server: ScriptedJudge) 
         material = judge._key_material(request, judge._connection("openai/judge-model"))
     finally:
         judge.close()
-    assert "seed" not in material["sampling"]
+    assert "seed" not in material.sampling
     [sent] = judge_server.requests
     assert "seed" not in sent.body
     # Providers with strict structured outputs refuse maxLength: they get the plain schema.

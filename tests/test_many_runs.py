@@ -966,7 +966,6 @@ def test_a_run_number_keys_a_sampling_judge_and_not_a_deterministic_one() -> Non
     from pytest_propositions.judging.endpoint import Connection
     from pytest_propositions.judging.judge import Judge, JudgeRequest
     from pytest_propositions.settings import Settings
-    from pytest_propositions.store.cache import cache_key
 
     judge = Judge(Settings(model="openai/judge-model", api_base="http://127.0.0.1:9/v1"))
     hosted = Connection("openai/judge-model", "openai/judge-model", "http://127.0.0.1:9/v1", "k")
@@ -981,10 +980,13 @@ def test_a_run_number_keys_a_sampling_judge_and_not_a_deterministic_one() -> Non
 
     def key(run: int, connection: Connection) -> str:
         request = JudgeRequest("check", "c", "m", message, run_index=run)
-        return cache_key(judge._key_material(request, connection))
+        return judge._key_material(request, connection).key
 
     # Run 0 keeps the key an ordinary claim has (verdicts recorded before are still found).
-    assert "run_index" not in judge._key_material(JudgeRequest("check", "c", "m", message), hosted)
+    assert (
+        "run_index"
+        not in judge._key_material(JudgeRequest("check", "c", "m", message), hosted).as_json()
+    )
     assert len({key(run, hosted) for run in range(4)}) == 4
     # Greedy decoding with a fixed seed answers equal requests alike: no draw to repeat.
     assert len({key(run, greedy) for run in range(4)}) == 1

@@ -587,6 +587,7 @@ def _material(secret: str) -> dict[str, object]:
 
 def _recorded(material: dict[str, object], claim: str) -> tuple[str, dict[str, object]]:
     from pytest_propositions.store.cache_record import new_record
+    from pytest_propositions.store.key_material import KeyMaterial
     from pytest_propositions.store.keys import cache_key
     from pytest_propositions.verdict import Verdict
 
@@ -600,7 +601,9 @@ def _recorded(material: dict[str, object], claim: str) -> tuple[str, dict[str, o
         recorded_at="2026-01-02T03:04:05+00:00",
         key=key,
     )
-    return key, new_record(verdict, material, f"test_x.py::test_key[{PLAIN_KEY}]")
+    made = KeyMaterial.from_json(material)
+    assert made.key == key
+    return key, new_record(verdict, made, f"test_x.py::test_key[{PLAIN_KEY}]")
 
 
 def test_a_record_keeps_its_request_redacted_and_sealed_to_the_real_key(known_key: str) -> None:
@@ -651,6 +654,7 @@ def test_rejudge_leaves_out_a_request_kept_redacted(known_key: str, tmp_path: Pa
 
 def test_a_replay_miss_names_what_changed_without_the_key(known_key: str, tmp_path: Path) -> None:
     from pytest_propositions.store.cache import VerdictCache
+    from pytest_propositions.store.key_material import KeyMaterial
     from pytest_propositions.store.replay_miss import explain_miss
 
     claim = f"Ana never prints {known_key}."
@@ -659,7 +663,7 @@ def test_a_replay_miss_names_what_changed_without_the_key(known_key: str, tmp_pa
     wanted["messages"][1]["content"] += " at noon"  # type: ignore[index]
     with VerdictCache(tmp_path, "use") as cache:
         cache.put(key, record)
-        said = explain_miss(cache, wanted, claim, None)
+        said = explain_miss(cache, KeyMaterial.from_json(wanted), claim, None)
     assert "The nearest recorded request for this claim" in said
     assert "added 'at noon'" in said and known_key not in said
 

@@ -245,7 +245,7 @@ def test_reading_a_verdict_back_does_not_import_pydantic() -> None:
 
 def _other_kind_line(judge: Judge, request: JudgeRequest, stored_kind: str) -> tuple[str, str]:
     """An export line holding a ``stored_kind`` verdict under ``request``'s key."""
-    key = cache_key(judge._key_material(request, judge._connection(request.model)))
+    key = judge._key_material(request, judge._connection(request.model)).key
     value: bool | int = True if stored_kind == "check" else 9
     record = {
         "claim": request.claim,

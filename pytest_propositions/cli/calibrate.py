@@ -34,6 +34,7 @@ from ..scale import MAX_SCORE, MIN_SCORE
 from ..settings import (
     Settings,
     add_command_flags,
+    cache_mode,
     checked,
     command_settings,
     parse_fraction,
@@ -595,7 +596,7 @@ def run(
         outcomes, counts = judge_items(
             items,
             settings,
-            None if settings.cache == "off" else cache_dir,
+            cache_dir if cache_mode(settings.cache).uses_cache else None,
             samples=settings.samples,
             on_judged=progress.judged,
         )
@@ -646,7 +647,7 @@ def run(
             # Ids, claims and tags come from the user's item file: shown escaped, never obeyed.
             shown_id, claim = terminal_text(entry["id"]), terminal_text(entry["claim"])
             print(f"  {shown_id:<22} expected {expected:<5} got {got!s:<6} {claim}")
-    if settings.cache != "off":
+    if cache_mode(settings.cache).uses_cache:
         summary = {
             name: value for name, value in result.items() if name not in ("wrong", "per_tag")
         }

@@ -24,8 +24,7 @@ from ..judging.prompts import PROMPT_VERSION
 from ..runtime import connector
 from ..settings import Settings, command_settings
 from ..store.cache import VerdictCache
-from ..store.cache_record import request_redacted, unpack_request
-from ..store.keys import canonical_json
+from ..store.cache_record import record_material, request_redacted
 from ..verdict import CHECK, Kind, Verdict, passes_bar
 
 
@@ -62,7 +61,7 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
     for _key, record in cache.records():
         if record.get("model") == new_identity:
             continue  # the new judge's own answers
-        material = unpack_request(record)
+        material = record_material(record)
         if material is None:
             skipped["recorded without their request (before this version)"] += 1
             continue
@@ -71,22 +70,18 @@ def plan(cache: VerdictCache, new_identity: str) -> Plan:
             # request, under a key no test run computes.
             skipped["whose request held a secret, kept redacted (a test run asks them)"] += 1
             continue
-        if material.get("prompt_version") != PROMPT_VERSION:
+        if material.prompt_version != PROMPT_VERSION:
             skipped[f"recorded with another prompt version than {PROMPT_VERSION}"] += 1
             continue
-        question = canonical_json({k: v for k, v in material.items() if k != "model"})
+        question = dataclasses.replace(material, model="").key  # the model aside
         if question in seen:
             continue  # the same question, answered by several old judges: ask it once
         seen.add(question)
-        request = JudgeRequest(
-            kind=material["kind"],
+        request = JudgeRequest.asking(
+            material,
             claim=str(record.get("claim", "")),
             model=new_identity,
-            messages=tuple(material["messages"]),
-            double_check=bool(material.get("double_check", False)),
-            sample_index=int(material.get("sample_index", 0)),
             test_id=record.get("test_id"),
-            run_index=int(material.get("run_index", 0)),
         )
         requests.append((request, record))
     return Plan(requests, dict(skipped))

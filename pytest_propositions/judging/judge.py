@@ -31,9 +31,10 @@ from ..errors import (
     VerdictMissing,
 )
 from ..redaction import remember_secrets
+from ..settings import cache_mode
 from ..store.cache import CacheDirectoryError, CacheWarning
 from ..store.cache_record import verdict_of_record
-from ..store.keys import cache_key
+from ..store.key_material import KeyMaterial
 from ..verdict import Verdict
 from . import families
 from .endpoint import Connection, credentials, hosted_connection
@@ -121,7 +122,7 @@ class Judge:
         """A verdict for the request: cached if recorded, else judged live and then stored."""
         connection = self._connection(request.model)
         material = self._key_material(request, connection)
-        key = cache_key(material)
+        key = material.key
         if self.cache is not None:
             record = _cache_step(self.cache.get, key, request.kind)
             verdict = self._from_record(record, key, request.kind) if record is not None else None
@@ -130,7 +131,7 @@ class Judge:
                     self.stats.verdicts += 1
                     self.stats.cache_hits += 1
                 return verdict
-            if self.cache.mode == "replay":
+            if not cache_mode(self.cache.mode).judges:
                 from ..store.replay_miss import explain_miss
 
                 nearest = explain_miss(self.cache, material, request.claim, request.test_id)
@@ -211,7 +212,7 @@ class Judge:
 
     def follow_up(self, model: str, messages: list[Message]) -> str:
         """A free-text answer on a preserved chat (recommendations); never cached."""
-        if self.cache is not None and self.cache.mode == "replay":
+        if self.cache is not None and not cache_mode(self.cache.mode).judges:
             raise VerdictMissing(
                 "a follow-up question needs a live judge, and --prop-cache=replay never calls one"
             )
@@ -273,22 +274,20 @@ class Judge:
             )
         return hosted_for(self.settings, model)
 
-    def _key_material(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
+    def _key_material(self, request: JudgeRequest, connection: Connection) -> KeyMaterial:
         sampling = self._sampling(request, connection)
-        material = {
-            "prompt_version": PROMPT_VERSION,
-            "model": connection.identity,
-            "messages": list(request.messages),
-            "sampling": sampling,
-            "kind": request.kind,
-            "double_check": request.double_check,
-            "sample_index": request.sample_index,
-        }
-        # A judge that always gives the same answer to the same request has no randomness for
-        # runs to draw afresh: equal transcripts share its verdict, and pay for it once.
-        if request.run_index and not _deterministic(sampling):
-            material["run_index"] = request.run_index
-        return material
+        return KeyMaterial(
+            model=connection.identity,
+            prompt_version=PROMPT_VERSION,
+            kind=request.kind,
+            sampling=sampling,
+            messages=tuple(request.messages),
+            double_check=request.double_check,
+            sample_index=request.sample_index,
+            # A judge that always gives the same answer to the same request has no randomness
+            # for runs to draw afresh: equal transcripts share its verdict, and pay for it once.
+            run_index=0 if _deterministic(sampling) else request.run_index,
+        )
 
     def _sampling(self, request: JudgeRequest, connection: Connection) -> dict[str, Any]:
         """What is sent and what the key records: one decision, from the model's name alone."""

@@ -24,6 +24,7 @@ from .response import other_choices, reply_content, reply_cost, reply_usage
 from .transport import Transport, queue_waits
 
 if TYPE_CHECKING:
+    from ..store.key_material import KeyMaterial
     from .endpoint import Connection
     from .reply import ParsedReply
     from .request import JudgeRequest, JudgeStats
@@ -46,7 +47,7 @@ async def judge_live(
     request: JudgeRequest,
     connection: Connection,
     key: str,
-    material: dict[str, Any],
+    material: KeyMaterial,
 ) -> tuple[Verdict, dict[str, Any]]:
     """The verdict on ``request`` and the record to store under ``key``; ``material`` is what
     the key was computed from (its sampling is what is sent)."""
@@ -55,7 +56,7 @@ async def judge_live(
     started = time.perf_counter()
     waits: list[float] = []
     queue_waits.set(waits)
-    sampling = material["sampling"]
+    sampling = dict(material.sampling)
     messages = list(request.messages)
     first = await _answer(transport, stats, connection, messages, request, sampling)
     final, revised_from = first, None

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 if TYPE_CHECKING:
+    from ..store.key_material import KeyMaterial
     from ..verdict import Kind
     from .prompts import Message
 
@@ -31,6 +32,23 @@ class JudgeRequest:
     # A claim over runs' run number: each run is a draw of its own from the judge, so runs with
     # equal transcripts do not share one verdict (keyed from run 1; run 0 keys as before).
     run_index: int = 0
+
+    @classmethod
+    def asking(
+        cls, material: KeyMaterial, *, claim: str, model: str, test_id: str | None = None
+    ) -> JudgeRequest:
+        """The request that asks ``material``'s question of ``model`` (``cache rejudge``): the
+        judge keys it as ``material`` with that model's identity and sampling."""
+        return cls(
+            kind=material.kind,
+            claim=claim,
+            model=model,
+            messages=cast("tuple[Message, ...]", material.messages),
+            double_check=material.double_check,
+            sample_index=material.sample_index,
+            test_id=test_id,
+            run_index=material.run_index,
+        )
 
 
 @dataclass(eq=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..checks import plural
+from ..settings import cache_mode
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats
@@ -204,7 +205,7 @@ def header_line(settings: Settings, cache_place: str | None) -> str:
     """One line: the judge, the cache, and report mode when it is on."""
     cache = (
         settings.cache
-        if settings.cache == "off"
+        if not cache_mode(settings.cache).uses_cache
         else f"{settings.cache} ({cache_place or 'no folder'})"
     )
     line = f"propositions: model {judge_description(settings)}, cache {cache}"

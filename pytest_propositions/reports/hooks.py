@@ -19,6 +19,7 @@ from _pytest._code.code import ExceptionRepr
 
 from ..errors import JudgeError, PropositionFailed
 from ..redaction import redact_repr
+from ..settings import cache_mode
 from ..store.cache import unstored_lines
 from .counts import (
     after_its_test_line,
@@ -97,7 +98,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
         from .summary import calibration_line
 
         terminalreporter.write_line(f"propositions: {calibration_line(view)}")
-    if runtime.settings.store and runtime.settings.cache != "off":
+    if runtime.settings.store and cache_mode(runtime.settings.cache).uses_cache:
         # The shared store's modules load only in a run that has a store.
         from ..store.shared import describe_store
         from ..store.tiered import store_summary
@@ -105,7 +106,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
         where = describe_store(runtime.settings.store)
         for line in store_summary(runtime.store_counts(), where):
             terminalreporter.write_line(line, yellow="NOT shared" in line)
-    if runtime.settings.cache != "off":
+    if cache_mode(runtime.settings.cache).uses_cache:
         for line in unstored_lines(runtime.store_counts(), runtime.cache_dir):
             terminalreporter.write_line(line, yellow=True)
     if runtime.settings.dry_run:

@@ -7,12 +7,20 @@ The disk cache (``cache.VerdictCache``) implements it, and so does the shared ti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 if TYPE_CHECKING:
-    from .cache import CacheMode, VerdictCache
+    from ..settings import CacheMode
+
+
+class RecordedVerdicts(Protocol):
+    """What is read of the disk cache on this machine beside the judge's traffic (the disk
+    cache, ``cache.VerdictCache``, is one): here, below it, so this seam imports no store."""
+
+    def records(self, *, verdicts: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every (key, record) holding a readable verdict, sorted by key."""
 
 
 class VerdictStore(Protocol):
@@ -27,9 +35,9 @@ class VerdictStore(Protocol):
         """The keys this process read or stored (a run tells ``cache prune`` to keep them)."""
 
     @property
-    def disk(self) -> VerdictCache:
+    def disk(self) -> RecordedVerdicts:
         """The disk cache on this machine (itself, for the disk cache): what a replay miss is
-        explained from and where a run's usage is recorded."""
+        explained from."""
 
     def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
         """The stored record for ``key``, or None; a record of the other kind is a miss."""

@@ -1,8 +1,9 @@
 """The verdict cache: judge verdicts on disk, keyed by the fully rendered request.
 
-It owns the cache modes, the judge's reads and writes, what a read-only or full disk means for
-them, the usage record that prune keeps, and export, import, prune, stats and clear. The database
-under it (diskcache, damage) is database.py's, the record cache_record.py's, the keys keys.py's.
+It owns the judge's reads and writes as the cache mode allows them (``settings.cache_mode`` says
+what each mode does), what a read-only or full disk means for them, the usage record that prune
+keeps, and export, import, prune, stats and clear. The database under it (diskcache, damage) is
+database.py's, the record cache_record.py's, the keys keys.py's.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ..settings import CACHE_MODES
+from ..settings import CACHE_MODES, CacheMode, cache_mode
 from .base import Closing
 from .cache_record import (
     RecordDamage,
@@ -66,11 +67,6 @@ __all__ = [
     "unstored_lines",
 ]
 
-
-CacheMode = Literal["use", "replay", "refresh", "off"]
-
-_READ_MODES = frozenset({"use", "replay"})
-_WRITE_MODES = frozenset({"use", "refresh"})
 
 # Reserved keys: never 64 hex digits, so they cannot collide with a verdict key.
 META_USAGE = "meta:usage"
@@ -186,8 +182,7 @@ class VerdictCache(Closing):
         *,
         warn: Callable[[str], None] | None = None,
     ) -> None:
-        if mode not in CACHE_MODES:
-            raise ValueError(f"cache mode must be one of {', '.join(CACHE_MODES)}; got {mode!r}")
+        cache_mode(mode)  # ValueError naming the modes
         self.directory: Path = Path(directory).expanduser().absolute()
         self.mode: CacheMode = mode
         self.hits = 0
@@ -228,7 +223,7 @@ class VerdictCache(Closing):
 
         With the request's ``kind``, a record that holds no readable verdict of that kind is
         damage: one warning naming it, and a miss."""
-        cache = self._db.open_for_reading() if self.mode in _READ_MODES else None
+        cache = self._db.open_for_reading() if cache_mode(self.mode).reads else None
         record = None
         if cache is not None:
             try:
@@ -258,7 +253,7 @@ class VerdictCache(Closing):
             raise ValueError(f"expected a cache key from cache_key(), got {key!r}")
         text = record_text(record)
         self.used_keys.add(key)
-        if self.mode in _WRITE_MODES:
+        if cache_mode(self.mode).writes:
             if self._db.read_only:
                 self._skip_write(None, judged=True)
                 return record
@@ -306,13 +301,13 @@ class VerdictCache(Closing):
         mount) is allowed in "use" mode: its verdicts are served, new ones are not stored, and
         one warning says so.
         """
-        if self.mode not in _WRITE_MODES:
+        if not cache_mode(self.mode).writes:
             return
         if not self._db.read_only:
             with contextlib.suppress(CacheReadOnlyError):
                 self._db.open(create=True)
         if self._db.read_only:
-            if self.mode == "refresh":
+            if cache_mode(self.mode).replaces:
                 full = self._db.full
                 why = f": the disk is full ({full})" if full else ""
                 raise CacheReadOnlyError(
@@ -352,11 +347,11 @@ class VerdictCache(Closing):
     def record_usage(self, used: Iterable[str], started_at: datetime) -> None:
         """Add one finished run's verdict keys to the usage that prune keeps.
 
-        A no-op in "off" mode (the cache is not touched at all) and on a read-only cache (prune
-        cannot run there anyway).
+        A no-op in a mode that does not write ("off", "replay": the cache is left as it was) and
+        on a read-only cache (prune cannot run there anyway).
         """
         keys = {key for key in used if isinstance(key, str)}
-        if self.mode == "off" or (self.mode == "replay" and not self.exists) or self._db.read_only:
+        if not cache_mode(self.mode).writes or self._db.read_only:
             return
         now = datetime.now(UTC)
 

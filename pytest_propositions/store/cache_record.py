@@ -31,6 +31,7 @@ from ..checks import TOO_DEEP
 from ..redaction import redact_data
 from ..verdict import KINDS, Verdict, check_stored_verdict
 from .errors import ImportLineError, InvalidRecordError
+from .key_material import KeyMaterial
 from .keys import KEY_PATTERN, cache_key, canonical_json, check_names
 
 ENCODING = "zlib+base64"
@@ -40,9 +41,7 @@ REDACTED = "redacted"
 _MAX_REQUEST = 64 * 2**20
 
 
-def new_record(
-    verdict: Verdict, material: Mapping[str, Any], test_id: str | None
-) -> dict[str, Any]:
+def new_record(verdict: Verdict, material: KeyMaterial, test_id: str | None) -> dict[str, Any]:
     """The record of a verdict just judged live on the request made of ``material`` (the key's),
     redacted of the known secrets: the request (sealed to the key when that changed it), the
     claim, the texts, the test's id."""
@@ -53,7 +52,7 @@ def new_record(
         "model": verdict.model,
         "recorded_at": verdict.recorded_at,
         "plugin_version": __version__,
-        "prompt_version": material["prompt_version"],
+        "prompt_version": material.prompt_version,
         "usage": stored["usage"],
         "cost_usd": verdict.cost_usd,
         "raw_reply": verdict.raw_reply,
@@ -63,9 +62,10 @@ def new_record(
         record["test_id"] = test_id
     record = redact_data(record)
     # The request itself, compressed: for cache rejudge and for explaining replay misses.
-    shown = redact_data(dict(material))
-    key = verdict.key or cache_key(material)
-    record["request"] = pack_request(shown, sealed_to=None if shown == material else key)
+    form = material.as_json()
+    shown = redact_data(form)
+    key = verdict.key or material.key
+    record["request"] = pack_request(shown, sealed_to=None if shown == form else key)
     return record
 
 
@@ -121,6 +121,16 @@ def unpack_request(record: Mapping[str, Any], *, strict: bool = False) -> dict[s
         return None
     material["model"] = record.get("model")
     return material
+
+
+def record_material(record: Mapping[str, Any]) -> KeyMaterial | None:
+    """The key material a record keeps, read back (``cache rejudge`` asks it again, a replay miss
+    compares it); None if it keeps none, or none that can be read."""
+    try:
+        form = unpack_request(record, strict=True)
+        return None if form is None else KeyMaterial.from_json(form)
+    except ValueError:
+        return None
 
 
 def request_key(record: Mapping[str, Any]) -> str | None:

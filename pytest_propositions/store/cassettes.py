@@ -13,9 +13,20 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ReplayCassettes", "check_record_mode"]
+from ..settings import cache_mode
+
+__all__ = ["ReplayCassettes", "check_record_mode", "replay_cassettes"]
 
 READ_ONLY = "none"
+
+
+def replay_cassettes(config: pytest.Config, mode: str) -> None:
+    """In a cache mode that reaches no model, pytest-recording's cassettes are read only too
+    (the simulation's calls replay); called only when pytest-recording is installed."""
+    if cache_mode(mode).judges:
+        return
+    check_record_mode(config)
+    config.pluginmanager.register(ReplayCassettes(), "propositions-replay-cassettes")
 
 
 def check_record_mode(config: pytest.Config) -> None:

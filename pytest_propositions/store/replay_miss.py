@@ -11,6 +11,7 @@ from typing import Any
 from ..redaction import redact_data, redact_values
 from .base import VerdictStore
 from .cache_record import unpack_request
+from .key_material import KeyMaterial
 
 _MAX_CHANGES = 4
 _MAX_SCAN = 100_000
@@ -52,46 +53,54 @@ def word_changes(old: str, new: str, limit: int = _MAX_CHANGES) -> list[str]:
     return changes
 
 
-def differences(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
-    """What separates a recorded request from the one asked for, most telling first."""
+# How a changed field is named; a field not named here is named as it is spelled.
+_LABELS = {"prompt_version": "prompt version"}
+
+
+def differences(recorded: Mapping[str, Any], wanted: KeyMaterial) -> list[str]:
+    """What separates a recorded request (its canonical form, or the part a record keeps of it
+    outside) from the one asked for, field by field (``KeyMaterial.changes``), the identity of
+    the judge and of its prompt first and the words of the request last."""
+    found, texts = [], []
+    for name, old, new in wanted.changes(recorded):
+        if name == "messages":
+            texts = _message_changes(recorded, wanted.as_json())
+        else:
+            found.append(f"{_LABELS.get(name, name)} {old!r} -> {new!r}")
+    return found + texts
+
+
+def _message_changes(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
     found = []
-    for name, label in (("model", "model"), ("prompt_version", "prompt version")):
-        if recorded.get(name) != wanted.get(name):
-            found.append(f"{label} {recorded.get(name)!r} -> {wanted.get(name)!r}")
-    for name in ("kind", "double_check", "sample_index", "sampling"):
-        if name in recorded and recorded.get(name) != wanted.get(name):
-            found.append(f"{name} {recorded.get(name)!r} -> {wanted.get(name)!r}")
-    if "messages" in recorded:
-        if _text(recorded, system=True) != _text(wanted, system=True):
-            found.append("the judge's instructions changed")
-        # The recording's fence carries a hash of its content: it changes with any change, so
-        # it says nothing the word diff does not.
-        old, new = (_FENCE.sub("", _text(m, system=False)) for m in (recorded, wanted))
-        changes = word_changes(old, new)
-        if changes:
-            found.append("the claim or recording: " + "; ".join(changes))
+    if _text(recorded, system=True) != _text(wanted, system=True):
+        found.append("the judge's instructions changed")
+    # The recording's fence carries a hash of its content: it changes with any change, so
+    # it says nothing the word diff does not.
+    old, new = (_FENCE.sub("", _text(m, system=False)) for m in (recorded, wanted))
+    changes = word_changes(old, new)
+    if changes:
+        found.append("the claim or recording: " + "; ".join(changes))
     return found
 
 
-def explain_miss(
-    store: VerdictStore, wanted: Mapping[str, Any], claim: str, test_id: str | None
-) -> str:
+def explain_miss(store: VerdictStore, wanted: KeyMaterial, claim: str, test_id: str | None) -> str:
     """A sentence naming the nearest recorded request for this claim and what differs from it
     (read from the store's disk cache). Compared as records keep them: redacted of the known
     secrets, which the sentence never shows."""
-    wanted, claim = redact_data(dict(wanted)), redact_values(claim)
+    claim = redact_values(claim)
     best: tuple[tuple[int, int, int], str, dict[str, Any], list[str]] | None = None
     try:
+        shown = KeyMaterial.from_json(redact_data(wanted.as_json()))
         for scanned, (key, record) in enumerate(store.disk.records()):
             if scanned >= _MAX_SCAN:
                 break
             if record.get("claim") != claim:
                 continue
-            material = unpack_request(record) or {
-                "model": record.get("model"),
-                "prompt_version": record.get("prompt_version"),
+            # A record kept without its request (an older version's) still names these two.
+            form = unpack_request(record) or {
+                name: record.get(name) for name in ("model", "prompt_version")
             }
-            diff = differences(material, wanted)
+            diff = differences(form, shown)
             same_test = bool(test_id) and record.get("test_id") == test_id
             distance = sum(len(text) for text in diff)
             rank = (0 if same_test else 1, len(diff), distance)

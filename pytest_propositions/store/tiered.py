@@ -14,7 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cache import CacheMode, VerdictCache
+from ..settings import CacheMode, cache_mode
+from .cache import VerdictCache
 from .cache_record import record_text, stored_record
 from .errors import NOTHING_JUDGED, InvalidRecordError, StoreError, StoreLost, StoreUnavailable
 from .shared import SharedStore
@@ -99,7 +100,7 @@ class SharedVerdictCache:
 
     def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
         record = self.disk.get(key, kind)
-        if record is not None or self.mode not in ("use", "replay"):
+        if record is not None or not cache_mode(self.mode).reads:
             return record
         text = self._on_store(self.store.get, key)
         if text is None:
@@ -111,7 +112,7 @@ class SharedVerdictCache:
             return None
         self.disk.served_elsewhere(key)
         self._count("store_hits")
-        if self.mode == "use":
+        if cache_mode(self.mode).writes:
             # A copy on disk: the next run on this machine needs no round trip for it.
             self.disk.keep_copy(key, record)
         return record
@@ -120,7 +121,7 @@ class SharedVerdictCache:
         """Before a paid call: the disk cache must take the verdict, and the store (if not
         lost) must be reachable; a store that never answered stops here, before the judge."""
         self.disk.prepare_write()
-        if self.mode in ("use", "refresh") and not self._reached:
+        if cache_mode(self.mode).writes and not self._reached:
             self._on_store(self.store.connect)
 
     def put(self, key: str, record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -133,8 +134,8 @@ class SharedVerdictCache:
         """
         text = record_text(record)
         standing: Mapping[str, Any] = record
-        if self.mode in ("use", "refresh"):
-            write = self.store.insert if self.mode == "use" else self.store.upsert
+        if cache_mode(self.mode).writes:
+            write = self.store.upsert if cache_mode(self.mode).replaces else self.store.insert
             stored = self._on_store(write, key, text, writing=True)
             damaged = False
             if stored is not None and stored != text:
@@ -144,7 +145,8 @@ class SharedVerdictCache:
                     damaged = True
                     self._store_damaged(key, str(problem))
             if stored is None:
-                self._count("store_unreplaced" if self.mode == "refresh" else "store_unshared")
+                replaced = cache_mode(self.mode).replaces
+                self._count("store_unreplaced" if replaced else "store_unshared")
             elif stored == text:
                 self._count("store_shared")
             elif not damaged:
@@ -186,7 +188,7 @@ class SharedVerdictCache:
         with self._lock:
             self._lost = self._lost or reason
         where = self.store.where
-        if self.mode == "refresh":
+        if cache_mode(self.mode).replaces:
             what = "refused the refreshed verdict" if refused else "is lost"
             message = (
                 f"{reason}. The store {what}: verdicts refreshed from now on replace those of "
