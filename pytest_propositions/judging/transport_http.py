@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from ..redaction import redact_url
 from .families import PROVIDER_ENV
 from .faults import (
     Fault,
@@ -312,7 +313,7 @@ async def _refuse_redirect(response: httpx.Response) -> None:
 
 def _shown_location(location: str) -> str:
     """A redirect's target as a message may show it: no user or password, and not too long."""
-    shown = re.sub(r"(?<=://).*@", "[redacted]@", location.strip())
+    shown = redact_url(location.strip())
     return (shown[:200] + "...") if len(shown) > 200 else (shown or "no Location header")
 
 
