@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
-from .endpoint import credentials, key_variable
+from .endpoint import KEY_VARIABLE, credentials, key_variable
 from .faults import Fault
 from .reply import reply_schema
 from .transport_http import HttpPath
@@ -296,7 +296,8 @@ class Transport:
             # Refused before any client parses the URL: a password holding "/", "?", "#" or
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
             where = _where(connection)
-            raise JudgeUnavailable(_MESSAGES["url_credentials"].format(where=where))
+            message = _MESSAGES["url_credentials"].format(where=where, main_key=KEY_VARIABLE)
+            raise JudgeUnavailable(message)
         mode = mode or self.mode(connection)
         while True:
             body: dict[str, Any] = {"messages": messages, **sampling}
@@ -485,7 +486,8 @@ def _told_nobody(attempt: Attempt | None) -> None:
 
 # What the user reads for a fault that ends the call, by kind: what failed, and the setting to
 # fix. Filled in with the judge (``where``), the fault's ``detail`` and ``status``, the variable
-# the key is read from (``key``), the attempts made (``tries``) and the fault's ``label``.
+# the key is read from (``key``, ``main_key``), the attempts made (``tries``) and the fault's
+# ``label``.
 _MESSAGES: dict[str, str] = {
     # A reply the light path would not read: a redirect, a bomb.
     "refused_reply": "the judge ({where}) {detail}.",
@@ -502,7 +504,7 @@ _MESSAGES: dict[str, str] = {
     "url_credentials": (
         "the judge ({where}) cannot be called with a user and password inside --prop-api-base: "
         "the HTTP client refuses to send them along with the API key. Remove them from the URL "
-        "and give the key with PROP_API_KEY."
+        "and give the key with {main_key}."
     ),
     "refused_connection": (
         "cannot connect to the judge ({where}); is the server running? Check --prop-api-base. "
@@ -567,7 +569,8 @@ def _message(fault: Fault, connection: Connection, attempts: int) -> str:
             where=where,
             detail=fault.detail,
             status=status,
-            key=f"{key_variable(connection.litellm_model)} (or PROP_API_KEY)",
+            key=f"{key_variable(connection.litellm_model)} (or {KEY_VARIABLE})",
+            main_key=KEY_VARIABLE,
             tries=f"{attempts} attempt" + ("s" if attempts > 1 else ""),
             label=fault.label,
         )

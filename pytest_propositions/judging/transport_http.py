@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from ..redaction import redact_url
-from .families import PROVIDER_ENV
+from .endpoint import key_variable, provider_key_variables
+from .families import PROVIDER_BASE_ENV
 from .faults import (
     Fault,
     FaultKind,
@@ -541,7 +542,7 @@ class HttpPath:
         return modes[0]
 
     def _url(self, profile: Profile, api_base: Secret | None) -> str:
-        bases, _ = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        bases = PROVIDER_BASE_ENV.get(profile.provider or "openai", ())
         base = (api_base.reveal() if api_base is not None else None) or _environment(bases)
         if profile.provider == "azure":
             if not base:
@@ -565,7 +566,7 @@ class HttpPath:
         return f"{base.rstrip('/')}/chat/completions"
 
     def _headers(self, profile: Profile, api_key: Secret | None) -> dict[str, str]:
-        _, keys = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        keys = provider_key_variables(profile.model)
         key = (api_key.reveal() if api_key is not None else None) or _environment(keys)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if not key:
@@ -573,7 +574,7 @@ class HttpPath:
                 raise Fault(
                     "missing_key",
                     f"Missing credentials: no API key for {profile.model} "
-                    f"(the {keys[0]} environment variable)",
+                    f"(the {key_variable(profile.model)} environment variable)",
                 )
             return headers
         if profile.provider == "azure":
