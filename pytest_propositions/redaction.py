@@ -9,7 +9,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 from urllib.parse import unquote
 
 # Patterns as text, compiled by re at their first use (and kept in its cache): every pytest run
@@ -130,11 +130,22 @@ def redact_repr(text: str) -> str:
     return text
 
 
-def redact_url(url: str | None) -> str | None:
-    """The URL as it may be shown: no user, no password, no key in its query."""
+@overload
+def redact_url(url: str, *, mask: str = ...) -> str: ...
+@overload
+def redact_url(url: None, *, mask: str = ...) -> None: ...
+@overload
+def redact_url(url: str | None, *, mask: str = ...) -> str | None: ...
+def redact_url(url: str | None, *, mask: str = "[redacted]@") -> str | None:
+    """The URL as it may be shown: no user, no password, no key in its query; every message,
+    repr and store description that shows a URL takes it from here. The user and password
+    (read as ``url_credentials`` reads them) give way to ``mask``; ``""`` drops them (to read
+    the rest as a driver would)."""
     if url is None:
         return None
-    return re.sub(_URL_QUERY_SECRET, r"\1[redacted]", re.sub(_URL_USERINFO, "[redacted]@", url))
+    head, userinfo, rest = _userinfo(url)
+    shown = head + mask + rest if userinfo else url
+    return re.sub(_URL_QUERY_SECRET, r"\1[redacted]", shown)
 
 
 class RedactingFilter(logging.Filter):
@@ -202,9 +213,19 @@ def url_credentials(url: Secret | str | None) -> tuple[Secret, ...]:
     if url is None:
         return ()
     text = url.reveal() if isinstance(url, Secret) else url
-    _, sep, rest = text.strip().partition("://")
-    userinfo, at, _host = rest.rpartition("@")
-    if not sep or not at or not userinfo:
+    _, userinfo, _rest = _userinfo(text.strip())
+    if not userinfo:
         return ()
     password = userinfo.partition(":")[2]
     return (Secret(userinfo), Secret(password)) if password else (Secret(userinfo),)
+
+
+def _userinfo(url: str) -> tuple[str, str, str]:
+    """The URL in three: up to its "://", its user and password (up to its last "@", which is
+    where the credentials end whatever a parser reads), and the rest; ``(url, "", "")`` when it
+    holds none."""
+    head, sep, rest = url.partition("://")
+    userinfo, at, after = rest.rpartition("@")
+    if not sep or not at or not userinfo:
+        return url, "", ""
+    return head + sep, userinfo, after

@@ -1,6 +1,12 @@
 """The one policy for asking a judge again (``Asking``): samples, ``double_check``,
-``--prop-confirm`` and escalation (``--prop-escalate-to``), built once per claim from its options
-and the run's settings, and followed by every claim's judging.
+``--prop-confirm``, escalation (``--prop-escalate-to``) and the re-ask of an unparsable reply,
+built once per claim from its options and the run's settings, and followed by every claim's
+judging; with the most judge calls it lets one claim cost (``Asking.most_judge_calls``).
+
+What happens within one request (the double-check's turn, the re-ask) is carried out by
+judging/live.py, below this wing: its part of the policy is the ``Turns`` of judging/request.py,
+which ``Asking.turns`` gives. The transport's transient retries and its response-format fallback
+are not asking again: they deliver one call (judging/transport.py).
 
 A claim over runs' referee is not part of it: the rule names the referee, and its decider chooses
 which runs it judges (over_runs/deciders.py).
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import JudgeError
+from ..judging.request import Turns
 from ..verdict import Verdict, combine_samples
 from .expectation import Expectation
 
@@ -32,8 +39,9 @@ class Asking:
     """How often, and whom, a claim's judge is asked.
 
     ``samples`` requests to ``model`` (indices from ``first_sample``, each keyed by its index):
-    the majority or median stands, ties going against the expectation. Each request is
-    double-checked within itself when ``double_check`` (judging/live.py asks the second turn).
+    the majority or median stands, ties going against the expectation. Each request is asked in
+    its ``turns``: double-checked within itself when ``double_check``, an unparsable reply asked
+    again (judging/live.py carries them out).
     ``confirm`` more requests (the following indices) when a single answer is in doubt: failing,
     or a score within one point of its bar. Then, when the verdict is in doubt by
     ``escalate_within`` points, ``escalate_to`` is asked the same requests, and its verdict
@@ -76,6 +84,24 @@ class Asking:
             escalate_to=None if stronger == main else stronger,
             escalate_within=settings.escalate_within,
         )
+
+    @property
+    def turns(self) -> Turns:
+        """How each request is asked within itself: its turns and the re-ask of an unparsable
+        reply (judging/live.py follows it)."""
+        return Turns(self.double_check)
+
+    def most_requests(self) -> int:
+        """The most requests ``follow`` makes: the samples, the confirming ones, and the samples
+        again to the stronger model."""
+        escalated = self.samples if self.escalate_to is not None else 0
+        return self.samples + self.confirm + escalated
+
+    def most_judge_calls(self) -> int:
+        """The most judge calls one claim can cost on a cache miss: every request at its most
+        (``Turns.most_calls``). Each call is one delivery: the transport's transient retries and
+        response-format fallback are not counted (docs/judges.md)."""
+        return self.most_requests() * self.turns.most_calls()
 
     def follow(self, ask: Ask, expectation: Expectation) -> tuple[Verdict, Verdict | None]:
         """The standing verdict, and the main judge's when the claim was escalated (None

@@ -16,7 +16,33 @@ from ..errors import JudgeUnavailable
 from ..redaction import Secret, redact_url, url_credentials
 from . import families
 
-__all__ = ["Connection", "Progress", "Watch", "credentials", "hosted_connection", "key_variable"]
+__all__ = [
+    "KEY_VARIABLE",
+    "OWN_KEY_VARIABLE",
+    "Connection",
+    "Progress",
+    "Watch",
+    "credentials",
+    "hosted_connection",
+    "key_variable",
+    "provider_key_variables",
+]
+
+# Which variable holds a judge's key, said here only (messages name them from here too).
+#: Any judge's key, before the provider's own variables.
+KEY_VARIABLE = "PROP_API_KEY"
+#: The key of a referee or an escalation model that has a server of its own
+#: (--prop-referee-api-base, --prop-escalate-api-base); else the main judge's.
+OWN_KEY_VARIABLE = {"referee": "PROP_REFEREE_API_KEY", "escalation": "PROP_ESCALATE_API_KEY"}
+# The variables each OpenAI-compatible provider reads its key from (the same ones litellm reads),
+# when PROP_API_KEY does not say; the first is the one messages name.
+_PROVIDER_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "custom_openai": ("OPENAI_API_KEY",),
+    "azure": ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY"),
+    "hosted_vllm": ("HOSTED_VLLM_API_KEY",),
+    "lm_studio": ("LM_STUDIO_API_KEY",),
+}
 
 
 @dataclass(frozen=True)
@@ -110,7 +136,7 @@ def hosted_connection(
     read from PROP_API_KEY, else from ``key_env`` when given (the variable a reference-library
     config.ini's provider reads); without either litellm reads the provider's own variable.
     ``api_key``, when given, wins over both (a referee's own key)."""
-    api_key = api_key or os.environ.get("PROP_API_KEY") or None
+    api_key = api_key or os.environ.get(KEY_VARIABLE) or None
     if api_key is None and key_env is not None:
         api_key = os.environ.get(key_env) or None
         missing = _missing_endpoint(model, api_base, api_key, key_env)
@@ -119,7 +145,7 @@ def hosted_connection(
             return Connection(model, model, api_version=api_version, start=missing)
     if api_key is None and api_base and model.startswith("openai/"):
         # Self-hosted OpenAI-compatible servers rarely need a key, but the client insists.
-        api_key = os.environ.get("OPENAI_API_KEY") or "no-key-needed"
+        api_key = os.environ.get(key_variable(model)) or "no-key-needed"
     return Connection(model, model, api_base, api_key, api_version=api_version)
 
 
@@ -135,7 +161,7 @@ def _missing_endpoint(
         problems.append(f"{AZURE_ENDPOINT_ENV} is not set (or give --prop-api-base)")
     if not api_key:
         problems.append(
-            f"{key_env} is not set (or give PROP_API_KEY); the reference library would sign in "
+            f"{key_env} is not set (or give {KEY_VARIABLE}); the reference library would sign in "
             "with Entra ID instead, which this plugin does not do"
         )
     if not problems:
@@ -158,12 +184,22 @@ def credentials(
     password, and the keys the provider's own variables hold, which the paths read when
     PROP_API_KEY and config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the
     providers it alone knows)."""
-    names = {name for _, keys in families.PROVIDER_ENV.values() for name in keys}
-    names.add(key_variable(model))
+    names = {name for keys in _PROVIDER_KEY_VARIABLES.values() for name in keys}
+    names.update(provider_key_variables(model))
     provider = tuple(os.environ.get(name) for name in sorted(names))
     return (api_key, *url_credentials(api_base), *provider)
 
 
+def provider_key_variables(model: str) -> tuple[str, ...]:
+    """The provider's own variables the paths read ``model``'s key from, in order, when
+    PROP_API_KEY gives none: an OpenAI-compatible provider's, else litellm's
+    ``{PROVIDER}_API_KEY`` (OpenAI's for a name without a provider)."""
+    provider, _ = families.provider_of(model)
+    if provider is not None:
+        return _PROVIDER_KEY_VARIABLES[provider]
+    return ((model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY",)
+
+
 def key_variable(model: str) -> str:
-    """The variable litellm reads the provider's key from: ``{PROVIDER}_API_KEY``."""
-    return (model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY"
+    """The provider's variable a message tells the user to set for ``model``'s key."""
+    return provider_key_variables(model)[0]

@@ -78,17 +78,14 @@ def family_of(model: str) -> Family:
 # looks like one of OpenAI's chat models (litellm's own reading of such names).
 OPENAI_COMPATIBLE = frozenset({"openai", "azure", "custom_openai", "hosted_vllm", "lm_studio"})
 _BARE_OPENAI = r"^(gpt-|chatgpt-|o[1-9](?:-|$))"
-# The environment variables each OpenAI-compatible provider reads its base URL and key from
-# (the same ones litellm reads), when --prop-api-base and PROP_API_KEY do not say.
-PROVIDER_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
-    "custom_openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
-    "azure": (
-        ("AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"),
-        ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY"),
-    ),
-    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), ("HOSTED_VLLM_API_KEY",)),
-    "lm_studio": (("LM_STUDIO_API_BASE",), ("LM_STUDIO_API_KEY",)),
+# The environment variables each OpenAI-compatible provider reads its base URL from (the same
+# ones litellm reads), when --prop-api-base does not say. Its key's: endpoint.py.
+PROVIDER_BASE_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+    "custom_openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+    "azure": ("AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"),
+    "hosted_vllm": ("HOSTED_VLLM_API_BASE",),
+    "lm_studio": ("LM_STUDIO_API_BASE",),
 }
 
 

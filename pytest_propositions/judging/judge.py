@@ -37,7 +37,7 @@ from ..store.cache_record import verdict_of_record
 from ..store.key_material import KeyMaterial
 from ..verdict import Verdict
 from . import families
-from .endpoint import Connection, credentials, hosted_connection
+from .endpoint import OWN_KEY_VARIABLE, Connection, credentials, hosted_connection
 from .prompts import PROMPT_VERSION, Message
 from .request import JudgeRequest, JudgeStats
 
@@ -348,8 +348,8 @@ def hosted_for(settings: Settings, model: str) -> Connection:
     """A hosted model's connection: the referee's or the escalation model's own server (and
     key, when one is given) for that model, else --prop-api-base with the main judge's key."""
     own = (
-        (settings.referee_model, settings.referee_api_base, "PROP_REFEREE_API_KEY"),
-        (settings.escalate_to, settings.escalate_api_base, "PROP_ESCALATE_API_KEY"),
+        (settings.referee_model, settings.referee_api_base, OWN_KEY_VARIABLE["referee"]),
+        (settings.escalate_to, settings.escalate_api_base, OWN_KEY_VARIABLE["escalation"]),
     )
     for name, base, key_variable in own:
         if model == name and base:

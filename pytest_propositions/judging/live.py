@@ -1,5 +1,6 @@
-"""Asking the model: one request judged live, its reply read (asked again once if it cannot be)
-and double-checked, and the record the cache stores; and free-text follow-ups.
+"""Asking the model: one request judged live in the turns its ``Turns`` says (request.py: the
+answer, the double-check's turn, an unparsable reply asked again), and the record the cache
+stores; and free-text follow-ups.
 
 judge.py calls it on a cache miss; it takes the request and the counts (request.py) as values
 and never imports the judge.
@@ -58,10 +59,11 @@ async def judge_live(
     queue_waits.set(waits)
     sampling = dict(material.sampling)
     messages = list(request.messages)
+    turns = request.turns
     first = await _answer(transport, stats, connection, messages, request, sampling)
     final, revised_from = first, None
     answers = [first]
-    if request.double_check:
+    if turns.double_check:
         follow = [
             *messages,
             assistant_turn(_as_reply(first.parsed)),
@@ -116,9 +118,10 @@ async def _answer(
     request: JudgeRequest,
     sampling: dict[str, Any],
 ) -> _Answer:
-    """One parsed answer; an unparsable reply is asked again once before giving up."""
+    """One parsed answer; an unparsable reply is asked again as the request's ``Turns`` says
+    before giving up."""
     last_error: VerdictUnparsable | None = None
-    for _ in range(2):
+    for _ in range(1 + request.turns.reasks):
         with stats.lock:
             # A call made counts, answered or not (a provider's error, a timeout): a run whose
             # live calls all failed must not read as one that never called the judge.

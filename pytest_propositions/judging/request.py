@@ -1,4 +1,5 @@
-"""What the judge is asked and what it counts: one claim's request, and the run's judge stats.
+"""What the judge is asked and what it counts: one claim's request, how it is asked within
+itself (``Turns``), and the run's judge stats.
 
 The judge (judge.py) and its live half (live.py) both take these values; neither imports the
 other's module for them.
@@ -15,7 +16,30 @@ if TYPE_CHECKING:
     from ..verdict import Kind
     from .prompts import Message
 
-__all__ = ["JudgeRequest", "JudgeStats"]
+__all__ = ["JudgeRequest", "JudgeStats", "Turns"]
+
+
+@dataclass(frozen=True)
+class Turns:
+    """How one request is asked within itself: the part of the asking policy
+    (``claims.asking.Asking``) that judging/live.py carries out, kept here because judging sits
+    below claims.
+
+    The answer, then, with ``double_check``, a second turn asking the judge to check it; a turn
+    whose reply cannot be read is asked again ``reasks`` times before the claim is a judge error.
+    """
+
+    double_check: bool = False
+    reasks: int = 1
+
+    @property
+    def count(self) -> int:
+        """The turns of the chat: the answer, and the double-check's."""
+        return 2 if self.double_check else 1
+
+    def most_calls(self) -> int:
+        """The most judge calls the request costs: every turn's reply unparsable but its last."""
+        return self.count * (1 + self.reasks)
 
 
 @dataclass(frozen=True)
@@ -32,6 +56,11 @@ class JudgeRequest:
     # A claim over runs' run number: each run is a draw of its own from the judge, so runs with
     # equal transcripts do not share one verdict (keyed from run 1; run 0 keys as before).
     run_index: int = 0
+
+    @property
+    def turns(self) -> Turns:
+        """How the request is asked within itself (judging/live.py follows it)."""
+        return Turns(self.double_check)
 
     @classmethod
     def asking(

@@ -4,11 +4,16 @@ An OpenAI-compatible endpoint (OpenAI, Azure OpenAI, the local judge, any --prop
 asked over plain HTTP (``transport_http``); every other provider through litellm
 (``transport_litellm``), which ``--prop-transport=litellm`` forces for every model. Both read the
 model's one ``Profile`` (resolved once per connection) and are sent the same body: the
-structured-output mode (and the per-model fallback when a provider rejects one), the sampling
-parameters as given. Both raise a ``faults.Fault`` when a call fails. Here, shared by both: the
-deadline of an attempt, retries with backoff on the transient kinds of fault, a bound on calls
-in flight, an error the user can act on for every other kind, and what the progress line is
-told of each attempt (``Attempt``). What a response holds is read by ``response``.
+structured-output mode (and the per-model response-format fallback when a provider rejects
+one), the sampling parameters as given. Both raise a ``faults.Fault`` when a call fails. Here,
+shared by both: the deadline of an attempt, transient retries (with backoff, on the transient
+kinds of fault), a bound on calls in flight, an error the user can act on for every other kind,
+and what the progress line is told of each attempt (``Attempt``). What a response holds is read
+by ``response``.
+
+Neither the transient retries nor the response-format fallback is asking the judge again: both
+deliver the one call they were given. Asking again (samples, the double check, an unparsable
+reply, confirming, escalating) is the asking policy's (``claims.asking.Asking``).
 
 An attempt at a remote judge has a flat deadline (``--prop-timeout`` for the whole attempt). A
 managed server on this machine (the local judge, whose ``Connection`` has a ``Watch``) is judged
@@ -33,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import JudgeUnavailable
 from ..redaction import Secret, remember_secrets, url_credentials
-from .endpoint import credentials, key_variable
+from .endpoint import KEY_VARIABLE, credentials, key_variable
 from .faults import Fault
 from .reply import reply_schema
 from .transport_http import HttpPath
@@ -130,13 +135,14 @@ class IdleDeadline:
 
 class TransportPath(Protocol):
     """What each path to a model provides (``transport_http.HttpPath``,
-    ``transport_litellm.LitellmPath``): the first response mode, why it cannot route the model
+    ``transport_litellm.LitellmPath``): the first response mode (where the response-format
+    fallback starts), why it cannot route the model
     at all and its refusal of a request before sending it (a sentence each, or None: the light
     path refuses nothing), one call (which
     raises a ``Fault`` when it fails, and nothing else), and closing what it holds.
     ``Transport`` asks these of whichever path a model takes."""
 
-    def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
+    def first_response_format(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
 
     def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None: ...
 
@@ -232,12 +238,13 @@ class Transport:
             raise JudgeUnavailable(
                 _message(Fault("no_provider", unrouted), connection, 1), stops_run=True
             )
-        mode = path.first_mode(profile, RESPONSE_MODES)
+        mode = path.first_response_format(profile, RESPONSE_MODES)
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
     def mode(self, connection: Connection) -> str:
-        """The structured-output mode this model is at now (fallbacks only move it down)."""
+        """The structured-output mode this model is at now (the response-format fallback only
+        moves it down)."""
         return RESPONSE_MODES[self._modes.get(connection.litellm_model, 0)]
 
     @property
@@ -261,11 +268,12 @@ class Transport:
         kind: Kind = "check",
         mode: str | None = None,
     ) -> Any:
-        """One completion in ``mode`` (by default the model's current one), with retries on
-        transient faults; other faults end the call with an error that names what to fix.
+        """One completion in ``mode`` (by default the model's current one), with transient
+        retries; other faults end the call with an error that names what to fix.
 
-        A provider that rejects the response mode moves the model to the next mode for good,
-        and the call is made again in it. The request body is built here for either path.
+        The response-format fallback: a provider that rejects the response mode moves the model
+        to the next mode for good, and the call is made again in it. The request body is built
+        here for either path.
         """
         profile = self.profile(connection)
         path = self._path(profile, connection)
@@ -288,32 +296,38 @@ class Transport:
             # Refused before any client parses the URL: a password holding "/", "?", "#" or
             # "@" is misread as a port or a path, and the parser's error quotes the pieces.
             where = _where(connection)
-            raise JudgeUnavailable(_MESSAGES["url_credentials"].format(where=where))
+            message = _MESSAGES["url_credentials"].format(where=where, main_key=KEY_VARIABLE)
+            raise JudgeUnavailable(message)
         mode = mode or self.mode(connection)
         while True:
             body: dict[str, Any] = {"messages": messages, **sampling}
             fmt = response_format(mode, kind, grammar=connection.grammar)
             if fmt is not None:
                 body["response_format"] = fmt
+            endpoint = (api_base, api_key)
             try:
-                return await self._retried(connection, profile, path, body, (api_base, api_key))
+                return await self._with_transient_retries(connection, profile, path, body, endpoint)
             except JudgeUnavailable as error:
                 if not error.format_rejected or mode == RESPONSE_MODES[-1]:
                     raise
-            index = RESPONSE_MODES.index(mode) + 1
-            logger.info(
-                "%s rejected response_format %s; using %s from now on",
-                connection.identity,
-                mode,
-                RESPONSE_MODES[index],
-            )
-            with self._lock:
-                self._modes[connection.litellm_model] = max(
-                    index, self._modes.get(connection.litellm_model, 0)
-                )
-            mode = RESPONSE_MODES[index]
+            mode = self._response_format_fallback(connection, mode)
 
-    async def _retried(
+    def _response_format_fallback(self, connection: Connection, rejected: str) -> str:
+        """The mode after ``rejected``, which the model keeps from now on (never moving back)."""
+        index = RESPONSE_MODES.index(rejected) + 1
+        logger.info(
+            "%s rejected response_format %s; using %s from now on",
+            connection.identity,
+            rejected,
+            RESPONSE_MODES[index],
+        )
+        with self._lock:
+            self._modes[connection.litellm_model] = max(
+                index, self._modes.get(connection.litellm_model, 0)
+            )
+        return RESPONSE_MODES[index]
+
+    async def _with_transient_retries(
         self,
         connection: Connection,
         profile: Profile,
@@ -321,7 +335,7 @@ class Transport:
         body: dict[str, Any],
         endpoint: tuple[Secret | None, Secret | None],
     ) -> Any:
-        """The body sent until it is answered; a transient fault waits first. The wait is drawn
+        """The body sent until it is answered: a transient fault is retried, after a wait drawn
         at random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so
         a fleet whose judge hiccupped does not retry in lockstep; a server's Retry-After (a 429,
         a 503) is the least it waits."""
@@ -472,7 +486,8 @@ def _told_nobody(attempt: Attempt | None) -> None:
 
 # What the user reads for a fault that ends the call, by kind: what failed, and the setting to
 # fix. Filled in with the judge (``where``), the fault's ``detail`` and ``status``, the variable
-# the key is read from (``key``), the attempts made (``tries``) and the fault's ``label``.
+# the key is read from (``key``, ``main_key``), the attempts made (``tries``) and the fault's
+# ``label``.
 _MESSAGES: dict[str, str] = {
     # A reply the light path would not read: a redirect, a bomb.
     "refused_reply": "the judge ({where}) {detail}.",
@@ -489,7 +504,7 @@ _MESSAGES: dict[str, str] = {
     "url_credentials": (
         "the judge ({where}) cannot be called with a user and password inside --prop-api-base: "
         "the HTTP client refuses to send them along with the API key. Remove them from the URL "
-        "and give the key with PROP_API_KEY."
+        "and give the key with {main_key}."
     ),
     "refused_connection": (
         "cannot connect to the judge ({where}); is the server running? Check --prop-api-base. "
@@ -554,7 +569,8 @@ def _message(fault: Fault, connection: Connection, attempts: int) -> str:
             where=where,
             detail=fault.detail,
             status=status,
-            key=f"{key_variable(connection.litellm_model)} (or PROP_API_KEY)",
+            key=f"{key_variable(connection.litellm_model)} (or {KEY_VARIABLE})",
+            main_key=KEY_VARIABLE,
             tries=f"{attempts} attempt" + ("s" if attempts > 1 else ""),
             label=fault.label,
         )

@@ -24,7 +24,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-from .families import PROVIDER_ENV
+from ..redaction import redact_url
+from .endpoint import key_variable, provider_key_variables
+from .families import PROVIDER_BASE_ENV
 from .faults import (
     Fault,
     FaultKind,
@@ -312,7 +314,7 @@ async def _refuse_redirect(response: httpx.Response) -> None:
 
 def _shown_location(location: str) -> str:
     """A redirect's target as a message may show it: no user or password, and not too long."""
-    shown = re.sub(r"(?<=://).*@", "[redacted]@", location.strip())
+    shown = redact_url(location.strip())
     return (shown[:200] + "...") if len(shown) > 200 else (shown or "no Location header")
 
 
@@ -525,8 +527,8 @@ class HttpPath:
         """This path takes only models whose provider it knows (``families.provider_of``)."""
         return None
 
-    def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
-        """The structured-output mode to start at: Azure before 2024-08-01-preview, and a model
+    def first_response_format(self, profile: Profile, modes: tuple[str, ...]) -> str:
+        """The structured-output mode the response-format fallback starts at: Azure before 2024-08-01-preview, and a model
         litellm's table says has no response schema, start at JSON mode. Called before the
         first call, off the event loop: the HTTP client is imported here too."""
         import httpx  # noqa: F401
@@ -540,7 +542,7 @@ class HttpPath:
         return modes[0]
 
     def _url(self, profile: Profile, api_base: Secret | None) -> str:
-        bases, _ = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        bases = PROVIDER_BASE_ENV.get(profile.provider or "openai", ())
         base = (api_base.reveal() if api_base is not None else None) or _environment(bases)
         if profile.provider == "azure":
             if not base:
@@ -564,7 +566,7 @@ class HttpPath:
         return f"{base.rstrip('/')}/chat/completions"
 
     def _headers(self, profile: Profile, api_key: Secret | None) -> dict[str, str]:
-        _, keys = PROVIDER_ENV.get(profile.provider or "openai", ((), ()))
+        keys = provider_key_variables(profile.model)
         key = (api_key.reveal() if api_key is not None else None) or _environment(keys)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if not key:
@@ -572,7 +574,7 @@ class HttpPath:
                 raise Fault(
                     "missing_key",
                     f"Missing credentials: no API key for {profile.model} "
-                    f"(the {keys[0]} environment variable)",
+                    f"(the {key_variable(profile.model)} environment variable)",
                 )
             return headers
         if profile.provider == "azure":

@@ -179,7 +179,8 @@ class LitellmPath:
         self._unrouted: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
 
-    def first_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
+    def first_response_format(self, profile: Profile, modes: tuple[str, ...]) -> str:
+        """The structured-output mode the response-format fallback starts at."""
         return first_response_mode(load_litellm(profile.model), profile.model, modes)
 
     def unrouted(self, profile: Profile, api_base: str | None) -> str | None:
@@ -224,7 +225,7 @@ class LitellmPath:
                 model=profile.model,
                 **body,
                 timeout=self.timeout,
-                max_retries=0,  # retries are ours, so they are counted and bounded here
+                max_retries=0,  # transient retries are the transport's, counted and bounded there
                 **({"api_version": profile.api_version} if profile.api_version else {}),
                 **_revealed(api_base=api_base, api_key=api_key),
             )

@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from ..errors import install_hint
-from ..redaction import Secret, redact, redact_values, remember_secrets, url_credentials
+from ..redaction import Secret, redact, redact_url, redact_values, remember_secrets, url_credentials
 from ..settings import Settings
 from .errors import NOTHING_JUDGED, StoreError, StoreLost, StoreUnavailable
 
@@ -104,7 +104,7 @@ def describe_store(url: str, env: Mapping[str, str] | None = None) -> str:
     if credentials:
         user, _, password = credentials[0].reveal().partition(":")
         if (unquote(user), unquote(password)) != (parts.get("user", ""), parts.get("password", "")):
-            parts = _driver_reading("postgresql://" + url.strip().rpartition("@")[2])
+            parts = _driver_reading(redact_url(url.strip(), mask=""))
             masked = True
     host = parts.get("host") or env.get("PGHOST") or "localhost"
     port = parts.get("port") or env.get("PGPORT") or "5432"
