@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .checks import closest_name
 from .reports.counts import header_line
 from .runtime import Runtime
 from .settings import OPTIONS, Settings, SettingsError, reference_judge, resolve
@@ -52,8 +52,8 @@ def unknown_ini_keys(config: pytest.Config) -> list[str]:
             continue  # another plugin's option
         except ValueError:
             pass
-        close = difflib.get_close_matches(key.lower().replace("-", "_"), known, n=1)
-        hint = f"did you mean {close[0]}?" if close else "none of this plugin's options is like it"
+        close = closest_name(key.lower().replace("-", "_"), known)
+        hint = f"did you mean {close}?" if close else "none of this plugin's options is like it"
         problems.append(f"{key} in {where} ({hint})")
     return problems
 
