@@ -108,7 +108,7 @@ def check_rule(
     rule_options: Mapping[str, Any],
     expectation: Expectation,
     settings: Settings | None,
-    where: str,
+    where: str | None,
     *,
     kind: Literal["check", "score"] | None = None,
 ) -> Rule | None:
