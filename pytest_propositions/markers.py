@@ -8,7 +8,6 @@ this.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from .claims.options import ClaimOptions, is_proposition_like, unknown_names_err
 from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .scale import MAX_SCORE, MIN_SCORE
-from .session import SOFT_CLAIMS_KEY
+from .session import SOFT_CLAIMS_KEY, PendingClaim, SoftClaims
 
 _T = TypeVar("_T")
 
@@ -188,45 +187,6 @@ def _proposition_mark(marker: pytest.Mark) -> tuple[MarkerClaim | None, list[str
         return None, problems
     assert isinstance(target, str)
     return MarkerClaim(made, target), problems
-
-
-class SoftClaims:
-    """A test's soft claims not yet judged. The body's are judged after it, those made later (a
-    fixture's teardown, a thread joined there) at the end of the teardown; then it closes, and a
-    claim made after that is an error at its call: nothing could judge or report it.
-    (Mutable state, not a value: a plain class.)"""
-
-    def __init__(self, test_id: str) -> None:
-        self.test_id = test_id
-        self._pending: list[PendingClaim] = []
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def add(self, claim: PendingClaim, origin: str = "expect_proposition") -> None:
-        with self._lock:
-            if not self._closed:
-                self._pending.append(claim)
-                return
-        raise RuntimeError(
-            f"{origin}: soft claim {quote_claim(claim.made.text)} made after its test "
-            f"{self.test_id} ended (its soft claims were judged at the end of its teardown), so "
-            "it could be neither judged nor reported; make soft claims before the test's "
-            "teardown ends (join a thread that makes them in a fixture's teardown), or use "
-            "assert_proposition"
-        )
-
-    def take(self) -> list[PendingClaim]:
-        """The claims made so far, handed over to be judged (or dropped, after a skip)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-            return pending
-
-    def close(self) -> list[PendingClaim]:
-        """The last claims; any made after this raise at their call."""
-        with self._lock:
-            self._closed = True
-            pending, self._pending = self._pending, []
-            return pending
 
 
 def start_soft_claims(item: pytest.Item, runtime: Runtime) -> SoftClaims:
@@ -448,18 +408,6 @@ def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
                 f"{short_repr(item, 80)} (a Proposition object also counts as a claim)"
             )
     return items
-
-
-@dataclass(frozen=True)
-class PendingClaim:
-    """A claim judged after the test body (a soft claim, a ``proposition`` marker, a batch's),
-    made where it was written (a marker's rule: when judged)."""
-
-    made: MadeClaim
-    origin: str = "expect_proposition"
-    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
-    where: str | None = None
-    site: TracebackType | None = None
 
 
 class _Result:
