@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pytest
 
-from .checks import check_claim, from_site
+from .checks import at_site, check_claim, from_site
 from .claims.claim_text import render_claim
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, choose_target, claim_and_options, is_proposition_like
@@ -415,7 +415,9 @@ def assert_min_score(
     compares = "better_than" in options
     if compares and threshold is not None:
         # Over runs: mean scores compared with the control's; no bar is involved.
-        raise TypeError(f"{where}: better_than= compares mean scores; give no threshold with it")
+        raise TypeError(
+            f"{at_site(where)}better_than= compares mean scores; give no threshold with it"
+        )
     bar = (
         None if compares else resolve_threshold(threshold, marker_value, runtime.settings.min_score)
     )

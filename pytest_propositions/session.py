@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .checks import closest_name, quote_claim
+from .checks import at_site, closest_name, quote_claim
 from .reports.counts import header_line
 from .runtime import Runtime
 from .settings import OPTIONS, Settings, SettingsError, reference_judge, resolve
@@ -66,7 +66,7 @@ class SoftClaims:
                 self._pending.append(claim)
                 return
         raise RuntimeError(
-            f"{origin}: soft claim {quote_claim(claim.made.text)} made after its test "
+            f"{at_site(origin)}soft claim {quote_claim(claim.made.text)} made after its test "
             f"{self.test_id} ended (its soft claims were judged at the end of its teardown), so "
             "it could be neither judged nor reported; make soft claims before the test's "
             "teardown ends (join a thread that makes them in a fixture's teardown), or use "
