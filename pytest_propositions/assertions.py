@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pytest
 
-from .checks import at_site, check_claim, from_site
+from .checks import at_site, check_claim, from_site, problems_listed
 from .claims.claim_text import render_claim
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, choose_target, claim_and_options, is_proposition_like
@@ -148,8 +148,7 @@ def all_problems(problems: list[Problem], where: str | None) -> Problem:
     listed, of the first one's type."""
     if len(problems) == 1:
         return problems[0]
-    listed = "".join(f"\n  - {problem}" for problem in problems)
-    return type(problems[0])(f"{where or 'the claim'} has {len(problems)} problems:{listed}")
+    return type(problems[0])(problems_listed(where or "the claim", problems))
 
 
 def with_rule(made: MadeClaim, runtime: Runtime) -> MadeClaim:

@@ -36,6 +36,7 @@ __all__ = [
     "closest_name",
     "from_site",
     "plural",
+    "problems_listed",
     "quote_claim",
     "quote_name",
     "read_json_document",
@@ -272,6 +273,12 @@ def from_site(error: _AnError, where: str | None) -> _AnError:
     if not where:
         return error
     return type(error)(at_site(where) + str(error))
+
+
+def problems_listed(where: str, problems: Iterable[object]) -> str:
+    """Several problems of one call site (a claim, a marker) in one message, one a line."""
+    listed = [f"\n  - {problem}" for problem in problems]
+    return f"{where} has {len(listed)} problems:{''.join(listed)}"
 
 
 #: How alike a misspelt name and the name meant must be for a "did you mean" (difflib's ratio).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from .assertions import MadeClaim, judge_and_note, make_claim, read_claim
-from .checks import plural, quote_claim, short_repr
+from .checks import at_site, plural, problems_listed, quote_claim, short_repr
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, is_proposition_like, unknown_names_error
 from .claims.proposition import frame_place
@@ -135,13 +135,10 @@ def _proposition_marks(item: pytest.Item) -> tuple[list[MarkerClaim], list[str]]
         _, claim, found = known
         if claim is not None:
             claims.append(claim)
-        elif len(found) == 1:
-            problems.append(f"{item.nodeid}: @pytest.mark.proposition: {found[0]}")
         else:
-            listed = "".join(f"\n  - {problem}" for problem in found)
-            problems.append(
-                f"{item.nodeid}: @pytest.mark.proposition has {len(found)} problems:{listed}"
-            )
+            where = f"{item.nodeid}: @pytest.mark.proposition"
+            one = at_site(where) + found[0] if len(found) == 1 else None
+            problems.append(one or problems_listed(where, found))
     return claims, problems
 
 
