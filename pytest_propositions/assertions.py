@@ -60,7 +60,7 @@ def read_claim(
     takes: Iterable[str] = (),
     up_front: bool = False,
     target_known: bool = True,
-    over_runs_only: bool = False,
+    over_runs: Literal["may", "must", "never"] = "may",
     runtime: Runtime | None = None,
     kind: Literal["check", "score"] | None = None,
 ) -> tuple[MadeClaim | None, list[Problem]]:
@@ -74,7 +74,8 @@ def read_claim(
     ``up_front``: the claim is also rendered now with its variables (unless a precondition may
     skip it) and its target checked, for claims judged later. ``target_known``: False for a
     marker, whose target is a fixture's value known when judged (its rule is checked then).
-    ``over_runs_only``: the call takes only a ``runs(...)`` target. ``runtime``: whose settings
+    ``over_runs``: whether the claim may be one over runs, must be (``check_over_runs``) or
+    must not (``proposition_judge``, which judges one target). ``runtime``: whose settings
     (confidence, referee) a claim over runs takes; None: the current run's."""
     __tracebackhide__ = True
     problems: list[Problem] = []
@@ -114,9 +115,16 @@ def read_claim(
     except (TypeError, ValueError) as error:
         found.append(error)
     rule: Rule | None = None
-    if target_known and over_runs_only and not is_runs(target):
+    if target_known and over_runs == "must" and not is_runs(target):
         found.append(
             TypeError(f"the target must be runs(simulate, max_runs=N), got {type(target).__name__}")
+        )
+    elif target_known and over_runs == "never" and (is_runs(target) or parsed.rule_keywords):
+        found.append(
+            TypeError(
+                "judges one target, not a claim over runs; for runs(...) and its keywords, use "
+                "assert_proposition or check_over_runs"
+            )
         )
     elif target_known and expected is not None:
         try:
@@ -341,7 +349,7 @@ def check_over_runs(
         expectation={"min_score": min_score},
         takes=_OVER_RUNS_NAMES,
         up_front=True,
-        over_runs_only=True,
+        over_runs="must",
         runtime=run,
         kind="score" if compare_scores else None,
     )
@@ -438,7 +446,9 @@ def judge_without_asserting(
 ) -> Verdict:
     """``proposition_judge``: the verdict, noted for the reports, never asserted."""
     __tracebackhide__ = True
-    made = make_claim(target, claim, options, "proposition_judge", takes=["kind"], runtime=runtime)
+    made = make_claim(
+        target, claim, options, "proposition_judge", takes=["kind"], over_runs="never"
+    )
     try:
         verdict = judge_claim(runtime, made.target, made.text, kind=kind, options=made.options)
     except JudgeError as error:

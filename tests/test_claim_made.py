@@ -300,3 +300,11 @@ def test_an_ini_key_and_an_option_suggest_by_the_same_rule(typo: str) -> None:
     (problem,) = unknown_ini_keys(config)  # type: ignore[arg-type]
     hint = f"did you mean {meant}?" if meant else "none of this plugin's options is like it"
     assert problem == f"{typo} in -o ({hint})"
+
+
+def test_a_call_that_judges_one_target_refuses_a_claim_over_runs() -> None:
+    # proposition_judge judges one target: at_least= was once silently ignored there.
+    with pytest.raises(TypeError, match=r"^proposition_judge: judges one target, not a claim"):
+        make_claim(TARGET, "c", {"at_least": 0.5}, "proposition_judge", over_runs="never")
+    with pytest.raises(TypeError, match=r"^check_over_runs: the target must be runs\("):
+        make_claim(TARGET, "c", {"at_least": 0.5}, "check_over_runs", over_runs="must")
