@@ -12,7 +12,7 @@ from collections.abc import Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,8 +24,6 @@ from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .scale import MAX_SCORE, MIN_SCORE
 from .session import SOFT_CLAIMS_KEY, PendingClaim, SoftClaims
-
-_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -137,8 +135,8 @@ def _proposition_marks(item: pytest.Item) -> tuple[list[MarkerClaim], list[str]]
             claims.append(claim)
         else:
             where = f"{item.nodeid}: @pytest.mark.proposition"
-            one = at_site(where) + found[0] if len(found) == 1 else None
-            problems.append(one or problems_listed(where, found))
+            one = len(found) == 1
+            problems.append(at_site(where) + found[0] if one else problems_listed(where, found))
     return claims, problems
 
 
