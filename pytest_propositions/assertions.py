@@ -1,5 +1,6 @@
-"""Claims as test assertions: the claim, its options and its expectation checked where they are
-given, judged, compared, and failed with the verdict; and the fixtures' bodies."""
+"""Claims as test assertions: a claim made once where it is given (``make_claim``: its target,
+text, options, expectation and rule, every problem at once), judged, compared, and failed with
+the verdict; and the fixtures' bodies."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from .checks import at_site, check_claim, from_site, problems_listed
 from .claims.claim_text import render_claim
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
-from .claims.options import ClaimOptions, choose_target, claim_and_options, is_proposition_like
+from .claims.options import ClaimOptions, own_options
 from .claims.proposition import judge, target_list
 from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
@@ -90,21 +91,13 @@ def read_claim(
             expected = None
             problems.append(error)  # already led by where
     parsed, found = ClaimOptions.read(options, base, takes=takes)
-    own_target = False
-    if is_proposition_like(claim):
-        # Its text, its own options under the call's, its own target unless the call gives one.
-        text, own, own_targets = claim_and_options(claim, {})
-        own = {name: value for name, value in own.items() if name not in parsed.given_names}
-        parsed, found_own = ClaimOptions.read(own, base=parsed)
+    # A Proposition-shaped claim: its text, its own options under the call's, its own target
+    # unless the call gives one.
+    chosen, claim, parsed, found_own = own_options(target, claim, parsed)
+    own_target, target = chosen is not target, chosen
+    if found_own:
         found += found_own
-        try:
-            chosen = choose_target(target, own_targets)
-            own_target = chosen is not target
-            target = chosen
-        except ValueError as error:
-            found.append(error)
-            target_known = False
-        claim = text
+        target_known = False  # its rule and target are checked once its claim is right
     try:
         check_claim(claim)
         variables_bad = "claim_variables" in options and "claim_variables" not in parsed.given_names

@@ -26,6 +26,7 @@ __all__ = [
     "choose_target",
     "claim_and_options",
     "is_proposition_like",
+    "own_options",
     "refuse_unknown_names",
     "unknown_names_error",
     "with_own_options",
@@ -302,18 +303,34 @@ def claim_and_options(
     return claim.claim, options, None if own is None else list(own)
 
 
+def own_options(
+    target: Any, claim: Any, options: ClaimOptions
+) -> tuple[Any, Any, ClaimOptions, list[TypeError | ValueError]]:
+    """A Proposition-shaped claim becomes its target (``choose_target``), its text and its own
+    options under the call's, with every problem found; a plain claim is returned as given,
+    its checks the caller's."""
+    __tracebackhide__ = True
+    if not is_proposition_like(claim):
+        return target, claim, options, []
+    text, own, own_targets = claim_and_options(claim, {})
+    own = {name: value for name, value in own.items() if name not in options.given_names}
+    parsed, problems = ClaimOptions.read(own, base=options)
+    try:
+        target = choose_target(target, own_targets)
+    except ValueError as error:
+        problems.append(error)
+    return target, text, parsed, problems
+
+
 def with_own_options(
     target: Any, claim: Any, options: ClaimOptions, where: str | None
 ) -> tuple[Any, Any, ClaimOptions]:
-    """A Proposition-shaped claim becomes its text, its target (``choose_target``) and its own
-    options under the call's (checked, named after ``where``); a plain claim is returned as
-    given, its checks the caller's."""
+    """``own_options``, its first problem raised (led by ``where``)."""
     __tracebackhide__ = True
-    if not is_proposition_like(claim):
-        return target, claim, options
-    text, own, own_targets = claim_and_options(claim, {})
-    own = {name: value for name, value in own.items() if name not in options.given_names}
-    return choose_target(target, own_targets), text, ClaimOptions.parse(own, where, base=options)
+    target, text, parsed, problems = own_options(target, claim, options)
+    if problems:
+        raise from_site(problems[0], where) from None
+    return target, text, parsed
 
 
 def choose_target(given: Any, own: list[Any] | None) -> Any:
