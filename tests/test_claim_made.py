@@ -29,6 +29,9 @@ from pytest_propositions.claims.options import (
 from pytest_propositions.claims.proposition import Proposition, check_proposition, compute_score
 from pytest_propositions.session import unknown_ini_keys
 from pytest_propositions.settings import OPTIONS, Settings
+from tests.support.judge_server import ScriptedJudge, verdict
+
+pytest_plugins = ["pytester"]
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
 TARGET = "Oscar says hello."
@@ -87,6 +90,30 @@ def test_a_marker_reads_its_options_once_and_checks_its_rule_once(
     assert with_rule(judged, runtime=None) is judged  # type: ignore[arg-type]
     assert counted == {"read": 1, "rule_of": 1}
     assert judged.target == TARGET and judged.rule is None
+
+
+def test_a_run_reads_each_claim_once_and_checks_each_rule_once(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    counted: dict[str, int],
+) -> None:
+    # Through the plugin: collection, the body, the judging after it.
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        test_marks="""
+        import pytest
+
+        @pytest.mark.proposition("Oscar likes cities.", target="world", last_n=3)
+        def test_marked(world, expect_proposition, assert_proposition):
+            expect_proposition(world, "Oscar waves.", last_n=2)
+            assert_proposition(world, "Oscar talks.", first_n=1)
+        """
+    )
+    result = pytester.runpytest(*inner_run, "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    assert len(judge_server.requests) == 3
+    assert counted == {"read": 3, "rule_of": 3}
 
 
 def test_a_marker_applied_while_the_test_runs_is_read_then(counted: dict[str, int]) -> None:
