@@ -1,17 +1,20 @@
-"""Claims as test assertions: the claim, its options and its expectation checked where they are
-given, judged, compared, and failed with the verdict; and the fixtures' bodies."""
+"""Claims as test assertions: a claim made once where it is given (``make_claim``: its target,
+text, options, expectation and rule, every problem at once), judged, compared, and failed with
+the verdict; and the fixtures' bodies."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from .checks import check_claim
+from .checks import at_site, check_claim, from_site, problems_listed
 from .claims.claim_text import render_claim
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
-from .claims.options import ClaimOptions, with_own_options
+from .claims.options import ClaimOptions, own_options
 from .claims.proposition import judge, target_list
 from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
@@ -28,53 +31,135 @@ if TYPE_CHECKING:
 _HOLDS = Expectation()
 
 
-def claim_at_call(
+@dataclass(frozen=True)
+class MadeClaim:
+    """A claim as made where the user wrote it, checked once (``read_claim``): what every entry
+    point hands down, so nothing below parses or checks it again."""
+
+    target: Any
+    text: str
+    options: ClaimOptions
+    expectation: Expectation = _HOLDS
+    # A claim over runs' rule, None for an ordinary claim; not yet checked for a marker's claim,
+    # whose target (a fixture's value) is known only when it is judged (``with_rule``).
+    rule: Rule | None = None
+    rule_checked: bool = True
+    # The target is a Proposition-shaped claim's own, not the call's.
+    own_target: bool = False
+
+
+Problem = TypeError | ValueError
+
+
+def read_claim(
     target: Any,
     claim: Any,
     options: Mapping[str, Any],
     where: str | None,
     *,
-    up_front: bool = False,
+    expectation: Mapping[str, Any] | Expectation | None = None,
+    base: ClaimOptions | None = None,
     takes: Iterable[str] = (),
-) -> tuple[Any, str, ClaimOptions]:
-    """The target, the claim's text and its options, checked where the user gave them (the
-    messages start with ``where`` when given; ``takes``: the call's own keyword names, which an
-    unknown option's message lists with the options). A Proposition-shaped claim gives its text,
-    options (under the call's) and target. ``up_front``: the claim is also rendered now with its
-    variables (unless a precondition may skip it), for claims judged later; otherwise a mistake
-    in its text is found where it is judged."""
-    __tracebackhide__ = True
-    target, claim, parsed = with_own_options(
-        target, claim, ClaimOptions.parse(options, where, takes=takes), where
-    )
-    if not up_front:
-        return target, check_claim(claim), parsed
-    return target, validate_claim(claim, parsed, where), parsed
+    up_front: bool = False,
+    target_known: bool = True,
+    over_runs: Literal["may", "must", "never"] = "may",
+    runtime: Runtime | None = None,
+    kind: Literal["check", "score"] | None = None,
+) -> tuple[MadeClaim | None, list[Problem]]:
+    """What the user gave (a target, a claim or a Proposition-shaped object, options, an
+    expectation: ``min_score``, ``max_score``, ``holds`` as given, or one already made) turned
+    once into a ``MadeClaim``, or every problem found, each led by ``where`` when given: one
+    mistake does not hide the next.
 
-
-def validate_claim(claim: Any, options: ClaimOptions, where: str | None) -> str:
-    """The claim is text and renders, with its claim_variables, to a claim: checked up front."""
+    ``base``: options the call shares with others (a batch's), under these. ``takes``: the
+    call's own keyword names, which an unknown option's message lists.
+    ``up_front``: the claim is also rendered now with its variables (unless a precondition may
+    skip it) and its target checked, for claims judged later. ``target_known``: False for a
+    marker, whose target is a fixture's value known when judged (its rule is checked then).
+    ``over_runs``: whether the claim may be one over runs, must be (``check_over_runs``) or
+    must not (``proposition_judge``, which judges one target). ``runtime``: whose settings
+    (confidence, referee) a claim over runs takes; None: the current run's."""
     __tracebackhide__ = True
+    problems: list[Problem] = []
+    expected: Expectation | None = _HOLDS
+    if isinstance(expectation, Expectation):
+        expected = expectation
+    elif expectation is not None:
+        low, high = expectation.get("min_score"), expectation.get("max_score")
+        try:
+            expected = Expectation.parse(low, high, expectation.get("holds", True), where)
+        except (TypeError, ValueError) as error:
+            expected = None
+            problems.append(error)  # already led by where
+    parsed, found = ClaimOptions.read(options, base, takes=takes)
+    # A Proposition-shaped claim: its text, its own options under the call's, its own target
+    # unless the call gives one.
+    chosen, claim, parsed, found_own = own_options(target, claim, parsed)
+    own_target, target = chosen is not target, chosen
+    if found_own:
+        found += found_own
+        target_known = False  # its rule and target are checked once its claim is right
     try:
         check_claim(claim)
+        variables_bad = "claim_variables" in options and "claim_variables" not in parsed.given_names
         # With a precondition the claim is rendered only if the precondition lets it be judged
         # (a false one needs no variables), so it is checked when it is judged.
-        if options.precondition is None:
-            render_claim(claim, options.claim_variables)
+        if up_front and parsed.precondition is None and not variables_bad:
+            render_claim(claim, parsed.claim_variables)
     except (TypeError, ValueError) as error:
-        if where is None:
-            raise
-        raise type(error)(f"{where}: {error}") from None
-    return str(claim)
+        found.append(error)
+    rule: Rule | None = None
+    if target_known and over_runs == "must" and not is_runs(target):
+        found.append(
+            TypeError(f"the target must be runs(simulate, max_runs=N), got {type(target).__name__}")
+        )
+    elif target_known and over_runs == "never" and (is_runs(target) or parsed.rule_keywords):
+        found.append(
+            TypeError(
+                "judges one target, not a claim over runs; for runs(...) and its keywords, use "
+                "assert_proposition or check_over_runs"
+            )
+        )
+    elif target_known and expected is not None:
+        try:
+            rule = rule_of(target, parsed, expected, None, runtime=runtime, kind=kind)
+            if up_front and rule is None:
+                as_target_list(target)
+        except (TypeError, ValueError) as error:
+            found.append(error)
+    problems += [from_site(error, where) for error in found]
+    if problems or expected is None:
+        return None, problems
+    made = MadeClaim(target, str(claim), parsed, expected, rule, target_known, own_target)
+    return made, problems
 
 
-def validate_target(target: Any, where: str) -> None:
-    """The target can be rendered (its kind, its list structure): checked where it is given."""
+def make_claim(
+    target: Any, claim: Any, options: Mapping[str, Any], where: str, **how: Any
+) -> MadeClaim:
+    """``read_claim`` at a call site: the made claim, or its problems raised there, together."""
     __tracebackhide__ = True
-    try:
-        as_target_list(target)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"{where}: {error}") from None
+    made, problems = read_claim(target, claim, options, where, **how)
+    if made is None:
+        raise all_problems(problems, where) from None
+    return made
+
+
+def all_problems(problems: list[Problem], where: str | None) -> Problem:
+    """One error for a claim's problems (each already led by ``where``): the one, or every one
+    listed, of the first one's type."""
+    if len(problems) == 1:
+        return problems[0]
+    return type(problems[0])(problems_listed(where or "the claim", problems))
+
+
+def with_rule(made: MadeClaim, runtime: Runtime) -> MadeClaim:
+    """A marker's claim, its target now known: its rule checked, once."""
+    __tracebackhide__ = True
+    if made.rule_checked:
+        return made
+    rule = rule_of(made.target, made.options, made.expectation, "claim", runtime=runtime)
+    return dataclasses.replace(made, rule=rule, rule_checked=True)
 
 
 def resolve_threshold(argument: int | None, marker_value: int | None, session_default: int) -> int:
@@ -113,7 +198,7 @@ def rule_of(
     target: Any,
     options: ClaimOptions,
     expectation: Expectation,
-    where: str,
+    where: str | None,
     *,
     runtime: Runtime | None = None,
     kind: Literal["check", "score"] | None = None,
@@ -132,25 +217,17 @@ def rule_of(
 
 
 def judge_and_note(
-    runtime: Runtime,
-    target: Any,
-    claim: str,
-    expectation: Expectation,
-    options: ClaimOptions,
-    where: str | None = None,
-    rule: Rule | None = None,
+    runtime: Runtime, made: MadeClaim, where: str | None = None
 ) -> tuple[Verdict, bool, Verdict | None]:
-    """The claim judged and noted: its standing verdict, whether it passed, and the main
-    judge's verdict when the claim was escalated (None otherwise).
-
-    ``rule``: a claim over runs' rule, checked where the claim was made; a marker's claim,
-    whose target is known only now, has its rule checked here.
-    """
+    """The made claim judged and noted: its standing verdict, whether it passed, and the main
+    judge's verdict when the claim was escalated (None otherwise). A marker's claim, whose
+    target is known only now, has its rule checked here."""
     __tracebackhide__ = True
-    if rule is None:
-        rule = rule_of(target, options, expectation, "claim", runtime=runtime)
-    if rule is not None:
+    made = with_rule(made, runtime)
+    target, claim, expectation, options = made.target, made.text, made.expectation, made.options
+    if made.rule is not None:
         # Claims over runs are never escalated: a referee (--prop-referee-model) checks them.
+        rule = made.rule
         noted = _judge_runs_and_note(runtime, target, claim, expectation, rule, options, where)
         return (*noted, None)
     try:
@@ -207,8 +284,15 @@ def assert_claim(
     options = options or ClaimOptions()
     kind: Literal["score"] | None = "score" if compare_scores else None
     rule = rule_of(target, options, expectation, "claim", runtime=runtime, kind=kind)
+    return assert_made(runtime, MadeClaim(target, claim, options, expectation, rule))
+
+
+def assert_made(runtime: Runtime, made: MadeClaim) -> Verdict:
+    """Judge a made claim and raise PropositionFailed unless it meets its expectation."""
+    __tracebackhide__ = True
+    expectation = made.expectation
     try:
-        verdict, ok, main = judge_and_note(runtime, target, claim, expectation, options, rule=rule)
+        verdict, ok, main = judge_and_note(runtime, made)
     except DryRunSkip as skip:
         pytest.skip(str(skip))
     except JudgeError as error:
@@ -218,7 +302,7 @@ def assert_claim(
         # A claim over runs says its decision and figures (the summary verdict's justification).
         message = (
             verdict.justification
-            if rule is not None
+            if made.rule is not None
             else expectation.failure_message(verdict, main)
         )
         raise PropositionFailed(message, verdict, expectation.threshold, holds=expectation.holds)
@@ -249,20 +333,20 @@ def check_over_runs(
     """
     __tracebackhide__ = True
     run = runtime or current()
-    where = "check_over_runs"
-    target, claim, parsed = claim_at_call(
-        target, claim, options, where, up_front=True, takes=_OVER_RUNS_NAMES
+    made = make_claim(
+        target,
+        claim,
+        options,
+        "check_over_runs",
+        expectation={"min_score": min_score},
+        takes=_OVER_RUNS_NAMES,
+        up_front=True,
+        over_runs="must",
+        runtime=run,
+        kind="score" if compare_scores else None,
     )
-    if not is_runs(target):
-        raise TypeError(
-            f"{where}: the target must be runs(simulate, max_runs=N), got {type(target).__name__}"
-        )
-    if min_score is not None:
-        check_threshold(min_score, f"{where} min_score")
-    kind: Literal["score"] | None = "score" if compare_scores else None
-    rule = rule_of(target, parsed, Expectation(min_score), where, runtime=run, kind=kind)
-    assert rule is not None
-    return _decide_over_runs(run, target, claim, rule, parsed)
+    assert made.rule is not None
+    return _decide_over_runs(run, made.target, made.text, made.rule, made.options)
 
 
 def _decide_over_runs(
@@ -300,12 +384,19 @@ def assert_one(
     max_score: Any = None,
     holds: Any = True,
 ) -> Verdict:
-    """``assert_proposition(target, claim, ...)``: the claim, checked, asserted."""
+    """``assert_proposition(target, claim, ...)``: the claim, made, asserted."""
     __tracebackhide__ = True
-    where = "assert_proposition"
-    expectation = Expectation.parse(min_score, max_score, holds, where)
-    target, claim, parsed = claim_at_call(target, claim, options, where, takes=EXPECTATION_NAMES)
-    return assert_claim(runtime, target, claim, expectation, parsed)
+    expectation = {"min_score": min_score, "max_score": max_score, "holds": holds}
+    made = make_claim(
+        target,
+        claim,
+        options,
+        "assert_proposition",
+        expectation=expectation,
+        takes=EXPECTATION_NAMES,
+        runtime=runtime,
+    )
+    return assert_made(runtime, made)
 
 
 def assert_min_score(
@@ -316,18 +407,30 @@ def assert_min_score(
     marker_value: int | None,
     options: Mapping[str, Any],
 ) -> Verdict:
-    """``min_score(target, claim, threshold)``: the bar from the argument, the mark, the option."""
+    """``min_score(target, claim, threshold)``: the bar from the argument, the mark, the option;
+    with ``better_than=`` over runs, mean scores compared and no bar."""
     __tracebackhide__ = True
-    target, claim, parsed = claim_at_call(target, claim, options, "min_score", takes=["threshold"])
-    if "better_than" in parsed.rule_keywords:
+    where = "min_score"
+    compares = "better_than" in options
+    if compares and threshold is not None:
         # Over runs: mean scores compared with the control's; no bar is involved.
-        if threshold is not None:
-            raise TypeError(
-                "min_score: better_than= compares mean scores; give no threshold with it"
-            )
-        return assert_claim(runtime, target, claim, _HOLDS, parsed, compare_scores=True)
-    bar = resolve_threshold(threshold, marker_value, runtime.settings.min_score)
-    return assert_claim(runtime, target, claim, Expectation(bar), parsed)
+        raise TypeError(
+            f"{at_site(where)}better_than= compares mean scores; give no threshold with it"
+        )
+    bar = (
+        None if compares else resolve_threshold(threshold, marker_value, runtime.settings.min_score)
+    )
+    made = make_claim(
+        target,
+        claim,
+        options,
+        where,
+        expectation={"min_score": bar},
+        takes=["threshold"],
+        runtime=runtime,
+        kind="score" if compares else None,
+    )
+    return assert_made(runtime, made)
 
 
 def judge_without_asserting(
@@ -335,11 +438,11 @@ def judge_without_asserting(
 ) -> Verdict:
     """``proposition_judge``: the verdict, noted for the reports, never asserted."""
     __tracebackhide__ = True
-    target, claim, parsed = claim_at_call(
-        target, claim, options, "proposition_judge", takes=["kind"]
+    made = make_claim(
+        target, claim, options, "proposition_judge", takes=["kind"], over_runs="never"
     )
     try:
-        verdict = judge_claim(runtime, target, claim, kind=kind, options=parsed)
+        verdict = judge_claim(runtime, made.target, made.text, kind=kind, options=made.options)
     except JudgeError as error:
         runtime.note_error(error)
         raise error.with_traceback(None) from None
@@ -348,13 +451,16 @@ def judge_without_asserting(
 
 
 __all__ = [
+    "MadeClaim",
     "assert_claim",
+    "assert_made",
     "assert_min_score",
     "assert_one",
     "check_over_runs",
-    "claim_at_call",
     "judge_and_note",
     "judge_claim",
     "judge_without_asserting",
+    "make_claim",
+    "read_claim",
     "rule_of",
 ]

@@ -8,21 +8,24 @@ whose text changes from run to run (and with it the cache key), is refused, neve
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from .redaction import redact_values
 
 __all__ = [
     "CLAIM_QUOTE_LIMIT",
+    "CLOSE_ENOUGH",
     "DOCUMENT_LIMIT",
     "LINE_LIMIT",
     "TOO_DEEP",
     "InputFileError",
+    "at_site",
     "check_claim",
     "check_count",
     "check_flag",
@@ -30,7 +33,10 @@ __all__ = [
     "check_text",
     "check_variable_value",
     "check_window",
+    "closest_name",
+    "from_site",
     "plural",
+    "problems_listed",
     "quote_claim",
     "quote_name",
     "read_json_document",
@@ -248,6 +254,42 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 def quote_name(name: str) -> str:
     """Names go in single quotes on one line, so a name cannot break the layout."""
     return "'" + " ".join(name.splitlines()) + "'"
+
+
+# --- call sites and the names they take ------------------------------------------------------
+
+
+def at_site(where: str | None) -> str:
+    """The start of a message about what a call site gave: ``where: `` (nothing without one).
+    Every call-site error is led by this, so the user reads the call that went wrong first."""
+    return f"{where}: " if where else ""
+
+
+_AnError = TypeVar("_AnError", bound=Exception)
+
+
+def from_site(error: _AnError, where: str | None) -> _AnError:
+    """The same kind of error, its message led by ``at_site(where)``; unchanged without one."""
+    if not where:
+        return error
+    return type(error)(at_site(where) + str(error))
+
+
+def problems_listed(where: str, problems: Iterable[object]) -> str:
+    """Several problems of one call site (a claim, a marker) in one message, one a line."""
+    listed = [f"\n  - {problem}" for problem in problems]
+    return f"{where} has {len(listed)} problems:{''.join(listed)}"
+
+
+#: How alike a misspelt name and the name meant must be for a "did you mean" (difflib's ratio).
+CLOSE_ENOUGH = 0.7
+
+
+def closest_name(name: str, accepted: Iterable[str]) -> str | None:
+    """The accepted name ``name`` most likely misspells, or None when none is close: the one
+    rule of every "did you mean" (an option, an ini key, a batch item's key)."""
+    close = difflib.get_close_matches(name, list(accepted), n=1, cutoff=CLOSE_ENOUGH)
+    return close[0] if close else None
 
 
 # --- files a command is given --------------------------------------------------------------

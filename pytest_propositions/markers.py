@@ -7,47 +7,36 @@ this.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Generator, Mapping
+import dataclasses
+from collections.abc import Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .assertions import claim_at_call, judge_and_note, rule_of, validate_claim, validate_target
-from .checks import check_claim, plural, quote_claim, short_repr
+from .assertions import MadeClaim, judge_and_note, make_claim, read_claim
+from .checks import at_site, plural, problems_listed, quote_claim, short_repr
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
-from .claims.options import (
-    OPTION_NAMES,
-    RUNS_OPTION_NAMES,
-    ClaimOptions,
-    is_proposition_like,
-    unknown_names_error,
-    with_own_options,
-)
+from .claims.options import ClaimOptions, is_proposition_like, unknown_names_error
 from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .scale import MAX_SCORE, MIN_SCORE
-from .session import SOFT_CLAIMS_KEY
-
-_T = TypeVar("_T")
+from .session import SOFT_CLAIMS_KEY, PendingClaim, SoftClaims
 
 if TYPE_CHECKING:
-    from .over_runs.rule import Rule
     from .runtime import Runtime
     from .verdict import Verdict
 
 
 @dataclass(frozen=True)
 class MarkerClaim:
-    """A ``proposition`` marker, checked: its claim against the fixture named ``target``."""
+    """A ``proposition`` marker, checked: its claim, made, against the fixture named ``target``
+    (its rule is checked when judged, with the fixture's value)."""
 
-    claim: str
+    made: MadeClaim
     target: str
-    expectation: Expectation = field(default_factory=Expectation)
-    options: ClaimOptions = field(default_factory=ClaimOptions)
 
 
 # A test's markers found wrong at collection: the message its setup fails with.
@@ -127,37 +116,34 @@ class BadMarkers:
             pytest.fail(problems, pytrace=False)
 
 
+# Each marker read once: at collection, and again only for one applied while the test runs.
+_MARKS_READ = pytest.StashKey[dict[int, tuple[pytest.Mark, "MarkerClaim | None", list[str]]]]()
+
+
 def _proposition_marks(item: pytest.Item) -> tuple[list[MarkerClaim], list[str]]:
     """The test's ``proposition`` markers, checked: the good ones, and for each bad one a
     message with all its problems."""
     claims = []
     problems = []
+    read = item.stash.setdefault(_MARKS_READ, {})
     for marker in item.iter_markers("proposition"):
-        claim, found = _proposition_mark(marker)
+        known = read.get(id(marker))
+        if known is None or known[0] is not marker:
+            known = read[id(marker)] = (marker, *_proposition_mark(marker))
+        _, claim, found = known
         if claim is not None:
             claims.append(claim)
-        elif len(found) == 1:
-            problems.append(f"{item.nodeid}: @pytest.mark.proposition: {found[0]}")
         else:
-            listed = "".join(f"\n  - {problem}" for problem in found)
-            problems.append(
-                f"{item.nodeid}: @pytest.mark.proposition has {len(found)} problems:{listed}"
-            )
+            where = f"{item.nodeid}: @pytest.mark.proposition"
+            one = len(found) == 1
+            problems.append(at_site(where) + found[0] if one else problems_listed(where, found))
     return claims, problems
 
 
 def _proposition_mark(marker: pytest.Mark) -> tuple[MarkerClaim | None, list[str]]:
-    """One ``proposition`` marker: its claim, or every problem found in it (each argument is
-    checked on its own, so that one mistake does not hide the next)."""
+    """One ``proposition`` marker: its claim, or every problem found in it (the marker's own
+    arguments here, the claim's in ``read_claim``, each checked once)."""
     problems: list[str] = []
-
-    def attempt(check: Callable[..., _T], *args: Any, **kwargs: Any) -> _T | None:
-        try:
-            return check(*args, **kwargs)
-        except (TypeError, ValueError) as error:
-            problems.append(str(error))
-            return None
-
     kwargs = dict(marker.kwargs)
     args = list(marker.args)
     if len(args) > 1:
@@ -175,78 +161,27 @@ def _proposition_mark(marker: pytest.Mark) -> tuple[MarkerClaim | None, list[str
             f"target= must name a fixture (a string such as target='world'), got {target!r}"
         )
     given = {name: kwargs.pop(name) for name in EXPECTATION_NAMES if name in kwargs}
-    expected = attempt(
-        Expectation.parse,
-        given.get("min_score"),
-        given.get("max_score"),
-        given.get("holds", True),
+    # The claim renders now (variables, partials, blank text), not after the body.
+    made, found = read_claim(
         None,
+        claim,
+        kwargs,
+        None,
+        expectation=given,
+        takes=MARKER_NAMES,
+        up_front=True,
+        target_known=False,
     )
-    # The options one at a time (every unknown name in one message), then the claim with the
-    # good ones: it renders now (variables, partials, blank text), not after the body.
-    known = OPTION_NAMES | RUNS_OPTION_NAMES
-    unknown = {name: value for name, value in kwargs.items() if name not in known}
-    if unknown:
-        attempt(ClaimOptions.parse, unknown, None, takes=MARKER_NAMES)
-    good = {}
-    for name, value in kwargs.items():
-        if name in known and attempt(ClaimOptions.parse, {name: value}, None) is not None:
-            good[name] = value
-    if "claim_variables" in kwargs and "claim_variables" not in good:
-        # The claim's variables are wrong: its rendering would report them again.
-        attempt(check_claim, claim)
-        return None, problems
-    checked = attempt(claim_at_call, None, claim, good, None, up_front=True)
-    if checked is None or problems:
-        return None, problems
-    own_targets, text, options = checked
-    if own_targets is not None:
+    problems += map(str, found)
+    if made is not None and made.own_target:
         problems.append(
             "the proposition has its own target(s); a marker judges the fixture named by "
             "target=, so pass a proposition created without a target"
         )
+    if problems or made is None:
         return None, problems
-    assert isinstance(target, str) and expected is not None
-    return MarkerClaim(text, target, expected, options), problems
-
-
-class SoftClaims:
-    """A test's soft claims not yet judged. The body's are judged after it, those made later (a
-    fixture's teardown, a thread joined there) at the end of the teardown; then it closes, and a
-    claim made after that is an error at its call: nothing could judge or report it.
-    (Mutable state, not a value: a plain class.)"""
-
-    def __init__(self, test_id: str) -> None:
-        self.test_id = test_id
-        self._pending: list[PendingClaim] = []
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def add(self, claim: PendingClaim, origin: str = "expect_proposition") -> None:
-        with self._lock:
-            if not self._closed:
-                self._pending.append(claim)
-                return
-        raise RuntimeError(
-            f"{origin}: soft claim {quote_claim(claim.claim)} made after its test "
-            f"{self.test_id} ended (its soft claims were judged at the end of its teardown), so "
-            "it could be neither judged nor reported; make soft claims before the test's "
-            "teardown ends (join a thread that makes them in a fixture's teardown), or use "
-            "assert_proposition"
-        )
-
-    def take(self) -> list[PendingClaim]:
-        """The claims made so far, handed over to be judged (or dropped, after a skip)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-            return pending
-
-    def close(self) -> list[PendingClaim]:
-        """The last claims; any made after this raise at their call."""
-        with self._lock:
-            self._closed = True
-            pending, self._pending = self._pending, []
-            return pending
+    assert isinstance(target, str)
+    return MarkerClaim(made, target), problems
 
 
 def start_soft_claims(item: pytest.Item, runtime: Runtime) -> SoftClaims:
@@ -318,11 +253,8 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
                 "a fixture the test requests",
                 pytrace=False,
             )
-        pending.append(
-            PendingClaim(
-                funcargs[claim.target], claim.claim, claim.expectation, claim.options, "marker"
-            )
-        )
+        made = dataclasses.replace(claim.made, target=funcargs[claim.target])
+        pending.append(PendingClaim(made, "marker"))
     return pending
 
 
@@ -381,30 +313,23 @@ def soft_claim(
     """
     __tracebackhide__ = True
     origin = "expect_proposition"
-    expected = Expectation.parse(min_score, max_score, holds, origin)
-    target, claim, parsed = claim_at_call(
-        target, claim, options, origin, up_front=True, takes=EXPECTATION_NAMES
+    made = make_claim(
+        target,
+        claim,
+        options,
+        origin,
+        expectation={"min_score": min_score, "max_score": max_score, "holds": holds},
+        takes=EXPECTATION_NAMES,
+        up_front=True,
     )
-    return pending_claim(target, claim, expected, parsed, origin, frame)
+    return pending_claim(made, origin, frame)
 
 
-def pending_claim(
-    target: Any,
-    claim: str,
-    expectation: Expectation,
-    options: ClaimOptions,
-    origin: str,
-    frame: FrameType | None = None,
-) -> PendingClaim:
-    """A checked claim to judge later, its target checked now too."""
+def pending_claim(made: MadeClaim, origin: str, frame: FrameType | None = None) -> PendingClaim:
+    """A made claim to judge later (a claim over runs' runs are simulated when judged)."""
     __tracebackhide__ = True
-    # A claim over runs is checked now too (its rule, handed on); its runs are simulated when
-    # judged.
-    rule = rule_of(target, options, expectation, origin)
-    if rule is None:
-        validate_target(target, origin)
     where, site = _call_site(frame) if frame is not None else (None, None)
-    return PendingClaim(target, claim, expectation, options, origin, where, site, rule)
+    return PendingClaim(made, origin, where, site)
 
 
 def _call_site(frame: FrameType) -> tuple[str, TracebackType]:
@@ -480,23 +405,6 @@ def batch_items(claims: Any) -> list[tuple[Any, Expectation]]:
     return items
 
 
-@dataclass(frozen=True)
-class PendingClaim:
-    """A claim judged after the test body (a soft claim, a ``proposition`` marker, a batch's),
-    checked where it was made."""
-
-    target: Any
-    claim: str
-    expectation: Expectation
-    options: ClaimOptions
-    origin: str = "expect_proposition"
-    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
-    where: str | None = None
-    site: TracebackType | None = None
-    # A claim over runs' rule, checked where the claim was made (a marker's: when judged).
-    rule: Rule | None = None
-
-
 class _Result:
     """What became of one pending claim, filled in as it is judged."""
 
@@ -521,15 +429,7 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         runtime.current_test = test_id
         result = _Result(item)
         try:
-            result.verdict, result.passed, _ = judge_and_note(
-                runtime,
-                item.target,
-                item.claim,
-                item.expectation,
-                item.options,
-                item.where,
-                rule=item.rule,
-            )
+            result.verdict, result.passed, _ = judge_and_note(runtime, item.made, item.where)
         except DryRunSkip as skip:
             result.skipped = str(skip)
         except JudgeError as error:
@@ -557,11 +457,11 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
         assert first.verdict is not None
         summary = "; ".join(
             _named(r.claim)
-            + ("" if r.claim.expectation.holds else " (expected the claim not to hold)")
+            + ("" if r.claim.made.expectation.holds else " (expected the claim not to hold)")
             for r in failed
         )
         extra = f" ({len(errors)} more could not be judged)" if errors else ""
-        expectation = first.claim.expectation
+        expectation = first.claim.made.expectation
         failure = PropositionFailed(
             f"{len(failed)} of {plural(len(results), 'claim')} checked after the test failed: "
             f"{summary}{extra}",
@@ -617,7 +517,7 @@ def _raise_invalid(invalid: list[_Result], total: int, failed: int, errors: int)
 
 def _named(claim: PendingClaim) -> str:
     """The claim quoted, with the line that made it when known."""
-    quoted = quote_claim(claim.claim)
+    quoted = quote_claim(claim.made.text)
     return f"{quoted} ({claim.where})" if claim.where else quoted
 
 
@@ -630,7 +530,8 @@ def assert_batch(
     shared = ClaimOptions.parse(options, origin)
     pending = []
     for item, expectation in batch_items(claims):
-        own_target, claim, own_options = with_own_options(target, item, shared, origin)
-        claim = validate_claim(claim, own_options, origin)
-        pending.append(pending_claim(own_target, claim, expectation, own_options, origin))
+        made = make_claim(
+            target, item, {}, origin, expectation=expectation, base=shared, up_front=True
+        )
+        pending.append(pending_claim(made, origin))
     return judge_pending(runtime, pending)

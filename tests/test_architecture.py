@@ -13,8 +13,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
 FACADE = "__init__"
 
@@ -125,21 +123,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-# The one known circle (session.py names markers.SoftClaims, markers.py session.SOFT_CLAIMS_KEY),
-# fixed on branch i49-claim: the lead removes it at merge, with the strict xfail below and the
-# layer contract's ignore_imports in pyproject.toml.
-KNOWN_CIRCLE = ("session", "markers")
-
-
 def test_module_imports_flow_one_way() -> None:
-    graph = _graph()
-    graph[KNOWN_CIRCLE[0]] = graph[KNOWN_CIRCLE[0]] - {KNOWN_CIRCLE[1]}
-    cycle = _cycle(graph)
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-
-
-@pytest.mark.xfail(strict=True, reason="session <-> markers: fixed on branch i49-claim")
-def test_no_import_cycle_is_left_out() -> None:
     cycle = _cycle(_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import check_flag, quote_claim
+from ..checks import at_site, check_flag, quote_claim
 from ..scale import MAX_SCORE, MIN_SCORE
 from ..verdict import CHECK, SCORE, Kind, Verdict, passes_bar
 
@@ -24,7 +24,7 @@ def check_threshold(value: Any, where: str) -> int:
     __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_SCORE <= value <= MAX_SCORE:
         raise ValueError(
-            f"{where}: expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {value!r}"
+            f"{at_site(where)}expected a whole number from {MIN_SCORE} to {MAX_SCORE}, got {value!r}"
         )
     return value
 
@@ -42,7 +42,7 @@ class Expectation:
         """The expectation a call site gives with ``min_score``, ``max_score`` and ``holds``;
         every message starts with ``where`` when given."""
         __tracebackhide__ = True
-        at = f"{where}: " if where else ""
+        at = at_site(where)
         try:
             check_flag(holds, "holds")
         except TypeError as error:

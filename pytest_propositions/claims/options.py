@@ -8,40 +8,35 @@ row of the options list in docs/claims.md.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks import check_count, check_flag, check_text, check_window
+from ..checks import check_count, check_flag, check_text, check_window, closest_name, from_site
 from ..settings import TIMESTAMP_MODES
 from .targets import as_target_list
 
 __all__ = [
     "OPTION_NAMES",
+    "REFERENCE_OPTIONS",
+    "RUNS_MODES",
+    "RUNS_OPTION_NAMES",
     "ClaimOptions",
+    "by_option_name",
     "choose_target",
     "claim_and_options",
     "is_proposition_like",
+    "own_options",
     "refuse_unknown_names",
     "unknown_names_error",
     "with_own_options",
 ]
 
 # The keywords a claim over runs takes besides the ordinary options, checked into its rule with
-# the target (over_runs/rule.py); here, so that an ordinary claim never loads the runs machinery.
-RUNS_OPTION_NAMES = frozenset(
-    {
-        "at_least",
-        "at_most",
-        "better_than",
-        "margin",
-        "every_run",
-        "confidence",
-        "referee",
-        "referee_fraction",
-    }
-)
+# the target (over_runs/rule.py reads them from here); here, so that an ordinary claim never
+# loads the runs machinery. The modes say what the rule is; the others tune it.
+RUNS_MODES = ("at_least", "at_most", "better_than", "every_run")
+RUNS_OPTION_NAMES = frozenset({*RUNS_MODES, "margin", "confidence", "referee", "referee_fraction"})
 
 
 def _check_claim_variables(value: Any, name: str) -> Mapping[str, Any] | None:
@@ -138,22 +133,39 @@ class ClaimOptions:
         own arguments besides the options, such as the expectation's names); every message
         starts with ``where`` when given."""
         __tracebackhide__ = True
+        parsed, problems = cls.read(options, base, takes=takes)
+        if problems:
+            raise from_site(problems[0], where) from None
+        return parsed
+
+    @classmethod
+    def read(
+        cls,
+        options: Mapping[str, Any],
+        base: ClaimOptions | None = None,
+        *,
+        takes: Iterable[str] = (),
+    ) -> tuple[ClaimOptions, list[TypeError | ValueError]]:
+        """The options as given, each checked once: those that are good (over ``base``), and
+        every problem found (the unknown names together first, then each bad value in order),
+        so that a call site can list them all at once."""
+        __tracebackhide__ = True
         if base is None and not options:
-            return _NONE  # the commonest call gives none
+            return _NONE, []  # the commonest call gives none
         changes: dict[str, Any] = {}
         rule_keywords: dict[str, Any] = {}
         unknown = []
+        problems: list[TypeError | ValueError] = []
         for name, value in options.items():
-            check = _CHECKS.get(name)
-            if check is not None:
+            if name in _CHECKS:
                 changes[name] = value
             elif name in RUNS_OPTION_NAMES:
                 rule_keywords[name] = value
             else:
                 unknown.append(name)
-        try:
-            if unknown:
-                raise unknown_names_error(
+        if unknown:
+            problems.append(
+                unknown_names_error(
                     unknown,
                     [
                         ("", list(takes)),
@@ -161,19 +173,21 @@ class ClaimOptions:
                         ("over runs(...)", sorted(RUNS_OPTION_NAMES)),
                     ],
                 )
-            for name, value in changes.items():
-                changes[name] = _CHECKS[name](value, name)
-        except (TypeError, ValueError) as error:
-            if where is None:
-                raise
-            raise type(error)(f"{where}: {error}") from None
+            )
+        checked: dict[str, Any] = {}
+        for name, value in changes.items():
+            try:
+                checked[name] = _CHECKS[name](value, name)
+            except (TypeError, ValueError) as error:
+                problems.append(error)
         base = base or _NONE
-        return dataclasses.replace(
+        made = dataclasses.replace(
             base,
-            **changes,
+            **checked,
             rule_keywords={**base.rule_keywords, **rule_keywords},
-            given_names=base.given_names | set(changes),
+            given_names=base.given_names | set(checked),
         )
+        return made, problems
 
     def given(self) -> dict[str, Any]:
         """The ordinary options the caller gave, by name (a claim over runs' referee draws are
@@ -200,10 +214,9 @@ _SAME_MEANING = {"threshold": "min_score", "min_score": "threshold"}
 
 def _closest(name: str, accepted: Collection[str]) -> str | None:
     """The accepted name ``name`` most likely misspells, or None when none is close."""
-    close = difflib.get_close_matches(name, [*accepted, *_SAME_MEANING], n=1, cutoff=0.7)
-    if not close:
+    match = closest_name(name, [*accepted, *_SAME_MEANING])
+    if match is None:
         return None
-    match = close[0]
     if match in accepted:
         return match
     other = _SAME_MEANING[match]
@@ -239,21 +252,27 @@ def refuse_unknown_names(given: Iterable[str], accepted: Iterable[str], where: s
     unknown = [name for name in given if name not in names]
     if unknown:
         error = unknown_names_error(unknown, [("", names)])
-        raise TypeError(f"{where}: {error}")
+        raise from_site(error, where)
 
 
 # -- Proposition-shaped claims ----------------------------------------------------------------
 
-# The options a Proposition-shaped object carries, by the reference library's attribute names.
-PROPOSITION_OPTIONS = (
-    "include_personas",
-    "first_n",
-    "last_n",
-    "double_check",
-    "use_reasoning_model",
-    "precondition_function",
-    "timestamps",
-)
+# The options a Proposition-shaped object carries: the reference library's attribute (and
+# argument) name, and the option it is here. ``Proposition`` takes and exposes exactly these.
+REFERENCE_OPTIONS: Mapping[str, str] = {
+    "include_personas": "include_personas",
+    "first_n": "first_n",
+    "last_n": "last_n",
+    "double_check": "double_check",
+    "use_reasoning_model": "use_reasoning_model",
+    "precondition_function": "precondition",
+    "timestamps": "timestamps",
+}
+
+
+def by_option_name(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Options given by the reference library's names, by this plugin's."""
+    return {REFERENCE_OPTIONS[name]: value for name, value in given.items()}
 
 
 def is_proposition_like(value: Any) -> bool:
@@ -267,18 +286,16 @@ def claim_and_options(
     """The claim text, its options and its own targets, for a plain claim or a Proposition-shaped one.
 
     A Proposition-shaped object (see ``is_proposition_like``) gives its claim, the options of
-    ``PROPOSITION_OPTIONS`` it has (``precondition_function`` as ``precondition``, the
+    ``REFERENCE_OPTIONS`` it has (``precondition_function`` as ``precondition``, the
     fixtures' name), and its ``targets``; ``overrides`` (what the call site passed) win over
     its options. Anything else is returned as given, with ``overrides`` as the options and no
     targets: checking it is the caller's part.
     """
     if not is_proposition_like(claim):
         return claim, dict(overrides), None
-    options: dict[str, Any] = {}
-    for name in PROPOSITION_OPTIONS:
-        if hasattr(claim, name):
-            key = "precondition" if name == "precondition_function" else name
-            options[key] = getattr(claim, name)
+    options = by_option_name(
+        {name: getattr(claim, name) for name in REFERENCE_OPTIONS if hasattr(claim, name)}
+    )
     options.update(overrides)
     own = getattr(claim, "targets", None)
     if own is not None and not isinstance(own, list | tuple):
@@ -286,18 +303,34 @@ def claim_and_options(
     return claim.claim, options, None if own is None else list(own)
 
 
+def own_options(
+    target: Any, claim: Any, options: ClaimOptions
+) -> tuple[Any, Any, ClaimOptions, list[TypeError | ValueError]]:
+    """A Proposition-shaped claim becomes its target (``choose_target``), its text and its own
+    options under the call's, with every problem found; a plain claim is returned as given,
+    its checks the caller's."""
+    __tracebackhide__ = True
+    if not is_proposition_like(claim):
+        return target, claim, options, []
+    text, own, own_targets = claim_and_options(claim, {})
+    own = {name: value for name, value in own.items() if name not in options.given_names}
+    parsed, problems = ClaimOptions.read(own, base=options)
+    try:
+        target = choose_target(target, own_targets)
+    except ValueError as error:
+        problems.append(error)
+    return target, text, parsed, problems
+
+
 def with_own_options(
     target: Any, claim: Any, options: ClaimOptions, where: str | None
 ) -> tuple[Any, Any, ClaimOptions]:
-    """A Proposition-shaped claim becomes its text, its target (``choose_target``) and its own
-    options under the call's (checked, named after ``where``); a plain claim is returned as
-    given, its checks the caller's."""
+    """``own_options``, its first problem raised (led by ``where``)."""
     __tracebackhide__ = True
-    if not is_proposition_like(claim):
-        return target, claim, options
-    text, own, own_targets = claim_and_options(claim, {})
-    own = {name: value for name, value in own.items() if name not in options.given_names}
-    return choose_target(target, own_targets), text, ClaimOptions.parse(own, where, base=options)
+    target, text, parsed, problems = own_options(target, claim, options)
+    if problems:
+        raise from_site(problems[0], where) from None
+    return target, text, parsed
 
 
 def choose_target(given: Any, own: list[Any] | None) -> Any:

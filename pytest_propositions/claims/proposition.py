@@ -30,7 +30,13 @@ from .asking import Asking
 from .claim_text import render_claim
 from .expectation import Expectation
 from .judge_chat import JudgeChat
-from .options import ClaimOptions, refuse_unknown_names, with_own_options
+from .options import (
+    REFERENCE_OPTIONS,
+    ClaimOptions,
+    by_option_name,
+    refuse_unknown_names,
+    with_own_options,
+)
 from .targets import RenderOptions, as_target_list, render_context
 
 if TYPE_CHECKING:
@@ -248,8 +254,10 @@ class _Unset(enum.Enum):
 UNSET = _Unset.UNSET
 
 
-def _option(name: str) -> Any:
-    """A reference attribute of ``Proposition``, read from and written to its checked options."""
+def _option(reference_name: str) -> Any:
+    """A reference attribute of ``Proposition`` (``REFERENCE_OPTIONS``), read from and written
+    to its checked options."""
+    name = REFERENCE_OPTIONS[reference_name]
 
     def get(self: Proposition) -> Any:
         return getattr(self._options, name)
@@ -282,7 +290,7 @@ class Proposition:
     last_n = _option("last_n")
     double_check = _option("double_check")
     use_reasoning_model = _option("use_reasoning_model")
-    precondition_function = _option("precondition")
+    precondition_function = _option("precondition_function")
     timestamps = _option("timestamps")
 
     def __init__(
@@ -308,11 +316,12 @@ class Proposition:
             "last_n": last_n,
             "double_check": double_check,
             "use_reasoning_model": use_reasoning_model,
-            "precondition": precondition_function,
+            "precondition_function": precondition_function,
             "timestamps": timestamps,
         }
         options = ClaimOptions.parse(
-            {name: value for name, value in given.items() if value is not UNSET}, None
+            by_option_name({name: value for name, value in given.items() if value is not UNSET}),
+            None,
         )
         target, claim, self._options = with_own_options(target, claim, options, None)
         self.claim = check_claim(claim)

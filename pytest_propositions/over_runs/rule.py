@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..checks import from_site
+from ..claims.options import RUNS_MODES
 from ..scale import MAX_SCORE, MIN_SCORE, score_to_unit, unit_to_score
 from ..verdict import CHECK, SCORE, Kind, passes_bar
 from . import stats
@@ -108,7 +110,7 @@ def check_rule(
     rule_options: Mapping[str, Any],
     expectation: Expectation,
     settings: Settings | None,
-    where: str,
+    where: str | None,
     *,
     kind: Kind | None = None,
 ) -> Rule | None:
@@ -142,7 +144,7 @@ def check_rule(
         _check_reachable(rule, target)
         return rule
     except (TypeError, ValueError) as error:
-        raise type(error)(f"{where}: {error}") from None
+        raise from_site(error, where) from None
 
 
 def _with_referee(
@@ -241,13 +243,10 @@ def _check_rule(
     __tracebackhide__ = True
     kind = kind or (CHECK if threshold is None else SCORE)
     confidence = check_confidence(options.get("confidence", default_confidence))
-    modes = [
-        name for name in ("at_least", "at_most", "better_than", "every_run") if name in options
-    ]
+    modes = [name for name in RUNS_MODES if name in options]
     if len(modes) > 1:
-        raise TypeError(
-            f"give one of at_least=, at_most=, better_than=, every_run=; got {', '.join(modes)}"
-        )
+        one_of = ", ".join(f"{name}=" for name in RUNS_MODES)
+        raise TypeError(f"give one of {one_of}; got {', '.join(modes)}")
     if "margin" in options and modes != ["better_than"]:
         raise TypeError("margin= goes with better_than=runs(...)")
     if not modes:
