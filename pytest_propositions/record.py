@@ -12,12 +12,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .redaction import redact_data, redact_values
-
-if TYPE_CHECKING:
-    from .verdict import Verdict
+from .verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -177,26 +175,24 @@ class RunRecord:
 
 
 def _redacted(outcome: Outcome) -> Outcome:
-    """The outcome as the reports may show it: its verdicts' texts and its runs' data redacted of
-    the known secrets (a claim variable, or a recording the judge quoted, may hold a key)."""
+    """The outcome as the reports may show it: every field redacted of the known secrets (a
+    claim variable, or a recording the judge quoted, may hold a key). Field by field, so a field
+    added to ``Outcome`` is redacted with no edit here."""
     changes: dict[str, Any] = {}
-    verdict = _redacted_verdict(outcome.verdict)
-    if verdict is not outcome.verdict:
-        changes["verdict"] = verdict
-    main = outcome.escalated_from
-    shown = None if main is None else _redacted_verdict(main)
-    if shown is not main:
-        changes["escalated_from"] = shown
-    if outcome.runs is not None:
-        runs = redact_data(outcome.runs)
-        if runs != outcome.runs:
-            changes["runs"] = runs
+    for item in dataclasses.fields(outcome):
+        value = getattr(outcome, item.name)
+        shown = _redacted_verdict(value) if isinstance(value, Verdict) else redact_data(value)
+        if shown is not value and shown != value:
+            changes[item.name] = shown
     return dataclasses.replace(outcome, **changes) if changes else outcome
 
 
 def _redacted_verdict(verdict: Verdict) -> Verdict:
-    texts = (verdict.claim, verdict.justification, verdict.reasoning)
-    claim, justification, reasoning = (redact_values(text) for text in texts)
-    if (claim, justification, reasoning) == texts:
-        return verdict
-    return verdict.replace(claim=claim, justification=justification, reasoning=reasoning)
+    """The verdict with every text field redacted (the claim, what the judge wrote, its raw
+    reply), field by field as ``_redacted`` does."""
+    changes = {
+        item.name: redact_values(value)
+        for item in dataclasses.fields(verdict)
+        if isinstance(value := getattr(verdict, item.name), str) and redact_values(value) != value
+    }
+    return verdict.replace(**changes) if changes else verdict

@@ -681,3 +681,38 @@ def test_a_repr_cut_short_by_pytest_shows_no_piece_of_the_key(known_key: str) ->
             for piece in (known_key[:n], known_key[-n:]):
                 assert piece not in redacted, (padding, shown, redacted)
     assert redact_repr("'ana...home'") == "'ana...home'"  # nothing known there: left as it is
+
+
+def test_every_text_field_of_an_outcome_is_filed_redacted(known_key: str) -> None:
+    """A field added to ``Outcome`` or ``Verdict`` is redacted with no edit to the record: every
+    text field, in the verdicts and in the runs' data too, is filed without the key."""
+    import dataclasses
+
+    from pytest_propositions.record import Outcome, RunRecord
+    from pytest_propositions.verdict import Verdict
+
+    def texts_of(cls: type) -> dict[str, str]:
+        return {
+            item.name: f"x {known_key} y"
+            for item in dataclasses.fields(cls)
+            if item.type in ("str", "str | None")
+        }
+
+    verdict_texts = texts_of(Verdict)
+    verdict = Verdict(kind="check", value=True, **verdict_texts)  # type: ignore[arg-type]
+    outcome_texts = texts_of(Outcome)
+    assert {"claim", "justification", "reasoning", "raw_reply"} <= set(verdict_texts)
+    assert {"test_id", "where", "by_call", "made_by"} <= set(outcome_texts)
+    outcome = Outcome(  # type: ignore[arg-type]
+        verdict=verdict,
+        threshold=None,
+        passed=True,
+        runs={"runs": [{"justification": known_key}]},
+        escalated_from=verdict,
+        **outcome_texts,
+    )
+    record = RunRecord()
+    record.add(outcome)
+    (filed,) = record.outcomes
+    assert known_key not in repr(filed)
+    assert known_key in repr(outcome)  # the test's own outcome did hold it everywhere
