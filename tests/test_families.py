@@ -98,7 +98,7 @@ REQUEST = JudgeRequest("check", "Oscar talks.", "m", ({"role": "user", "content"
 def key_material(model: str, effort: str | None = None, kind: str = "check") -> dict[str, Any]:
     judge = Judge(Settings(model=model, reasoning_effort=effort), cache=None)
     request = JudgeRequest(kind, REQUEST.claim, model, REQUEST.messages)  # type: ignore[arg-type]
-    return judge._key_material(request, Connection(model, model))
+    return judge._key_material(request, Connection(model, model)).as_json()
 
 
 def test_the_key_of_an_ordinary_model_is_what_it_was_before_families() -> None:

@@ -34,15 +34,6 @@ KEY_VARIABLE = "PROP_API_KEY"
 #: The key of a referee or an escalation model that has a server of its own
 #: (--prop-referee-api-base, --prop-escalate-api-base); else the main judge's.
 OWN_KEY_VARIABLE = {"referee": "PROP_REFEREE_API_KEY", "escalation": "PROP_ESCALATE_API_KEY"}
-# The variables each OpenAI-compatible provider reads its key from (the same ones litellm reads),
-# when PROP_API_KEY does not say; the first is the one messages name.
-_PROVIDER_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "custom_openai": ("OPENAI_API_KEY",),
-    "azure": ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY"),
-    "hosted_vllm": ("HOSTED_VLLM_API_KEY",),
-    "lm_studio": ("LM_STUDIO_API_KEY",),
-}
 
 
 @dataclass(frozen=True)
@@ -184,7 +175,11 @@ def credentials(
     password, and the keys the provider's own variables hold, which the paths read when
     PROP_API_KEY and config.ini give none (litellm reads ``{PROVIDER}_API_KEY`` for the
     providers it alone knows)."""
-    names = {name for keys in _PROVIDER_KEY_VARIABLES.values() for name in keys}
+    names = {
+        name
+        for keys in (row.key for row in families.OPENAI_COMPATIBLE_PROVIDERS.values())
+        for name in keys
+    }
     names.update(provider_key_variables(model))
     provider = tuple(os.environ.get(name) for name in sorted(names))
     return (api_key, *url_credentials(api_base), *provider)
@@ -196,7 +191,7 @@ def provider_key_variables(model: str) -> tuple[str, ...]:
     ``{PROVIDER}_API_KEY`` (OpenAI's for a name without a provider)."""
     provider, _ = families.provider_of(model)
     if provider is not None:
-        return _PROVIDER_KEY_VARIABLES[provider]
+        return families.OPENAI_COMPATIBLE_PROVIDERS[provider].key
     return ((model.split("/", 1)[0].upper() if "/" in model else "OPENAI") + "_API_KEY",)
 
 

@@ -73,20 +73,30 @@ def family_of(model: str) -> Family:
     return STANDARD
 
 
+@dataclass(frozen=True)
+class ProviderVariables:
+    """Where an OpenAI-compatible provider's base URL and key are read from when the options do
+    not say (the variables litellm reads too); messages name the first of each."""
+
+    base: tuple[str, ...]
+    key: tuple[str, ...]
+
+
 # Providers whose chat endpoint speaks OpenAI's wire format, reached by the light path (plain
-# HTTP) unless --prop-transport=litellm. A name without a provider prefix is OpenAI's when it
-# looks like one of OpenAI's chat models (litellm's own reading of such names).
-OPENAI_COMPATIBLE = frozenset({"openai", "azure", "custom_openai", "hosted_vllm", "lm_studio"})
-_BARE_OPENAI = r"^(gpt-|chatgpt-|o[1-9](?:-|$))"
-# The environment variables each OpenAI-compatible provider reads its base URL from (the same
-# ones litellm reads), when --prop-api-base does not say. Its key's: endpoint.py.
-PROVIDER_BASE_ENV: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
-    "custom_openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
-    "azure": ("AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"),
-    "hosted_vllm": ("HOSTED_VLLM_API_BASE",),
-    "lm_studio": ("LM_STUDIO_API_BASE",),
+# HTTP) unless --prop-transport=litellm: a new one is one row here. A name without a provider
+# prefix is OpenAI's when it looks like one of OpenAI's chat models (litellm's own reading).
+# Which variable holds a key, PROP_API_KEY first, is endpoint.py's rule; the rows are its data.
+OPENAI_COMPATIBLE_PROVIDERS: dict[str, ProviderVariables] = {
+    "openai": ProviderVariables(("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
+    "azure": ProviderVariables(
+        ("AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"), ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY")
+    ),
+    "custom_openai": ProviderVariables(("OPENAI_BASE_URL", "OPENAI_API_BASE"), ("OPENAI_API_KEY",)),
+    "hosted_vllm": ProviderVariables(("HOSTED_VLLM_API_BASE",), ("HOSTED_VLLM_API_KEY",)),
+    "lm_studio": ProviderVariables(("LM_STUDIO_API_BASE",), ("LM_STUDIO_API_KEY",)),
 }
+OPENAI_COMPATIBLE = frozenset(OPENAI_COMPATIBLE_PROVIDERS)
+_BARE_OPENAI = r"^(gpt-|chatgpt-|o[1-9](?:-|$))"
 
 
 def provider_of(model: str) -> tuple[str | None, str]:

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit
 
 from ..redaction import redact_url
 from .endpoint import key_variable, provider_key_variables
-from .families import PROVIDER_BASE_ENV
+from .families import OPENAI_COMPATIBLE_PROVIDERS
 from .faults import (
     Fault,
     FaultKind,
@@ -542,7 +542,7 @@ class HttpPath:
         return modes[0]
 
     def _url(self, profile: Profile, api_base: Secret | None) -> str:
-        bases = PROVIDER_BASE_ENV.get(profile.provider or "openai", ())
+        bases = OPENAI_COMPATIBLE_PROVIDERS[profile.provider or "openai"].base
         base = (api_base.reveal() if api_base is not None else None) or _environment(bases)
         if profile.provider == "azure":
             if not base:
