@@ -414,3 +414,20 @@ def test_no_wing_is_named_like_a_public_name() -> None:
 
     wings = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     assert wings & set(pytest_propositions.__all__) == set()
+
+
+def test_a_free_port_is_found_in_one_place() -> None:
+    """Binding a probe to port 0 on loopback, reading the number and letting it go has one home,
+    ``local/ports.py``: a second copy elsewhere in the package or the tests fails here."""
+    import re
+
+    probe = re.compile(r"\.bind\(\(\s*['\"]127\.0\.0\.1['\"]\s*,\s*0\s*\)\)")
+    home = PACKAGE / "local" / "ports.py"
+    assert probe.search(home.read_text(encoding="utf-8")), "the home lost its probe"
+    tests = PACKAGE.parent / "tests"
+    copies = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in sorted([*PACKAGE.rglob("*.py"), *tests.rglob("*.py")])
+        if path != home and probe.search(path.read_text(encoding="utf-8"))
+    ]
+    assert copies == [], "find a free port with pytest_propositions.local.ports"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
-import socket
 import threading
 import time
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_propositions.local import serve as local_serve
+from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.local.serve import GONE, PromptReuse, Reply
 
 CHECK = {"role": "system", "content": "Decide whether the claim is true."}
@@ -259,9 +259,7 @@ def test_generation_leaves_a_core_to_the_machine_and_uses_at_most_two() -> None:
 
 
 def test_an_engine_that_cannot_be_reached_is_a_502_that_says_so() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again below: nobody listens there
+    port = free_loopback_port()  # nobody listens there
     status, content_type, payload = local_serve._Engine(f"http://127.0.0.1:{port}").post(
         "/v1/chat/completions", b"{}"
     )

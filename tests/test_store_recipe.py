@@ -167,7 +167,8 @@ def test_the_local_server_recipe_runs_as_written(
     import pwd
     import tempfile
 
-    from tests.support.postgres import find_bindir, free_port
+    from pytest_propositions.local.ports import free_loopback_port
+    from tests.support.postgres import find_bindir
 
     bindir = find_bindir()
     if bindir is None:
@@ -187,7 +188,7 @@ def test_the_local_server_recipe_runs_as_written(
         entry = pwd.getpwnam("postgres")
         os.chown(root, entry.pw_uid, entry.pw_gid)
     data = root / "verdicts-db"
-    port = free_port()
+    port = free_loopback_port()
     script = "\n".join(blocks).replace(
         "export PGPORT=5433 PGDATA=~postgres/verdicts-db", f"export PGPORT={port} PGDATA={data}"
     )
