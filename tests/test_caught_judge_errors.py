@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_tinytroupe import install
 from tests.support.judge_server import ScriptedJudge, status, verdict
 from tests.support.outcomes import assert_counts
+from tests.support.tinytroupe_like import install
 
 pytest_plugins = ["pytester"]
 
