@@ -431,3 +431,20 @@ def test_a_free_port_is_found_in_one_place() -> None:
         if path != home and probe.search(path.read_text(encoding="utf-8"))
     ]
     assert copies == [], "find a free port with pytest_propositions.local.ports"
+
+
+def test_one_tinytroupe_stand_in() -> None:
+    """TinyTroupe's shapes (its objects, and the package an inner run imports) live in
+    ``tests/support/tinytroupe_like.py``: a second stand-in elsewhere in the tests fails here."""
+    import re
+
+    tests = PACKAGE.parent / "tests"
+    home = tests / "support" / "tinytroupe_like.py"
+    shapes = re.compile(r"[\"']tinytroupe/\w|^\s*MAX_SCORE = 9$|^class Library\w+", re.M)
+    assert len(shapes.findall(home.read_text(encoding="utf-8"))) >= 3, "the home lost its shapes"
+    copies = [
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("*.py"))
+        if path != home and shapes.search(path.read_text(encoding="utf-8"))
+    ]
+    assert copies == [], "extend tests/support/tinytroupe_like.py instead"
