@@ -19,12 +19,17 @@ Real providers' recorded bodies (``tests/data/provider_replies``, each with its 
 by :func:`recorded`, with the verdict text put where the provider writes its reply: OpenAI's
 and OpenRouter's on the chat route, Anthropic's on ``/v1/messages`` and Gemini's on
 ``/models/NAME:generateContent`` (the routes litellm posts to when ``api_base`` is this server).
+
+Run as a program (``python tests/support/judge_server.py PORT [MODEL ...]``) it is a server
+another process starts and stops, as the managed local judge does llama.cpp's: it says
+``LISTENING`` on its standard output, then serves the default verdict until killed.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import sys
 import threading
 import urllib.parse
 import zlib
@@ -1124,11 +1129,12 @@ class ScriptedJudge:
 
     # ---- lifecycle
 
-    def start(self) -> ScriptedJudge:
+    def start(self, port: int = 0) -> ScriptedJudge:
+        """Serve on ``port`` (0: one the OS picks; read it back from :attr:`port`)."""
         if self._server is not None:
             raise RuntimeError("ScriptedJudge is already running")
         self._stopping.clear()
-        server = _Server(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler)
+        server = _Server(("127.0.0.1", port), _KeepAliveHandler if self.keep_alive else _Handler)
         server.judge = self
         self._server = server
         self._thread = threading.Thread(
@@ -1294,3 +1300,17 @@ class ScriptedJudge:
 
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(max(0.0, seconds))
+
+
+LISTENING = "scripted judge listening"
+
+
+def main(argv: list[str]) -> None:
+    """Serve on the port given first, listing the models given after it, until killed."""
+    judge = ScriptedJudge(argv[1:] or None).start(int(argv[0]))
+    print(f"{LISTENING} on {judge.url}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
