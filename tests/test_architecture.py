@@ -448,3 +448,19 @@ def test_one_tinytroupe_stand_in() -> None:
         if path != home and shapes.search(path.read_text(encoding="utf-8"))
     ]
     assert copies == [], "extend tests/support/tinytroupe_like.py instead"
+
+
+def test_both_transports_only_where_the_path_differs() -> None:
+    """A test runs once per path only in the modules ``tests/conftest.py`` names (what they check
+    differs by path), and litellm's run of it is ``slow``: the fast tier takes the light path."""
+    import re
+
+    from tests.conftest import BOTH_PATHS_MODULES, LITELLM_PATH
+
+    tests = PACKAGE.parent / "tests"
+    twice = re.compile(r"def transport_path\(both_paths|\bon_paths\(")
+    modules = {
+        path.stem for path in tests.glob("test_*.py") if twice.search(path.read_text("utf-8"))
+    }
+    assert modules == BOTH_PATHS_MODULES
+    assert [mark.name for mark in LITELLM_PATH.marks] == ["slow"]

@@ -27,6 +27,7 @@ from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.store.cache import VerdictCache
+from tests.conftest import LIGHT_PATH
 from tests.support.judge_server import (
     Reply,
     ScriptedJudge,
@@ -534,6 +535,7 @@ def test_other_bad_request_is_final_and_names_the_settings(
 # --------------------------------------------------------------------------- replay
 
 
+@pytest.mark.parametrize("both_paths", [LIGHT_PATH])  # no call: no path to differ
 def test_replay_with_an_empty_cache_never_calls_the_judge(
     judge_server: ScriptedJudge, start_runtime: StartRuntime, cache_dir: Path
 ) -> None:

@@ -21,6 +21,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # after the env var, so no price map is fetched
 import openai
 
+from tests.conftest import LITELLM_PATH
 from tests.support.judge_server import (
     CREATED,
     RecordedRequest,
@@ -547,7 +548,7 @@ def chain_of(error: BaseException) -> list[BaseException]:
     return chain
 
 
-@pytest.mark.parametrize("path", ["litellm", "openai"])
+@pytest.mark.parametrize("path", [LITELLM_PATH, "openai"])
 def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) -> None:
     from pytest_propositions.judging.response import reply_content, reply_usage
 
