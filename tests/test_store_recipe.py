@@ -159,6 +159,7 @@ def _sudo_stand_in(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # a real PostgreSQL server, started by the recipe's own commands
 def test_the_local_server_recipe_runs_as_written(
     judge_server: ScriptedJudge, tmp_path: Path
 ) -> None:
