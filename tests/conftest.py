@@ -9,7 +9,16 @@ from typing import Any
 import httpcore  # noqa: F401  (see litellm_preloaded: httpx maps httpcore's exceptions once)
 import pytest
 
+from tests.support import modules_seen
 from tests.support.judge_server import ScriptedJudge
+
+if os.environ.get(modules_seen.FOLDER_VARIABLE):
+    modules_seen.record()
+
+
+def pytest_sessionfinish() -> None:
+    """With ``TESTS_MODULES_SEEN`` set, the package modules this process loaded (modules_seen)."""
+    modules_seen.write()
 
 
 @pytest.fixture(scope="session")
