@@ -464,3 +464,19 @@ def test_both_transports_only_where_the_path_differs() -> None:
     }
     assert modules == BOTH_PATHS_MODULES
     assert [mark.name for mark in LITELLM_PATH.marks] == ["slow"]
+
+
+def test_the_tests_serve_http_from_the_scripted_judge() -> None:
+    """One HTTP server for the tests, ``tests/support/judge_server.py`` (on loopback, or run as a
+    program): a test module writing its own request handler fails here. The one left is
+    test_local_progress's llama.cpp whose ``/slots`` moves only when looked at."""
+    import re
+
+    tests = PACKAGE.parent / "tests"
+    handler = re.compile(r"\bBaseHTTPRequestHandler\b|\bHTTPServer\(")
+    own = {
+        str(path.relative_to(tests))
+        for path in tests.rglob("*.py")
+        if handler.search(path.read_text(encoding="utf-8"))
+    }
+    assert own == {"support/judge_server.py", "test_local_progress.py"}
