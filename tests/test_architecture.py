@@ -468,8 +468,7 @@ def test_both_transports_only_where_the_path_differs() -> None:
 
 def test_the_tests_serve_http_from_the_scripted_judge() -> None:
     """One HTTP server for the tests, ``tests/support/judge_server.py`` (on loopback, or run as a
-    program): a test module writing its own request handler fails here. The one left is
-    test_local_progress's llama.cpp whose ``/slots`` moves only when looked at."""
+    program): a test module writing its own request handler fails here."""
     import re
 
     tests = PACKAGE.parent / "tests"
@@ -479,4 +478,4 @@ def test_the_tests_serve_http_from_the_scripted_judge() -> None:
         for path in tests.rglob("*.py")
         if handler.search(path.read_text(encoding="utf-8"))
     }
-    assert own == {"support/judge_server.py", "test_local_progress.py"}
+    assert own == {"support/judge_server.py"}
