@@ -20,7 +20,7 @@ NEWEST_PYTHON = "3.13"
 OLDEST_PYTEST = "8.0.0"
 # The oldest litellm pyproject.toml accepts ("litellm>=1.106,...").
 OLDEST_LITELLM = "1.106.0"
-# The fast suite (no real model, no fresh virtual environment); posargs replace it (e.g. ``nox -s tests -- tests/test_cache.py -x``).
+# The fast suite (no real model, none of the `slow` tests); posargs replace it (e.g. ``nox -s tests -- tests/test_cache.py -x``).
 FAST_SUITE = ("-q", "-n", "2", "-m", "not e2e and not slow")
 BENCHMARKS = ("startup_overhead", "cache_overhead", "soft_claims_concurrency", "xdist_cold")
 

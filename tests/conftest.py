@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import httpcore  # noqa: F401  (see litellm_preloaded: httpx maps httpcore's exceptions once)
 import pytest
 
+from tests.support import modules_seen
 from tests.support.judge_server import ScriptedJudge
+
+if os.environ.get(modules_seen.FOLDER_VARIABLE):
+    modules_seen.record()
+
+
+def pytest_sessionfinish() -> None:
+    """With ``TESTS_MODULES_SEEN`` set, the package modules this process loaded (modules_seen)."""
+    modules_seen.write()
 
 
 @pytest.fixture(scope="session")
@@ -48,19 +58,61 @@ def world():
 
 PATHS = ("litellm", "openai")
 
+# The modules whose tests run once per path: what they check differs by path (the request sent,
+# the reply and its envelope read, faults, errors and their messages, retries, what importing
+# litellm does). Every other test takes one path, the light one that ``auto`` picks for the
+# scripted judge's ``openai/`` models; tests/test_architecture.py holds the suite to this list.
+BOTH_PATHS_MODULES = frozenset(
+    {
+        "test_families",
+        "test_faults",
+        "test_host_state",
+        "test_red_team_replies",
+        "test_reply_envelope",
+        "test_secrets",
+        "test_whole_test_replay",
+    }
+)
+# litellm's path is the slow one (its import, its client): the fast tier takes the light path
+# only, CI both.
+LITELLM_PATH = pytest.param("litellm", marks=pytest.mark.slow, id="litellm")
+LIGHT_PATH = "openai"
+
 
 @pytest.fixture
 def transport_path() -> str:
-    """The path live calls take (--prop-transport). A module whose tests must hold on both paths
-    overrides it with a ``transport_path`` fixture that returns ``both_paths``."""
+    """The path live calls take (--prop-transport). A module of ``BOTH_PATHS_MODULES`` overrides
+    it with a ``transport_path`` fixture that returns ``both_paths``."""
     return "auto"
 
 
-@pytest.fixture(params=PATHS)
+@pytest.fixture(params=[LITELLM_PATH, LIGHT_PATH])
 def both_paths(request: pytest.FixtureRequest) -> str:
     """Each test once through litellm and once through the light (plain HTTP) path."""
     path: str = request.param
     return path
+
+
+def on_paths(cases: Iterable[Any], both: Callable[[Any], bool]) -> list[Any]:
+    """``cases`` (``pytest.param`` sets) with a last value, ``both_paths``, added: once per path
+    for a case ``both`` picks (what it checks differs by path), else once, on the light path."""
+    expanded = []
+    for case in cases:
+        paths = [LITELLM_PATH, LIGHT_PATH] if both(case) else [LIGHT_PATH]
+        for path in paths:
+            name = path if isinstance(path, str) else path.values[0]
+            marks = [*case.marks] if isinstance(path, str) else [*case.marks, *path.marks]
+            expanded.append(pytest.param(*case.values, name, marks=marks, id=f"{case.id}-{name}"))
+    return expanded
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a real PostgreSQL server (the ``postgres_server`` fixture) is ``slow``: it runs
+    pytest processes against a database; the fast tier leaves it to CI."""
+    for item in items:
+        if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

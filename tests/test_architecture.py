@@ -611,3 +611,68 @@ def test_the_private_name_check_finds_them(tmp_path: Path) -> None:
         "claims.reader imports trace._format_entry",
         "claims.reader reads trace._select_window",
     ]
+
+
+def test_a_free_port_is_found_in_one_place() -> None:
+    """Binding a probe to port 0 on loopback, reading the number and letting it go has one home,
+    ``local/ports.py``: a second copy elsewhere in the package or the tests fails here."""
+    import re
+
+    probe = re.compile(r"\.bind\(\(\s*['\"]127\.0\.0\.1['\"]\s*,\s*0\s*\)\)")
+    home = PACKAGE / "local" / "ports.py"
+    assert probe.search(home.read_text(encoding="utf-8")), "the home lost its probe"
+    tests = PACKAGE.parent / "tests"
+    copies = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in sorted([*PACKAGE.rglob("*.py"), *tests.rglob("*.py")])
+        if path != home and probe.search(path.read_text(encoding="utf-8"))
+    ]
+    assert copies == [], "find a free port with pytest_propositions.local.ports"
+
+
+def test_one_tinytroupe_stand_in() -> None:
+    """TinyTroupe's shapes (its objects, and the package an inner run imports) live in
+    ``tests/support/tinytroupe_like.py``: a second stand-in elsewhere in the tests fails here."""
+    import re
+
+    tests = PACKAGE.parent / "tests"
+    home = tests / "support" / "tinytroupe_like.py"
+    shapes = re.compile(r"[\"']tinytroupe/\w|^\s*MAX_SCORE = 9$|^class Library\w+", re.M)
+    assert len(shapes.findall(home.read_text(encoding="utf-8"))) >= 3, "the home lost its shapes"
+    copies = [
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("*.py"))
+        if path != home and shapes.search(path.read_text(encoding="utf-8"))
+    ]
+    assert copies == [], "extend tests/support/tinytroupe_like.py instead"
+
+
+def test_both_transports_only_where_the_path_differs() -> None:
+    """A test runs once per path only in the modules ``tests/conftest.py`` names (what they check
+    differs by path), and litellm's run of it is ``slow``: the fast tier takes the light path."""
+    import re
+
+    from tests.conftest import BOTH_PATHS_MODULES, LITELLM_PATH
+
+    tests = PACKAGE.parent / "tests"
+    twice = re.compile(r"def transport_path\(both_paths|\bon_paths\(")
+    modules = {
+        path.stem for path in tests.glob("test_*.py") if twice.search(path.read_text("utf-8"))
+    }
+    assert modules == BOTH_PATHS_MODULES
+    assert [mark.name for mark in LITELLM_PATH.marks] == ["slow"]
+
+
+def test_the_tests_serve_http_from_the_scripted_judge() -> None:
+    """One HTTP server for the tests, ``tests/support/judge_server.py`` (on loopback, or run as a
+    program): a test module writing its own request handler fails here."""
+    import re
+
+    tests = PACKAGE.parent / "tests"
+    handler = re.compile(r"\bBaseHTTPRequestHandler\b|\bHTTPServer\(")
+    own = {
+        str(path.relative_to(tests))
+        for path in tests.rglob("*.py")
+        if handler.search(path.read_text(encoding="utf-8"))
+    }
+    assert own == {"support/judge_server.py"}

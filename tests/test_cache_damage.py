@@ -699,6 +699,7 @@ def test_a_disk_full_at_the_start_is_called_full_and_its_verdicts_are_still_read
     assert len(judge_server.requests) == 2  # the first run's claim, then the new one
 
 
+@pytest.mark.slow  # a pytest subprocess on xdist workers
 def test_the_xdist_controller_counts_the_workers_verdicts_a_full_disk_refused(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], small_disk: Path
 ) -> None:

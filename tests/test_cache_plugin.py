@@ -484,6 +484,7 @@ def test_claim(world, assert_proposition, n):
 """
 
 
+@pytest.mark.slow  # a pytest subprocess on xdist workers
 def test_xdist_workers_share_one_cache(suite: Suite) -> None:
     suite.pytester.makepyfile(test_many=XDIST_TESTS)
 
@@ -516,6 +517,7 @@ def test_xdist_workers_share_one_cache(suite: Suite) -> None:
     assert all(entry["record"]["verdict"]["value"] is True for entry in entries)
 
 
+@pytest.mark.slow  # a pytest subprocess on xdist workers
 def test_the_xdist_controller_reports_the_workers_cache_hits(suite: Suite) -> None:
     suite.pytester.makepyfile(test_three=THREE_TESTS)
     suite.judge.on("an architect", verdict(False, justification="He never says so."))

@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_tinytroupe import install
 from tests.support.judge_server import ScriptedJudge, status, verdict
 from tests.support.outcomes import assert_counts
+from tests.support.tinytroupe_like import install
 
 pytest_plugins = ["pytester"]
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SPREADS = {"one-process": [], "xdist": ["-p", "xdist", "-n", "2"]}
+XDIST = pytest.mark.slow  # a pytest subprocess on two xdist workers
 
 
 def run(pytester: pytest.Pytester, spread: str, *args: str) -> pytest.RunResult:
@@ -51,7 +52,11 @@ def test_fine(world, assert_proposition):
 
 @pytest.mark.parametrize(
     ("spread", "mode"),
-    [("one-process", "fail"), ("one-process", "report"), ("xdist", "fail")],
+    [
+        ("one-process", "fail"),
+        ("one-process", "report"),
+        pytest.param("xdist", "fail", marks=XDIST),
+    ],
 )
 def test_a_judge_error_the_test_caught_fails_the_run_and_names_the_test(
     pytester: pytest.Pytester,
@@ -195,7 +200,7 @@ def test_other(focus_group):
 """
 
 
-@pytest.mark.parametrize("spread", ["one-process", "xdist"])
+@pytest.mark.parametrize("spread", ["one-process", pytest.param("xdist", marks=XDIST)])
 def test_a_judge_error_tinytroupes_parallel_run_logged_fails_the_run(
     pytester: pytest.Pytester,
     tmp_path_factory: pytest.TempPathFactory,
@@ -238,7 +243,7 @@ def test_failing(world, assert_proposition):
 """
 
 
-@pytest.mark.parametrize("spread", ["one-process", "xdist"])
+@pytest.mark.parametrize("spread", ["one-process", pytest.param("xdist", marks=XDIST)])
 def test_a_live_call_that_failed_counts_as_a_judge_call(
     pytester: pytest.Pytester,
     judge_server: ScriptedJudge,

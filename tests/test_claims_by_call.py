@@ -372,7 +372,11 @@ def test_b(world, assert_proposition):
 """
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+@pytest.mark.parametrize(
+    "xdist",
+    [False, pytest.param(True, marks=pytest.mark.slow)],  # slow: xdist workers in a subprocess
+    ids=["one-process", "xdist"],
+)
 def test_a_claim_by_call_that_outlives_its_test_is_never_filed_under_a_later_test(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], xdist: bool
 ) -> None:

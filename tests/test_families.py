@@ -26,6 +26,7 @@ from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import OPTIONS_BY_NAME, Settings, SettingsError, resolve
 from pytest_propositions.store.cache import cache_key
 from pytest_propositions.trace import Agent, World
+from tests.conftest import LITELLM_PATH
 from tests.support.judge_server import (
     AZURE_JSON_SCHEMA_REJECTION,
     AZURE_MODEL_JSON_SCHEMA_REJECTION,
@@ -346,7 +347,7 @@ def world() -> World:
     return room
 
 
-@pytest.mark.parametrize("both_paths", ["litellm"])  # litellm's own refusal
+@pytest.mark.parametrize("both_paths", [LITELLM_PATH])  # litellm's own refusal
 @pytest.mark.parametrize("in_process", ["openai/gpt-5-mini"], indirect=True)
 def test_a_refusal_by_litellm_is_reported_as_one(
     judge_server: ScriptedJudge, in_process: None, monkeypatch: pytest.MonkeyPatch
@@ -367,7 +368,7 @@ def test_a_refusal_by_litellm_is_reported_as_one(
     assert judge_server.requests == []
 
 
-@pytest.mark.parametrize("both_paths", ["litellm"])  # litellm's own refusal
+@pytest.mark.parametrize("both_paths", [LITELLM_PATH])  # litellm's own refusal
 @pytest.mark.parametrize("in_process", ["openai/gpt-5-search-api"], indirect=True)
 def test_a_parameter_litellm_lists_as_unsupported_is_refused_up_front(
     judge_server: ScriptedJudge, in_process: None, monkeypatch: pytest.MonkeyPatch

@@ -8,7 +8,6 @@ cached, and that once the fault clears the same claim is judged and cached exact
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,9 +23,11 @@ from pytest_propositions import (
     VerdictUnparsable,
 )
 from pytest_propositions import runtime as runtime_module
+from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.store.cache import VerdictCache
+from tests.conftest import LIGHT_PATH
 from tests.support.judge_server import (
     Reply,
     ScriptedJudge,
@@ -136,14 +137,6 @@ def assert_recovers(judge_server: ScriptedJudge, cache_dir: Path) -> None:
     assert proposition.verdict is not None and proposition.verdict.cached is False
     assert len(judge_server.requests) == 1
     assert cached_entries(cache_dir) == 1
-
-
-def free_loopback_port() -> int:
-    """A port nothing listens on: bind to port 0, read the number, close the socket."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def retry_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -542,6 +535,7 @@ def test_other_bad_request_is_final_and_names_the_settings(
 # --------------------------------------------------------------------------- replay
 
 
+@pytest.mark.parametrize("both_paths", [LIGHT_PATH])  # no call: no path to differ
 def test_replay_with_an_empty_cache_never_calls_the_judge(
     judge_server: ScriptedJudge, start_runtime: StartRuntime, cache_dir: Path
 ) -> None:

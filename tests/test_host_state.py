@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import LITELLM_PATH
+
 # The inner project's conftest. It snapshots the machinery when the session starts, after every
 # test and after every plugin's unconfigure, and, through a finder placed first in
 # sys.meta_path, at the moment anything asks to import litellm (before the plugin imports it).
@@ -173,7 +175,7 @@ def test_a_run_without_claims_leaves_the_interpreter_alone(pytester: pytest.Pyte
     assert "at_litellm_import" not in facts
 
 
-@pytest.mark.parametrize("both_paths", ["litellm"])  # what importing litellm does
+@pytest.mark.parametrize("both_paths", [LITELLM_PATH])  # what importing litellm does
 def test_a_live_claim_leaves_the_hosts_loggers_as_they_were(
     pytester: pytest.Pytester, inner_run: list[str]
 ) -> None:

@@ -181,6 +181,7 @@ def test_claims_go_into_pytest_html_when_it_is_installed(
     assert '<details class="context">' in extra["content"]
 
 
+@pytest.mark.slow  # a pytest subprocess on xdist workers
 def test_under_xdist_the_controller_gets_the_workers_contexts(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
 ) -> None:

@@ -21,6 +21,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # after the env var, so no price map is fetched
 import openai
 
+from tests.conftest import LITELLM_PATH
 from tests.support.judge_server import (
     CREATED,
     RecordedRequest,
@@ -547,7 +548,7 @@ def chain_of(error: BaseException) -> list[BaseException]:
     return chain
 
 
-@pytest.mark.parametrize("path", ["litellm", "openai"])
+@pytest.mark.parametrize("path", [LITELLM_PATH, "openai"])
 def test_both_paths_read_the_same_reply(judge_server: ScriptedJudge, path: str) -> None:
     from pytest_propositions.judging.response import reply_content, reply_usage
 
@@ -675,15 +676,12 @@ def test_the_light_path_names_a_dropped_connection_and_a_timeout(
 
 
 def test_the_light_path_says_a_connection_was_refused() -> None:
-    import socket
-
     import httpx
 
     from pytest_propositions.judging.faults import Fault
+    from pytest_propositions.local.ports import free_loopback_port
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_loopback_port()  # nobody listens there
     with ScriptedJudge() as judge, pytest.raises(Exception) as info:
         light(judge, api_base=f"http://127.0.0.1:{port}/v1")
     assert any(isinstance(link, httpx.ConnectError) for link in chain_of(info.value))

@@ -8,9 +8,7 @@ the real engine that these decisions keep every answer identical to a cold read.
 from __future__ import annotations
 
 import http.client
-import http.server
 import json
-import socket
 import threading
 import time
 from typing import Any
@@ -18,7 +16,10 @@ from typing import Any
 import pytest
 
 from pytest_propositions.local import serve as local_serve
+from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.local.serve import GONE, PromptReuse, Reply
+from tests.support.judge_server import RecordedRequest, ScriptedJudge, echo_fn, verdict
+from tests.support.judge_server import Reply as JudgeReply
 
 CHECK = {"role": "system", "content": "Decide whether the claim is true."}
 SCORE = {"role": "system", "content": "Rate the claim from 0 to 9."}
@@ -200,30 +201,17 @@ def test_over_http_a_client_that_timed_out_in_the_queue_costs_the_engine_nothing
     seen: list[str] = []
     release = threading.Event()
 
-    class StandIn(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def answer(request: RecordedRequest) -> JudgeReply:
+        claim = request.messages[-1]["content"]
+        seen.append(claim)
+        if claim == "first":
+            release.wait(30)
+        return verdict(True)
 
-        def do_POST(self) -> None:  # http.server calls it by this name
-            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            claim = request["messages"][-1]["content"]
-            seen.append(claim)
-            if claim == "first":
-                release.wait(30)
-            payload = ok()[2]
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    engine = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    engine.daemon_threads = True
-    front = local_serve._front(0, f"http://127.0.0.1:{engine.server_address[1]}", 1)
-    for server in (engine, front):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    engine = ScriptedJudge().start()
+    engine.default = echo_fn(answer)
+    front = local_serve._front(0, engine.url, 1)
+    threading.Thread(target=front.serve_forever, daemon=True).start()
     port = front.server_address[1]
 
     def post(claim: str, timeout: float) -> int:
@@ -249,9 +237,9 @@ def test_over_http_a_client_that_timed_out_in_the_queue_costs_the_engine_nothing
         assert seen == ["first", "third"]
     finally:
         release.set()
-        for server in (front, engine):
-            server.shutdown()
-            server.server_close()
+        front.shutdown()
+        front.server_close()
+        engine.stop()
 
 
 def test_generation_leaves_a_core_to_the_machine_and_uses_at_most_two() -> None:
@@ -259,9 +247,7 @@ def test_generation_leaves_a_core_to_the_machine_and_uses_at_most_two() -> None:
 
 
 def test_an_engine_that_cannot_be_reached_is_a_502_that_says_so() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again below: nobody listens there
+    port = free_loopback_port()  # nobody listens there
     status, content_type, payload = local_serve._Engine(f"http://127.0.0.1:{port}").post(
         "/v1/chat/completions", b"{}"
     )

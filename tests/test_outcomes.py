@@ -81,7 +81,11 @@ def test_the_letters_are_read_across_a_progress_line() -> None:
     assert letters_of(types.SimpleNamespace(outlines=again)) == ".FFJ"  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+@pytest.mark.parametrize(
+    "xdist",
+    [False, pytest.param(True, marks=pytest.mark.slow)],  # slow: xdist workers in a subprocess
+    ids=["one-process", "xdist"],
+)
 def test_a_judge_error_is_its_own_outcome_and_a_junit_error(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], xdist: bool
 ) -> None:

@@ -277,7 +277,14 @@ def test_slow(world, assert_proposition):
 
 @pytest.mark.parametrize(
     "mode",
-    [[], ["-q"], ["-v"], ["-s"], ["--tb=no"], ["-p", "xdist", "-n", "2"]],
+    [
+        [],
+        ["-q"],
+        ["-v"],
+        ["-s"],
+        ["--tb=no"],
+        pytest.param(["-p", "xdist", "-n", "2"], marks=pytest.mark.slow),
+    ],
     ids=["default", "q", "v", "s", "tb-no", "xdist"],
 )
 def test_the_line_reaches_the_terminal_not_the_captured_output(
@@ -339,7 +346,9 @@ def screen_of(output: str) -> list[str]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals: Linux only")
 @pytest.mark.parametrize(
-    "mode", [[], ["-v"], ["-p", "xdist", "-n", "2"]], ids=["default", "v", "xdist"]
+    "mode",
+    [[], ["-v"], pytest.param(["-p", "xdist", "-n", "2"], marks=pytest.mark.slow)],
+    ids=["default", "v", "xdist"],
 )
 def test_on_a_terminal_the_line_leaves_pytests_rows_as_they_were(
     pytester: pytest.Pytester,

@@ -29,12 +29,6 @@ MODEL = "openai/judge-model"
 
 
 @pytest.fixture
-def transport_path(both_paths: str) -> str:
-    """Every case here is tried through litellm and through the light path."""
-    return both_paths
-
-
-@pytest.fixture
 def verdicts(tmp_path: Path) -> Path:
     return tmp_path / "verdicts"
 

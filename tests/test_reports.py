@@ -615,6 +615,7 @@ def test_runtime_merges_worker_results() -> None:
     assert runtime.record.judge_errors == [("t::b", "JudgeUnavailable: down")]
 
 
+@pytest.mark.slow  # a pytest subprocess on xdist workers
 def test_xdist_run_reports_the_same_as_a_single_process(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, args: list[str]
 ) -> None:

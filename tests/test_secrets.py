@@ -6,7 +6,6 @@ is judged (a target, a claim variable)."""
 from __future__ import annotations
 
 import re
-import socket
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_propositions.judging.endpoint import Connection
+from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.redaction import Secret, redact, redact_url
 from pytest_propositions.settings import Settings
 from tests.support.judge_server import (
@@ -60,13 +60,6 @@ def _quote_the_key(request: RecordedRequest) -> Reply:
         f"Incorrect API key provided: {sent}. You can find your API key at your dashboard.",
         "invalid_request_error",
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @pytest.fixture
@@ -121,7 +114,7 @@ def test_no_flag_and_no_failure_shows_the_key_or_the_password(
 ) -> None:
     monkeypatch.setenv("PROP_API_KEY", key)
     reply = SCENARIOS[scenario]
-    port = judge_server.port if reply is not None else _free_port()
+    port = judge_server.port if reply is not None else free_loopback_port()
     if reply is not None:
         judge_server.default = reply
     api_base = f"http://127.0.0.1:{port}/v1"
@@ -173,7 +166,7 @@ def test_credentials_in_the_api_base_are_redacted_and_explained(
     password: str,
 ) -> None:
     monkeypatch.setenv("PROP_API_KEY", PLAIN_KEY)
-    port = _free_port() if refused else judge_server.port
+    port = free_loopback_port() if refused else judge_server.port
     junit = project / "junit.xml"
     cache_dir = project / "verdicts"
     result = pytester.runpytest(

@@ -68,7 +68,11 @@ def test_from_a_thread_joined_at_teardown(workers, world, expect_proposition):
 """
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+@pytest.mark.parametrize(
+    "xdist",
+    [False, pytest.param(True, marks=pytest.mark.slow)],  # slow: xdist workers in a subprocess
+    ids=["one-process", "xdist"],
+)
 def test_soft_claims_made_after_the_body_are_judged_and_fail_the_teardown(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], xdist: bool
 ) -> None:

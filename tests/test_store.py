@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.settings import OPTIONS_BY_NAME
 from pytest_propositions.store.cache import VerdictCache
 from pytest_propositions.store.postgres import (
@@ -33,7 +34,7 @@ from pytest_propositions.store.postgres import (
 )
 from tests.conftest import INNER_WORLD
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
-from tests.support.postgres import PostgresServer, StallingProxy, find_bindir, free_port
+from tests.support.postgres import PostgresServer, StallingProxy, find_bindir
 
 MODEL = "openai/judge-model"
 PASSWORD = "pw-Zq81-never-shown"
@@ -269,7 +270,7 @@ def test_a_fresh_machine_is_served_by_the_store_without_a_judge_call(fleet: Flee
     with VerdictCache(fleet.machine("b")) as cache:
         assert len(cache) == 5
     dead = fleet.server.url(fleet.role, PASSWORD, fleet.database).replace(
-        f":{fleet.server.port}/", f":{free_port()}/"
+        f":{fleet.server.port}/", f":{free_loopback_port()}/"
     )
     code, out = fleet.run("b", store=dead)
     assert code == 0, out[-3000:]
@@ -278,7 +279,7 @@ def test_a_fresh_machine_is_served_by_the_store_without_a_judge_call(fleet: Flee
 
 def test_a_run_that_judges_nothing_never_connects(fleet: Fleet) -> None:
     (fleet.project / "test_plain.py").write_text("def test_plain():\n    assert True\n")
-    dead = f"postgresql://nobody:{PASSWORD}@127.0.0.1:{free_port()}/nothing"
+    dead = f"postgresql://nobody:{PASSWORD}@127.0.0.1:{free_loopback_port()}/nothing"
     code, out = fleet.run("a", store=dead)
     assert code == 0, out[-3000:]
     assert "1 passed" in out and "cannot reach" not in out
@@ -315,7 +316,7 @@ def test_replay_on_a_fresh_machine_is_served_by_the_store_alone(fleet: Fleet) ->
 
 def test_a_store_down_at_start_stops_the_run_before_any_judge_call(fleet: Fleet) -> None:
     (fleet.project / "test_claims.py").write_text(claims_file(4))
-    port = free_port()
+    port = free_loopback_port()
     dead = f"postgresql://{fleet.role}:{PASSWORD}@127.0.0.1:{port}/{fleet.database}"
     code, out = fleet.run("a", "-n", "2", store=dead)
     assert code != 0
@@ -739,7 +740,7 @@ def test_a_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_errors_and_reprs_never_show_the_password() -> None:
-    url = f"postgresql://u:{PASSWORD}@127.0.0.1:{free_port()}/db?sslmode=disable"
+    url = f"postgresql://u:{PASSWORD}@127.0.0.1:{free_loopback_port()}/db?sslmode=disable"
     store = PostgresStore(url, connect_timeout=2)
     with pytest.raises(StoreUnavailable) as info:
         store.connect()
@@ -770,7 +771,7 @@ def test_a_store_timeout_that_is_no_positive_number_is_refused(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prop-store-timeout*expected a finite positive number*"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PG"))}
-    store = f"postgresql://ci@127.0.0.1:{free_port()}/verdicts"
+    store = f"postgresql://ci@127.0.0.1:{free_loopback_port()}/verdicts"
     done = subprocess.run(
         [sys.executable, "-m", "pytest_propositions", "cache", "stats", "--store", store],
         cwd=tmp_path,
@@ -829,7 +830,7 @@ def test_the_platforms_longest_wait_is_taken_and_one_rule_parses_every_wait(
     waits = [OPTIONS_BY_NAME[name].parse for name in ("timeout", "store_timeout")]
     assert waits[0] is waits[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROP_", "PG"))}
-    store = f"postgresql://ci@127.0.0.1:{free_port()}/verdicts"
+    store = f"postgresql://ci@127.0.0.1:{free_loopback_port()}/verdicts"
     done = subprocess.run(
         [sys.executable, "-m", "pytest_propositions", "cache", "stats", "--store", store],
         cwd=tmp_path,
@@ -923,7 +924,7 @@ def test_pg_variables_and_pgpass_reach_libpq(
 @pytest.mark.parametrize("password", ["ab%zz-never-shown", "with space-never-shown"])
 def test_libpq_quoting_a_malformed_password_is_redacted(password: str) -> None:
     """libpq quotes a malformed URL's parts in its message, the password included."""
-    store = PostgresStore(f"postgresql://u:{password}@127.0.0.1:{free_port()}/db")
+    store = PostgresStore(f"postgresql://u:{password}@127.0.0.1:{free_loopback_port()}/db")
     with pytest.raises(StoreUnavailable) as info:
         store.connect()
     assert "[redacted]" in str(info.value) and "postgresql://u@127.0.0.1:" in str(info.value)

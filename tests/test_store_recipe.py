@@ -159,6 +159,7 @@ def _sudo_stand_in(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # a real PostgreSQL server, started by the recipe's own commands
 def test_the_local_server_recipe_runs_as_written(
     judge_server: ScriptedJudge, tmp_path: Path
 ) -> None:
@@ -167,7 +168,8 @@ def test_the_local_server_recipe_runs_as_written(
     import pwd
     import tempfile
 
-    from tests.support.postgres import find_bindir, free_port
+    from pytest_propositions.local.ports import free_loopback_port
+    from tests.support.postgres import find_bindir
 
     bindir = find_bindir()
     if bindir is None:
@@ -187,7 +189,7 @@ def test_the_local_server_recipe_runs_as_written(
         entry = pwd.getpwnam("postgres")
         os.chown(root, entry.pw_uid, entry.pw_gid)
     data = root / "verdicts-db"
-    port = free_port()
+    port = free_loopback_port()
     script = "\n".join(blocks).replace(
         "export PGPORT=5433 PGDATA=~postgres/verdicts-db", f"export PGPORT={port} PGDATA={data}"
     )

@@ -5,7 +5,7 @@ call; undone after the test; TinyTroupe imported only by a test that asks for it
 
 TinyTroupe is not installable from the package index (it holds a 0.0.1 placeholder), so CI runs
 these against a stand-in package with TinyTroupe's module paths and call shapes
-(tests/support/fake_tinytroupe.py); the last test runs against the real library when installed.
+(tests/support/tinytroupe_like.py); the last test runs against the real library when installed.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.docs_blocks import page_blocks
-from tests.support.fake_tinytroupe import install
 from tests.support.judge_server import ScriptedJudge, verdict
+from tests.support.tinytroupe_like import install
 
 pytest_plugins = ["pytester"]
 

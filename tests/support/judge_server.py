@@ -19,12 +19,19 @@ Real providers' recorded bodies (``tests/data/provider_replies``, each with its 
 by :func:`recorded`, with the verdict text put where the provider writes its reply: OpenAI's
 and OpenRouter's on the chat route, Anthropic's on ``/v1/messages`` and Gemini's on
 ``/models/NAME:generateContent`` (the routes litellm posts to when ``api_base`` is this server).
+
+Run as a program (``python tests/support/judge_server.py PORT [MODEL ...]``) it is a server
+another process starts and stops, as the managed local judge does llama.cpp's: it says
+``LISTENING`` on its standard output, then serves until killed (see :func:`main` to script it,
+and :attr:`ScriptedJudge.slots` for llama.cpp's ``/slots``).
 """
 
 from __future__ import annotations
 
 import json
+import runpy
 import struct
+import sys
 import threading
 import urllib.parse
 import zlib
@@ -715,6 +722,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/health":
             self._send_json(200, {"status": "ok"})
+        elif path == "/slots" and self.server.judge.slots is not None:
+            self._send_json(200, self.server.judge.slots())
         elif path in ("/v1/models", "/models"):
             models = [
                 {"id": name, "object": "model", "created": CREATED, "owned_by": "scripted"}
@@ -1114,6 +1123,8 @@ class ScriptedJudge:
         self.azure_structured_outputs = True
         # The key Azure's deployment route accepts in its api-key header; None: any key.
         self.azure_api_key: str | None = None
+        # llama.cpp's GET /slots, answered with what this returns; None: no such route.
+        self.slots: Callable[[], Any] | None = None
         self._rules: list[Rule] = []
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -1124,11 +1135,12 @@ class ScriptedJudge:
 
     # ---- lifecycle
 
-    def start(self) -> ScriptedJudge:
+    def start(self, port: int = 0) -> ScriptedJudge:
+        """Serve on ``port`` (0: one the OS picks; read it back from :attr:`port`)."""
         if self._server is not None:
             raise RuntimeError("ScriptedJudge is already running")
         self._stopping.clear()
-        server = _Server(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler)
+        server = _Server(("127.0.0.1", port), _KeepAliveHandler if self.keep_alive else _Handler)
         server.judge = self
         self._server = server
         self._thread = threading.Thread(
@@ -1294,3 +1306,27 @@ class ScriptedJudge:
 
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(max(0.0, seconds))
+
+
+LISTENING = "scripted judge listening"
+
+
+def main(argv: list[str]) -> None:
+    """Serve on the port given first, listing the models given after it, until killed.
+
+    ``--setup FILE ARGS...`` at the end runs FILE first, with ``judge`` (this server, not yet
+    started), ``argv`` (ARGS), ``echo_fn`` and ``verdict`` defined: it scripts the server.
+    """
+    setup = argv[argv.index("--setup") :] if "--setup" in argv else []
+    port, *models = argv[: len(argv) - len(setup)]
+    judge = ScriptedJudge(models or None)
+    if setup:
+        scope = {"judge": judge, "argv": setup[2:], "echo_fn": echo_fn, "verdict": verdict}
+        runpy.run_path(setup[1], init_globals=scope)
+    judge.start(int(port))
+    print(f"{LISTENING} on {judge.url}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pytest_propositions.local.ports import free_loopback_port
+
 ADMIN = "postgres"
 REQUIRED = ("initdb", "pg_ctl", "postgres")
 
@@ -55,18 +57,12 @@ def find_bindir() -> Path | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class PostgresServer:
     """One throwaway cluster. ``start``/``stop`` can be called again (a store lost mid-run)."""
 
     def __init__(self, bindir: Path, port: int | None = None) -> None:
         self.bindir = bindir
-        self.port = port or free_port()
+        self.port = port or free_loopback_port()
         self.root = Path(tempfile.mkdtemp(prefix="prop-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
