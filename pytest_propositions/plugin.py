@@ -12,7 +12,7 @@ import pytest
 from . import runtime as runtime_module
 from .errors import PropositionFailed
 from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run, move_old_cache, say_cache_moved
-from .settings import OPTIONS, argparse_type
+from .settings import OPTIONS, argparse_type, cache_mode
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -70,10 +70,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "(holds=False or max_score=N: it must not hold); stackable.",
     )
     runtime = build_runtime(config)
-    if config.pluginmanager.hasplugin("recording"):
-        from .store.cassettes import replay_cassettes
+    if not cache_mode(runtime.settings.cache).judges and config.pluginmanager.hasplugin(
+        "recording"
+    ):
+        from .store.cassettes import replay_cassettes  # the simulation's calls replay too
 
-        replay_cassettes(config, runtime.settings.cache)
+        replay_cassettes(config)
     config.stash[RUNTIME_KEY] = runtime
     runtime_module.activate(runtime)
 

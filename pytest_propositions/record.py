@@ -12,10 +12,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .redaction import redact_data, redact_values
-from .verdict import Verdict
+
+if TYPE_CHECKING:
+    from .verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ def _redacted(outcome: Outcome) -> Outcome:
     """The outcome as the reports may show it: every field redacted of the known secrets (a
     claim variable, or a recording the judge quoted, may hold a key). Field by field, so a field
     added to ``Outcome`` is redacted with no edit here."""
+    from .verdict import Verdict  # a claim was made: not on an unused plugin's route
+
     changes: dict[str, Any] = {}
     for item in dataclasses.fields(outcome):
         value = getattr(outcome, item.name)

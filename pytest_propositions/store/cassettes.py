@@ -13,18 +13,14 @@ from typing import Any
 
 import pytest
 
-from ..settings import cache_mode
-
 __all__ = ["ReplayCassettes", "check_record_mode", "replay_cassettes"]
 
 READ_ONLY = "none"
 
 
-def replay_cassettes(config: pytest.Config, mode: str) -> None:
-    """In a cache mode that reaches no model, pytest-recording's cassettes are read only too
-    (the simulation's calls replay); called only when pytest-recording is installed."""
-    if cache_mode(mode).judges:
-        return
+def replay_cassettes(config: pytest.Config) -> None:
+    """pytest-recording's cassettes made read only too (the simulation's calls replay); called
+    only when it is installed and the cache mode reaches no model (``cache_mode``)."""
     check_record_mode(config)
     config.pluginmanager.register(ReplayCassettes(), "propositions-replay-cassettes")
 
