@@ -183,20 +183,38 @@ def _redacted(outcome: Outcome) -> Outcome:
     from .verdict import Verdict  # a claim was made: not on an unused plugin's route
 
     changes: dict[str, Any] = {}
-    for item in dataclasses.fields(outcome):
-        value = getattr(outcome, item.name)
-        shown = _redacted_verdict(value) if isinstance(value, Verdict) else redact_data(value)
+    for name in _field_names(Outcome):
+        value = getattr(outcome, name)
+        if isinstance(value, Verdict):
+            shown = _redacted_verdict(value)
+        elif isinstance(value, str | dict | list | tuple):
+            shown = redact_data(value)
+        else:  # a number, a flag, None: nothing to redact
+            continue
         if shown is not value and shown != value:
-            changes[item.name] = shown
+            changes[name] = shown
     return dataclasses.replace(outcome, **changes) if changes else outcome
 
 
 def _redacted_verdict(verdict: Verdict) -> Verdict:
     """The verdict with every text field redacted (the claim, what the judge wrote, its raw
     reply), field by field as ``_redacted`` does."""
-    changes = {
-        item.name: redact_values(value)
-        for item in dataclasses.fields(verdict)
-        if isinstance(value := getattr(verdict, item.name), str) and redact_values(value) != value
-    }
+    changes: dict[str, str] = {}
+    for name in _field_names(type(verdict)):
+        value = getattr(verdict, name)
+        if isinstance(value, str) and value:
+            shown = redact_values(value)
+            if shown != value:
+                changes[name] = shown
     return verdict.replace(**changes) if changes else verdict
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, read once (a claim's record is redacted on the cached path)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(item.name for item in dataclasses.fields(cls))
+    return names

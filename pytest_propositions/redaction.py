@@ -5,6 +5,7 @@ shown of a request (plain data, and reprs pytest cut short)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -46,9 +47,15 @@ def remember_secrets(*values: str | Secret | None) -> None:
             _known = _known | found
 
 
-def _replace_values(text: str, values: Iterable[str]) -> str:
-    # Longest first: a URL's user-and-password goes whole before its password alone.
-    for value in sorted(set(values), key=len, reverse=True):
+@functools.lru_cache(maxsize=8)
+def _longest_first(values: frozenset[str]) -> tuple[str, ...]:
+    """The values longest first: a URL's user-and-password goes whole before its password
+    alone. Kept per set, since every text a claim files is redacted against the same one."""
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def _replace_values(text: str, values: frozenset[str]) -> str:
+    for value in _longest_first(values):
         if value not in text:
             continue
         if len(value) >= LONG_SECRET:
@@ -83,8 +90,10 @@ def redact(text: str, secrets: tuple[str | Secret | None, ...] = ()) -> str:
 def redact_values(text: str, secrets: Iterable[str | Secret | None] = ()) -> str:
     """Only the secret values (given and remembered) replaced: for text the plugin builds
     itself, such as a URL it describes with the user shown."""
+    if not secrets:
+        return _replace_values(text, _known)
     given = (secret.reveal() if isinstance(secret, Secret) else secret for secret in secrets)
-    return _replace_values(text, {value for value in given if value} | _known)
+    return _replace_values(text, frozenset(value for value in given if value) | _known)
 
 
 def redact_data(value: Any) -> Any:

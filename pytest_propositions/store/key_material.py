@@ -10,6 +10,7 @@ default (``run_index`` 0) keeps the key the request had before that field existe
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, get_args
@@ -52,15 +53,15 @@ class KeyMaterial:
     def as_json(self) -> dict[str, Any]:
         """The canonical form: what the key hashes and what a record keeps of the request."""
         form: dict[str, Any] = {}
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if field.name in _OMITTED_AT_DEFAULT and value == field.default:
+        for name, default in _fields_and_defaults():
+            value = getattr(self, name)
+            if name in _OMITTED_AT_DEFAULT and value == default:
                 continue
-            if field.name == "messages":
+            if name == "messages":
                 value = list(value)
-            elif field.name == "sampling":
+            elif name == "sampling":
                 value = dict(value)
-            form[field.name] = value
+            form[name] = value
         return form
 
     @property
@@ -113,3 +114,9 @@ class KeyMaterial:
             if old != new:
                 found.append((name, old, new))
         return found
+
+
+@functools.cache
+def _fields_and_defaults() -> tuple[tuple[str, Any], ...]:
+    """``KeyMaterial``'s fields with their defaults, read once (every claim builds a key)."""
+    return tuple((field.name, field.default) for field in fields(KeyMaterial))
