@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 import pytest
 
@@ -134,8 +134,21 @@ def read_claim(
     return made, problems
 
 
+class HowRead(TypedDict, total=False):
+    """``read_claim``'s keywords, as ``make_claim`` passes them on (checked by mypy there too)."""
+
+    expectation: Mapping[str, Any] | Expectation | None
+    base: ClaimOptions | None
+    takes: Iterable[str]
+    up_front: bool
+    target_known: bool
+    over_runs: Literal["may", "must", "never"]
+    runtime: Runtime | None
+    kind: Literal["check", "score"] | None
+
+
 def make_claim(
-    target: Any, claim: Any, options: Mapping[str, Any], where: str, **how: Any
+    target: Any, claim: Any, options: Mapping[str, Any], where: str, **how: Unpack[HowRead]
 ) -> MadeClaim:
     """``read_claim`` at a call site: the made claim, or its problems raised there, together."""
     __tracebackhide__ = True
