@@ -27,8 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from pytest_propositions.errors import VerdictUnparsable
-from pytest_propositions.judging.families import strip_thinking
-from pytest_propositions.judging.reply import read_reply
+from pytest_propositions.judging.reply import read_reply, strip_thinking
 from pytest_propositions.store.cache import VerdictCache
 
 ROOT = Path(__file__).resolve().parent.parent

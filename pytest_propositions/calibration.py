@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 #: The file beside the verdict cache (inside its folder) that holds one calibration per judge.
-RECORD_NAME = CALIBRATION_FILE
 
 
 def judge_identity(settings: Settings) -> str:
@@ -41,7 +40,7 @@ def record_key(identity: str, prompt_version: str, reasoning_effort: str | None 
 
 
 def read_records(cache_dir: Path) -> dict[str, Any]:
-    path = cache_dir / RECORD_NAME
+    path = cache_dir / CALIBRATION_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -57,14 +56,14 @@ def save_record(cache_dir: Path, key: str, record: Mapping[str, Any]) -> Path:
     """Store one judge's calibration (replacing its last one), atomically."""
     records = read_records(cache_dir)
     records[key] = dict(record)
-    path = cache_dir / RECORD_NAME
+    path = cache_dir / CALIBRATION_FILE
     write_text_atomically(path, json.dumps(records, indent=2, sort_keys=True) + "\n")
     return path
 
 
 def find_record(settings: Settings, cache_dir: Path | None) -> dict[str, Any] | None:
     """The judge's calibration for the current prompt version, if it has one."""
-    if cache_dir is None or not (cache_dir / RECORD_NAME).is_file():
+    if cache_dir is None or not (cache_dir / CALIBRATION_FILE).is_file():
         return None
     key = record_key(judge_identity(settings), PROMPT_VERSION, settings.reasoning_effort)
     record = read_records(cache_dir).get(key)

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from .assertions import MadeClaim
     from .judging.progress import ProgressLine
 
-# calibration.RECORD_NAME: the calibrations beside the cache, looked for without importing it.
-CALIBRATION_RECORD = CALIBRATION_FILE
 # A line about the verdict cache's folder (an old cache moved) to show once, at the start.
 CACHE_NOTE_KEY: pytest.StashKey[str] = pytest.StashKey()
 
@@ -222,7 +220,7 @@ def calibrations(
 
     def lookup(identity: str) -> Mapping[str, Any] | None:
         if not book:
-            if folder is None or not (folder / CALIBRATION_RECORD).is_file():
+            if folder is None or not (folder / CALIBRATION_FILE).is_file():
                 book.append(lambda _identity: None)
             else:
                 from .calibration import Calibrations
@@ -289,7 +287,7 @@ def header_lines(runtime: Runtime) -> list[str]:
     lines = [header_line(runtime.settings, str(folder) if folder else None)]
     # calibration.py (and the judge it names) is loaded only when a record or the gate asks.
     if runtime.settings.min_calibration is not None or (
-        folder is not None and (folder / CALIBRATION_RECORD).is_file()
+        folder is not None and (folder / CALIBRATION_FILE).is_file()
     ):
         from .calibration import header_line as calibration_line
 

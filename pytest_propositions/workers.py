@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from .judging.progress import ProgressLine, file_publisher, worker_flights
 from .reports.hooks import report_claims
-from .reports.json_report import outcome_from_record, outcome_record, stats_record
+from .reports.json_report import outcome_record, stats_record
+from .reports.view import outcome_from_record
 
 if TYPE_CHECKING:
     from .runtime import Runtime

@@ -9,10 +9,10 @@ from typing import Any
 
 from pytest_propositions.record import Outcome
 from pytest_propositions.reports.html import claim_card
-from pytest_propositions.reports.json_report import json_report, outcome_from_record, outcome_record
+from pytest_propositions.reports.json_report import json_report, outcome_record
 from pytest_propositions.reports.junit import claim_properties, junit_properties
 from pytest_propositions.reports.summary import claim_text, failure_section, verdict_listing
-from pytest_propositions.reports.view import ClaimView, Shown, claim_view, note
+from pytest_propositions.reports.view import ClaimView, Shown, claim_view, note, outcome_from_record
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
 

@@ -254,7 +254,8 @@ def test_junit_and_json_name_the_call_and_its_result() -> None:
 
 
 def test_xdist_records_carry_the_call() -> None:
-    from pytest_propositions.reports.json_report import outcome_from_record, outcome_record
+    from pytest_propositions.reports.json_report import outcome_record
+    from pytest_propositions.reports.view import outcome_from_record
 
     outcome = OUTCOMES[3]
     assert outcome_from_record(outcome_record(outcome)) == outcome

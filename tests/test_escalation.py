@@ -315,7 +315,8 @@ def test_a_missing_escalated_verdict_under_replay_is_verdict_missing(
 
 def test_an_escalated_outcome_survives_the_trip_from_an_xdist_worker() -> None:
     from pytest_propositions.record import Outcome
-    from pytest_propositions.reports.json_report import outcome_from_record, outcome_record
+    from pytest_propositions.reports.json_report import outcome_record
+    from pytest_propositions.reports.view import outcome_from_record
 
     main = score(7).replace(model="openai/small", cost_usd=0.0001)
     strong = score(4).replace(model="openai/strong", cost_usd=0.002)

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.calibration import RECORD_NAME, Calibrations, record_key, save_record
+from pytest_propositions.calibration import Calibrations, record_key, save_record
 from pytest_propositions.cli.calibrate import Item, Outcome, compute_metrics
 from pytest_propositions.judging.prompts import PROMPT_VERSION
 from pytest_propositions.over_runs.binomial import upper_bound
 from pytest_propositions.reports.summary import calibration_line, calibration_text
+from pytest_propositions.store.location import CALIBRATION_FILE as RECORD_NAME
 from tests.support.calibration import calibration_record as shared_record
 from tests.support.judge_server import ScriptedJudge, verdict
 
@@ -105,7 +106,6 @@ def test_a_run_looks_for_the_record_once_and_imports_nothing_without_one(
 ) -> None:
     from pytest_propositions import session
 
-    assert session.CALIBRATION_RECORD == RECORD_NAME
     lookup = session.calibrations(tmp_path, None)
     assert lookup(JUDGE) is None
     # Looked for once: a record written during the run is not read by it.

@@ -16,7 +16,6 @@ from .._version import __version__
 from ..record import Outcome, stat_names
 from .counts import Calibrations, claim_counts, run_calibrations, run_counts
 from .view import claim_view
-from .view import outcome_from_record as outcome_from_record  # what workers.py reads back
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats

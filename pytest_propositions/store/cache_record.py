@@ -32,7 +32,7 @@ from ..redaction import redact_data
 from ..verdict import KINDS, Verdict, check_stored_verdict
 from .errors import ImportLineError, InvalidRecordError
 from .key_material import KeyMaterial
-from .keys import KEY_PATTERN, cache_key, canonical_json, check_names
+from .keys import KEY_PATTERN, canonical_json, check_names
 
 ENCODING = "zlib+base64"
 # The field of a stored request redacted of a secret: its seal to the key (pack_request).
@@ -96,7 +96,8 @@ def request_redacted(record: Mapping[str, Any]) -> bool:
 
 
 def unpack_request(record: Mapping[str, Any], *, strict: bool = False) -> dict[str, Any] | None:
-    """The key material a record was stored under (model included); None if it keeps no
+    """The canonical form of the key material a record was stored under, as a dict (model
+    included; ``record_material`` reads it as a ``KeyMaterial``); None if it keeps no
     ``request`` field, or (unless ``strict``: then ValueError saying why) one that cannot be read."""
     stored = record.get("request")
     if stored is None:
@@ -136,11 +137,13 @@ def record_material(record: Mapping[str, Any]) -> KeyMaterial | None:
 def request_key(record: Mapping[str, Any]) -> str | None:
     """The key of the request a record keeps (the judge's own key function); None if it keeps
     none, ValueError saying why if it cannot be read or is no key material."""
-    material = unpack_request(record, strict=True)
-    if material is None:
+    form = unpack_request(record, strict=True)
+    if form is None:
         return None
     try:
-        return cache_key(material)
+        # The form hashed as it is kept, as KeyMaterial.key hashes its own (keys.cache_key): a
+        # form this version would not build (another version's) is checked against its key too.
+        return cache_key(form)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"not the material of a key: {exc}") from None
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..checks import check_count, check_window, plural, quote_name
-from .notation import CONTINUATION_INDENT as CONTINUATION_INDENT
 from .notation import (
     TRUNCATION_MARK,
     action_head,
