@@ -32,7 +32,7 @@ from ..redaction import redact_data
 from ..verdict import KINDS, Verdict, check_stored_verdict
 from .errors import ImportLineError, InvalidRecordError
 from .key_material import KeyMaterial
-from .keys import KEY_PATTERN, canonical_json, check_names
+from .keys import KEY_PATTERN, cache_key, canonical_json, check_names
 
 ENCODING = "zlib+base64"
 # The field of a stored request redacted of a secret: its seal to the key (pack_request).
