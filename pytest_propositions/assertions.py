@@ -20,7 +20,7 @@ from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .over_runs.keywords import is_runs
 from .runtime import current
-from .verdict import KINDS
+from .verdict import KINDS, Kind
 
 if TYPE_CHECKING:
     from .over_runs.result import RunsResult
@@ -64,7 +64,7 @@ def read_claim(
     target_known: bool = True,
     over_runs: Literal["may", "must", "never"] = "may",
     runtime: Runtime | None = None,
-    kind: Literal["check", "score"] | None = None,
+    kind: Kind | None = None,
 ) -> tuple[MadeClaim | None, list[Problem]]:
     """What the user gave (a target, a claim or a Proposition-shaped object, options, an
     expectation: ``min_score``, ``max_score``, ``holds`` as given, or one already made) turned
@@ -144,7 +144,7 @@ class HowRead(TypedDict, total=False):
     target_known: bool
     over_runs: Literal["may", "must", "never"]
     runtime: Runtime | None
-    kind: Literal["check", "score"] | None
+    kind: Kind | None
 
 
 def make_claim(
@@ -214,7 +214,7 @@ def rule_of(
     where: str | None,
     *,
     runtime: Runtime | None = None,
-    kind: Literal["check", "score"] | None = None,
+    kind: Kind | None = None,
 ) -> Rule | None:
     """The checked rule of a claim over runs, made once where the claim is made and handed
     down; None for an ordinary claim, which names neither a ``runs(...)`` target nor a runs

@@ -50,7 +50,7 @@ def min_score_marker(node: pytest.Item) -> int | None:
     __tracebackhide__ = True
     value, problem = _min_score_mark(node)
     if problem is not None:
-        pytest.fail(f"{node.nodeid}: {problem}", pytrace=False)
+        pytest.fail(at_site(node.nodeid) + problem, pytrace=False)
     return value
 
 
@@ -88,7 +88,7 @@ def check_collected(config: pytest.Config, items: list[pytest.Item]) -> None:
         claims, problems = _proposition_marks(item)
         _, min_score_problem = _min_score_mark(item)
         if min_score_problem is not None:
-            problems.append(f"{item.nodeid}: {min_score_problem}")
+            problems.append(at_site(item.nodeid) + min_score_problem)
         if problems:
             item.stash[MARKER_PROBLEMS_KEY] = "\n".join(problems)
             if config.pluginmanager.get_plugin(_BAD_MARKERS) is None:
@@ -248,7 +248,8 @@ def pending_for(item: pytest.Item) -> list[PendingClaim]:
         if claim.target not in funcargs:
             # (A marker applied while the test ran: one found at collection has its fixture.)
             pytest.fail(
-                f"{item.nodeid}: @pytest.mark.proposition: target {claim.target!r} is not a "
+                at_site(f"{item.nodeid}: @pytest.mark.proposition")
+                + f"target {claim.target!r} is not a "
                 "fixture this test requests; a marker applied while the test runs judges only "
                 "a fixture the test requests",
                 pytrace=False,

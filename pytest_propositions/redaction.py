@@ -129,7 +129,7 @@ def redact_repr(text: str) -> str:
     text = redact_values(text)
     if "..." not in text and "…" not in text:
         return text
-    for value in sorted(_known, key=len, reverse=True):
+    for value in _longest_first(_known):
         if len(value) < LONG_SECRET:
             continue
         starts = "|".join(re.escape(value[:n]) for n in range(len(value) - 1, _CUT_PIECE - 1, -1))

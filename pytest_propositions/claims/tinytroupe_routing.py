@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..checks import check_flag
-from ..verdict import Kind
+from ..verdict import KINDS, Kind
 from .proposition import Proposition
 
 if TYPE_CHECKING:
@@ -58,8 +58,7 @@ def route(monkeypatch: pytest.MonkeyPatch) -> type:
             f"route_tinytroupe_propositions: {LIBRARY_MODULE}.Proposition is not the class with "
             "check() and score() this fixture replaces; this TinyTroupe release is not supported"
         )
-    kinds: tuple[Kind, ...] = ("check", "score")
-    for kind in kinds:
+    for kind in KINDS:
         monkeypatch.setattr(library_class, kind, _judged_here(kind))
     return library_class
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..checks import plural
-from ..trace.notation import format_entry, omission_note, select_window
+from ..trace.notation import event_label, format_entry, omission_note, select_window
 from .format_anthropic import ANTHROPIC
 from .format_gemini import GEMINI
 from .format_langchain import LANGCHAIN
@@ -74,6 +74,6 @@ def render_transcript(value: Any, first_n: int | None, last_n: int | None) -> st
             lines.append(omission_note(*item, unit="event"))
             continue
         head, content = entries[item]
-        lines.append(format_entry(f"Event #{item}", head, content))
+        lines.append(format_entry(event_label(item), head, content))
     lines.append("---- END TRANSCRIPT ----")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""How each model family must be asked: which sampling parameters it takes, and its reply quirks.
+"""How each model family must be asked (which sampling parameters it takes) and each
+OpenAI-compatible provider reached (where its base URL and key are read from).
 
 The cache key records the sampling parameters that are sent, so what is sent must be known on a
 cached run, where litellm is never imported. The decision is therefore a pure function of the
@@ -25,9 +26,10 @@ from typing import Any, Literal
 
 from ..errors import JudgeUnavailable
 from ..settings import REASONING_EFFORTS
+from ..verdict import CHECK, SCORE, Kind
 
 # What the judge sends to a model that takes a temperature (the names are claim kinds).
-TEMPERATURE: dict[str, float] = {"check": 0.5, "score": 1.0}
+TEMPERATURE: dict[str, float] = {CHECK: 0.5, SCORE: 1.0}
 FOLLOW_UP_TEMPERATURE = 0.7
 
 # Patterns are compiled at first use (re keeps them): most runs ask about one model, if any.
@@ -128,7 +130,7 @@ class Profile:
     # None: the environment's, else the transports' default.
     api_version: str | None = None
 
-    def sampling(self, kind: str, reasoning_effort: str | None) -> dict[str, Any]:
+    def sampling(self, kind: Kind, reasoning_effort: str | None) -> dict[str, Any]:
         """The sampling parameters sent for a claim of ``kind``; the key records them."""
         return _parameters(self.model, self.family, TEMPERATURE[kind], reasoning_effort)
 
@@ -160,9 +162,7 @@ class UnsupportedEffort(ValueError):
     """The model takes a reasoning effort, but not the level that was asked for."""
 
 
-def sampling(
-    model: str, kind: Literal["check", "score"] | str, reasoning_effort: str | None
-) -> dict[str, Any]:
+def sampling(model: str, kind: Kind, reasoning_effort: str | None) -> dict[str, Any]:
     """The sampling parameters sent to ``model`` for a claim of ``kind``; the key records them.
 
     A reasoning effort is left out for models that take none (see ``Profile.effort_ignored``).

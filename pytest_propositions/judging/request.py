@@ -44,7 +44,9 @@ class Turns:
 
 @dataclass(frozen=True)
 class JudgeRequest:
-    """Everything that decides a verdict; all of it but the test id goes into the cache key."""
+    """What the judge is asked for one claim; the judge keys it as a ``KeyMaterial`` (with the
+    connection's identity and the sampling sent), so the claim's text and the test id are not in
+    the key."""
 
     kind: Kind
     claim: str

@@ -142,7 +142,7 @@ class TransportPath(Protocol):
     raises a ``Fault`` when it fails, and nothing else), and closing what it holds.
     ``Transport`` asks these of whichever path a model takes."""
 
-    def first_response_format(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
+    def first_response_mode(self, profile: Profile, modes: tuple[str, ...]) -> str: ...
 
     def refusal(self, profile: Profile, sampling: dict[str, Any]) -> str | None: ...
 
@@ -238,7 +238,7 @@ class Transport:
             raise JudgeUnavailable(
                 _message(Fault("no_provider", unrouted), connection, 1), stops_run=True
             )
-        mode = path.first_response_format(profile, RESPONSE_MODES)
+        mode = path.first_response_mode(profile, RESPONSE_MODES)
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 

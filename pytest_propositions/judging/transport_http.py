@@ -527,7 +527,7 @@ class HttpPath:
         """This path takes only models whose provider it knows (``families.provider_of``)."""
         return None
 
-    def first_response_format(self, profile: Profile, modes: tuple[str, ...]) -> str:
+    def first_response_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         """The structured-output mode the response-format fallback starts at: Azure before 2024-08-01-preview, and a model
         litellm's table says has no response schema, start at JSON mode. Called before the
         first call, off the event loop: the HTTP client is imported here too."""

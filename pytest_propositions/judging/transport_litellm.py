@@ -179,7 +179,7 @@ class LitellmPath:
         self._unrouted: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
 
-    def first_response_format(self, profile: Profile, modes: tuple[str, ...]) -> str:
+    def first_response_mode(self, profile: Profile, modes: tuple[str, ...]) -> str:
         """The structured-output mode the response-format fallback starts at."""
         return first_response_mode(load_litellm(profile.model), profile.model, modes)
 

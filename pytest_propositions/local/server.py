@@ -68,8 +68,8 @@ def server_threads() -> int:
     (each starts its own server), at most ``MAX_PROMPT_THREADS``.
 
     The count changes speed only, never an answer: without flash attention llama.cpp computes
-    the same bits on any number of threads (measured on 1, 2 and 3; ``local_serve``). Replies
-    are generated on all of them but one, at most 2 (``local_serve.generation_threads``).
+    the same bits on any number of threads (measured on 1, 2 and 3; ``local.serve``). Replies
+    are generated on all of them but one, at most 2 (``local.serve.generation_threads``).
     """
     try:
         cores = len(os.sched_getaffinity(0))

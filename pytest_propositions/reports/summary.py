@@ -181,13 +181,13 @@ def cost_text(verdict: Verdict) -> str:
     return f"cost {cost(verdict)}"
 
 
-def escalation_lines(outcome: ClaimView) -> list[str]:
+def escalation_lines(view: ClaimView) -> list[str]:
     """An escalated claim: the stronger model's verdict stood; the main judge's, and each cost."""
-    main = outcome.escalated_from
+    main = view.escalated_from
     if main is None:
         return []
-    verdict = outcome.verdict
-    said = describe_value(main, outcome.threshold, outcome.holds)
+    verdict = view.verdict
+    said = describe_value(main, view.threshold, view.holds)
     return [
         f"  escalated: {verdict.model}'s verdict stands; {cost_text(verdict)}",
         f"  main judge: {main.model or 'none'} said {said}; {provenance(main)}; {cost_text(main)}"

@@ -13,9 +13,9 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, get_args
+from typing import Any
 
-from ..verdict import Kind
+from ..verdict import KINDS, Kind
 from .keys import cache_key
 
 __all__ = ["KeyMaterial"]
@@ -88,8 +88,8 @@ class KeyMaterial:
         if not isinstance(sampling, Mapping):
             raise ValueError("'sampling' is not an object")
         values["messages"] = tuple(messages)
-        if values["kind"] not in get_args(Kind):
-            raise ValueError(f"'kind' is not one of {', '.join(get_args(Kind))}")
+        if values["kind"] not in KINDS:
+            raise ValueError(f"'kind' is not one of {', '.join(KINDS)}")
         for field in fields(cls):
             kind = _SCALAR_TYPES.get(field.name)
             if kind is not None and type(values.get(field.name, field.default)) is not kind:

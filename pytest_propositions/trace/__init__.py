@@ -16,6 +16,7 @@ from ..checks import check_count, check_window, plural, quote_name
 from .notation import (
     TRUNCATION_MARK,
     action_head,
+    event_label,
     format_entry,
     omission_note,
     select_window,
@@ -218,7 +219,7 @@ class Agent:
         content = event.content
         if max_content_length is not None and len(content) > max_content_length:
             content = content[:max_content_length] + TRUNCATION_MARK
-        return format_entry(f"Event #{index}", head, content)
+        return format_entry(event_label(index), head, content)
 
 
 class World:

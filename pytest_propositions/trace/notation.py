@@ -16,6 +16,7 @@ __all__ = [
     "CONTINUATION_INDENT",
     "TRUNCATION_MARK",
     "action_head",
+    "event_label",
     "format_entry",
     "omission_note",
     "select_window",
@@ -67,6 +68,11 @@ def omission_note(start: int, end: int, unit: str) -> str:
     count = end - start + 1
     where = f"#{start}" if count == 1 else f"#{start} to #{end}"
     return f"... {plural(count, unit)} omitted ({where}) ..."
+
+
+def event_label(number: int) -> str:
+    """An event's label, numbered as in the full run (a window keeps the numbers)."""
+    return f"Event #{number}"
 
 
 def format_entry(label: str, head: str, content: str) -> str:
