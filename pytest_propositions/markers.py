@@ -23,7 +23,8 @@ from .claims.options import ClaimOptions, is_proposition_like, unknown_names_err
 from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .scale import MAX_SCORE, MIN_SCORE
-from .session import SOFT_CLAIMS_KEY, PendingClaim, SoftClaims
+from .session import SOFT_CLAIMS_KEY
+from .soft_claims import PendingClaim, SoftClaims
 
 if TYPE_CHECKING:
     from .runtime import Runtime

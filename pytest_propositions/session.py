@@ -1,20 +1,17 @@
-"""What a pytest run adds to the runtime: building it from the options, a test's soft claims
-kept on its item (judged by markers.py), and finishing the run (what it used, for ``cache
+"""What a pytest run adds to the runtime: building it from the options, the key a test's soft
+claims are kept under on its item (judged by markers.py), and finishing the run (what it used, for ``cache
 prune``; its reports). xdist's side is in workers.py."""
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .checks import at_site, closest_name, quote_claim
+from .checks import closest_name
 from .reports.counts import header_line
 from .runtime import Runtime
 from .settings import OPTIONS, Settings, SettingsError, cache_mode, reference_judge, resolve
@@ -28,66 +25,16 @@ from .store.location import (
 )
 
 if TYPE_CHECKING:
-    from .assertions import MadeClaim
     from .judging.progress import ProgressLine
+    from .soft_claims import SoftClaims
 
 # A line about the verdict cache's folder (an old cache moved) to show once, at the start.
 CACHE_NOTE_KEY: pytest.StashKey[str] = pytest.StashKey()
 
 
-@dataclass(frozen=True)
-class PendingClaim:
-    """A claim judged after the test body (a soft claim, a ``proposition`` marker, a batch's),
-    made where it was written (a marker's rule: when judged)."""
-
-    made: MadeClaim
-    origin: str = "expect_proposition"
-    # Where the claim was made ("test_x.py:12"), and a traceback entry for that line.
-    where: str | None = None
-    site: TracebackType | None = None
-
-
-class SoftClaims:
-    """A test's soft claims not yet judged. The body's are judged after it, those made later (a
-    fixture's teardown, a thread joined there) at the end of the teardown; then it closes, and a
-    claim made after that is an error at its call: nothing could judge or report it.
-    (Mutable state, not a value: a plain class.)"""
-
-    def __init__(self, test_id: str) -> None:
-        self.test_id = test_id
-        self._pending: list[PendingClaim] = []
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def add(self, claim: PendingClaim, origin: str = "expect_proposition") -> None:
-        with self._lock:
-            if not self._closed:
-                self._pending.append(claim)
-                return
-        raise RuntimeError(
-            f"{at_site(origin)}soft claim {quote_claim(claim.made.text)} made after its test "
-            f"{self.test_id} ended (its soft claims were judged at the end of its teardown), so "
-            "it could be neither judged nor reported; make soft claims before the test's "
-            "teardown ends (join a thread that makes them in a fixture's teardown), or use "
-            "assert_proposition"
-        )
-
-    def take(self) -> list[PendingClaim]:
-        """The claims made so far, handed over to be judged (or dropped, after a skip)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-            return pending
-
-    def close(self) -> list[PendingClaim]:
-        """The last claims; any made after this raise at their call."""
-        with self._lock:
-            self._closed = True
-            pending, self._pending = self._pending, []
-            return pending
-
-
-# A test's soft claims (expect_proposition), kept on its item until its teardown has run; here,
-# below markers.py, so that the plugin tells a test without any apart without loading it.
+# A test's soft claims (expect_proposition, soft_claims.SoftClaims), kept on its item until its
+# teardown has run; here, so that the plugin tells a test without any apart without loading the
+# claims' machinery (markers.py, soft_claims.py).
 SOFT_CLAIMS_KEY: pytest.StashKey[SoftClaims] = pytest.StashKey()
 
 
