@@ -4,36 +4,19 @@ command that writes it (calibration.py) and the run that looks for it without lo
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 from pytest_propositions import calibration, session
 from pytest_propositions.store import location
-
-PACKAGE = Path(calibration.__file__).resolve().parent
+from tests.support.source_scan import PACKAGE, code_strings
 
 
 def _literals(name: str) -> list[str]:
     """The package's modules that spell ``name`` in a string of their code (docstrings aside)."""
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = {
-            id(owner.body[0].value)
-            for owner in ast.walk(tree)
-            if isinstance(owner, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and owner.body
-            and isinstance(owner.body[0], ast.Expr)
-        }
-        found += [
-            path.relative_to(PACKAGE).as_posix()
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and name in node.value
-            and id(node) not in docstrings
-        ]
-    return found
+    return [
+        path.relative_to(PACKAGE).as_posix()
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for text in code_strings(path.read_text(encoding="utf-8"))
+        if name in text
+    ]
 
 
 def test_the_record_name_is_spelled_once_in_the_package() -> None:

@@ -4,7 +4,6 @@ what to set) is driven through the same table, and no other module names such a 
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -23,8 +22,8 @@ from pytest_propositions.judging.faults import Fault
 from pytest_propositions.judging.transport import _message
 from pytest_propositions.judging.transport_http import HttpPath
 from pytest_propositions.settings import OPTIONS
+from tests.support.source_scan import PACKAGE, code_strings
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_propositions"
 HOME = Path("judging") / "endpoint.py"
 KEY_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_API_KEY\b")
 
@@ -89,32 +88,12 @@ def test_the_options_help_names_the_variables_endpoint_reads() -> None:
     assert named == set(OWN_KEY_VARIABLE.values())
 
 
-def _code_strings(source: str) -> list[str]:
-    """The string constants of a module that are not docstrings."""
-    tree = ast.parse(source)
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
-    return [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and id(node) not in docstrings
-    ]
-
-
 def test_no_module_but_endpoint_names_a_key_variable_in_its_code() -> None:
     """The providers' table (``families.OPENAI_COMPATIBLE_PROVIDERS``: one row a provider, the
     rule's data) and the options' help (checked above) are the only other places that name one."""
     found = {
         str(path.relative_to(PACKAGE))
         for path in sorted(PACKAGE.rglob("*.py"))
-        if any(KEY_NAME.search(text) for text in _code_strings(path.read_text(encoding="utf-8")))
+        if any(KEY_NAME.search(text) for text in code_strings(path.read_text(encoding="utf-8")))
     }
     assert found == {str(HOME), str(Path("judging") / "families.py"), "settings.py"}
