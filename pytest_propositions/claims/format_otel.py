@@ -32,6 +32,14 @@ from .transcript_notation import (
 )
 
 _GENAI_PARTS = "text, tool_call, tool_call_response, reasoning, blob, file or uri"
+#: Shown for what an instrumentation left out (content capture off, its default): said to be
+#: missing, never shown as empty, so a judge is not told an agent called a tool with nothing.
+NOT_RECORDED = "(content not recorded)"
+ARGUMENTS_NOT_RECORDED = "arguments not recorded"
+#: Where each pydantic-ai version puts a tool span's arguments and result: the GenAI
+#: conventions' names, then those of its instrumentation version 2.
+_TOOL_ARGUMENTS = ("gen_ai.tool.call.arguments", "tool_arguments")
+_TOOL_RESULTS = ("gen_ai.tool.call.result", "tool_response")
 # --------------------------------------------------------------------------------------------
 # Messages: the GenAI conventions' JSON, and OpenInference's flattened attributes in that shape
 
@@ -78,7 +86,8 @@ def _openinference_messages(span: Span, prefix: str) -> list[Mapping[str, Any]]:
         content = flat.get("message.content")
         if content is not None and role == "tool":
             call_id = flat.get("message.tool_call_id")
-            parts.append({"type": "tool_call_response", "response": content, "id": call_id})
+            part = {"type": "tool_call_response", "response": content, "id": call_id}
+            parts.append({**part, "name": flat.get("message.name")})
         elif content is not None:
             parts.append({"type": "text", "content": content})
         parts += _indexed(flat, "message.contents.", _openinference_content)
@@ -108,11 +117,14 @@ def _openinference_content(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _openinference_call(flat: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+    call = {
         "type": "tool_call",
+        "id": flat.get("tool_call.id"),
         "name": flat.get("tool_call.function.name"),
-        "arguments": flat.get("tool_call.function.arguments"),
     }
+    if "tool_call.function.arguments" in flat:
+        call["arguments"] = flat["tool_call.function.arguments"]
+    return call
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,14 +136,26 @@ def _openinference_call(flat: Mapping[str, Any]) -> dict[str, Any]:
 _MODEL_CALLS = frozenset({"chat", "generate_content", "text_completion"})
 
 
+@dataclass(frozen=True)
+class _Call:
+    """A tool call shown from a model's messages, not yet matched by a tool span."""
+
+    text: str
+    name: str | None
+    id: str | None
+
+
 @dataclass
 class _Trace:
     """What one trace has shown so far, so that repeated history is shown once."""
 
+    #: The ids of the trace's spans: a span whose parent is not among them is a root.
+    ids: frozenset[str] = frozenset()
     #: Every event its messages gave, shown or not, by how often.
     said: Counter[Event] = field(default_factory=Counter)
-    calls: list[str] = field(default_factory=list)  # shown from messages, not yet from a tool span
+    calls: list[_Call] = field(default_factory=list)  # shown from messages, not yet a tool span
     tool_calls: list[str] = field(default_factory=list)  # shown from tool spans, not yet messages
+    tool_call_ids: set[str] = field(default_factory=set)  # the ids of those, where known
     results: list[str] = field(default_factory=list)  # shown from tool spans, not yet messages
     tools: dict[str, str] = field(default_factory=dict)  # a call's id: its tool
     #: The ids of calls whose tool span failed (its error shown as the result): the message
@@ -156,44 +180,60 @@ def _spoken(role: str, actor: str, text: str) -> Event:
     return heard(actor, "CONVERSATION" if role == "user" else "MESSAGE", text)
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _call_shown(name: Any, part: Mapping[str, Any], key: str) -> str:
+    """A call as shown: ``name(arguments)``, or that its arguments were not recorded."""
+    if key not in part:
+        return call_text(name, None).removesuffix("()") + f"({ARGUMENTS_NOT_RECORDED})"
+    return call_text(name, part[key])
+
+
 def _message_events(
     trace: _Trace, message: Mapping[str, Any], where: str
-) -> list[tuple[Event, str | None]]:
-    """One GenAI message's events, each with the call id it answers (a tool result's);
-    consecutive text and media parts are one."""
+) -> list[tuple[Event, str | None, str | None]]:
+    """One GenAI message's events, each with the call id it makes or answers and the tool it
+    names; consecutive text and media parts are one. A part whose content was not recorded
+    says so."""
     role = str(message.get("role") or "user")
     actor = one_line(str(message.get("name") or "")) or (
         "assistant" if role == "assistant" else role
     )
     said: list[str] = []
-    events: list[tuple[Event, str | None]] = []
+    events: list[tuple[Event, str | None, str | None]] = []
     for j, part in enumerate(message.get("parts") or []):
         at = f"{where}, part #{j}"
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind == "text":
-            said.append(str(part.get("content", "")))
+            said.append(str(part.get("content", "")) if "content" in part else NOT_RECORDED)
             continue
         if kind in ("blob", "file", "uri"):
             said.append(omitted(str(part.get("modality") or kind), part.get("mime_type")))
             continue
         if said:
-            events.append((_spoken(role, actor, "\n".join(said)), None))
+            events.append((_spoken(role, actor, "\n".join(said)), None, None))
             said = []
+        call_id, name = _text(part.get("id")), _text(part.get("name"))
         if kind == "reasoning":
-            events.append((act(actor, "THINK", str(part.get("content", ""))), None))
+            events.append((act(actor, "THINK", str(part.get("content", ""))), None, None))
         elif kind == "tool_call":
-            if isinstance(part.get("id"), str) and isinstance(part.get("name"), str):
-                trace.tools[part["id"]] = part["name"]
-            shown = call_text(part.get("name"), part.get("arguments"))
-            events.append((act(actor, "TOOL_CALL", shown), None))
+            if call_id and name:
+                trace.tools[call_id] = name
+            events.append(
+                (act(actor, "TOOL_CALL", _call_shown(name, part, "arguments")), call_id, name)
+            )
         elif kind == "tool_call_response":
-            text = data_text(part.get("response"), at)
-            call_id = part.get("id") if isinstance(part.get("id"), str) else None
-            events.append((tool_result(trace.tools.get(str(call_id)), text), call_id))
+            # "response" in the conventions; "result" as pydantic-ai writes it
+            key = "response" if "response" in part else "result"
+            text = data_text(part[key], at) if key in part else NOT_RECORDED
+            name = name or trace.tools.get(str(call_id))
+            events.append((tool_result(name, text), call_id, name))
         else:
             raise unreadable(f"{at}'s type", kind if isinstance(kind, str) else part, _GENAI_PARTS)
     if said:
-        events.append((_spoken(role, actor, "\n".join(said)), None))
+        events.append((_spoken(role, actor, "\n".join(said)), None, None))
     return events
 
 
@@ -206,15 +246,19 @@ def _show_messages(
     failure included) is not shown again."""
     seen: Counter[Event] = Counter()
     for index, message in enumerate(messages):
-        for event, call_id in _message_events(trace, message, f"{where}, message #{index}"):
+        for event, call_id, name in _message_events(trace, message, f"{where}, message #{index}"):
             seen[event] += 1
             if repeats and seen[event] <= trace.said[event]:
                 continue
             trace.said[event] += 1
             if event.kind == "TOOL_CALL":
+                if call_id in trace.tool_call_ids:
+                    trace.tool_call_ids.discard(call_id)
+                    _claim(trace.tool_calls, event.text)
+                    continue
                 if _claim(trace.tool_calls, event.text):
                     continue
-                trace.calls.append(event.text)
+                trace.calls.append(_Call(event.text, name, call_id))
             if event.kind == "TOOL_RESULT":
                 if _claim(trace.results, event.text):
                     continue
@@ -224,16 +268,38 @@ def _show_messages(
             trace.events.append(event)
 
 
-def _tool_call(trace: _Trace, span: Span, name: Any, arguments: Any) -> None:
+def _answered(trace: _Trace, name: str, text: str | None, call_id: str | None) -> bool:
+    """Whether a tool span answers a call the model's messages showed (by its id, else its
+    text, else, its arguments not recorded, the first call of that tool): then that call is
+    accounted for."""
+    for found in trace.calls:
+        if call_id is not None and found.id is not None:
+            same = found.id == call_id
+        else:
+            same = found.text == text if text is not None else found.name == name
+        if same:
+            trace.calls.remove(found)
+            return True
+    return False
+
+
+def _tool_call(trace: _Trace, span: Span, name: Any, arguments: Any, call_id: Any) -> None:
+    """A tool span's call, unless it answers a call shown already. ``arguments`` is a tuple
+    holding them, or empty when the span did not record them."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(
             f"{span.label} is a tool span without a tool name; expected gen_ai.tool.name or "
             "tool.name"
         )
-    text = call_text(name, arguments)
-    if not _claim(trace.calls, text):
-        trace.tool_calls.append(text)
-        trace.events.append(act("assistant", "TOOL_CALL", text))
+    call_id = _text(call_id)
+    text = call_text(name, arguments[0]) if arguments else None
+    if _answered(trace, name, text, call_id):
+        return
+    shown = text or _call_shown(name, {}, "arguments")
+    trace.tool_calls.append(shown)
+    if call_id:
+        trace.tool_call_ids.add(call_id)
+    trace.events.append(act("assistant", "TOOL_CALL", shown))
 
 
 def _tool_result(trace: _Trace, span: Span, name: str, result: Any, call_id: Any) -> None:
@@ -251,13 +317,45 @@ def _tool_result(trace: _Trace, span: Span, name: str, result: Any, call_id: Any
         trace.events.append(tool_result(name, text))
 
 
+def _tool_message(value: Any) -> tuple[Any, str | None]:
+    """An OpenInference TOOL span's ``output.value``: the content of the tool message a
+    framework returns (LangChain's ``{"type": "tool", "data": {...}}`` or its ``dumpd`` form)
+    and the call id it answers; any other value as it is."""
+    data: Any = value
+    if isinstance(value, str) and value.lstrip()[:1] == "{":
+        try:
+            data = json.loads(value)
+        except (ValueError, RecursionError):
+            return value, None
+    if not isinstance(data, Mapping):
+        return value, None
+    if data.get("type") == "tool" and isinstance(data.get("data"), Mapping):
+        inner = data["data"]
+    elif data.get("type") == "constructor" and isinstance(data.get("kwargs"), Mapping):
+        inner = data["kwargs"]
+        if list(data.get("id") or [])[-1:] != ["ToolMessage"]:
+            return value, None
+    else:
+        return value, None
+    if "content" not in inner:
+        return value, None
+    return inner["content"], _text(inner.get("tool_call_id"))
+
+
+def _is_root(trace: _Trace, span: Span) -> bool:
+    return not span.parent or span.parent not in trace.ids
+
+
 def _chain_output(trace: _Trace, span: Span) -> None:
-    """An OpenInference CHAIN or AGENT span's text output (an answer a framework returns),
-    where the trace has not shown the same text already (the model's own answer, an inner
-    chain's). A JSON output is the framework's state (prompt values, message lists): its
+    """An OpenInference CHAIN or AGENT span's text output (an answer a framework returns), from
+    the root of what the user holds (an inner chain's output is a step of the framework's: a
+    LangGraph route such as ``__end__``, a prompt), where the trace has not shown the same text
+    already. A JSON output is the framework's state (prompt values, message lists): its
     messages are the model spans' own, and it is not shown."""
     value = span.attributes.get("output.value")
     if value is None or span.attributes.get("output.mime_type") == "application/json":
+        return
+    if not _is_root(trace, span):
         return
     if isinstance(value, str):
         if value.lstrip()[:1] in ("{", "["):
@@ -275,6 +373,21 @@ def _chain_output(trace: _Trace, span: Span) -> None:
         trace.events.append(act("assistant", "OUTPUT", text))
 
 
+def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """The first of ``keys`` the span holds, in a tuple; empty when it holds none."""
+    return next(((attributes[key],) for key in keys if key in attributes), ())
+
+
+def _reads_messages(span: Span) -> bool:
+    """Whether a span's ``llm.*_messages`` are a model call's: an OpenInference LLM span's
+    (an AGENT or CHAIN span copies the state's messages or its model's calls)."""
+    return str(span.attributes.get("openinference.span.kind", "LLM")) == "LLM"
+
+
+def _openinference_at(span: Span, prefix: str) -> list[Mapping[str, Any]]:
+    return _openinference_messages(span, prefix) if _reads_messages(span) else []
+
+
 def _at_start(trace: _Trace, span: Span) -> None:
     attributes = span.attributes
     if attributes.get("gen_ai.operation.name") == "execute_tool":
@@ -282,14 +395,18 @@ def _at_start(trace: _Trace, span: Span) -> None:
             trace,
             span,
             attributes.get("gen_ai.tool.name"),
-            attributes.get("gen_ai.tool.call.arguments"),
+            _first(attributes, _TOOL_ARGUMENTS),
+            attributes.get("gen_ai.tool.call.id"),
         )
     elif attributes.get("openinference.span.kind") == "TOOL":
-        _tool_call(trace, span, attributes.get("tool.name"), attributes.get("input.value"))
+        _, answers = _tool_message(attributes.get("output.value"))
+        arguments = _first(attributes, ("input.value",))
+        name = attributes.get("tool.name")
+        _tool_call(trace, span, name, arguments, answers or attributes.get("tool.id"))
     system = _genai_messages(span, "gen_ai.system_instructions")
     if system:
         _show_messages(trace, system, f"{span.label}'s system instructions", repeats=True)
-    inputs = _genai_messages(span, "gen_ai.input.messages") or _openinference_messages(
+    inputs = _genai_messages(span, "gen_ai.input.messages") or _openinference_at(
         span, "llm.input_messages."
     )
     _show_messages(trace, inputs, f"{span.label}'s input", repeats=True)
@@ -297,7 +414,7 @@ def _at_start(trace: _Trace, span: Span) -> None:
 
 def _at_end(trace: _Trace, span: Span) -> None:
     attributes = span.attributes
-    outputs = _genai_messages(span, "gen_ai.output.messages") or _openinference_messages(
+    outputs = _genai_messages(span, "gen_ai.output.messages") or _openinference_at(
         span, "llm.output_messages."
     )
     model_call = (
@@ -307,21 +424,18 @@ def _at_end(trace: _Trace, span: Span) -> None:
     _show_messages(trace, outputs, f"{span.label}'s output", repeats=not model_call)
     kind = attributes.get("openinference.span.kind")
     if attributes.get("gen_ai.operation.name") == "execute_tool":
+        result = _first(attributes, _TOOL_RESULTS)
         _tool_result(
             trace,
             span,
             attributes["gen_ai.tool.name"],
-            attributes.get("gen_ai.tool.call.result"),
+            result[0] if result else None,
             attributes.get("gen_ai.tool.call.id"),
         )
     elif kind == "TOOL":
-        _tool_result(
-            trace,
-            span,
-            attributes["tool.name"],
-            attributes.get("output.value"),
-            attributes.get("tool.id"),
-        )
+        content, answers = _tool_message(attributes.get("output.value"))
+        call_id = answers or attributes.get("tool.id")
+        _tool_result(trace, span, attributes["tool.name"], content, call_id)
     elif kind in ("CHAIN", "AGENT"):
         _chain_output(trace, span)
 
@@ -352,15 +466,22 @@ def _events(value: Any) -> list[Event]:
         by_trace.setdefault(span.trace, []).append((index, span))
     ordered = sorted(by_trace.values(), key=lambda group: min(s.start for _, s in group))
     events: list[Event] = []
+    conversation: list[Event] = []
     for group in ordered:
-        trace = _Trace()
+        trace = _Trace(ids=frozenset(s.span_id for _, s in group if s.span_id))
         points = sorted(
             [(s.start, 0, i, s) for i, s in group] + [(s.end, 1, i, s) for i, s in group],
             key=lambda point: point[:3],
         )
         for _, end, _, span in points:
             (_at_end if end else _at_start)(trace, span)
-        events += trace.events
+        # A trace that begins with all the conversation shown so far continues it (each model
+        # call its own trace, its input the history): only what it adds is new.
+        if conversation and trace.events[: len(conversation)] == conversation:
+            events += trace.events[len(conversation) :]
+        else:
+            events += trace.events
+        conversation = trace.events
     if not events:
         raise ValueError(
             f"none of the {len(spans)} spans holds a model's messages or a tool call; expected "

@@ -39,6 +39,10 @@ class Span:
     #: What the span says of its failure: its status's description and its exception events'
     #: "type: message" (empty when it did not fail).
     errors: tuple[str, ...] = ()
+    #: The span's id and its parent's, as the form writes them (empty when not given): a span
+    #: whose parent is not in the export is a root of what the user holds.
+    span_id: str = ""
+    parent: str = ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,21 +72,85 @@ def _is_json_span(value: Any) -> bool:
 
 
 def _is_export(value: Any) -> bool:
-    return isinstance(value, Mapping) and isinstance(value.get("resourceSpans"), list | tuple)
+    """An OTLP/JSON document, or a part of one a user may hold alone: one resource's
+    ``{"scopeSpans": [...]}`` or one scope's ``{"spans": [...]}`` of OTLP spans."""
+    if not isinstance(value, Mapping):
+        return False
+    if isinstance(value.get("resourceSpans"), list | tuple):
+        return True
+    if isinstance(value.get("scopeSpans"), list | tuple):
+        return True
+    spans = value.get("spans")
+    return isinstance(spans, list | tuple) and bool(spans) and all(map(_is_otlp_span, spans))
+
+
+def _as_document(value: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """An export's resources and the path they are at, a part of one taken as a whole."""
+    if "resourceSpans" in value:
+        return "resourceSpans", list(value["resourceSpans"])
+    if "scopeSpans" in value:
+        return "", [value]
+    return "", [{"scopeSpans": [value]}]
 
 
 def is_span(value: Any) -> bool:
     return _is_sdk_span(value) or _is_otlp_span(value) or _is_json_span(value)
 
 
+#: The keys of a span in the forms a home-made exporter writes: a dict holding one is taken for
+#: a span, and refused by the forms read rather than shown as data.
+_SPAN_KEYS = frozenset(
+    {"traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_id", "startTimeUnixNano"}
+)
+#: The attribute prefixes of the conventions read here.
+_CONVENTIONS = ("gen_ai.", "llm.", "openinference.", "tool.")
+
+FORMS_READ = (
+    "the forms read are the SDK's span objects (InMemorySpanExporter.get_finished_spans()), "
+    "span.to_json() dicts (context, start_time, attributes), OTLP/JSON spans (traceId, "
+    "startTimeUnixNano, attributes) and OTLP/JSON documents ({'resourceSpans': [{'scopeSpans': "
+    "[{'spans': [...]}]}]}, or one resource's {'scopeSpans': [...]} or one scope's "
+    "{'spans': [...]})"
+)
+
+
+def _span_like(value: Any) -> bool:
+    """A dict a home-made exporter may have written for a span: span ids, or attributes of the
+    conventions read here."""
+    if not isinstance(value, Mapping):
+        return False
+    if _SPAN_KEYS & set(value) or (
+        isinstance(value.get("context"), Mapping) and "span_id" in value["context"]
+    ):
+        return True
+    attributes = value.get("attributes")
+    keys: list[Any] = []
+    if isinstance(attributes, Mapping):
+        keys = list(attributes)
+    elif isinstance(attributes, list | tuple):
+        keys = [pair.get("key") for pair in attributes if isinstance(pair, Mapping)]
+    return any(isinstance(key, str) and key.startswith(_CONVENTIONS) for key in keys)
+
+
+def _trace_like(value: Any) -> bool:
+    """A mapping or list shaped like a trace export that no form below reads."""
+    if isinstance(value, Mapping):
+        return bool({"resourceSpans", "scopeSpans", "spans"} & set(value)) or _span_like(value)
+    return isinstance(value, list | tuple) and any(_span_like(item) for item in value)
+
+
 def recognise(value: Any) -> bool:
+    """A trace export in a form read here, or a value shaped like one (refused by the forms
+    read, in read_spans, rather than shown as an extraction dict)."""
     if _is_export(value):
         return True
-    return (
+    if (
         isinstance(value, list | tuple)
         and bool(value)
         and all(is_span(item) or _is_export(item) for item in value)
-    )
+    ):
+        return True
+    return _trace_like(value)
 
 
 _SHORT = reprlib.Repr()
@@ -189,14 +257,19 @@ def _nanos(value: Any, path: str) -> int:
 def _raw_spans(value: Any) -> list[tuple[str, Any]]:
     """Every span in the target with its path, in the order given."""
     raw: list[tuple[str, Any]] = []
-    single = _is_export(value)
+    single = isinstance(value, Mapping)
+    if single and not _is_export(value):
+        raise _not_read(value, "the target")
     for i, item in enumerate([value] if single else value):
         if not _is_export(item):
+            if not is_span(item):
+                raise _not_read(item, f"span #{i}")
             raw.append((f"span #{i}", item))
             continue
-        top = "resourceSpans" if single else f"[{i}].resourceSpans"
-        for r, resource in enumerate(item["resourceSpans"]):
-            at = f"{top}[{r}]"
+        key, resources = _as_document(item)
+        top = key if single else f"[{i}]" + (f".{key}" if key else "")
+        for r, resource in enumerate(resources):
+            at = f"{top}[{r}]" if key else top
             resource = _mapping_at(resource, at, "a resource's spans: {'scopeSpans': [...]}")
             scopes = _list_at(resource.get("scopeSpans"), f"{at}.scopeSpans", "of scopes' spans")
             for c, scope in enumerate(scopes):
@@ -205,6 +278,16 @@ def _raw_spans(value: Any) -> list[tuple[str, Any]]:
                 spans = _list_at(scope.get("spans"), f"{where}.spans", "of spans")
                 raw += [(f"{where}.spans[{n}]", span) for n, span in enumerate(spans)]
     return raw
+
+
+def _not_read(value: Any, where: str) -> TypeError:
+    """The error for a value shaped like a trace in no form read: what it holds, and the forms
+    read."""
+    if isinstance(value, Mapping):
+        shown = "a dict with keys " + ", ".join(sorted(map(str, value))[:8])
+    else:
+        shown = f"a {type_name(value)}"
+    return TypeError(f"{where} is {shown}: no OpenTelemetry span form read here; {FORMS_READ}")
 
 
 def _events_of(events: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
@@ -269,6 +352,8 @@ def read_spans(value: Any) -> list[Span]:
             start = _nanos(span.start_time, f"{path}.start_time")
             end = _nanos(span.end_time if span.end_time is not None else start, f"{path}.end_time")
             trace = str(getattr(span.context, "trace_id", ""))
+            span_id = str(getattr(span.context, "span_id", ""))
+            parent = str(getattr(getattr(span, "parent", None), "span_id", "") or "")
             attributes = dict(span.attributes)
             found = []
             for k, e in enumerate(getattr(span, "events", ()) or ()):
@@ -281,6 +366,7 @@ def read_spans(value: Any) -> list[Span]:
             start = _nanos(span["startTimeUnixNano"], f"{path}.startTimeUnixNano")
             end = _nanos(span.get("endTimeUnixNano") or start, f"{path}.endTimeUnixNano")
             trace = str(span["traceId"])
+            span_id, parent = str(span.get("spanId") or ""), str(span.get("parentSpanId") or "")
             attributes = _otlp_attributes(span.get("attributes"), f"{path}.attributes")
             found = _events_of(span.get("events"), path)
         elif _is_json_span(span):
@@ -288,19 +374,17 @@ def read_spans(value: Any) -> list[Span]:
             start = _nanos(span["start_time"], f"{path}.start_time")
             end = _nanos(span.get("end_time") or start, f"{path}.end_time")
             trace = str(span["context"].get("trace_id", ""))
+            span_id = str(span["context"].get("span_id") or "")
+            parent = str(span.get("parent_id") or "")
             attributes = dict(span.get("attributes") or {})
             found = _events_of(span.get("events"), path)
         else:
-            raise TypeError(
-                f"{path} is a {type_name(span)}; expected an OpenTelemetry span: an SDK span "
-                "object, an OTLP/JSON span (traceId, startTimeUnixNano, attributes) or "
-                "span.to_json()'s dict"
-            )
+            raise _not_read(span, path)
         label = f"{path} ({one_line(str(name))!r})"
         for event_name, details in found:
             if event_name == _DETAILS_EVENT:  # where newer instrumentations put the messages
                 attributes = {**details, **attributes}
         names = tuple(event_name for event_name, _ in found)
         errors = _errors(*_status(span, path), found, attributes.get("error.type"))
-        spans.append(Span(label, trace, start, end, attributes, names, errors))
+        spans.append(Span(label, trace, start, end, attributes, names, errors, span_id, parent))
     return spans
