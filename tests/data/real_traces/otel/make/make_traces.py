@@ -10,6 +10,7 @@ Run it in a virtual environment holding the packages named in ../SOURCES.md:
 
     python tests/data/real_traces/otel/make/make_traces.py            # every trace
     python tests/data/real_traces/otel/make/make_traces.py NAME ...   # only these
+    python tests/data/real_traces/otel/make/make_traces.py --print NAME  # to stdout
 
 This folder is data, not tests: pytest collects no module here (none is named test_*).
 """
@@ -115,9 +116,7 @@ def _langgraph_weather() -> Any:
 
     model = ChatOpenAI(model="gpt-4o-mini", api_key="test", http_client=replay.client(cassette))
     agent = create_react_agent(model, [get_current_weather], prompt="You're a helpful assistant.")
-    agent.invoke(
-        {"messages": [("user", "What's the weather in Seattle and San Francisco today?")]}
-    )
+    agent.invoke({"messages": [("user", "What's the weather in Seattle and San Francisco today?")]})
     return exporter.get_finished_spans()
 
 
@@ -229,8 +228,12 @@ def make(name: str) -> Any:
 
 
 def main(names: list[str]) -> None:
-    if len(names) == 2 and names[0] == "--one":
-        (OUT / names[1]).write_text(json.dumps(make(names[1]), indent=1) + "\n", "utf-8")
+    if len(names) == 2 and names[0] in ("--one", "--print"):
+        text = json.dumps(make(names[1]), indent=1) + "\n"
+        if names[0] == "--print":  # what tests/test_real_traces_otel.py compares
+            sys.stdout.write(text)
+        else:
+            (OUT / names[1]).write_text(text, "utf-8")
         return
     for name in names or list(SCENARIOS):
         subprocess.run([sys.executable, __file__, "--one", name], check=True)
