@@ -82,6 +82,27 @@ EXPECTED: dict[str, list[str]] = {
         'assistant acts: [TOOL_CALL] multiply({"a": 3, "b": 12})',
         'assistant acts: [TOOL_CALL] add({"a": 11, "b": 49})',
     ],
+    "openinference_anthropic_tool_use_in_input.json": [
+        "user --> assistant: [CONVERSATION] What is the weather like in San Francisco in "
+        "Fahrenheit?",
+        "assistant acts: [TALK] Certainly! I can help you get the current weather information "
+        "for San Francisco in Fahrenheit. To do this, I'll use the get_weather function. Let me "
+        "fetch that information for you right away.",
+        'assistant acts: [TOOL_CALL] get_weather({"location": "San Francisco, CA", "unit": '
+        '"fahrenheit"})',
+        'tool:get_weather --> assistant: [TOOL_RESULT] {"weather": "sunny", "temperature": "75"}',
+        "assistant acts: [TALK] The current weather in San Francisco, CA is **sunny** with a "
+        "temperature of **75\u00b0F**. It sounds like a beautiful day! \u2600\ufe0f Is there "
+        "anything else you'd like to know?",
+    ],
+    "openinference_anthropic_multiple_tool_calling.json": [
+        "user --> assistant: [CONVERSATION] What is the weather like right now in New York? Also "
+        "what time is it there? Use necessary tools simultaneously.",
+        "assistant acts: [TALK] Sure! Let me fetch the current weather and time in New York "
+        "simultaneously!",
+        'assistant acts: [TOOL_CALL] get_weather({"location": "New York, NY"})',
+        'assistant acts: [TOOL_CALL] get_time({"timezone": "America/New_York"})',
+    ],
     "pydantic_ai_v2.json": TOKYO,
     "pydantic_ai_v3.json": TOKYO,
     "pydantic_ai_v5.json": TOKYO,
@@ -204,6 +225,20 @@ def test_openinference_tool_results_are_named_by_tool_call_id_and_message_name()
         k: v for k, v in alone["attributes"].items() if not k.endswith("tool_call.id")
     }
     assert [e for e in shown([alone]) if "[TOOL_RESULT]" in e] == [RAINING, SUNNY]
+
+
+def test_an_openinference_tool_use_block_is_the_call_once_where_the_model_wrote_it() -> None:
+    """openinference-anthropic writes a tool_use block in ``message.contents`` and again in
+    ``message.tool_calls``: one call, after the text it follows, and no omitted part."""
+    for name, count in (
+        ("openinference_anthropic_tool_use_in_input.json", 1),
+        ("openinference_anthropic_multiple_tool_calling.json", 2),
+    ):
+        events = shown(load(name))
+        assert not any("part omitted" in event for event in events), name
+        calls = [e for e in events if "[TOOL_CALL]" in e]
+        assert len(calls) == len(set(calls)) == count, name
+        assert "[TALK]" in events[1], name
 
 
 def test_a_part_of_an_otlp_document_is_read_as_the_whole() -> None:

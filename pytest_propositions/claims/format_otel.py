@@ -91,7 +91,11 @@ def _openinference_messages(span: Span, prefix: str) -> list[Mapping[str, Any]]:
         elif content is not None:
             parts.append({"type": "text", "content": content})
         parts += _indexed(flat, "message.contents.", _openinference_content)
-        parts += _indexed(flat, "message.tool_calls.", _openinference_call)
+        # openinference-anthropic writes each tool_use block in the contents, in its place, and
+        # again in tool_calls: a call is shown once, where the model wrote it.
+        placed = {p.get("id") for p in parts if p["type"] == "tool_call" and p.get("id")}
+        calls = _indexed(flat, "message.tool_calls.", _openinference_call)
+        parts += [call for call in calls if not call.get("id") or call["id"] not in placed]
         message = {"role": role, "parts": parts}
         if isinstance(flat.get("message.name"), str):
             message["name"] = flat["message.name"]
@@ -113,6 +117,8 @@ def _openinference_content(flat: Mapping[str, Any]) -> dict[str, Any]:
     kind = flat.get("message_content.type", "text")
     if kind == "text":
         return {"type": "text", "content": flat.get("message_content.text", "")}
+    if "tool_call.function.name" in flat:  # a tool_use block (openinference-anthropic)
+        return _openinference_call(flat)
     return {"type": "blob", "modality": kind}
 
 

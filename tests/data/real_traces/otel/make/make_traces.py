@@ -94,6 +94,23 @@ def _openinference_openai(cassette: str) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
+# openinference-instrumentation-anthropic (OpenInference attributes)
+
+
+def _openinference_anthropic(cassette: str) -> Any:
+    import anthropic
+    import httpx2
+    from openinference.instrumentation.anthropic import AnthropicInstrumentor
+
+    provider, exporter = _provider()
+    AnthropicInstrumentor().instrument(tracer_provider=provider)
+    sdk = anthropic.Anthropic(api_key="test", http_client=replay.client(cassette, httpx2))
+    for body in _request_bodies(cassette):
+        sdk.messages.create(**body)
+    return exporter.get_finished_spans()
+
+
+# --------------------------------------------------------------------------------------------
 # openinference-instrumentation-langchain with LangGraph's prebuilt ReAct agent
 
 
@@ -208,6 +225,19 @@ SCENARIOS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
     "openinference_openai_two_calls.json": (
         lambda: _openinference_openai(
             "otel-contrib__test_chat_completion_tool_calls_with_content.yaml"
+        ),
+        replay.span_dicts,
+    ),
+    "openinference_anthropic_tool_use_in_input.json": (
+        lambda: _openinference_anthropic(
+            "openinference__anthropic_test_anthropic_instrumentation_tool_use_in_input"
+            "[with_blocks].yaml"
+        ),
+        replay.span_dicts,
+    ),
+    "openinference_anthropic_multiple_tool_calling.json": (
+        lambda: _openinference_anthropic(
+            "openinference__anthropic_test_anthropic_instrumentation_multiple_tool_calling.yaml"
         ),
         replay.span_dicts,
     ),

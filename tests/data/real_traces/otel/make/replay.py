@@ -33,11 +33,12 @@ def recorded(name: str) -> list[dict[str, Any]]:
     return interactions
 
 
-def transport(name: str) -> httpx.MockTransport:
-    """A transport answering the n-th request with the cassette's n-th response."""
+def transport(name: str, http: Any = httpx) -> Any:
+    """A transport answering the n-th request with the cassette's n-th response; ``http`` is
+    the HTTP package the SDK uses (httpx, or httpx2 for the anthropic SDK 2.x)."""
     pending = list(recorded(name))
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: Any) -> Any:
         if not pending:
             raise AssertionError(f"{name}: no recorded response left for {request.url}")
         interaction = pending.pop(0)
@@ -48,13 +49,13 @@ def transport(name: str) -> httpx.MockTransport:
         body = _response_body(response)
         streamed = body.lstrip().startswith(b"data:")
         headers = {"content-type": "text/event-stream" if streamed else "application/json"}
-        return httpx.Response(response["status"]["code"], content=body, headers=headers)
+        return http.Response(response["status"]["code"], content=body, headers=headers)
 
-    return httpx.MockTransport(handle)
+    return http.MockTransport(handle)
 
 
-def client(name: str) -> httpx.Client:
-    return httpx.Client(transport=transport(name))
+def client(name: str, http: Any = httpx) -> Any:
+    return http.Client(transport=transport(name, http))
 
 
 def async_client(name: str) -> httpx.AsyncClient:
