@@ -120,9 +120,16 @@ def load(name: str) -> Any:
 
 
 def shown(target: Any) -> list[str]:
-    """The events the judge is shown for one target, without their numbers."""
+    """The events the judge is shown for one target, without their numbers; an event's further
+    lines (a text's, an omitted part's) are part of it."""
     text = render_context([target], RenderOptions())
-    return [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Event #")]
+    events: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("Event #"):
+            events.append(line.split(": ", 1)[1])
+        elif events and not line.startswith("---- END"):
+            events[-1] += "\n" + line
+    return events
 
 
 def test_the_corpus_is_every_file_listed_in_sources() -> None:
