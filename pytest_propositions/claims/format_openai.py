@@ -57,7 +57,7 @@ def _validate_chat(messages: Sequence[Any]) -> None:
         if "role" not in message and isinstance(kind, str) and kind != "message":
             raise ValueError(
                 f"item #{i} of the list has the type {kind!r}, which no transcript format read "
-                f"here writes: not an OpenAI chat message (those have a \"role\"), nor an OpenAI "
+                f'here writes: not an OpenAI chat message (those have a "role"), nor an OpenAI '
                 f"Responses item of a type read here ({', '.join(sorted(RESPONSES_ITEM_TYPES))})"
             )
         if "role" not in message:
@@ -162,7 +162,9 @@ def _spoken_audio(audio: Any, where: str) -> str:
     return omitted("audio")
 
 
-def _answered_tool(message: Mapping[str, Any], tool_names: dict[str, str], where: str) -> str | None:
+def _answered_tool(
+    message: Mapping[str, Any], tool_names: dict[str, str], where: str
+) -> str | None:
     """The tool a result answers, by the call's id: ``tool_call_id``, or SWE-agent's
     ``tool_call_ids`` (a list; the names of several calls answered at once are joined)."""
     call_id = message.get("tool_call_id")

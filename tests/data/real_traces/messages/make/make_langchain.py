@@ -26,10 +26,14 @@ def main(source: Path, prefix: str) -> None:
     conversation = json.loads(source.read_text(encoding="utf-8"))
     messages = convert_to_messages(conversation["traj"])
     version = langchain_core.__version__
-    write(Path(f"{prefix}_messages_to_dict.json"),
-          {"messages": messages_to_dict(messages), "langchain-core": version})
-    write(Path(f"{prefix}_dumpd.json"),
-          {"messages": [dumpd(m) for m in messages], "langchain-core": version})
+    write(
+        Path(f"{prefix}_messages_to_dict.json"),
+        {"messages": messages_to_dict(messages), "langchain-core": version},
+    )
+    write(
+        Path(f"{prefix}_dumpd.json"),
+        {"messages": [dumpd(m) for m in messages], "langchain-core": version},
+    )
 
 
 if __name__ == "__main__":
