@@ -58,7 +58,9 @@ def _validate_chat(messages: Sequence[Any]) -> None:
             raise ValueError(
                 f"item #{i} of the list has the type {kind!r}, which no transcript format read "
                 f'here writes: not an OpenAI chat message (those have a "role"), nor an OpenAI '
-                f"Responses item of a type read here ({', '.join(sorted(RESPONSES_ITEM_TYPES))})"
+                f"Responses item of a type read here ({', '.join(sorted(RESPONSES_ITEM_TYPES))}). "
+                "A list of dicts holding a chat message is one transcript; to judge extraction "
+                "results, pass them without chat messages among them"
             )
         if "role" not in message:
             raise ValueError(
