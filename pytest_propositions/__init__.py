@@ -26,7 +26,7 @@ from .scale import MAX_SCORE, MIN_SCORE
 if TYPE_CHECKING:
     from .assertions import check_over_runs
     from .claims.proposition import Proposition, check_proposition, compute_score
-    from .claims.targets import RenderOptions, register_renderer
+    from .claims.targets import RenderOptions, register_renderer, render_target
     from .over_runs.result import RunsResult
     from .over_runs.target import Runs, runs
     from .trace import Agent, World
@@ -39,6 +39,7 @@ _LAZY = {
     "compute_score": "claims.proposition",
     "RenderOptions": "claims.targets",
     "register_renderer": "claims.targets",
+    "render_target": "claims.targets",
     "Agent": "trace",
     "World": "trace",
     "Verdict": "verdict",
@@ -73,6 +74,7 @@ __all__ = [
     "check_proposition",
     "compute_score",
     "register_renderer",
+    "render_target",
     "runs",
 ]
 

@@ -74,50 +74,77 @@ def _spoken(role: str, text: str) -> Event:
     return heard(role, "CONVERSATION" if role == "user" else "MESSAGE", text)
 
 
-def _events(contents: Sequence[Any]) -> list[Event]:
+def _content_events(i: int, content: Mapping[str, Any]) -> tuple[str, list[Event]]:
+    """One content's role and events."""
+    where = f"Gemini content #{i}"
+    role = content.get("role") or "user"
+    if not isinstance(role, str):
+        raise TypeError(f'{where}: "role" must be a str, got {type_name(role)}')
     events: list[Event] = []
-    for i, content in enumerate(contents):
-        where = f"Gemini content #{i}"
-        role = content.get("role") or "user"
-        if not isinstance(role, str):
-            raise TypeError(f'{where}: "role" must be a str, got {type_name(role)}')
-        said: list[str] = []  # consecutive text and media parts are one event
-        parts = items_of(content["parts"], where, "parts")
-        for j, part in enumerate(parts):
-            at = f"{where}, part #{j}"
-            if not isinstance(part, Mapping):
-                raise TypeError(f"{at} must be a dict or a typed Part, got {type_name(part)}")
-            kind, value = _part_kind(part, at)
-            if kind == "text" and part.get("thought") is True:
-                kind = "thought"
-            if kind == "text":
-                said.append(str(value))
-                continue
-            if kind in ("inline_data", "file_data"):
-                said.append(_media(kind, value))
-                continue
-            if said:
-                events.append(_spoken(role, "\n".join(said)))
-                said = []
-            if not isinstance(value, Mapping) and kind != "thought":
-                raise TypeError(f"{at}: {kind} must be a dict, got {type_name(value)}")
-            if kind == "thought":
-                events.append(act(role, "THINK", str(value)))
-            elif kind == "function_call":
-                text = call_text(value.get("name"), value.get("args"))
-                events.append(act(role, "TOOL_CALL", text))
-            elif kind == "function_response":
-                output = value.get("response")
-                events.append(tool_result(value.get("name"), data_text(output, at)))
-            elif kind == "executable_code":
-                code = {"code": value.get("code"), "language": value.get("language")}
-                events.append(act(role, "TOOL_CALL", call_text("code_execution", code)))
-            else:  # code_execution_result
-                text = data_text(value.get("output"), at)
-                failed = value.get("outcome") not in (None, "OUTCOME_OK")
-                events.append(tool_result("code_execution", text, error=failed))
-        if said or not parts:
+    said: list[str] = []  # consecutive text and media parts are one event
+    parts = items_of(content["parts"], where, "parts")
+    for j, part in enumerate(parts):
+        at = f"{where}, part #{j}"
+        if not isinstance(part, Mapping):
+            raise TypeError(f"{at} must be a dict or a typed Part, got {type_name(part)}")
+        kind, value = _part_kind(part, at)
+        if kind == "text" and part.get("thought") is True:
+            kind = "thought"
+        if kind == "text":
+            said.append(str(value))
+            continue
+        if kind in ("inline_data", "file_data"):
+            said.append(_media(kind, value))
+            continue
+        if said:
             events.append(_spoken(role, "\n".join(said)))
+            said = []
+        if not isinstance(value, Mapping) and kind != "thought":
+            raise TypeError(f"{at}: {kind} must be a dict, got {type_name(value)}")
+        if kind == "thought":
+            events.append(act(role, "THINK", str(value)))
+        elif kind == "function_call":
+            text = call_text(value.get("name"), value.get("args"))
+            events.append(act(role, "TOOL_CALL", text))
+        elif kind == "function_response":
+            output = value.get("response")
+            events.append(tool_result(value.get("name"), data_text(output, at)))
+        elif kind == "executable_code":
+            code = {"code": value.get("code"), "language": value.get("language")}
+            events.append(act(role, "TOOL_CALL", call_text("code_execution", code)))
+        else:  # code_execution_result
+            text = data_text(value.get("output"), at)
+            failed = value.get("outcome") not in (None, "OUTCOME_OK")
+            events.append(tool_result("code_execution", text, error=failed))
+    if said or not parts:
+        events.append(_spoken(role, "\n".join(said)))
+    return role, events
+
+
+#: What a streamed reply writes a chunk at a time: the model's text and thoughts.
+_STREAMED = ("TALK", "THINK")
+
+
+def _events(contents: Sequence[Any]) -> list[Event]:
+    """The contents' events. The model's text (or thought) that runs on from one content into
+    the next is one event: a streamed reply (``chats.send_message_stream``) leaves one content
+    per chunk in the chat's history, cut anywhere, even inside a word, and the chunks' texts
+    join as they are (as the SDK's ``response.text`` joins a reply's parts)."""
+    events: list[Event] = []
+    previous_role: str | None = None
+    for i, content in enumerate(contents):
+        role, own = _content_events(i, content)
+        if (
+            role == previous_role == "model"
+            and events
+            and own
+            and own[0].kind in _STREAMED
+            and events[-1].kind == own[0].kind
+        ):
+            events[-1] = act(role, own[0].kind, events[-1].text + own[0].text)
+            own = own[1:]
+        events.extend(own)
+        previous_role = role
     return events
 
 

@@ -2,7 +2,8 @@
 
 ``as_data`` reads a message object's ``type``, ``content``, ``tool_calls``, ``tool_call_id``,
 ``name``, ``additional_kwargs`` and ``status`` into a dict; dicts of that shape
-(``model_dump()``'s) are read the same.
+(``model_dump()``'s) are read the same, and so are the two shapes LangChain stores messages in
+(``messages_to_dict``, ``dumpd``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,42 @@ def _kind(message: Mapping[str, Any]) -> str:
     return kind.removesuffix("MessageChunk").lower() if kind.endswith("MessageChunk") else kind
 
 
+#: The message classes ``dumpd`` names (``"id": ["langchain", ..., "AIMessage"]``), by the
+#: ``type`` their messages have.
+_CLASS_TYPES = {
+    "HumanMessage": "human",
+    "AIMessage": "ai",
+    "ToolMessage": "tool",
+    "SystemMessage": "system",
+    "FunctionMessage": "function",
+    "ChatMessage": "chat",
+} | {name: name for name in LANGCHAIN_TYPES if name.endswith("MessageChunk")}
+
+
+def stored_message(value: Any) -> Any:
+    """A message as LangChain stores it, read as the message: ``messages_to_dict``'s
+    ``{"type": "human", "data": {...}}`` and ``dumpd``'s ``{"lc": 1, "type": "constructor",
+    "id": [..., "HumanMessage"], "kwargs": {...}}``; anything else unchanged."""
+    if not isinstance(value, Mapping) or "content" in value:
+        return value
+    data, kind = value.get("data"), value.get("type")
+    if isinstance(data, Mapping) and kind in LANGCHAIN_TYPES and "content" in data:
+        return {**data, "type": data.get("type", kind)}
+    kwargs, path = value.get("kwargs"), value.get("id")
+    if (
+        value.get("lc") == 1
+        and kind == "constructor"
+        and isinstance(kwargs, Mapping)
+        and isinstance(path, list | tuple)
+        and path
+        and path[-1] in _CLASS_TYPES
+    ):
+        return {**kwargs, "type": kwargs.get("type", _CLASS_TYPES[path[-1]])}
+    return value
+
+
 def _is_message(value: Any) -> bool:
+    value = stored_message(value)
     return (
         isinstance(value, Mapping) and value.get("type") in LANGCHAIN_TYPES and "content" in value
     )
@@ -130,7 +166,7 @@ def _provider_calls(
 def _events(messages: Sequence[Any]) -> list[Event]:
     tool_names: dict[str, str] = {}
     events: list[Event] = []
-    for i, message in enumerate(messages):
+    for i, message in enumerate(map(stored_message, messages)):
         where = f"LangChain message #{i}"
         kind = _kind(message)
         name = message.get("name") if isinstance(message.get("name"), str) else None

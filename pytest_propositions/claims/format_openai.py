@@ -14,6 +14,7 @@ from .transcript_notation import (
     call_text,
     data_text,
     heard,
+    items_of,
     omitted,
     tool_result,
     unreadable,
@@ -52,6 +53,15 @@ def _validate_chat(messages: Sequence[Any]) -> None:
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise TypeError(f"chat message #{i} must be a dict, got {type_name(message)}")
+        kind = message.get("type")
+        if "role" not in message and isinstance(kind, str) and kind != "message":
+            raise ValueError(
+                f"item #{i} of the list has the type {kind!r}, which no transcript format read "
+                f'here writes: not an OpenAI chat message (those have a "role"), nor an OpenAI '
+                f"Responses item of a type read here ({', '.join(sorted(RESPONSES_ITEM_TYPES))}). "
+                "A list of dicts holding a chat message is one transcript; to judge extraction "
+                "results, pass them without chat messages among them"
+            )
         if "role" not in message:
             raise ValueError(
                 f'chat message #{i} has no "role" key (keys: {sorted(map(str, message))}); '
@@ -154,6 +164,23 @@ def _spoken_audio(audio: Any, where: str) -> str:
     return omitted("audio")
 
 
+def _answered_tool(
+    message: Mapping[str, Any], tool_names: dict[str, str], where: str
+) -> str | None:
+    """The tool a result answers, by the call's id: ``tool_call_id``, or SWE-agent's
+    ``tool_call_ids`` (a list; the names of several calls answered at once are joined)."""
+    call_id = message.get("tool_call_id")
+    if isinstance(call_id, str):
+        return tool_names.get(call_id)
+    ids = message.get("tool_call_ids")
+    if ids is None:
+        return None
+    if not isinstance(ids, list | tuple) or not all(isinstance(i, str) for i in ids):
+        raise TypeError(f'{where}: "tool_call_ids" must be a list of str, got {type_name(ids)}')
+    names = [tool_names[i] for i in ids if i in tool_names]
+    return ", ".join(dict.fromkeys(names)) if len(names) == len(ids) and names else None
+
+
 def _chat_events(messages: Sequence[Any]) -> list[Event]:
     _validate_chat(messages)
     tool_names: dict[str, str] = {}
@@ -183,8 +210,7 @@ def _chat_events(messages: Sequence[Any]) -> list[Event]:
             if legacy is not None:
                 events.append(act(actor, "TOOL_CALL", _function_call(legacy)[1]))
         elif role in ("tool", "function"):
-            call_id = message.get("tool_call_id")
-            tool = name or (tool_names.get(call_id) if isinstance(call_id, str) else None)
+            tool = name or _answered_tool(message, tool_names, f"chat message #{i}")
             events.append(tool_result(tool, text))
         elif role in ("system", "developer"):
             events.append(heard(name or role, "SYSTEM", text))
@@ -229,13 +255,28 @@ _RESPONSES_ITEMS = (
     "apply_patch_call",
     "apply_patch_call_output",
     "mcp_list_tools",
-)
-#: Item types only the Responses API writes: one of them makes a list a Responses transcript.
-_RESPONSES_ONLY = frozenset(_RESPONSES_ITEMS[1:]) | {
     "mcp_approval_request",
     "mcp_approval_response",
-    "item_reference",
+    "tool_search_call",
+    "tool_search_output",
+    "program",
+    "program_output",
+    "additional_tools",
+    "configuration_update",
+    "compaction",
+    "compaction_trigger",
+)
+#: Item types of the Responses API that are refused, and why: what they stand for is not in
+#: the transcript.
+REFUSED_RESPONSES_ITEMS = {
+    "item_reference": "it names an item OpenAI stores by its id, whose content the transcript "
+    "does not hold; pass the item itself (the response's output item) instead",
 }
+#: Every Responses item type this reader knows, read or refused (tests compare it with the
+#: installed openai SDK's unions, so that no new type is dropped silently).
+RESPONSES_ITEM_TYPES = frozenset(_RESPONSES_ITEMS) | frozenset(REFUSED_RESPONSES_ITEMS)
+#: Item types only the Responses API writes: one of them makes a list a Responses transcript.
+_RESPONSES_ONLY = RESPONSES_ITEM_TYPES - {"message"}
 _RESPONSES_PARTS = frozenset(
     {"input_text", "output_text", "input_image", "input_file", "input_audio"}
 )
@@ -271,7 +312,7 @@ def _responses_parts(content: Any, where: str) -> str:
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
-            pieces.append(part["text"])
+            pieces.append(part["text"] + _sources(part.get("annotations"), f"{where}, part #{j}"))
         elif kind == "refusal" and isinstance(part.get("refusal"), str):
             pieces.append(f"(refused) {part['refusal']}")
         elif kind == "input_image":
@@ -287,6 +328,33 @@ def _responses_parts(content: Any, where: str) -> str:
                 "input_text, output_text, refusal, input_image, input_file or input_audio",
             )
     return "\n".join(pieces)
+
+
+def _source(note: Any, where: str) -> str:
+    """One annotation of a text: a web page cited (title and URL), a file cited or written."""
+    kind = note.get("type") if isinstance(note, Mapping) else None
+    if kind == "url_citation":
+        title, url = note.get("title"), note.get("url")
+        return f"{one_line(title)} <{url}>" if isinstance(title, str) and title else f"<{url}>"
+    if kind in ("file_citation", "container_file_citation"):
+        return f"file {one_line(str(note.get('filename') or note.get('file_id')))}"
+    if kind == "file_path":
+        return f"file written: {one_line(str(note.get('file_id')))}"
+    raise unreadable(
+        f"{where}: an annotation's type",
+        kind if isinstance(kind, str) else note,
+        "url_citation, file_citation, container_file_citation or file_path",
+    )
+
+
+def _sources(annotations: Any, where: str) -> str:
+    """The sources a text cites (its annotations), each once, in the order cited; "" if none."""
+    if annotations is None:
+        return ""
+    if not isinstance(annotations, list | tuple):
+        raise TypeError(f"{where}: annotations must be a list, got {type_name(annotations)}")
+    cited = list(dict.fromkeys(_source(as_data(note), where) for note in annotations))
+    return "".join(["\nSources cited:", *(f"\n- {source}" for source in cited)]) if cited else ""
 
 
 def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
@@ -313,6 +381,7 @@ _HOSTED_CALLS: dict[str, tuple[str, str | None]] = {
     "shell_call": ("shell", "action"),
     "apply_patch_call": ("apply_patch", "operation"),
     "mcp_list_tools": ("mcp_list_tools", None),
+    "tool_search_call": ("tool_search", "arguments"),
 }
 # What a hosted call carries besides its arguments: ids, its state, and what it returned
 # (shown as the call's result).
@@ -426,9 +495,98 @@ def _responses_events(items: Sequence[Any]) -> list[Event]:
             events.extend(_hosted_call(kind, item, where))
         elif isinstance(kind, str) and kind.removesuffix("_output") in _HOSTED_CALLS:
             events.append(_hosted_output(kind, item, where))
+        elif isinstance(kind, str) and kind in _OTHER_ITEMS:
+            events.append(_OTHER_ITEMS[kind](item, where))
+        elif isinstance(kind, str) and kind in REFUSED_RESPONSES_ITEMS:
+            raise ValueError(
+                f"{where} is an OpenAI Responses item of type {kind!r}, which is not read: "
+                f"{REFUSED_RESPONSES_ITEMS[kind]}"
+            )
         else:
             raise unreadable(f"{where}'s type", kind, ", ".join(_RESPONSES_ITEMS))
     return events
+
+
+def _tool_names(tools: Any, where: str) -> str:
+    """The names of the tools a list declares (a namespace's as ``namespace.tool``)."""
+    names: list[str] = []
+    for tool in items_of(tools, where, "tools"):
+        if not isinstance(tool, Mapping):
+            raise TypeError(f"{where}: a tool must be a dict, got {type_name(tool)}")
+        name = tool.get("name") or tool.get("server_label") or tool.get("type")
+        inner = tool.get("tools")
+        if isinstance(inner, list | tuple):
+            names += [f"{name}.{n}" for n in _tool_names(inner, where).split(", ") if n]
+        else:
+            names.append(one_line(str(name)))
+    return ", ".join(names)
+
+
+def _tool_search_output(item: Mapping[str, Any], where: str) -> Event:
+    """The tools a tool search found (loaded for the model to call)."""
+    found = _tool_names(item.get("tools"), where)
+    return tool_result("tool_search", f"tools found: {found}" if found else "(no tools found)")
+
+
+def _program(item: Mapping[str, Any], where: str) -> Event:
+    """Code the model wrote to call its tools (programmatic tool calling), as a call."""
+    return act("assistant", "TOOL_CALL", call_text("program", {"code": item.get("code")}))
+
+
+def _program_output(item: Mapping[str, Any], where: str) -> Event:
+    failed = item.get("status") == "incomplete"
+    return tool_result("program", data_text(item.get("result"), where), error=failed)
+
+
+def _approval_request(item: Mapping[str, Any], where: str) -> Event:
+    """The model asks the user to approve a call of an MCP server's tool (not yet made)."""
+    shown = call_text(item.get("name"), item.get("arguments"))
+    server = item.get("server_label")
+    on = f" on the MCP server {one_line(server)}" if isinstance(server, str) and server else ""
+    return act("assistant", "APPROVAL_REQUEST", f"{shown}{on}")
+
+
+def _approval_response(item: Mapping[str, Any], where: str) -> Event:
+    answer = "approved" if item.get("approve") is True else "denied"
+    reason = item.get("reason")
+    return heard("user", "APPROVAL", f"{answer}: {reason}" if reason else answer)
+
+
+def _additional_tools(item: Mapping[str, Any], where: str) -> Event:
+    names = _tool_names(item.get("tools"), where) or "(none)"
+    return heard(str(item.get("role") or "developer"), "SYSTEM", f"tools made available: {names}")
+
+
+def _configuration_update(item: Mapping[str, Any], where: str) -> Event:
+    settings = {k: v for k, v in item.items() if k not in ("type", "id") and v is not None}
+    return heard("developer", "SYSTEM", f"configuration updated: {data_text(settings, where)}")
+
+
+def _compaction(item: Mapping[str, Any], where: str) -> Event:
+    """Earlier items the API compacted: encrypted, so what they said is not shown."""
+    return heard(
+        "openai",
+        "COMPACTION",
+        "the earlier conversation was compacted into an encrypted item; its content is not "
+        "visible here",
+    )
+
+
+def _compaction_trigger(item: Mapping[str, Any], where: str) -> Event:
+    return heard("user", "COMPACTION", "asks the API to compact the conversation here")
+
+
+_OTHER_ITEMS = {
+    "tool_search_output": _tool_search_output,
+    "program": _program,
+    "program_output": _program_output,
+    "mcp_approval_request": _approval_request,
+    "mcp_approval_response": _approval_response,
+    "additional_tools": _additional_tools,
+    "configuration_update": _configuration_update,
+    "compaction": _compaction,
+    "compaction_trigger": _compaction_trigger,
+}
 
 
 RESPONSES = TranscriptFormat(

@@ -37,6 +37,7 @@ __all__ = [
     "describe_target",
     "register_renderer",
     "render_context",
+    "render_target",
     "set_hook_renderer",
     "unregister_renderer",
 ]
@@ -430,6 +431,32 @@ def render_context(targets: Sequence[Any], options: RenderOptions) -> str:
             heading += f" (target {index} of {len(items)})"
         sections.append(f"## {heading}\n\n{body}")
     return "\n\n".join(sections)
+
+
+def render_target(
+    target: Any,
+    *,
+    first_n: int | None = None,
+    last_n: int | None = None,
+    include_personas: bool = False,
+    timestamps: str = "relative",
+) -> str:
+    """The text the judge is shown for ``target``, exactly as a claim about it sends it.
+
+    Check a trace here before paying for a verdict: every event the judge will read, in order,
+    with the same window (``first_n``, ``last_n``) and options a claim takes. A target the
+    plugin cannot read raises here as it would in the claim. Several targets (a list of them)
+    are one section each. The text is part of the cache key: the same target gives the same
+    text in every run.
+    """
+    __tracebackhide__ = True
+    options = RenderOptions(
+        first_n=first_n,
+        last_n=last_n,
+        include_personas=include_personas,
+        timestamps=timestamps,
+    )
+    return render_context([target], options)
 
 
 def describe_target(target: Any) -> str:
