@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions import render_target
 
 CORPUS = Path(__file__).parent / "data" / "real_traces" / "otel"
 MAKE = CORPUS / "make" / "make_traces.py"
@@ -122,7 +122,7 @@ def load(name: str) -> Any:
 def shown(target: Any) -> list[str]:
     """The events the judge is shown for one target, without their numbers; an event's further
     lines (a text's, an omitted part's) are part of it."""
-    text = render_context([target], RenderOptions())
+    text = render_target(target)
     events: list[str] = []
     for line in text.splitlines():
         if line.startswith("Event #"):
@@ -266,7 +266,7 @@ def test_span_dicts_in_no_form_read_are_refused_by_the_forms_read() -> None:
     ]
     for target in (home_made, {"spans": home_made}, home_made[0]):
         with pytest.raises(TypeError, match="no OpenTelemetry span form read here") as info:
-            render_context([target], RenderOptions())
+            render_target(target)
         assert "span.to_json() dicts" in str(info.value)
         assert "OTLP/JSON documents" in str(info.value)
 
