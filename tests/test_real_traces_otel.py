@@ -163,16 +163,39 @@ def test_history_each_call_s_trace_repeats_is_shown_once(name: str) -> None:
 def test_a_conversation_that_does_not_continue_the_one_before_is_shown_whole() -> None:
     """Two runs in one export: the second run's first trace starts over, and is shown whole,
     though it says what the first run said."""
-    first, second = load("openai_v2_tool_calls.json"), load("openai_v2_tool_calls.json")
-    for span in second:  # the same run an hour later
-        span["context"]["trace_id"] += "-again"
-        for key in ("start_time", "end_time"):
-            later = datetime.fromisoformat(span[key]) + timedelta(hours=1)
-            span[key] = later.isoformat()
+    first = load("openai_v2_tool_calls.json")
+    second = _an_hour_later(load("openai_v2_tool_calls.json"))
     assert shown([*first, *second]) == WEATHER + WEATHER
     other = load("openai_v2_with_content.json")
     # Given first, but recorded after: shown in time order.
     assert shown([*other, *first]) == WEATHER + EXPECTED["openai_v2_with_content.json"]
+
+
+def _an_hour_later(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same run again, an hour later, in traces of its own."""
+    for span in spans:
+        span["context"]["trace_id"] += "-again"
+        for key in ("start_time", "end_time"):
+            span[key] = (datetime.fromisoformat(span[key]) + timedelta(hours=1)).isoformat()
+    return spans
+
+
+def test_the_same_single_call_run_twice_is_shown_twice() -> None:
+    """A trace that only says again what was shown adds nothing, so it continues nothing: it is
+    another run."""
+    once = load("openai_v2_with_content.json")
+    twice = [*once, *_an_hour_later(load("openai_v2_with_content.json"))]
+    assert shown(twice) == EXPECTED["openai_v2_with_content.json"] * 2
+
+
+def test_a_tool_span_in_a_trace_of_its_own_continues_the_conversation() -> None:
+    """Every span a trace of its own (no parent span anywhere): the tool span's call is the
+    call the model's trace ended with, and the next model call's history is not repeated."""
+    spans = load("pydantic_ai_v5.json")
+    for number, span in enumerate(spans):
+        span["context"]["trace_id"] = f"0x{number:032x}"
+        span["parent_id"] = None
+    assert shown(spans) == TOKYO
 
 
 def test_an_openinference_tool_span_is_the_result_of_the_call_it_answers() -> None:

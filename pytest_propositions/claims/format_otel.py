@@ -464,6 +464,17 @@ def _check_conventions(span: Span) -> None:
         )
 
 
+def _repeated(shown: list[Event], new: list[Event]) -> int:
+    """How many of a trace's first events repeat the last ones shown: a trace that begins with
+    what the traces before it ended with continues them (each model call a trace of its own,
+    its input the history; a tool span in a trace of its own). The trace must add something:
+    one that only says again what was shown (the same run twice) is shown whole."""
+    for count in range(min(len(shown), len(new) - 1), 0, -1):
+        if shown[-count:] == new[:count]:
+            return count
+    return 0
+
+
 def _events(value: Any) -> list[Event]:
     spans = read_spans(value)
     by_trace: dict[str, list[tuple[int, Span]]] = {}
@@ -472,7 +483,6 @@ def _events(value: Any) -> list[Event]:
         by_trace.setdefault(span.trace, []).append((index, span))
     ordered = sorted(by_trace.values(), key=lambda group: min(s.start for _, s in group))
     events: list[Event] = []
-    conversation: list[Event] = []
     for group in ordered:
         trace = _Trace(ids=frozenset(s.span_id for _, s in group if s.span_id))
         points = sorted(
@@ -481,13 +491,7 @@ def _events(value: Any) -> list[Event]:
         )
         for _, end, _, span in points:
             (_at_end if end else _at_start)(trace, span)
-        # A trace that begins with all the conversation shown so far continues it (each model
-        # call its own trace, its input the history): only what it adds is new.
-        if conversation and trace.events[: len(conversation)] == conversation:
-            events += trace.events[len(conversation) :]
-        else:
-            events += trace.events
-        conversation = trace.events
+        events += trace.events[_repeated(events, trace.events) :]
     if not events:
         raise ValueError(
             f"none of the {len(spans)} spans holds a model's messages or a tool call; expected "
