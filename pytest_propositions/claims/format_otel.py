@@ -469,9 +469,9 @@ def _repeated(shown: list[Event], new: list[Event]) -> int:
     what the traces before it ended with continues them (each model call a trace of its own,
     its input the history; a tool span in a trace of its own). The trace must add something:
     one that only says again what was shown (the same run twice) is shown whole."""
-    for count in range(min(len(shown), len(new) - 1), 0, -1):
-        if shown[-count:] == new[:count]:
-            return count
+    for start in range(max(0, len(shown) - len(new) + 1), len(shown)):
+        if shown[start] == new[0] and shown[start:] == new[: len(shown) - start]:
+            return len(shown) - start
     return 0
 
 
