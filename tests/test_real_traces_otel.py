@@ -214,6 +214,21 @@ def test_an_openinference_tool_span_is_the_result_of_the_call_it_answers() -> No
         assert sorted(e for e in events if "[TOOL_RESULT]" in e) == [RAINING, SUNNY]
 
 
+def test_a_tool_message_with_an_error_status_is_an_error_result_once() -> None:
+    """LangGraph's ToolNode returns a tool's exception as a tool message with status "error"
+    (the span itself ends OK): its content is shown as an error result, and the same message
+    in the next model call's history is not shown again."""
+    spans = load("openinference_langgraph_weather.json")
+    for span in spans:
+        output = span["attributes"].get("output.value", "")
+        if span["attributes"].get("openinference.span.kind") == "TOOL" and "raining" in output:
+            message = json.loads(output)
+            message["data"]["status"] = "error"
+            span["attributes"]["output.value"] = json.dumps(message)
+    results = [e for e in shown(spans) if "[TOOL_RESULT]" in e]
+    assert results == [SUNNY, RAINING.replace("[TOOL_RESULT] ", "[TOOL_RESULT] (error) ")]
+
+
 def test_pydantic_ai_s_tool_results_and_tool_spans_are_read_in_every_version() -> None:
     """``tool_call_response`` parts carry "result"; version 2's tool span writes
     ``tool_arguments``/``tool_response``; neither is a second call or an empty result."""

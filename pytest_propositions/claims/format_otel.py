@@ -308,13 +308,15 @@ def _tool_call(trace: _Trace, span: Span, name: Any, arguments: Any, call_id: An
     trace.events.append(act("assistant", "TOOL_CALL", shown))
 
 
-def _tool_result(trace: _Trace, span: Span, name: str, result: Any, call_id: Any) -> None:
-    """What a tool span returned; when it failed, its error (and anything it returned) as an
-    error result."""
+def _tool_result(
+    trace: _Trace, span: Span, name: str, result: Any, call_id: Any, *, failed: bool = False
+) -> None:
+    """What a tool span returned; when it failed (its status, or the tool message it returned
+    says so: ``failed``), its error (and anything it returned) as an error result."""
     text = None if result is None else data_text(result, f"{span.label}'s result")
     if text is not None:
         trace.results.append(text)
-    if span.errors:
+    if span.errors or (failed and text is not None):
         if isinstance(call_id, str):
             trace.failed.add(call_id)
         shown = "\n".join([*span.errors, *([text] if text else [])])
@@ -323,29 +325,30 @@ def _tool_result(trace: _Trace, span: Span, name: str, result: Any, call_id: Any
         trace.events.append(tool_result(name, text))
 
 
-def _tool_message(value: Any) -> tuple[Any, str | None]:
+def _tool_message(value: Any) -> tuple[Any, str | None, bool]:
     """An OpenInference TOOL span's ``output.value``: the content of the tool message a
-    framework returns (LangChain's ``{"type": "tool", "data": {...}}`` or its ``dumpd`` form)
-    and the call id it answers; any other value as it is."""
+    framework returns (LangChain's ``{"type": "tool", "data": {...}}`` or its ``dumpd`` form),
+    the call id it answers and whether its status is ``error`` (LangGraph's ToolNode returns a
+    tool's exception so); any other value as it is."""
     data: Any = value
     if isinstance(value, str) and value.lstrip()[:1] == "{":
         try:
             data = json.loads(value)
         except (ValueError, RecursionError):
-            return value, None
+            return value, None, False
     if not isinstance(data, Mapping):
-        return value, None
+        return value, None, False
     if data.get("type") == "tool" and isinstance(data.get("data"), Mapping):
         inner = data["data"]
     elif data.get("type") == "constructor" and isinstance(data.get("kwargs"), Mapping):
         inner = data["kwargs"]
         if list(data.get("id") or [])[-1:] != ["ToolMessage"]:
-            return value, None
+            return value, None, False
     else:
-        return value, None
+        return value, None, False
     if "content" not in inner:
-        return value, None
-    return inner["content"], _text(inner.get("tool_call_id"))
+        return value, None, False
+    return inner["content"], _text(inner.get("tool_call_id")), inner.get("status") == "error"
 
 
 def _is_root(trace: _Trace, span: Span) -> bool:
@@ -405,7 +408,7 @@ def _at_start(trace: _Trace, span: Span) -> None:
             attributes.get("gen_ai.tool.call.id"),
         )
     elif attributes.get("openinference.span.kind") == "TOOL":
-        _, answers = _tool_message(attributes.get("output.value"))
+        _, answers, _ = _tool_message(attributes.get("output.value"))
         arguments = _first(attributes, ("input.value",))
         name = attributes.get("tool.name")
         _tool_call(trace, span, name, arguments, answers or attributes.get("tool.id"))
@@ -439,9 +442,9 @@ def _at_end(trace: _Trace, span: Span) -> None:
             attributes.get("gen_ai.tool.call.id"),
         )
     elif kind == "TOOL":
-        content, answers = _tool_message(attributes.get("output.value"))
+        content, answers, failed = _tool_message(attributes.get("output.value"))
         call_id = answers or attributes.get("tool.id")
-        _tool_result(trace, span, attributes["tool.name"], content, call_id)
+        _tool_result(trace, span, attributes["tool.name"], content, call_id, failed=failed)
     elif kind in ("CHAIN", "AGENT"):
         _chain_output(trace, span)
 
