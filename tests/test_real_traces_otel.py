@@ -309,6 +309,14 @@ def test_span_dicts_in_no_form_read_are_refused_by_the_forms_read() -> None:
         assert "OTLP/JSON documents" in str(info.value)
 
 
+def test_a_dict_that_only_mentions_spans_or_a_trace_id_is_still_an_extraction_result() -> None:
+    """Only the OTLP names, span-like dicts or the conventions' attributes make a trace: an
+    extraction result with text spans and a run's trace id is shown as data."""
+    text = render_target({"spans": ["New York", "Paris"], "trace_id": "run-7"})
+    assert "---- BEGIN EXTRACTION RESULT ----" in text
+    assert "  - Paris" in text
+
+
 # --------------------------------------------------------------------------------------------
 # The stored export is what the real instrumentation writes now
 

@@ -515,10 +515,7 @@ UNREADABLE = [
     pytest.param(
         [*booking.OPENINFERENCE, {"name": "half a span", "attributes": []}],
         TypeError,
-        # Issue 50: a list of spans is read as a trace, its malformed span refused by the forms
-        # read (it was refused as "no message of a transcript").
-        "span #3 is a dict with keys attributes, name: no OpenTelemetry span form read here; "
-        "the forms read are",
+        "item #3, a dict, is no message of a transcript",
         id="malformed-span-in-list",
     ),
 ]

@@ -114,15 +114,8 @@ FORMS_READ = (
 )
 
 
-def _span_like(value: Any) -> bool:
-    """A dict a home-made exporter may have written for a span: span ids, or attributes of the
-    conventions read here."""
-    if not isinstance(value, Mapping):
-        return False
-    if _SPAN_KEYS & set(value) or (
-        isinstance(value.get("context"), Mapping) and "span_id" in value["context"]
-    ):
-        return True
+def _convention_attributes(value: Mapping[str, Any]) -> bool:
+    """Whether a dict's ``attributes`` name one of the conventions read here."""
     attributes = value.get("attributes")
     keys: list[Any] = []
     if isinstance(attributes, Mapping):
@@ -132,11 +125,34 @@ def _span_like(value: Any) -> bool:
     return any(isinstance(key, str) and key.startswith(_CONVENTIONS) for key in keys)
 
 
+def _span_like(value: Any) -> bool:
+    """A dict a home-made exporter may have written for a span: span ids with a name or
+    attributes, or attributes of the conventions read here."""
+    if not isinstance(value, Mapping):
+        return False
+    ids = _SPAN_KEYS & set(value) or (
+        isinstance(value.get("context"), Mapping) and "span_id" in value["context"]
+    )
+    return bool(ids and {"name", "attributes"} & set(value)) or _convention_attributes(value)
+
+
 def _trace_like(value: Any) -> bool:
-    """A mapping or list shaped like a trace export that no form below reads."""
+    """A value shaped like a trace export that no form below reads: an OTLP document's part,
+    a ``{"spans": [...]}`` or a list of span-like dicts, or one dict with attributes of the
+    conventions read here. (One dict with only an id such as ``trace_id`` may be anything, an
+    extraction result, and is left to the other readers.)"""
     if isinstance(value, Mapping):
-        return bool({"resourceSpans", "scopeSpans", "spans"} & set(value)) or _span_like(value)
-    return isinstance(value, list | tuple) and any(_span_like(item) for item in value)
+        if {"resourceSpans", "scopeSpans"} & set(value):
+            return True
+        spans = value.get("spans")
+        if isinstance(spans, list | tuple) and spans and all(map(_span_like, spans)):
+            return True
+        return _convention_attributes(value)
+    return (
+        isinstance(value, list | tuple)
+        and bool(value)
+        and all(is_span(item) or _is_export(item) or _span_like(item) for item in value)
+    )
 
 
 def recognise(value: Any) -> bool:
