@@ -1,13 +1,13 @@
 """OpenTelemetry spans of an agent's run, read by the GenAI semantic conventions or OpenInference's.
 
-Spans come as the SDK's span objects (``InMemorySpanExporter.get_finished_spans()``), as OTLP/JSON
-(``{"resourceSpans": [...]}`` or its spans), or as ``span.to_json()`` dicts. They are grouped by
-trace and ordered by time: a span's input messages at its start, its output and a tool's result
-at its end. A model call's input repeats the conversation so far, so what was shown already in
-the trace (the messages before, a tool span's call and result) is not shown again. A value that
-cannot be read is refused with its path in the target (``resourceSpans[0].scopeSpans[1].spans``).
+Spans come in the forms ``otel_spans`` reads. They are grouped by trace and ordered by time: a
+span's input messages at its start, its output and a tool's result at its end. A model call's
+input repeats the conversation so far, so what was shown already in the trace (the messages
+before, a tool span's call and result) is not shown again, and a trace that begins with what
+the traces before it ended with (each model call a trace of its own) continues them. A tool
+span answering a call the messages showed is that call's result, not a second call; what an
+instrumentation did not record is said to be missing, never shown as empty.
 """
-
 from __future__ import annotations
 
 import json
