@@ -8,6 +8,7 @@ the traces before it ended with (each model call a trace of its own) continues t
 span answering a call the messages showed is that call's result, not a second call; what an
 instrumentation did not record is said to be missing, never shown as empty.
 """
+
 from __future__ import annotations
 
 import json
