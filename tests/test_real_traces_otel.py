@@ -105,7 +105,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "pydantic_ai_v2.json": TOKYO,
     "pydantic_ai_v3.json": TOKYO,
+    "pydantic_ai_v4.json": TOKYO,
     "pydantic_ai_v5.json": TOKYO,
+    "pydantic_ai_v6.json": TOKYO,
     "pydantic_ai_v5_no_content.json": [
         "user --> assistant: [CONVERSATION] (content not recorded)",
         "assistant acts: [TOOL_CALL] get_temperature(arguments not recorded)",
@@ -232,7 +234,8 @@ def test_a_tool_message_with_an_error_status_is_an_error_result_once() -> None:
 def test_pydantic_ai_s_tool_results_and_tool_spans_are_read_in_every_version() -> None:
     """``tool_call_response`` parts carry "result"; version 2's tool span writes
     ``tool_arguments``/``tool_response``; neither is a second call or an empty result."""
-    for name in ("pydantic_ai_v2.json", "pydantic_ai_v3.json", "pydantic_ai_v5.json"):
+    for version in (2, 3, 4, 5, 6):
+        name = f"pydantic_ai_v{version}.json"
         events = shown(load(name))
         assert [e for e in events if "[TOOL_CALL]" in e] == [TOKYO[2]], name
         assert [e for e in events if "[TOOL_RESULT]" in e] == [TOKYO[3]], name

@@ -246,7 +246,9 @@ SCENARIOS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
     "openinference_langchain_tool_call.json": (_langchain_tool_call, replay.span_dicts),
     "pydantic_ai_v2.json": (lambda: _pydantic_ai(2), replay.span_dicts),
     "pydantic_ai_v3.json": (lambda: _pydantic_ai(3), replay.span_dicts),
+    "pydantic_ai_v4.json": (lambda: _pydantic_ai(4), replay.span_dicts),
     "pydantic_ai_v5.json": (lambda: _pydantic_ai(5), replay.span_dicts),
+    "pydantic_ai_v6.json": (lambda: _pydantic_ai(6), replay.span_dicts),
     "pydantic_ai_v5_no_content.json": (lambda: _pydantic_ai(5, False), replay.span_dicts),
 }
 
