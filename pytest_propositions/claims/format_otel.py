@@ -21,9 +21,11 @@ from ..checks import TOO_DEEP
 from .data_text import check_plain_data, one_line
 from .otel_spans import Span, is_span, read_spans, recognise
 from .transcript_notation import (
+    NOT_RECORDED,
     Event,
     TranscriptFormat,
     act,
+    call_not_recorded,
     call_text,
     data_text,
     heard,
@@ -33,10 +35,6 @@ from .transcript_notation import (
 )
 
 _GENAI_PARTS = "text, tool_call, tool_call_response, reasoning, blob, file or uri"
-#: Shown for what an instrumentation left out (content capture off, its default): said to be
-#: missing, never shown as empty, so a judge is not told an agent called a tool with nothing.
-NOT_RECORDED = "(content not recorded)"
-ARGUMENTS_NOT_RECORDED = "arguments not recorded"
 #: Where each pydantic-ai version puts a tool span's arguments and result: the GenAI
 #: conventions' names, then those of its instrumentation version 2.
 _TOOL_ARGUMENTS = ("gen_ai.tool.call.arguments", "tool_arguments")
@@ -194,7 +192,7 @@ def _text(value: Any) -> str | None:
 def _call_shown(name: Any, part: Mapping[str, Any], key: str) -> str:
     """A call as shown: ``name(arguments)``, or that its arguments were not recorded."""
     if key not in part:
-        return call_text(name, None).removesuffix("()") + f"({ARGUMENTS_NOT_RECORDED})"
+        return call_not_recorded(name)
     return call_text(name, part[key])
 
 

@@ -175,6 +175,16 @@ def omitted(kind: str, media_type: Any = None) -> str:
     return f"<{kind} part omitted>"
 
 
+#: What a trace did not record (an instrumentation's content capture off) is said to be
+#: missing, never shown as empty: a call shown with nothing would say it was called with nothing.
+NOT_RECORDED = "(content not recorded)"
+
+
+def call_not_recorded(name: Any) -> str:
+    """A call whose arguments were not recorded: ``name(arguments not recorded)``."""
+    return call_text(name, None).removesuffix("()") + "(arguments not recorded)"
+
+
 def unreadable(where: str, found: Any, expected: str) -> ValueError:
     """The error for a part no reader knows: what it was, where, and what was expected."""
     shown = repr(found) if isinstance(found, str) else type_name(found)
