@@ -214,6 +214,15 @@ def test_an_openinference_tool_span_is_the_result_of_the_call_it_answers() -> No
         assert events[:2] == [SYSTEM, ASK]
         assert not any('"type": "tool"' in e or "__end__" in e for e in events)
         assert sorted(e for e in events if "[TOOL_RESULT]" in e) == [RAINING, SUNNY]
+    # A tool message without the call's id: the tool span (input.value "Seattle, WA") still
+    # answers the model's call of that tool.
+    spans = load("openinference_langgraph_weather.json")
+    for span in spans:
+        if span["attributes"].get("openinference.span.kind") == "TOOL":
+            message = json.loads(span["attributes"]["output.value"])
+            del message["data"]["tool_call_id"]
+            span["attributes"]["output.value"] = json.dumps(message)
+    assert [e for e in shown(spans) if "[TOOL_CALL]" in e] == [CALL_SEATTLE, CALL_SF]
 
 
 def test_a_tool_message_with_an_error_status_is_an_error_result_once() -> None:

@@ -274,16 +274,20 @@ def _show_messages(
 
 
 def _answered(trace: _Trace, name: str, text: str | None, call_id: str | None) -> bool:
-    """Whether a tool span answers a call the model's messages showed (by its id, else its
-    text, else, its arguments not recorded, the first call of that tool): then that call is
+    """Whether a tool span answers a call the model's messages showed: by its id; else (one of
+    them without an id) by the same arguments, else by the tool's name, the first such call
+    (a span may write the arguments otherwise than the model, as OpenInference's LangChain
+    tool span writes a one-argument tool's input as the bare value). That call is then
     accounted for."""
-    for found in trace.calls:
-        if call_id is not None and found.id is not None:
-            same = found.id == call_id
-        else:
-            same = found.text == text if text is not None else found.name == name
-        if same:
-            trace.calls.remove(found)
+    unmatched = [found for found in trace.calls if call_id is None or found.id is None]
+    candidates = (
+        [found for found in trace.calls if call_id is not None and found.id == call_id],
+        [found for found in unmatched if text is not None and found.text == text],
+        [found for found in unmatched if found.name == name],
+    )
+    for found in candidates:
+        if found:
+            trace.calls.remove(found[0])
             return True
     return False
 
