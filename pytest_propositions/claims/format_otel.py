@@ -160,7 +160,8 @@ class _Trace:
     said: Counter[Event] = field(default_factory=Counter)
     calls: list[_Call] = field(default_factory=list)  # shown from messages, not yet a tool span
     tool_calls: list[str] = field(default_factory=list)  # shown from tool spans, not yet messages
-    tool_call_ids: set[str] = field(default_factory=set)  # the ids of those, where known
+    #: Of those, the ones whose id is known: id, the call as the tool span showed it.
+    tool_call_ids: dict[str, str] = field(default_factory=dict)
     results: list[str] = field(default_factory=list)  # shown from tool spans, not yet messages
     tools: dict[str, str] = field(default_factory=dict)  # a call's id: its tool
     #: The ids of calls whose tool span failed (its error shown as the result): the message
@@ -258,8 +259,7 @@ def _show_messages(
             trace.said[event] += 1
             if event.kind == "TOOL_CALL":
                 if call_id in trace.tool_call_ids:
-                    trace.tool_call_ids.discard(call_id)
-                    _claim(trace.tool_calls, event.text)
+                    _claim(trace.tool_calls, trace.tool_call_ids.pop(call_id))
                     continue
                 if _claim(trace.tool_calls, event.text):
                     continue
@@ -307,7 +307,7 @@ def _tool_call(trace: _Trace, span: Span, name: Any, arguments: Any, call_id: An
     shown = text or _call_shown(name, {}, "arguments")
     trace.tool_calls.append(shown)
     if call_id:
-        trace.tool_call_ids.add(call_id)
+        trace.tool_call_ids[call_id] = shown
     trace.events.append(act("assistant", "TOOL_CALL", shown))
 
 
