@@ -161,9 +161,7 @@ def test_report_mode_lists_every_claim_and_fails_only_on_judge_errors(
         ]
     )
     assert "PropositionFailed" not in result.stdout.str()
-    result.stdout.fnmatch_lines(
-        ["propositions: 4 claims, 1 passed, 2 failed, 1 judge error, *"]
-    )
+    result.stdout.fnmatch_lines(["propositions: 4 claims, 1 passed, 2 failed, 1 judge error, *"])
 
     # Without the judge error the run passes; without the option the same claims fail.
     passing = pytester.runpytest(*inner_run, "--prop-outcome=report", "-k", "not broken")
@@ -316,7 +314,9 @@ LISTED = ("PASSED", "FAILED", "INCONCLUSIVE", "NOT UPHELD", "UPHELD", "JUDGE ERR
 
 def listing_words(out: str) -> dict[str, list[str]]:
     """The verdict listing's words, each with the tests listed under it."""
-    listing = out.split("propositions: claims and the judge's verdicts")[1].split("\npropositions: ")[0]
+    listing = out.split("propositions: claims and the judge's verdicts")[1].split(
+        "\npropositions: "
+    )[0]
     found: dict[str, list[str]] = {}
     for line in listing.splitlines():
         word = next((w for w in LISTED if re.match(rf"{w} +test_words\.py::", line)), None)

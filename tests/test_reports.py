@@ -303,6 +303,8 @@ def test_json_report_lists_every_verdict_with_its_test(
         "by_call_not_upheld",
         "escalated",
         "escalated_changed",
+        "inconclusive",
+        "judge_error_tests",
         "verdicts",
         "failed",
         "judge_errors",
@@ -814,8 +816,8 @@ def terminal_counts(stdout: str, mode: str) -> dict[str, int]:
     words = {
         "claim": "claims",
         "claims": "claims",
-        "passed" if mode == "fail" else "upheld": "passed",
-        "failed" if mode == "fail" else "not upheld": "failed",
+        "passed": "passed",
+        "failed": "failed",
         "judge error": "judge_errors",
         "judge errors": "judge_errors",
         "skipped by precondition": "skipped_by_precondition",
@@ -923,7 +925,7 @@ def test_counts_are_singular_and_plural_right() -> None:
     )
     two = RunCounts(2, 1, 1, 0, 1, 0, 1, 2, 20, 0.5, 1.25)
     assert summary_line(two, "report") == (
-        "propositions: 2 claims, 1 upheld, 1 not upheld, 0 judge errors, "
+        "propositions: 2 claims, 1 passed, 1 failed, 0 judge errors, "
         "1 skipped by precondition, 0 from cache, 1 judged live, 2 judge calls, 20 tokens, "
         "$0.5000, 1.2s judging"
     )

@@ -4,7 +4,6 @@ line that made a failing claim, and the claim itself in pytest's short summary."
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
