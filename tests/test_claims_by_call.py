@@ -391,7 +391,7 @@ def test_a_claim_by_call_that_outlives_its_test_is_never_filed_under_a_later_tes
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     # test_b's section lists its own claim only; the late one is not test_b's.
-    result.stdout.fnmatch_lines(["*- proposition -*", "PASSED: Oscar is an architect."])
+    result.stdout.fnmatch_lines(["*- proposition -*", "PASSED: Oscar is an architect. (True)"])
     assert "Oscar is a chef." not in out.split("short test summary")[0]
     # It is counted for the run, and said to have come after the test that made it ended.
     result.stdout.fnmatch_lines(

@@ -179,7 +179,7 @@ def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
     the verdict listing gives it (``outcome_result``), in either outcome mode; the judge errors
     with the tests they came in when that differs (pytest's last line counts those tests)."""
     errors = plural(counts.judge_errors, "judge error")
-    if counts.judge_errors and counts.judge_error_tests != counts.judge_errors:
+    if 0 < counts.judge_error_tests != counts.judge_errors:
         errors += f" in {plural(counts.judge_error_tests, 'test')}"
     parts = [
         plural(counts.claims, "claim"),

@@ -240,8 +240,8 @@ def failure_section(
 
 
 def passed_line(view: ClaimView) -> str:
-    """A claim that passed (or was upheld), in one line: its word, the claim, its value and its
-    line."""
+    """A claim that passed (or was upheld), in one line: its word, the claim, its value, its
+    line and the notes the verdict listing shows (who made it, when not the test)."""
     verdict = view.verdict
     if view.runs is not None:
         value = f"over runs: {figures_line(view.runs)}"
@@ -252,7 +252,8 @@ def passed_line(view: ClaimView) -> str:
     else:
         value = describe_value(verdict, view.threshold, view.holds, view.by_call, page=True)
     where = f"; {view.where}" if view.where else ""
-    return f"{str(view.result).upper()}: {terminal_text(verdict.claim)} ({value}{where})"
+    notes = "".join(f"; {how.label}: {how.text(text)}" for how, text in view.notes() if how.listed)
+    return f"{str(view.result).upper()}: {terminal_text(verdict.claim)} ({value}{where}{notes})"
 
 
 # How much of a claim the short summary (-rf, -rA) quotes.
