@@ -3,7 +3,7 @@
   // The claims are data (html.py's claim_data): every text a number into data.texts. Cards are
   // built with textContent only, and only those a reader can see (PAGE at a time).
   var data=JSON.parse(document.getElementById('report-data').textContent);
-  var T=data.texts,claims=data.claims,PAGE=200;
+  var T=data.texts,claims=data.claims,PAGE=100;
   var main=document.getElementById('claims'),more=document.getElementById('more');
   var search=document.getElementById('search'),group=document.getElementById('group');
   var sort=document.getElementById('sort'),shownCount=document.getElementById('shown');
