@@ -287,14 +287,13 @@ def judge_soft_claims_after(
         outcome = f": {type(soft).__name__}: {soft}"
     judged = runtime.record.outcomes_of(item.nodeid, start=before)
     failed = sum(1 for judged_claim in judged if not judged_claim.passed)
-    word = "not upheld" if runtime.settings.outcome == "report" else "failed"
     count = (
         "1 soft claim made before this error was"
         if len(pending) == 1
         else (f"{len(pending)} soft claims made before this error were")
     )
     error.add_note(
-        f"{count} judged too, {failed} {word}"
+        f"{count} judged too, {failed} failed"
         f" (their verdicts are in the 'proposition' section){outcome}"
     )
 

@@ -210,8 +210,8 @@ def test_the_counts_keep_calls_apart_from_asserted_claims() -> None:
         "propositions: 6 claims, 1 passed, 1 failed, 1 judge error, "
         "3 by call (1 upheld, 2 not upheld), 2 from cache, 3 judged live, "
     )
-    # In report mode the asserted claims' words change; the calls' do not.
-    assert "1 upheld, 1 not upheld, 1 judge error, 3 by call (1 upheld, 2 not upheld)" in (
+    # In report mode the words are the same: an asserted claim passed or failed, a call's upheld.
+    assert "1 passed, 1 failed, 1 judge error, 3 by call (1 upheld, 2 not upheld)" in (
         summary_line(counts, "report")
     )
     # A run without calls reads as before.
@@ -391,7 +391,7 @@ def test_a_claim_by_call_that_outlives_its_test_is_never_filed_under_a_later_tes
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     # test_b's section lists its own claim only; the late one is not test_b's.
-    result.stdout.fnmatch_lines(["*- proposition -*", "PASSED: Oscar is an architect."])
+    result.stdout.fnmatch_lines(["*- proposition -*", "PASSED: Oscar is an architect. (True)"])
     assert "Oscar is a chef." not in out.split("short test summary")[0]
     # It is counted for the run, and said to have come after the test that made it ended.
     result.stdout.fnmatch_lines(

@@ -14,6 +14,7 @@ import pytest
 from pytest_propositions.claims.expectation import Expectation
 from pytest_propositions.settings import SettingsError, resolve
 from pytest_propositions.verdict import Verdict
+from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, refusal, verdict
 from tests.support.outcomes import assert_counts
 
@@ -271,7 +272,7 @@ def test_every_report_shows_both_verdicts_and_their_costs(
     }
     assert (suite["propositions.escalated"], suite["propositions.escalated_changed"]) == ("3", "3")
     # The HTML page.
-    page = html.unescape((pytester.path / "report.html").read_text())
+    page = html.unescape(rendered((pytester.path / "report.html").read_text()))
     for text in (
         "<dt>escalated</dt><dd>openai/gpt-4o's verdict stands",
         "<dt>main judge</dt><dd>openai/gpt-4o-mini: 7/9, minimum 7",

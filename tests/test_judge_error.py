@@ -18,6 +18,7 @@ from pytest_propositions.over_runs.binomial import upper_bound
 from pytest_propositions.reports.summary import calibration_line, calibration_text
 from pytest_propositions.store.location import CALIBRATION_FILE as RECORD_NAME
 from tests.support.calibration import calibration_record as shared_record
+from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, verdict
 
 pytest_plugins = ["pytester"]
@@ -179,7 +180,7 @@ def reports(pytester: pytest.Pytester) -> tuple[dict[str, Any], list[dict[str, s
         {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
         for case in root.iter("testcase")
     ]
-    html = (pytester.path / "report.html").read_text(encoding="utf-8")
+    html = rendered((pytester.path / "report.html").read_text(encoding="utf-8"))
     return report, properties, html
 
 

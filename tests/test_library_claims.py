@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_propositions.claims.proposition import library_module
+from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, verdict
 
 pytest_plugins = ["pytester"]
@@ -120,7 +121,7 @@ def test_a_librarys_claims_are_labelled_and_never_blamed_for_the_tests_failure(
     plain_case = plain_case[: plain_case.index("</testcase>")]
     assert 'message="assert 1 == 2' in plain_case
     assert plain_case.count('.made_by" value="steering_lib"') == 2
-    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    page = rendered((pytester.path / "page.html").read_text(encoding="utf-8"))
     assert page.count("steering_lib (library code, not the test") == 4
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, delay, verdict
 from tests.support.outcomes import assert_counts
 
@@ -406,7 +407,7 @@ def test_reports_json_html_and_junit_show_each_run(
     assert runs["runs"][3]["verdict"]["value"] is False
     assert runs["runs"][0]["verdict"]["justification"] == "He states the price."
     assert runs["lower"] <= runs["estimate"] <= runs["upper"] < 0.8
-    html = Path(pytester.path, "report.html").read_text()
+    html = rendered(Path(pytester.path, "report.html").read_text())
     assert html.count('<tr class="run"') == runs["runs_made"]
     assert "No price was stated in this run." in html
     root = ET.parse(Path(pytester.path, "junit.xml")).getroot()
@@ -678,7 +679,7 @@ def test_a_referee_decides_on_its_own_verdicts_whatever_the_main_judge_upholds(
     drawn = [run for run in refereed["runs"] if "referee" in run]
     assert 0 < len(drawn) < len(refereed["runs"])
     # The HTML page: whose verdicts decided, and the referee's verdict beside each drawn run.
-    html = (pytester.path / "report.html").read_text()
+    html = rendered((pytester.path / "report.html").read_text())
     assert html.count("Decision about: the referee openai/referee-model") == 1
     assert html.count("Decision about: the main judge openai/judge-model") == 1
     assert html.count("<th>referee openai/referee-model</th>") == 1

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.support.docs_blocks import page_blocks
+from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, text, verdict
 
 pytest_plugins = ["pytester"]
@@ -235,7 +236,7 @@ def check_reports(result: pytest.RunResult, folder: Path, name: str, *, cached: 
     assert cases["test_kyoto"]["proposition[1].cached"] == ("true" if cached else "false")
     assert len([k for k in cases["test_travel"] if k.endswith(".by_call")]) == 4
 
-    page = (folder / f"{name}.html").read_text(encoding="utf-8")
+    page = rendered((folder / f"{name}.html").read_text(encoding="utf-8"))
     assert page.count('<section class="claim') == 5
     # Claims by call fail nothing: the page's "failures" filter (failed, not upheld) leaves them.
     assert page.count('data-status="by-call-not-upheld"') == 2

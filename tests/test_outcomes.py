@@ -141,29 +141,27 @@ def test_report_mode_lists_every_claim_and_fails_only_on_judge_errors(
     # A judge that could not answer still fails the run.
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert_counts(result, passed=1, not_upheld=2, judge_errors=1)
-    result.stdout.fnmatch_lines(["*claims not upheld are reported, not failed*"])
+    result.stdout.fnmatch_lines(["*a failed claim is reported and does not fail its test*"])
     assert letters_of(result) == ".nnJ", result.outlines
     result.stdout.fnmatch_lines(
         [
             "*= propositions: claims and the judge's verdicts =*",
-            "NOT UPHELD  test_suite.py::test_false",
+            "FAILED      test_suite.py::test_false",
             "    claim:   Oscar writes a novel.",
             "    verdict: False (live), confidence 0.9",
             "    why:     No novel is mentioned.",
-            "NOT UPHELD  test_suite.py::test_low",
+            "FAILED      test_suite.py::test_low",
             "    claim:   Oscar is cheerful.",
             "    verdict: 3/9 (minimum 7) (live), confidence 0.9",
             "    why:     He sounds flat.",
-            "UPHELD      test_suite.py::test_upheld",
+            "PASSED      test_suite.py::test_upheld",
             "    claim:   Oscar talks about travel.",
             "    verdict: True (live), confidence 0.9",
             "    why:     He names quiet cities.",
         ]
     )
     assert "PropositionFailed" not in result.stdout.str()
-    result.stdout.fnmatch_lines(
-        ["propositions: 4 claims, 1 upheld, 2 not upheld, 1 judge error, *"]
-    )
+    result.stdout.fnmatch_lines(["propositions: 4 claims, 1 passed, 2 failed, 1 judge error, *"])
 
     # Without the judge error the run passes; without the option the same claims fail.
     passing = pytester.runpytest(*inner_run, "--prop-outcome=report", "-k", "not broken")
@@ -214,8 +212,8 @@ def test_the_header_names_a_stand_in_judge_on_one_line() -> None:
     assert own_file == "propositions: model local (qwen-7b.gguf), cache use (no folder)"
     real = header_line(Settings(model="openai/gpt-4.1-mini", cache="off", outcome="report"), None)
     assert real == (
-        "propositions: model openai/gpt-4.1-mini, cache off, outcome report (claims not upheld "
-        "are reported, not failed)"
+        "propositions: model openai/gpt-4.1-mini, cache off, outcome report (a failed claim is "
+        "reported and does not fail its test)"
     )
 
 
@@ -278,3 +276,164 @@ def test_judging_time_leaves_out_waiting_for_a_free_slot(
     total = sum(v.judge_seconds for v in verdicts)
     assert wall >= 2.0
     assert total < wall + 0.5, (total, wall, [v.judge_seconds for v in verdicts])
+
+
+# -- issue 51 item 12: a claim's outcome in words, and counts that match the listing -------------
+
+WORDS_SUITE = """
+from pytest_propositions import check_proposition, runs
+
+def never(**_):
+    return False
+
+def simulation(run):
+    held = run % 10 < 8
+    return f"Oscar says hello in run {run}. " + ("MARK-YES" if held else "He says nothing more.")
+
+def test_expected_false_but_true(world, assert_proposition):
+    assert_proposition(world, "Oscar talks about travel.", holds=False)
+
+def test_expected_false_and_false(world, assert_proposition):
+    assert_proposition(world, "Oscar writes a novel.", holds=False)
+
+def test_precondition(world, assert_proposition):
+    assert_proposition(world, "Oscar dances.", precondition=never)
+
+def test_undecided(assert_proposition):
+    assert_proposition(runs(simulation, max_runs=20), "Oscar states the price.", at_least=0.7)
+
+def test_by_call(world):
+    check_proposition(world, "Oscar writes a novel.")
+
+def test_broken(world, assert_proposition):
+    assert_proposition(world, "Brokenclaim: Oscar is calm.")
+"""
+
+LISTED = ("PASSED", "FAILED", "INCONCLUSIVE", "NOT UPHELD", "UPHELD", "JUDGE ERROR")
+
+
+def listing_words(out: str) -> dict[str, list[str]]:
+    """The verdict listing's words, each with the tests listed under it."""
+    listing = out.split("propositions: claims and the judge's verdicts")[1].split(
+        "\npropositions: "
+    )[0]
+    found: dict[str, list[str]] = {}
+    for line in listing.splitlines():
+        word = next((w for w in LISTED if re.match(rf"{w} +test_words\.py::", line)), None)
+        if word is not None:
+            found.setdefault(word, []).append(line.split("::")[1])
+    return found
+
+
+@pytest.mark.parametrize("mode", ["report", "fail"])
+def test_each_claim_is_listed_as_passed_failed_or_inconclusive_and_counted_as_listed(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str], mode: str
+) -> None:
+    """A holds=False claim the judge upheld failed (not "NOT UPHELD ... verdict: True"), one it
+    rejected passed, a claim over runs that decided neither way is inconclusive, and the
+    summary counts each word of the listing, the claim whose precondition was false included."""
+    pytest.importorskip("scipy.stats")
+    script(judge_server)
+    judge_server.default = verdict(False, justification="No price was stated in this run.")
+    judge_server.on("MARK-YES", verdict(True, justification="He states the price."))
+    judge_server.on("travel", verdict(True, justification="He talks about travel."))
+    pytester.makepyfile(test_words=WORDS_SUITE)
+    result = pytester.runpytest(*inner_run, f"--prop-outcome={mode}", "-vv", "--junitxml=j.xml")
+    out = result.stdout.str()
+    words = listing_words(out)
+    assert words == {
+        "FAILED": ["test_expected_false_but_true"],
+        "PASSED": ["test_expected_false_and_false", "test_precondition"],
+        "INCONCLUSIVE": ["test_undecided"],
+        "NOT UPHELD": ["test_by_call"],
+        "JUDGE ERROR": ["test_broken"],
+    }, out
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED      test_words.py::test_expected_false_but_true",
+            "    verdict: True (expected the claim not to hold) (live), confidence 0.9",
+            "PASSED      test_words.py::test_precondition",
+            "    verdict: not judged, the precondition was false",
+            "INCONCLUSIVE  test_words.py::test_undecided",
+            "    verdict: over runs: the claim holds in at least 0.7 of runs; 16 of 20 runs held*",
+        ]
+    )
+    assert "NOT UPHELD  test_words.py::test_expected" not in out
+    # The summary counts what the listing shows, word by word.
+    result.stdout.fnmatch_lines(
+        [
+            "propositions: 6 claims, 2 passed, 1 failed, 1 inconclusive, 1 judge error, "
+            "1 by call (0 upheld, 1 not upheld), 1 skipped by precondition, *"
+        ]
+    )
+    suite = ET.parse(pytester.path / "j.xml").getroot().find("testsuite")
+    assert suite is not None
+    results = {
+        case.attrib["name"]: {
+            p.attrib["name"]: p.attrib["value"] for p in case.iter("property")
+        }.get("proposition[1].result")
+        for case in suite.iter("testcase")
+    }
+    assert results["test_expected_false_but_true"] == "failed"
+    assert results["test_undecided"] == "inconclusive"
+    assert results["test_by_call"] == "not upheld"
+
+
+def test_the_counts_add_up_with_inconclusive_claims() -> None:
+    from pytest_propositions.reports.counts import summary_line
+
+    counts = RunCounts(4, 1, 1, 1, 0, 0, 3, 3, 0, 0.0, 0.0, inconclusive=1, judge_error_tests=1)
+    assert summary_line(counts, "report").startswith(
+        "propositions: 4 claims, 1 passed, 1 failed, 1 inconclusive, 1 judge error, 0 from cache"
+    )
+
+
+# -- issue 51 item 13: judge errors counted the same at test level and in the claims' summary ----
+
+BOTH_SUITE = """
+from pytest_propositions import JudgeError, check_proposition
+
+def test_soft(world, expect_proposition):
+    expect_proposition(world, "Oscar writes a novel.")
+    expect_proposition(world, "Brokenclaim: Oscar is calm.")
+    expect_proposition(world, "Brokenclaim: Oscar is quiet.")
+
+def test_caught_then_false(world, assert_proposition):
+    try:
+        check_proposition(world, "Brokenclaim: Oscar is kind.")
+    except JudgeError:
+        pass
+    assert_proposition(world, "Oscar writes a novel.")
+
+def test_fine(world, assert_proposition):
+    assert_proposition(world, "Oscar talks about travel.")
+"""
+
+
+def test_a_test_with_a_false_claim_and_a_judge_error_is_a_judge_error_as_the_summary_counts_it(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    script(judge_server)
+    pytester.makepyfile(test_both=BOTH_SUITE)
+    result = pytester.runpytest(*inner_run, "-rA", "--junitxml=junit.xml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # pytest's line counts tests, the claims' summary judge errors and the tests they came in.
+    assert_counts(result, passed=1, judge_errors=2)
+    result.stdout.fnmatch_lines(["propositions: 6 claims, *, 3 judge errors in 2 tests, *"])
+    # The false claim is still there: its failure is the crash line, with the judge errors.
+    result.stdout.fnmatch_lines(
+        [
+            "JUDGE ERROR test_both.py::test_soft - PropositionFailed:*",
+            "JUDGE ERROR test_both.py::test_caught_then_false - PropositionFailed:*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED: Oscar writes a novel.", "*judge error (caught)*"])
+    _, cases = junit_results(pytester.path / "junit.xml")
+    assert cases["test_soft"] == ["error"] and cases["test_caught_then_false"] == ["error"]
+    suite = ET.parse(pytester.path / "junit.xml").getroot()
+    messages = {case.attrib["name"]: case.find("error") for case in suite.iter("testcase")}
+    error = messages["test_caught_then_false"]
+    assert error is not None
+    assert error.attrib["message"].startswith(
+        "PropositionFailed: claim 'Oscar writes a novel.' judged False (+1 judge error)\n"
+    )

@@ -103,6 +103,6 @@ def test_in_report_mode_every_claim_of_the_first_test_is_listed_the_soft_one_too
     pytester.makepyfile(test_travel=readme_file("test_travel.py"))
     result = pytester.runpytest(*inner_run, "--prop-outcome=report", "test_travel.py")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["NOT UPHELD  test_travel.py::test_travel", "*Oscar mentions*"])
+    result.stdout.fnmatch_lines(["FAILED      test_travel.py::test_travel", "*Oscar mentions*"])
     result.stdout.fnmatch_lines(["*claim:   Lisa mentions beaches.*"])
-    result.stdout.fnmatch_lines(["propositions: 4 claims, 3 upheld, 1 not upheld*"])
+    result.stdout.fnmatch_lines(["propositions: 4 claims, 3 passed, 1 failed*"])

@@ -24,6 +24,7 @@ from pytest_propositions.reports.summary import lowest_scores_table
 from pytest_propositions.runtime import Outcome, Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
+from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, status, text, verdict
 from tests.support.outcomes import assert_counts
 
@@ -303,6 +304,8 @@ def test_json_report_lists_every_verdict_with_its_test(
         "by_call_not_upheld",
         "escalated",
         "escalated_changed",
+        "inconclusive",
+        "judge_error_tests",
         "verdicts",
         "failed",
         "judge_errors",
@@ -814,8 +817,8 @@ def terminal_counts(stdout: str, mode: str) -> dict[str, int]:
     words = {
         "claim": "claims",
         "claims": "claims",
-        "passed" if mode == "fail" else "upheld": "passed",
-        "failed" if mode == "fail" else "not upheld": "failed",
+        "passed": "passed",
+        "failed": "failed",
         "judge error": "judge_errors",
         "judge errors": "judge_errors",
         "skipped by precondition": "skipped_by_precondition",
@@ -892,23 +895,22 @@ def test_terminal_json_junit_and_html_give_the_same_counts_and_words(
     assert properties["propositions.outcome"] == mode
     assert {name: int(properties[f"propositions.{name}"]) for name in COUNT_NAMES} == expected
 
-    page = (pytester.path / "run.html").read_text(encoding="utf-8")
+    page = rendered((pytester.path / "run.html").read_text(encoding="utf-8"))
     assert html_counts(page, mode) == expected
     # One card per claim: seven, of which one is the judge error.
     assert page.count('<section class="claim') == expected["claims"]
 
-    # The claim the judge rejected, worded the same in every report.
-    word = "failed" if mode == "fail" else "not upheld"
+    # The claim the judge rejected, worded the same in every report, in either mode.
+    word = "failed"
     rejected = [r for r in report["verdicts"] if not r["passed"]]
     assert [r["result"] for r in rejected] == [word]
     false_case = junit_cases(pytester.path / "run.xml")["test_false"]
     assert false_case["proposition[1].result"] == word
     status_class = word.replace(" ", "-")
     assert page.count(f'data-status="{status_class}"') == 1
-    assert page.count('data-status="failed"') == (1 if mode == "fail" else 0)
     if mode == "report":
-        assert "Outcome report" in page and "not failed" in page
-        result.stdout.fnmatch_lines(["NOT UPHELD  test_story.py::test_false"])
+        assert "Outcome report" in page and "does not fail its test" in page
+        result.stdout.fnmatch_lines(["FAILED      test_story.py::test_false"])
     else:
         assert "Outcome report" not in page
 
@@ -923,7 +925,7 @@ def test_counts_are_singular_and_plural_right() -> None:
     )
     two = RunCounts(2, 1, 1, 0, 1, 0, 1, 2, 20, 0.5, 1.25)
     assert summary_line(two, "report") == (
-        "propositions: 2 claims, 1 upheld, 1 not upheld, 0 judge errors, "
+        "propositions: 2 claims, 1 passed, 1 failed, 0 judge errors, "
         "1 skipped by precondition, 0 from cache, 1 judged live, 2 judge calls, 20 tokens, "
         "$0.5000, 1.2s judging"
     )
@@ -976,7 +978,7 @@ def test_confidence_is_shown_as_the_judge_gave_it_or_not_given(
     by_claim = {r["verdict"]["claim"]: r["verdict"] for r in report["verdicts"]}
     assert by_claim["Noconfidence: Oscar paints."]["confidence"] is None
 
-    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    page = rendered((pytester.path / "page.html").read_text(encoding="utf-8"))
     assert "<dt>confidence</dt><dd>0.0001</dd>" in page
     assert "<dt>confidence</dt><dd>not given</dd>" in page
     assert "<dt>confidence</dt><dd>not given (not judged: the precondition was false)</dd>" in page

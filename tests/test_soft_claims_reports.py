@@ -4,11 +4,12 @@ line that made a failing claim, and the claim itself in pytest's short summary."
 from __future__ import annotations
 
 import json
-import re
+import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
-from tests.support.judge_server import ScriptedJudge, verdict
+from tests.support.judge_server import ScriptedJudge, delay, verdict
 from tests.support.outcomes import assert_counts
 
 pytest_plugins = ["pytester"]
@@ -58,7 +59,7 @@ def test_soft_claims_made_before_an_exception_are_judged_and_reported(
             "*- proposition -*",
             "FAILED: Oscar writes a novel.",
             "*claimed at: test_body.py:3",
-            "PASSED: Oscar talks about travel.",
+            "PASSED: Oscar talks about travel. (True; test_body.py:2)",
         ]
     )
     assert "No novel is mentioned." in out
@@ -95,9 +96,7 @@ def test_report_mode_says_not_upheld_after_a_body_error(
     )
     result = pytester.runpytest(*inner_run, "--prop-outcome=report")
     assert_counts(result, failed=1)
-    result.stdout.fnmatch_lines(
-        ["*1 soft claim made before this error was judged too, 1 not upheld*"]
-    )
+    result.stdout.fnmatch_lines(["*1 soft claim made before this error was judged too, 1 failed*"])
 
 
 def test_a_failing_soft_claim_points_at_its_line_and_the_short_summary_shows_it(
@@ -139,8 +138,8 @@ def test_a_failing_soft_claim_points_at_its_line_and_the_short_summary_shows_it(
         ]
     )
     junit = (pytester.path / "junit.xml").read_text(encoding="utf-8")
-    # Soft claims are judged concurrently: either may be numbered first.
-    assert re.search(r'name="proposition\[[12]\]\.claimed_at" value="test_where.py:3"', junit)
+    # Soft claims are judged concurrently, and numbered in the order of their lines.
+    assert 'name="proposition[2].claimed_at" value="test_where.py:3"' in junit
 
 
 def test_a_failing_assert_proposition_keeps_the_claim_in_the_short_summary(
@@ -160,3 +159,65 @@ def test_a_failing_assert_proposition_keeps_the_claim_in_the_short_summary(
             "scored 2/9, minimum 7"
         ]
     )
+
+
+# -- issue 51 item 15: soft claims in the order of their lines; passed ones in one line ----------
+
+ORDER_SUITE = """
+def test_many(world, expect_proposition):
+    expect_proposition(world, "Slowest: Oscar talks.")
+    expect_proposition(world, "Slower: Oscar writes a novel.")
+    expect_proposition(world, "Slow: Oscar is calm.")
+    expect_proposition(world, "Oscar is an architect.")
+"""
+
+
+def junit_claims(path: Any) -> list[str]:
+    root = ET.parse(path).getroot()
+    found = {
+        p.attrib["name"]: p.attrib["value"]
+        for p in root.iter("property")
+        if p.attrib["name"].endswith(".claim")
+    }
+    return [found[f"proposition[{i}].claim"] for i in range(1, len(found) + 1)]
+
+
+def test_soft_claims_are_listed_in_the_order_of_their_lines_and_passed_ones_take_one_line(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    """The first claims finish last (their judge is slower): the section and JUnit still list
+    them line by line; a passed claim is one line unless -v."""
+    judge_server.default = verdict(True, justification="He does.")
+    judge_server.on("Slowest", delay(0.6, verdict(True, justification="He talks.")))
+    judge_server.on("Slower", delay(0.4, verdict(False, justification="No novel.")))
+    judge_server.on("Slow:", delay(0.2, verdict(True, justification="He is calm.")))
+    pytester.makepyfile(test_order=ORDER_SUITE)
+    result = pytester.runpytest(*inner_run, "--junitxml=junit.xml")
+    assert_counts(result, failed=1)
+    section = result.stdout.str().split("- proposition -")[1].split("generated xml")[0]
+    assert section.count("\n  justification:") == 1  # the failed claim's only
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED: Slower: Oscar writes a novel.",
+            "*claimed at: test_order.py:3",
+            "*No novel.",
+            "PASSED: Slowest: Oscar talks. (True; test_order.py:2)",
+            "PASSED: Slow: Oscar is calm. (True; test_order.py:4)",
+            "PASSED: Oscar is an architect. (True; test_order.py:5)",
+            "(3 claims passed, one line each: -v shows them in full)",
+        ]
+    )
+    lines = ["Slowest: Oscar talks.", "Slower: Oscar writes a novel.", "Slow: Oscar is calm."]
+    assert junit_claims(pytester.path / "junit.xml") == [*lines, "Oscar is an architect."]
+
+    verbose = pytester.runpytest(*inner_run, "-v")
+    verbose.stdout.fnmatch_lines(
+        [
+            "FAILED: Slower: Oscar writes a novel.",
+            "PASSED: Slowest: Oscar talks.",
+            "*claimed at: test_order.py:2",
+            "PASSED: Slow: Oscar is calm.",
+            "PASSED: Oscar is an architect.",
+        ]
+    )
+    assert "one line each" not in verbose.stdout.str()

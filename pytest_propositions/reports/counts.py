@@ -7,6 +7,7 @@ claims all pass loads only this at its end.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -21,11 +22,16 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
+# A claim's result words: an asserted claim's, then a claim by call's (which fails nothing).
+PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
+UPHELD, NOT_UPHELD = "upheld", "not upheld"
+
+
 def result_word(passed: bool, outcome: str = "fail") -> str:
-    """A claim's result as every report words it; under --prop-outcome=report, "not upheld"."""
-    if outcome == "report":
-        return "upheld" if passed else "not upheld"
-    return "passed" if passed else "failed"
+    """An asserted claim's result as every report words it: passed or failed, in either outcome
+    mode (--prop-outcome=report changes what a failed claim does to its test, not what the claim
+    is); ``outcome`` is kept for callers that pass it."""
+    return PASSED if passed else FAILED
 
 
 #: What the reports ask for a judge's calibration: its error view by judge identity, or None.
@@ -70,20 +76,37 @@ def run_calibrations(
 
 def claim_result(passed: bool, by_call: str | None, outcome: str = "fail") -> str:
     """One claim's result word: a claim judged by a call (``by_call``) fails nothing, so it is
-    upheld or not upheld whatever the outcome mode."""
-    return result_word(passed, "report" if by_call is not None else outcome)
+    upheld or not upheld; an asserted claim passed or failed, whatever the outcome mode."""
+    if by_call is not None:
+        return UPHELD if passed else NOT_UPHELD
+    return result_word(passed)
+
+
+def outcome_result(outcome: Outcome) -> str:
+    """The result word of a claim as the listing, the counts and every report give it: a claim
+    over runs that neither passed nor failed within its runs is inconclusive (it fails its test
+    all the same), not failed."""
+    runs = outcome.runs
+    if runs is not None and outcome.by_call is None and runs.get("decision") == "inconclusive":
+        return INCONCLUSIVE
+    return claim_result(outcome.passed, outcome.by_call)
 
 
 @dataclass(frozen=True)
 class RunCounts:
     """The run's claims, counted once for every report (terminal, JSON, HTML, JUnit).
 
-    ``claims`` is every claim the run tried to judge: ``passed + failed + by_call +
-    judge_errors``, where ``passed`` and ``failed`` count the claims asserted (the fixtures',
-    the markers') and ``by_call`` those judged by calls of the reference library's API in a
-    test (``check_proposition``...), ``by_call_upheld + by_call_not_upheld`` of them, which
-    fail nothing. A claim with a verdict got it in one of three ways:
-    ``skipped_by_precondition + from_cache + judged_live == passed + failed + by_call``.
+    ``claims`` is every claim the run tried to judge: ``passed + failed + inconclusive +
+    by_call + judge_errors``, where ``passed``, ``failed`` and ``inconclusive`` (a claim over
+    runs that decided neither way) count the claims asserted (the fixtures', the markers'), each
+    under the word the verdict listing gives it, and ``by_call`` those judged by calls of the
+    reference library's API in a test (``check_proposition``...), ``by_call_upheld +
+    by_call_not_upheld`` of them, which fail nothing. A claim with a verdict got it in one of
+    three ways: ``skipped_by_precondition + from_cache + judged_live == passed + failed +
+    inconclusive + by_call`` (a claim whose precondition was false is counted under the result
+    it is listed with, and apart as skipped). ``judge_error_tests`` counts the tests the judge
+    errors came in: what pytest's last line counts as judge errors (a test with any judge error
+    is one, whatever else failed in it).
     ``judge_calls``, tokens and cost count requests (a claim with ``samples=3`` makes three).
     ``escalated`` counts the claims the stronger model decided (``--prop-escalate-to``),
     ``escalated_changed`` those of them where its verdict differs from the main judge's.
@@ -105,6 +128,8 @@ class RunCounts:
     by_call_not_upheld: int = 0
     escalated: int = 0
     escalated_changed: int = 0
+    inconclusive: int = 0
+    judge_error_tests: int = 0
 
 
 def run_counts(
@@ -115,15 +140,17 @@ def run_counts(
     cached = sum(1 for o in verdicts if o.verdict.cached and not o.verdict.precondition_skipped)
     by_call = [o for o in verdicts if o.by_call is not None]
     upheld = sum(1 for o in by_call if o.passed)
-    failed = sum(1 for o in verdicts if not o.passed and o.by_call is None)
-    errors = sum(1 for _ in judge_errors)
+    results = Counter(outcome_result(o) for o in verdicts if o.by_call is None)
+    failed, inconclusive = results[FAILED], results[INCONCLUSIVE]
+    errors = list(judge_errors)
+    tests = {error[0] if isinstance(error, tuple) else None for error in errors}
     escalated = [(o.verdict, o.escalated_from) for o in verdicts if o.escalated_from is not None]
     changed = sum(1 for stood, main in escalated if stood.value != main.value)
     return RunCounts(
-        claims=len(verdicts) + errors,
-        passed=len(verdicts) - len(by_call) - failed,
+        claims=len(verdicts) + len(errors),
+        passed=results[PASSED],
         failed=failed,
-        judge_errors=errors,
+        judge_errors=len(errors),
         skipped_by_precondition=skipped,
         from_cache=cached,
         judged_live=len(verdicts) - skipped - cached,
@@ -136,6 +163,8 @@ def run_counts(
         by_call_not_upheld=len(by_call) - upheld,
         escalated=len(escalated),
         escalated_changed=changed,
+        inconclusive=inconclusive,
+        judge_error_tests=len(tests),
     )
 
 
@@ -146,13 +175,21 @@ def claim_counts(counts: RunCounts) -> dict[str, int]:
 
 
 def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
-    """The counts as the terminal and the HTML page both word them."""
+    """The counts as the terminal and the HTML page both word them: each claim under the word
+    the verdict listing gives it (``outcome_result``), in either outcome mode; the judge errors
+    with the tests they came in when that differs (pytest's last line counts those tests)."""
+    errors = plural(counts.judge_errors, "judge error")
+    if 0 < counts.judge_error_tests != counts.judge_errors:
+        errors += f" in {plural(counts.judge_error_tests, 'test')}"
     parts = [
         plural(counts.claims, "claim"),
-        f"{counts.passed} {result_word(True, outcome)}",
-        f"{counts.failed} {result_word(False, outcome)}",
-        plural(counts.judge_errors, "judge error"),
+        f"{counts.passed} {PASSED}",
+        f"{counts.failed} {FAILED}",
     ]
+    if counts.inconclusive:
+        # Claims over runs that decided neither way: shown when there are some.
+        parts.append(f"{counts.inconclusive} {INCONCLUSIVE}")
+    parts.append(errors)
     if counts.by_call:
         # Claims judged by check_proposition and the like: shown when there are some.
         parts.append(
@@ -173,7 +210,7 @@ def count_parts(counts: RunCounts, outcome: str = "fail") -> list[str]:
 
 
 def summary_line(counts: RunCounts, outcome: str = "fail") -> str:
-    """The run's counts; under --prop-outcome=report a claim the judge rejected is "not upheld"."""
+    """The run's counts, worded as the verdict listing words each claim."""
     parts = [
         *count_parts(counts, outcome),
         plural(counts.tokens, "token"),
@@ -212,7 +249,7 @@ def header_line(settings: Settings, cache_place: str | None) -> str:
     if settings.escalate_to:
         line += f", escalating to {settings.escalate_to}"
     if settings.outcome == "report":
-        line += ", outcome report (claims not upheld are reported, not failed)"
+        line += ", outcome report (a failed claim is reported and does not fail its test)"
     return line
 
 

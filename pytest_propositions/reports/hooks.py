@@ -72,11 +72,13 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
     stats = runtime.stats()
     mode = runtime.settings.outcome
     very_verbose = config.option.verbose > 1
-    if runtime.record.outcomes and (mode == "report" or very_verbose):
+    record = runtime.record
+    if (record.outcomes or record.judge_errors) and (mode == "report" or very_verbose):
         from .summary import verdict_listing
 
         terminalreporter.write_sep("=", "propositions: claims and the judge's verdicts")
-        for line in verdict_listing(runtime.record.outcomes, mode, reasoning=very_verbose):
+        listing = verdict_listing(record.outcomes, mode, very_verbose, record.judge_errors)
+        for line in listing:
             terminalreporter.write_line(line)
     counts = run_counts(runtime.record.outcomes, runtime.record.judge_errors, stats)
     terminalreporter.write_line(summary_line(counts, mode))
@@ -236,6 +238,7 @@ class ClaimReports:
                 runtime.settings.outcome,
                 reasoning=item.config.option.verbose > 1,
                 calibrations=runtime.record.calibrations,
+                verbose=item.config.option.verbose > 0,
             )
             failure_text_section(report, SECTION_TITLE, section)
         if isinstance(raised, PropositionFailed):
@@ -249,8 +252,14 @@ class ClaimReports:
                 (f"{SECTION_TITLE} judge error", f"{type(raised).__name__}: {raised}")
             )
         elif caught and getattr(report, JUDGE_ERROR_ATTR, None) != CAUGHT:
-            # The test failed for another reason: its judge errors are shown beside it.
+            # The test failed for another reason (a false claim, its own assert) and had judge
+            # errors too: it is a judge error all the same, as the claims' summary counts it;
+            # its failure stays its text and crash line, the judge errors shown beside it.
+            from .summary import with_judge_errors_noted
+
             report.sections.append((f"{SECTION_TITLE} judge error (caught)", "\n".join(caught)))
+            with_judge_errors_noted(report, len(caught))
+            setattr(report, JUDGE_ERROR_ATTR, CAUGHT)
         redact_failure(report)
         return report
 

@@ -13,7 +13,7 @@ from ..verdict import SCORE
 from .counts import Calibrations, RunCounts, claim_counts, confidence_text, run_counts
 from .runs_text import decision_about
 from .summary import calibration_text
-from .view import ClaimView, claim_view
+from .view import ClaimView, claim_view, in_source_order
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -35,10 +35,11 @@ def junit_properties(
     mode: str = "fail",
     calibrations: Calibrations | None = None,
 ) -> list[tuple[str, str]]:
-    """``proposition[i].<field>`` properties, i counting a test's claims from 1 in judging order.
+    """``proposition[i].<field>`` properties, i counting a test's claims from 1 in the order of
+    their lines (``in_source_order``: soft claims finish in any order).
 
-    Fields: claim, kind, value, threshold (score claims), passed, result (passed/failed, or
-    upheld/not upheld under --prop-outcome=report), confidence ("not given" when the judge gave
+    Fields: claim, kind, value, threshold (score claims), passed, result (passed, failed or
+    inconclusive, in either outcome mode), confidence ("not given" when the judge gave
     none), model, cached, justification, and where a soft claim was made. A claim judged by a
     call (``check_proposition``...) has ``by_call`` (the call) and ``upheld`` instead of
     ``passed``, its result upheld/not upheld, and where it was called; ``made_by``, the
@@ -48,7 +49,7 @@ def junit_properties(
     judge_false_pass_upper and judge_false_fail_upper (fractions; "" when not measured).
     """
     properties: list[tuple[str, str]] = []
-    for index, outcome in enumerate(outcomes, start):
+    for index, outcome in enumerate(in_source_order(list(outcomes)), start):
         found = claim_properties(claim_view(outcome, mode, calibrations))
         properties += [(f"proposition[{index}].{name}", text) for name, text in found]
     return properties

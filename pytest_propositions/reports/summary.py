@@ -19,9 +19,9 @@ from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocat
 from ..checks import plural, quote_claim, terminal_text
 from ..scale import MAX_SCORE
 from ..verdict import CHECK, SCORE
-from .counts import Calibrations, claim_result, confidence_text
-from .runs_text import runs_text
-from .view import ClaimView, claim_view
+from .counts import Calibrations, confidence_text, outcome_result
+from .runs_text import figures_line, runs_text
+from .view import ClaimView, by_test_in_source_order, claim_view, in_source_order
 
 if TYPE_CHECKING:
     from ..record import Outcome
@@ -216,12 +216,44 @@ def failure_section(
     mode: str = "fail",
     reasoning: bool = False,
     calibrations: Calibrations | None = None,
+    verbose: bool = True,
 ) -> str:
     """Every claim of a failed test, the test's own before those libraries made, failing ones
-    first, each with its justification (and the judge's reasoning under -vv), and the judge's
-    measured error where it was calibrated."""
-    ordered = sorted(outcomes, key=lambda outcome: (outcome.made_by is not None, outcome.passed))
-    return "\n\n".join(outcome_text(outcome, mode, reasoning, calibrations) for outcome in ordered)
+    first, each group in the order of the claims' lines (``in_source_order``), each with its
+    justification (and the judge's reasoning under -vv), and the judge's measured error where it
+    was calibrated. Not ``verbose`` (no -v), a claim that passed takes one line: a test of 200
+    soft claims shows its failing ones, not 1,400 lines of passing ones."""
+    ordered = sorted(
+        enumerate(in_source_order(list(outcomes))),
+        key=lambda pair: (pair[1].made_by is not None, pair[1].passed, pair[0]),
+    )
+    full = [outcome for _, outcome in ordered if verbose or not outcome.passed]
+    brief = [outcome for _, outcome in ordered if not verbose and outcome.passed]
+    texts = [outcome_text(outcome, mode, reasoning, calibrations) for outcome in full]
+    if brief:
+        lines = [passed_line(claim_view(outcome, mode)) for outcome in brief]
+        lines.append(
+            f"({plural(len(brief), 'claim')} passed, one line each: -v shows them in full)"
+        )
+        texts.append("\n".join(lines))
+    return "\n\n".join(texts)
+
+
+def passed_line(view: ClaimView) -> str:
+    """A claim that passed (or was upheld), in one line: its word, the claim, its value, its
+    line and the notes the verdict listing shows (who made it, when not the test)."""
+    verdict = view.verdict
+    if view.runs is not None:
+        value = f"over runs: {figures_line(view.runs)}"
+    elif verdict.precondition_skipped:
+        value = "not judged, the precondition was false"
+    elif verdict.kind == CHECK and view.holds and view.by_call is None:
+        value = str(verdict.value)
+    else:
+        value = describe_value(verdict, view.threshold, view.holds, view.by_call, page=True)
+    where = f"; {view.where}" if view.where else ""
+    notes = "".join(f"; {how.label}: {how.text(text)}" for how, text in view.notes() if how.listed)
+    return f"{str(view.result).upper()}: {terminal_text(verdict.claim)} ({value}{where}{notes})"
 
 
 # How much of a claim the short summary (-rf, -rA) quotes.
@@ -271,6 +303,15 @@ def caught_judge_error_repr(item: Any, errors: Sequence[str]) -> ReprExceptionIn
     )
 
 
+def with_judge_errors_noted(report: Any, errors: int) -> None:
+    """A phase that failed for another reason and had judge errors too: its crash line (pytest's
+    short summary, JUnit's message) says so after the failure's own words."""
+    with suppress(AttributeError):
+        crash = report.longrepr.reprcrash
+        head, newline, rest = crash.message.partition("\n")
+        crash.message = f"{head} (+{plural(errors, 'judge error')}){newline}{rest}"
+
+
 def justification_line(verdict: Verdict) -> str:
     """The judge's justification as the crash message's second line: JUnit's ``<failure
     message>`` is the whole crash message, and many CI viewers show nothing else (pytest's short
@@ -318,53 +359,87 @@ def by_call_short_failure(report: Any, outcomes: Sequence[Outcome]) -> None:
 
 
 def verdict_listing(
-    outcomes: Iterable[Outcome], mode: str = "fail", reasoning: bool = False
+    outcomes: Iterable[Outcome],
+    mode: str = "fail",
+    reasoning: bool = False,
+    judge_errors: Iterable[tuple[str | None, str]] = (),
 ) -> list[str]:
-    """Every claim of the run, upheld or not, with the judge's justification, by test id.
+    """Every claim of the run with the judge's justification, by test id, each test's claims in
+    the order of their lines and then its judge errors: each under the word the summary's counts
+    use (passed, failed, inconclusive, by call upheld or not upheld, judge error), so the
+    listing and the counts agree.
 
     What --prop-outcome=report shows instead of failures (and -vv always, with the reasoning).
     """
-    ordered = sorted(outcomes, key=lambda outcome: outcome.test_id or "")
+    errors: dict[str, list[str]] = {}
+    for test_id, message in judge_errors:
+        errors.setdefault(test_id or "", []).append(message)
     lines: list[str] = []
-    for outcome in ordered:
-        view = claim_view(outcome, mode)
-        verdict = view.verdict
-        label = str(view.result).upper()
-        lines.append(f"{label:<10}  {view.test_id or '-'}")
-        lines.append(f"    claim:   {terminal_text(verdict.claim)}")
-        if verdict.precondition_skipped:
-            value = "not judged, the precondition was false"
+    ordered = by_test_in_source_order(outcomes)
+    for index, outcome in enumerate(ordered):
+        lines += _listed(claim_view(outcome, mode), reasoning)
+        test = outcome.test_id or ""
+        if index + 1 == len(ordered) or (ordered[index + 1].test_id or "") != test:
+            lines += _listed_errors(test, errors.pop(test, []))
+    for test in sorted(errors):
+        lines += _listed_errors(test, errors[test])
+    return lines
+
+
+def _listed_errors(test: str, messages: Sequence[str]) -> list[str]:
+    lines: list[str] = []
+    for message in messages:
+        lines.append(f"{'JUDGE ERROR':<10}  {test or '-'}")
+        lines.extend(
+            textwrap.wrap(
+                " ".join(terminal_text(message).split()),
+                width=96,
+                initial_indent="    error:   ",
+                subsequent_indent=" " * 13,
+            )
+        )
+    return lines
+
+
+def _listed(view: ClaimView, reasoning: bool) -> list[str]:
+    """One claim of the verdict listing: its word and test, the claim, the verdict, the why."""
+    verdict = view.verdict
+    label = str(view.result).upper()
+    lines = [f"{label:<10}  {view.test_id or '-'}", f"    claim:   {terminal_text(verdict.claim)}"]
+    if view.runs is not None:
+        runs = view.runs
+        value = f"over runs: {runs['rule_text']}; {figures_line(runs)}"
+    elif verdict.precondition_skipped:
+        value = "not judged, the precondition was false"
+    else:
+        if verdict.kind == CHECK and view.holds and view.by_call is None:
+            value = str(verdict.value)
         else:
-            if verdict.kind == CHECK and view.holds and view.by_call is None:
-                value = str(verdict.value)
-            else:
-                value = describe_value(verdict, view.threshold, view.holds, view.by_call)
-            value += " (cached)" if verdict.cached else " (live)"
-            value += f", confidence {confidence_text(verdict.confidence)}"
-        lines.append(f"    verdict: {value}")
-        lines += [
-            f"    {how.label}: {how.text(value)}" for how, value in view.notes() if how.listed
-        ]
-        main = view.escalated_from
-        if main is not None:
-            lines.append(
-                f"    escalated: {verdict.model} decided ({cost_text(verdict)}); the main judge "
-                f"{main.model} said {describe_value(main, view.threshold, view.holds)} "
-                f"({'cached' if main.cached else 'live'}, {cost_text(main)})"
+            value = describe_value(verdict, view.threshold, view.holds, view.by_call)
+        value += " (cached)" if verdict.cached else " (live)"
+        value += f", confidence {confidence_text(verdict.confidence)}"
+    lines.append(f"    verdict: {value}")
+    lines += [f"    {how.label}: {how.text(value)}" for how, value in view.notes() if how.listed]
+    main = view.escalated_from
+    if main is not None:
+        lines.append(
+            f"    escalated: {verdict.model} decided ({cost_text(verdict)}); the main judge "
+            f"{main.model} said {describe_value(main, view.threshold, view.holds)} "
+            f"({'cached' if main.cached else 'live'}, {cost_text(main)})"
+        )
+    texts = [("why:", verdict.justification)]
+    if reasoning and not verdict.precondition_skipped:
+        texts.append(("reasoning:", verdict.reasoning))
+    for name, text in texts:
+        words = " ".join(terminal_text(text).split()) or "(none given)"
+        lines.extend(
+            textwrap.wrap(
+                words,
+                width=96,
+                initial_indent=f"    {name} ".ljust(13),
+                subsequent_indent=" " * 13,
             )
-        texts = [("why:", verdict.justification)]
-        if reasoning and not verdict.precondition_skipped:
-            texts.append(("reasoning:", verdict.reasoning))
-        for name, text in texts:
-            words = " ".join(terminal_text(text).split()) or "(none given)"
-            lines.extend(
-                textwrap.wrap(
-                    words,
-                    width=96,
-                    initial_indent=f"    {name} ".ljust(13),
-                    subsequent_indent=" " * 13,
-                )
-            )
+        )
     return lines
 
 
@@ -424,5 +499,5 @@ def lowest_scores_table(
 
 
 def _table_result(outcome: Outcome) -> str:
-    word = claim_result(outcome.passed, outcome.by_call)
+    word = outcome_result(outcome)
     return "FAILED" if word == "failed" else word

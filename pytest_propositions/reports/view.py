@@ -9,13 +9,13 @@ new report field is a field of ``Outcome`` and one line here; every field says w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..record import Outcome
 from ..verdict import Verdict
-from .counts import Calibrations, claim_calibration, claim_result, decision_judge
+from .counts import Calibrations, claim_calibration, decision_judge, outcome_result
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,8 @@ class ClaimView:
     judge_calibration: str | None = field(
         metadata=shown(junit=("judge_calibration",), page="judge's measured error")
     )
-    # The claim's result word (``claim_result``); None in xdist's records, which carry outcomes.
+    # The claim's result word (``outcome_result``: passed, failed, inconclusive, upheld, not
+    # upheld); None in xdist's records, which carry outcomes.
     result: str | None = field(metadata=shown(junit=("result",), page="word"))
     # The deciding judge's measured error (calibration.error_view): the JSON report has it
     # once per judge, under ``judge_calibration``'s name.
@@ -118,13 +119,14 @@ class ClaimView:
 def claim_view(
     outcome: Outcome, mode: str | None = None, calibrations: Calibrations | None = None
 ) -> ClaimView:
-    """The claim's view: ``mode`` (--prop-outcome) gives its result word, ``calibrations`` its
-    deciding judge's calibration; without them, what xdist's records carry."""
+    """The claim's view: ``mode`` (--prop-outcome) asks for its result word (the same in either
+    mode), ``calibrations`` its deciding judge's calibration; without them, what xdist's
+    records carry."""
     calibration = claim_calibration(outcome, calibrations)
     return ClaimView(
         **{item.name: getattr(outcome, item.name) for item in fields(outcome)},
         judge_calibration=None if calibration is None else decision_judge(outcome),
-        result=None if mode is None else claim_result(outcome.passed, outcome.by_call, mode),
+        result=None if mode is None else outcome_result(outcome),
         calibration=calibration,
     )
 
@@ -142,3 +144,30 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         values[item.name] = value
     values["passed"] = bool(record["passed"])
     return Outcome(**values)
+
+
+def _place(where: str) -> tuple[str, int]:
+    """A claim's "file:line" as what sorts it: the file, then the line as a number."""
+    path, _, line = where.rpartition(":")
+    return (path, int(line)) if line.isdigit() else (where, 0)
+
+
+def in_source_order(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """A test's claims in the order of their lines. Soft claims are judged together after the
+    body and filed as each one finishes: the claims that have a line (``where``) take the places
+    those claims hold, sorted by file and line (one line's claims, a loop's, in the order they
+    were filed); a claim without one (a hard claim, filed at its line) keeps its place."""
+    placed = [index for index, outcome in enumerate(outcomes) if outcome.where]
+    ordered = list(outcomes)
+    by_line = sorted((outcomes[index] for index in placed), key=lambda o: _place(o.where or ""))
+    for index, outcome in zip(placed, by_line, strict=True):
+        ordered[index] = outcome
+    return ordered
+
+
+def by_test_in_source_order(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """The run's claims by test id, each test's in the order of their lines."""
+    tests: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        tests.setdefault(outcome.test_id or "", []).append(outcome)
+    return [claim for test in sorted(tests) for claim in in_source_order(tests[test])]
