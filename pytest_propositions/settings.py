@@ -479,6 +479,14 @@ class Settings:
         "PATH",
         _parse_text,
     )
+    local_context: int | None = option(
+        None,
+        "The local judge's window, in tokens per request; by default the context its model "
+        "file was trained for (the GGUF's <architecture>.context_length), at most 32768: each "
+        "token of window costs the server memory.",
+        "TOKENS",
+        _parse_positive_int,
+    )
     # Not options: set when no --prop-model was given and a reference-library config.ini named
     # the judge: where it came from (the header says so), and the variable holding its key (Azure).
     judge_source: str | None = None
