@@ -55,6 +55,16 @@ def main() -> None:
             :200
         ],
     }
+    # Other scripts: sentences of an agent's trace, written for this measure.
+    kinds["other scripts (zh, ja, ru, de, fr)"] = [
+        "人工智能代理在测试中需要被评估，我们使用语言模型来判断它的行为是否符合预期。"
+        "用户询问了天气，代理回答说明天会下雨。",
+        "エージェントはユーザーの質問に答えました。明日の天気は雨になるでしょうと言いました。",
+        "Агент вежливо ответил и предложил поездку в Москву, потому что там тихие улицы.",
+        "Der Agent antwortete höflich und schlug eine Reise nach München vor, weil die Straßen "
+        "dort ruhig sind.",
+        "L'agent a répondu poliment et a proposé un voyage à Genève, où les rues sont calmes.",
+    ]
     for name in ("o200k_base", "cl100k_base"):
         encoding = tiktoken.get_encoding(name)
         print(f"== {name}")
