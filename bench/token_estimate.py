@@ -57,8 +57,8 @@ def main() -> None:
     }
     # Other scripts: sentences of an agent's trace, written for this measure.
     kinds["other scripts (zh, ja, ru, de, fr)"] = [
-        "人工智能代理在测试中需要被评估，我们使用语言模型来判断它的行为是否符合预期。"
-        "用户询问了天气，代理回答说明天会下雨。",
+        "人工智能代理在测试中需要被评估。我们使用语言模型来判断它的行为是否符合预期。"
+        "用户询问了天气。代理回答说明天会下雨。",
         "エージェントはユーザーの質問に答えました。明日の天気は雨になるでしょうと言いました。",
         "Агент вежливо ответил и предложил поездку в Москву, потому что там тихие улицы.",
         "Der Agent antwortete höflich und schlug eine Reise nach München vor, weil die Straßen "
