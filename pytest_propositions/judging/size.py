@@ -59,9 +59,7 @@ _PRICE_FILE = "model_prices_and_context_window_backup.json"
 
 # The pieces a byte-pair tokenizer mostly keeps whole: a word (with the space before it), a run
 # of digits (split in threes), a run of punctuation, a run of whitespace, another character.
-_PIECES = re.compile(
-    r" ?[^\W\d_]+|[0-9]+|[ \t]*[\r\n]+[ \t]*|[ \t]+|[!-/:-@\[-`{-~]+|[^\x00-\x7f]"
-)
+_PIECES = re.compile(r" ?[^\W\d_]+|[0-9]+|[ \t]*[\r\n]+[ \t]*|[ \t]+|[!-/:-@\[-`{-~]+|[^\x00-\x7f]")
 # Fitted on the texts of bench/token_estimate.py: a word splits into pieces of about this many
 # ASCII letters; a letter of another script (accented, Cyrillic, CJK) is 0.4 of a token (OpenAI's
 # tokenizers disagree there: o200k_base reads Chinese at 0.6 tokens a character, cl100k_base at
