@@ -298,8 +298,10 @@ def test_the_dry_run_line_says_at_least_and_the_estimates() -> None:
     line = dry_run_line(3, 12345, 0.5, 1)
     assert "at least 3 claims would be judged" in line
     assert "about 12,345 prompt tokens" in line and "about $0.5000" in line
-    assert "1 claim to a model with no known price" in line
+    assert "not counting 1 claim to a model with no known price" in line
     assert "stops at its first uncached hard claim" in line
+    assert "cost not known" in dry_run_line(2, 100, 0.0, 2)
+    assert "no claim would be judged" in dry_run_line(0)
 
 
 def test_a_dry_run_estimates_tokens_and_cost_and_says_where_each_test_stopped(

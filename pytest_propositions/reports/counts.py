@@ -277,9 +277,12 @@ def dry_run_line(
     tokens and cost (``unpriced``: claims whose model has no price, left out of the cost)."""
     if not misses:
         return "propositions: dry run, no claim would be judged (every verdict is cached)"
-    cost = f"about ${cost_usd:.4f}"
-    if unpriced:
-        cost += f", and {plural(unpriced, 'claim')} to a model with no known price"
+    if unpriced >= misses:
+        cost = "cost not known (no price for the model in litellm's table)"
+    else:
+        cost = f"about ${cost_usd:.4f}"
+        if unpriced:
+            cost += f" not counting {plural(unpriced, 'claim')} to a model with no known price"
     return (
         f"propositions: dry run, at least {plural(misses, 'claim')} would be judged (no cached "
         f"verdict): about {prompt_tokens:,} prompt tokens, {cost} (estimated). At least: a test "
