@@ -430,8 +430,9 @@ class Settings:
     )
     max_cost: float | None = option(
         None,
-        "Stop judging uncached claims (BudgetExceeded) once the run's judged cost passes this "
-        "many US dollars; cached verdicts are still served.",
+        "Refuse uncached claims (BudgetExceeded) whose estimated cost would take the run's "
+        "judged cost past this many US dollars, before sending them, and every one once it has "
+        "passed; cached verdicts are still served.",
         "USD",
         _parse_positive_float,
     )
@@ -467,7 +468,7 @@ class Settings:
     dry_run: bool = option(
         None,
         "Call no judge: tests whose claims are not cached are skipped and counted, and the "
-        "summary says how many would be judged.",
+        "summary says how many would be judged (at least), with their estimated tokens and cost.",
         "",
         _parse_bool,
         is_switch=True,
