@@ -134,3 +134,30 @@ def test_max_cost_refuses_a_request_whose_estimate_is_over_the_budget(
     assert "nothing was sent" in message
     assert gpt4_server.requests == []
     assert cached(tmp_path) == 0
+
+
+@pytest.mark.slow  # litellm's client
+@pytest.mark.parametrize("provider", ["openai", "llamacpp"])
+def test_litellm_raises_its_context_window_error_and_it_is_the_one_fault(
+    provider: str, gpt4_server: ScriptedJudge
+) -> None:
+    import asyncio
+
+    import litellm
+
+    from pytest_propositions.judging.transport_litellm import fault_of
+
+    gpt4_server.default = overflow(provider)
+    with pytest.raises(Exception) as info:
+        asyncio.run(
+            litellm.acompletion(
+                model=MODEL,
+                messages=[{"role": "user", "content": "Is the claim true?"}],
+                api_base=gpt4_server.base_url,
+                api_key="test-key-not-real",
+                max_retries=0,
+            )
+        )
+    assert isinstance(info.value, litellm.ContextWindowExceededError)
+    fault = fault_of(info.value)
+    assert (fault.kind, fault.status, fault.transient) == ("context_overflow", 400, False)

@@ -215,9 +215,10 @@ class Judge:
     def _estimate(self, request: JudgeRequest, connection: Connection) -> tuple[int, float | None]:
         """The request's estimated prompt tokens and cost (None: the model has no price in the
         table), every turn of it (the double check's resends the chat)."""
-        from .size import size_for
+        from .size import request_size
 
-        size = size_for(connection, self.profile(connection), request.messages)
+        # Its window is not asked for: a managed server's would look for its model file.
+        size = request_size(request.messages, self.profile(connection))
         turns = request.turns.count
         return size.tokens * turns, None if size.cost is None else size.cost * turns
 
