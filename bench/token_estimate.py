@@ -5,6 +5,8 @@ and sources, providers' recorded reply bodies and litellm's model table (JSON).
 Needs tiktoken (litellm installs it, with its encodings cached in the package, so nothing is
 downloaded). Run: ``python bench/token_estimate.py``. Prints, per kind of text and encoding,
 the estimate's ratio to the real count (lowest, median, highest) over the texts, and the total.
+With ``--local`` it also counts with the local judge's own tokenizer (SmolLM2's, through
+llama.cpp's ``/tokenize``: needs the ``local`` extra and the model file).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -79,6 +82,36 @@ def main() -> None:
             _line(kind, ratios)
             every.extend(ratios)
         _line("all", every)
+    if "--local" in sys.argv[1:]:
+        local_tokenizer(requests, kinds)
+
+
+def local_tokenizer(requests: list[list[Any]], kinds: dict[str, list[str]]) -> None:
+    """The same texts against SmolLM2's tokenizer, as the local judge's server counts them."""
+    import urllib.request
+
+    from pytest_propositions.judging.size import estimate_tokens, text_tokens
+    from pytest_propositions.local import engine as local
+
+    with local.LocalServer(local.default_model_path(), threads=1) as server:
+        base = server.base_url.rsplit("/v1", 1)[0]
+
+        def count(text: str) -> int:
+            body = json.dumps({"content": text}).encode()
+            request = urllib.request.Request(
+                base + "/tokenize", data=body, headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request) as response:
+                return len(json.load(response)["tokens"])
+
+        print("== SmolLM2 (llama.cpp /tokenize)")
+        ratios = [
+            estimate_tokens(m) / (3 + sum(4 + count(str(x["content"])) for x in m))
+            for m in requests
+        ]
+        _line("judge requests (calibration set)", ratios)
+        for kind in ("docs (Markdown)", "other scripts (zh, ja, ru, de, fr)"):
+            _line(kind, [text_tokens(t) / max(count(t), 1) for t in kinds[kind]])
 
 
 def _line(kind: str, ratios: list[float]) -> None:
