@@ -108,13 +108,14 @@ def test_a_providers_overflow_is_one_fault_that_says_how_to_fit(
 def test_a_request_clearly_over_the_window_is_never_sent(
     start: Callable[..., Runtime], gpt4_server: ScriptedJudge, tmp_path: Path
 ) -> None:
-    start()
+    runtime = start()
     long_trace = "Ana acts: [TALK] " + " ".join(f"word{i % 97}" for i in range(3 * WINDOW))
     message = judge_error(JudgeUnavailable, long_trace)
     assert "over the judge's window" in message and "it was not sent" in message
     assert "the window is 8,192 tokens" in message
     assert "last_n=" in message and "first_n=" in message
     assert gpt4_server.requests == []
+    assert runtime.stats().judge_calls == 0  # no call was made
     assert cached(tmp_path) == 0
     # A claim that fits is judged as before.
     gpt4_server.default = verdict(True)

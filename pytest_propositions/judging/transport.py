@@ -243,9 +243,14 @@ class Transport:
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
-    def size(self, connection: Connection, messages: list[Message]) -> RequestSize:
-        """The request's estimated size against the model's window, and its estimated cost."""
-        return size_for(connection, self.profile(connection), messages)
+    def check_window(self, connection: Connection, messages: list[Message]) -> RequestSize:
+        """The request's estimated size against the model's window; a request clearly over it
+        is refused here, never sent (the provider would refuse it, and some bill what they
+        read first)."""
+        size = size_for(connection, self.profile(connection), messages)
+        if size.clearly_over:
+            raise JudgeUnavailable(overflow_message(connection, size, None))
+        return size
 
     def mode(self, connection: Connection) -> str:
         """The structured-output mode this model is at now (the response-format fallback only
@@ -288,10 +293,7 @@ class Transport:
                 f"{refusal}; no request reached the server (model {connection.identity}). "
                 "Please report this model."
             )
-        size = self.size(connection, messages)
-        if size.clearly_over:
-            # Never sent: the provider would refuse it, and some bill what they read first.
-            raise JudgeUnavailable(overflow_message(connection, size, None))
+        size = self.check_window(connection, messages)
         # Starting a managed local server blocks; keep it off the event loop.
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; the paths reveal it only inside their call expression.
