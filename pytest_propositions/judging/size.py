@@ -106,7 +106,9 @@ def estimate_tokens(messages: Iterable[Message]) -> int:
     total = _PRIMING
     for message in messages:
         total += _PER_MESSAGE
-        for value in message.values():
+        for name, value in message.items():
+            if name == "role":  # in the message's own cost
+                continue
             if isinstance(value, str):
                 total += text_tokens(value)
             elif value is not None:
