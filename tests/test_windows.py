@@ -22,7 +22,7 @@ from pytest_propositions.judging.size import price_entry
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.store.cache import VerdictCache
-from tests.support.judge_server import ScriptedJudge, overflow, verdict
+from tests.support.judge_server import ScriptedJudge, overflow, status, verdict
 
 MODEL = "openai/gpt-4"
 CLAIM = "Ana greets someone."
@@ -103,6 +103,23 @@ def test_a_providers_overflow_is_one_fault_that_says_how_to_fit(
     # Not retried (the same request cannot fit the next time), nothing cached.
     assert len(gpt4_server.requests) == 1
     assert cached(tmp_path) == 0
+
+
+def test_an_overflow_said_in_words_only_is_the_same_fault_on_both_paths(
+    start: Callable[..., Runtime], gpt4_server: ScriptedJudge
+) -> None:
+    """A proxy that keeps OpenAI's message but not its code: litellm reads the words, and so
+    does the light path."""
+    gpt4_server.default = status(
+        400,
+        "This model's maximum context length is 8192 tokens. However, your messages resulted "
+        "in 9000 tokens. Please reduce the length of the messages.",
+        "invalid_request_error",
+    )
+    start()
+    message = judge_error(JudgeUnavailable, SHORT)
+    assert "longer than its window" in message and "last_n=" in message
+    assert len(gpt4_server.requests) == 1
 
 
 def test_a_request_clearly_over_the_window_is_never_sent(

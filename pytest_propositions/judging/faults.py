@@ -162,10 +162,15 @@ def rejects_format(status: int | None, message: str) -> bool:
     )
 
 
-# How providers name a request longer than the model's window, in their error's code or type:
-# OpenAI's (and Azure's, and litellm's own wording of it) and llama.cpp server's. The message
-# beside them changes between versions; these identifiers do not.
-_OVERFLOW_MARKS = ("context_length_exceeded", "exceed_context_size_error", "contextwindowexceeded")
+# How providers name a request longer than the model's window: the code or type of OpenAI's
+# error (and Azure's), of llama.cpp server's and litellm's class; and the words OpenAI's message
+# has said it in since 2023, which litellm reads too (so both paths read the same body alike).
+_OVERFLOW_MARKS = (
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "contextwindowexceeded",
+    "maximum context length is",
+)
 
 
 def overflows_window(status: int | None, message: str) -> bool:
