@@ -51,17 +51,19 @@ def _calibration_requests() -> list[list[Any]]:
 
 
 @pytest.fixture(scope="module")
-def encodings() -> list[Any]:
+def encodings() -> Iterator[list[Any]]:
     """OpenAI's tokenizers, as litellm installs them (with their files cached in its package)."""
     tiktoken = pytest.importorskip("tiktoken")
     spec = importlib.util.find_spec("litellm")
     assert spec is not None and spec.submodule_search_locations
     cache = Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers"
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache))
-    try:
-        return [tiktoken.get_encoding(name) for name in ("o200k_base", "cl100k_base")]
-    except Exception as error:  # no cached file and no network
-        pytest.skip(f"tiktoken's encodings are not available offline: {error}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIKTOKEN_CACHE_DIR", os.environ.get("TIKTOKEN_CACHE_DIR", str(cache)))
+        try:
+            found = [tiktoken.get_encoding(name) for name in ("o200k_base", "cl100k_base")]
+        except Exception as error:  # no cached file and no network
+            pytest.skip(f"tiktoken's encodings are not available offline: {error}")
+        yield found
 
 
 def test_the_estimate_is_within_its_stated_error_on_the_judges_real_requests(
