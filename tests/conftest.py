@@ -71,6 +71,7 @@ BOTH_PATHS_MODULES = frozenset(
         "test_reply_envelope",
         "test_secrets",
         "test_whole_test_replay",
+        "test_windows",
     }
 )
 # litellm's path is the slow one (its import, its client): the fast tier takes the light path

@@ -581,7 +581,10 @@ def test_dry_run_summary_counts_the_claims_that_would_be_judged(
     result.stdout.fnmatch_lines(
         [
             "propositions: 0 claims, 0 passed, 0 failed, 0 judge errors, 0 from cache, 0 judged live, 0 judge calls,*",
-            "propositions: dry run, 2 claims would be judged (no cached verdict)",
+            "propositions: dry run, at least 2 claims would be judged (no cached verdict): about "
+            "* prompt tokens, cost not known (no price for the model in litellm's table) "
+            "(estimated). At least: a test stops at its first uncached hard claim, so the claims "
+            "after it are not counted",
         ]
     )
     assert judge_server.requests == []
@@ -610,6 +613,9 @@ def test_runtime_merges_worker_results() -> None:
         "cost_usd": 1.0,
         "judge_seconds": 0.0,
         "dry_run_misses": 0,
+        "dry_run_prompt_tokens": 0,
+        "dry_run_cost_usd": 0.0,
+        "dry_run_unpriced": 0,
         "coalesced": 0,
     }
     assert isinstance(stats.verdicts, int)

@@ -329,9 +329,11 @@ def test_cost_ceiling_stops_further_live_judging(
     result = pytester.runpytest(
         *args, "--prop-model=openai/gpt-4o-mini", "--prop-max-cost=0.0000001"
     )
-    assert_counts(result, passed=1, judge_errors=2)
-    result.stdout.fnmatch_lines(["*BudgetExceeded*--prop-max-cost*"])
-    assert len(judge_server.requests) == 1
+    # Issue 50: the next request's estimated cost counts too, so even the first claim (whose
+    # estimate alone is over the budget) is refused before anything is sent.
+    assert_counts(result, passed=0, judge_errors=3)
+    result.stdout.fnmatch_lines(["*BudgetExceeded*estimated cost*--prop-max-cost*"])
+    assert judge_server.requests == []
 
 
 def test_a_live_verdict_carries_litellms_price_or_none_for_an_unpriced_model(

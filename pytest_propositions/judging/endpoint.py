@@ -83,6 +83,9 @@ class Connection:
     grammar: bool = False
     # Azure OpenAI's api-version query parameter; not part of the cache key (like the api base).
     api_version: str | None = None
+    # For a managed server: the window it serves each request, in tokens (read when first asked,
+    # from its settings or its model file); else the model table says, where it knows the model.
+    context: Callable[[], int] | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (

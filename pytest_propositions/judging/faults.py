@@ -21,6 +21,7 @@ __all__ = [
     "FaultKind",
     "causes",
     "kind_of_status",
+    "overflows_window",
     "rejects_format",
     "retry_after_seconds",
     "shown_detail",
@@ -30,6 +31,7 @@ FaultKind = Literal[
     "auth",  # 401, 403: the credentials were rejected
     "missing_key",  # no key to send, so nothing was sent
     "bad_request",  # any other 4xx, or a request the path could not make: fails at once
+    "context_overflow",  # the request is longer than the model's window: fails at once
     "not_found",  # 404: the server does not know the model
     "format_rejected",  # the server refused the response_format: the next mode is tried
     "format_refused",  # litellm refused the response_format before sending anything
@@ -158,6 +160,25 @@ def rejects_format(status: int | None, message: str) -> bool:
     return (status is None or status in (400, 422, 500, 501)) and any(
         name in text for name in ("response_format", "json_schema", "json_object")
     )
+
+
+# How providers name a request longer than the model's window: the code or type of OpenAI's
+# error (and Azure's), of llama.cpp server's and litellm's class; and the words OpenAI's message
+# has said it in since 2023, which litellm reads too (so both paths read the same body alike).
+_OVERFLOW_MARKS = (
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "contextwindowexceeded",
+    "maximum context length is",
+)
+
+
+def overflows_window(status: int | None, message: str) -> bool:
+    """Whether a provider's error says the request is over the model's window (OpenAI's HTTP
+    400 ``context_length_exceeded``, llama.cpp's ``exceed_context_size_error``): read once,
+    where the error arrives."""
+    text = message.lower()
+    return (status is None or 400 <= status < 500) and any(mark in text for mark in _OVERFLOW_MARKS)
 
 
 def retry_after_seconds(value: str | None) -> float | None:

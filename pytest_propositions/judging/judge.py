@@ -146,15 +146,17 @@ class Judge:
                     test_id=request.test_id,
                 )
         if self.settings.dry_run:
+            tokens, cost = self._estimate(request, connection)
             with self.stats.lock:
                 self.stats.dry_run_misses += 1
-            raise DryRunSkip(f"dry run: claim {quote_claim(request.claim)} has no cached verdict")
-        if self.settings.max_cost is not None and self.stats.cost_usd > self.settings.max_cost:
-            raise BudgetExceeded(
-                f"the run's judged cost ${self.stats.cost_usd:.4f} passed --prop-max-cost "
-                f"${self.settings.max_cost:.4f}; claim {quote_claim(request.claim)} was not judged "
-                "(cached verdicts are still served)"
-            )
+                self.stats.dry_run_prompt_tokens += tokens
+                if cost is None:
+                    self.stats.dry_run_unpriced += 1
+                else:
+                    self.stats.dry_run_cost_usd += cost
+            raise DryRunSkip(f"claim {quote_claim(request.claim)} has no cached verdict")
+        if self.settings.max_cost is not None:
+            self._within_budget(request, connection, self.settings.max_cost)
         # Identical requests in flight at once (soft claims, xdist-free threads) share one call.
         with self._lock:
             shared = self._in_flight.get(key)
@@ -209,6 +211,34 @@ class Judge:
             if progress is not None and token is not None:
                 progress.finished(token)
         return verdict
+
+    def _estimate(self, request: JudgeRequest, connection: Connection) -> tuple[int, float | None]:
+        """The request's estimated prompt tokens and cost (None: the model has no price in the
+        table), every turn of it (the double check's resends the chat)."""
+        from .size import request_size
+
+        # Its window is not asked for: a managed server's would look for its model file.
+        size = request_size(request.messages, self.profile(connection))
+        turns = request.turns.count
+        return size.tokens * turns, None if size.cost is None else size.cost * turns
+
+    def _within_budget(self, request: JudgeRequest, connection: Connection, budget: float) -> None:
+        """--prop-max-cost, before paying: what was spent, and what this request would add."""
+        spent = self.stats.cost_usd
+        claim = quote_claim(request.claim)
+        if spent > budget:
+            raise BudgetExceeded(
+                f"the run's judged cost ${spent:.4f} passed --prop-max-cost ${budget:.4f}; claim "
+                f"{claim} was not judged (cached verdicts are still served)"
+            )
+        tokens, cost = self._estimate(request, connection)
+        if cost is not None and spent + cost > budget:
+            raise BudgetExceeded(
+                f"claim {claim} was not judged: its estimated cost ${cost:.4f} (about {tokens:,} "
+                f"prompt tokens to {connection.identity}) would take the run's judged cost "
+                f"${spent:.4f} past --prop-max-cost ${budget:.4f}; nothing was sent (cached "
+                "verdicts are still served)"
+            )
 
     def follow_up(self, model: str, messages: list[Message]) -> str:
         """A free-text answer on a preserved chat (recommendations); never cached."""

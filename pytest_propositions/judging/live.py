@@ -122,11 +122,12 @@ async def _answer(
     before giving up."""
     last_error: VerdictUnparsable | None = None
     for _ in range(1 + request.turns.reasks):
-        with stats.lock:
-            # A call made counts, answered or not (a provider's error, a timeout): a run whose
-            # live calls all failed must not read as one that never called the judge.
-            stats.judge_calls += 1
         try:
+            transport.check_window(connection, messages)  # refused unsent: no call made
+            with stats.lock:
+                # A call made counts, answered or not (a provider's error, a timeout): a run
+                # whose live calls all failed must not read as one that never called the judge.
+                stats.judge_calls += 1
             response = await transport.complete(
                 connection, messages, sampling=sampling, kind=request.kind
             )

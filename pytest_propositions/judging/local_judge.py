@@ -40,6 +40,10 @@ class LocalJudge(Watch, Protocol):
         """Whether the server decodes under a grammar made from the response schema."""
         ...
 
+    def context(self) -> int:
+        """The window the server gives each request, in tokens (known without starting it)."""
+        ...
+
     def start(self) -> tuple[str, str | None]:
         """Start the server if it is not up, wait until it answers; its (api_base, api_key)."""
         ...
@@ -59,4 +63,5 @@ def managed_connection(judge: LocalJudge) -> Connection:
         sampling=judge.sampling,
         grammar=judge.grammar,
         watch=judge,
+        context=judge.context,
     )

@@ -94,6 +94,11 @@ class JudgeStats:
     cost_usd: float = 0.0
     judge_seconds: float = 0.0
     dry_run_misses: int = 0
+    # What the dry run's misses would send (estimated): their prompt tokens, their cost, and how
+    # many had no price in the model table (their cost not in the sum).
+    dry_run_prompt_tokens: int = 0
+    dry_run_cost_usd: float = 0.0
+    dry_run_unpriced: int = 0
     coalesced: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -41,6 +41,7 @@ from ..redaction import Secret, remember_secrets, url_credentials
 from .endpoint import KEY_VARIABLE, credentials, key_variable
 from .faults import Fault
 from .reply import reply_schema
+from .size import RequestSize, size_for
 from .transport_http import HttpPath
 from .transport_litellm import LitellmPath
 
@@ -242,6 +243,15 @@ class Transport:
         with self._lock:
             self._modes.setdefault(connection.litellm_model, RESPONSE_MODES.index(mode))
 
+    def check_window(self, connection: Connection, messages: list[Message]) -> RequestSize:
+        """The request's estimated size against the model's window; a request clearly over it
+        is refused here, never sent (the provider would refuse it, and some bill what they
+        read first)."""
+        size = size_for(connection, self.profile(connection), messages)
+        if size.clearly_over:
+            raise JudgeUnavailable(overflow_message(connection, size, None))
+        return size
+
     def mode(self, connection: Connection) -> str:
         """The structured-output mode this model is at now (the response-format fallback only
         moves it down)."""
@@ -283,6 +293,7 @@ class Transport:
                 f"{refusal}; no request reached the server (model {connection.identity}). "
                 "Please report this model."
             )
+        size = self.check_window(connection, messages)
         # Starting a managed local server blocks; keep it off the event loop.
         # The endpoint stays wrapped (Secret) in this frame, which a traceback with locals
         # shows; the paths reveal it only inside their call expression.
@@ -306,7 +317,9 @@ class Transport:
                 body["response_format"] = fmt
             endpoint = (api_base, api_key)
             try:
-                return await self._with_transient_retries(connection, profile, path, body, endpoint)
+                return await self._with_transient_retries(
+                    connection, profile, path, body, endpoint, size
+                )
             except JudgeUnavailable as error:
                 if not error.format_rejected or mode == RESPONSE_MODES[-1]:
                     raise
@@ -334,6 +347,7 @@ class Transport:
         path: TransportPath,
         body: dict[str, Any],
         endpoint: tuple[Secret | None, Secret | None],
+        size: RequestSize | None = None,
     ) -> Any:
         """The body sent until it is answered: a transient fault is retried, after a wait drawn
         at random up to an exponential bound ("full jitter": 0.25 s, 0.5 s, ... at most 8 s), so
@@ -354,7 +368,9 @@ class Transport:
             # Outside the handler, so nothing raised from here chains the provider's error.
             if not fault.transient or number + 1 == attempts:
                 raise JudgeUnavailable(
-                    _message(fault, connection, attempts),
+                    overflow_message(connection, size, fault.detail)
+                    if fault.kind == "context_overflow"
+                    else _message(fault, connection, attempts),
                     status=fault.status,
                     format_rejected=fault.kind in ("format_rejected", "format_refused"),
                     stops_run=fault.stops_run,
@@ -553,6 +569,28 @@ def _no_provider(connection: Connection) -> str:
         f"for the model name {model!r} (no provider prefix it knows, and not a model it knows "
         f"by name). For {server}, write openai/{model} (--prop-model=openai/{model}); for "
         "another provider, prefix the name with it as litellm does (anthropic/..., ollama/...)."
+    )
+
+
+def overflow_message(connection: Connection, size: RequestSize | None, detail: str | None) -> str:
+    """A request longer than the model's window, refused before sending (``detail`` None) or by
+    the provider: its size, the window, and how to make it fit."""
+    where = _where(connection)
+    said = f"{size.said()}" if size is not None else "its size was not estimated"
+    if detail is None:
+        head = f"the request is over the judge's window ({where}): {said}; it was not sent."
+    else:
+        head = f"the judge ({where}) refused the request as longer than its window: {said}."
+    local = (
+        " or give the local judge a larger window with --prop-local-context=TOKENS,"
+        if connection.watch is not None
+        else ""
+    )
+    return (
+        f"{head} Show the judge less: judge the end of a long trace with last_n=N (or its start "
+        f"with first_n=N) on the claim, or a part of it as the target,{local} or choose a model "
+        "with a larger window with --prop-model."
+        + (f" Detail: {detail}" if detail is not None else "")
     )
 
 

@@ -13,13 +13,10 @@ The only module that imports httpx.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
-import re
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
@@ -32,9 +29,11 @@ from .faults import (
     FaultKind,
     causes,
     kind_of_status,
+    overflows_window,
     rejects_format,
     retry_after_seconds,
 )
+from .size import price_entry, price_names, table_entry
 
 if TYPE_CHECKING:
     import httpx
@@ -49,7 +48,6 @@ OPENAI_BASE = "https://api.openai.com/v1"
 # generally available one at the time of writing).
 AZURE_DEFAULT_API_VERSION = "2024-10-21"
 AZURE_JSON_SCHEMA_SINCE = "2024-08-01-preview"
-_PRICE_FILE = "model_prices_and_context_window_backup.json"
 
 
 # -- faults, read from the response ----------------------------------------------------------
@@ -71,9 +69,11 @@ def _status_fault(status: int, body: bytes, retry_after: float | None) -> Fault:
             message = error
         elif isinstance(payload.get("message"), str):
             message = payload["message"]
-    kind: FaultKind = (
-        "format_rejected" if rejects_format(status, message) else kind_of_status(status)
-    )
+    kind: FaultKind = kind_of_status(status)
+    if rejects_format(status, message):
+        kind = "format_rejected"
+    elif overflows_window(status, text):  # the code or type beside the message says it
+        kind = "context_overflow"
     detail = f"Error code: {status} - {message[:2000]}"
     return Fault(kind, detail, status, retry_after)
 
@@ -321,68 +321,24 @@ def _shown_location(location: str) -> str:
 # -- prices: litellm's table, read as data ---------------------------------------------------------
 
 
-@functools.cache
-def _table_text() -> str:
-    """The table's text, read once per process ("" when litellm is not installed)."""
-    try:
-        spec = importlib.util.find_spec("litellm")  # finds, never imports
-    except (ImportError, ValueError):
-        spec = None
-    locations = spec.submodule_search_locations if spec is not None else None
-    for location in locations or ():
-        path = Path(location) / _PRICE_FILE
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    return ""
-
-
-@functools.cache
-def price_entry(name: str) -> dict[str, Any] | None:
-    """litellm's table entry for a model name, or None; only that entry is decoded."""
-    text = _table_text()
-    found = re.search(r"\n\s{1,8}" + re.escape(json.dumps(name)) + r"\s*:\s*(?=\{)", text)
-    if found is None:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, found.end())
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _price_names(profile: Profile, served: str | None) -> list[str]:
-    names = []
-    for name in (profile.wire_model, served):
-        if not name:
-            continue
-        if profile.provider not in (None, "openai"):
-            names.append(f"{profile.provider}/{name}")
-        names.append(name)
-    return names
-
-
 def _cost(profile: Profile, completion: Completion) -> float | None:
     """The call's price as litellm's table gives it; None when the model is not in it."""
-    for name in _price_names(profile, completion.model):
-        entry = price_entry(name)
-        if entry is None:
-            continue
-        if profile.provider == "openai" and entry.get("litellm_provider") not in (None, "openai"):
-            continue
-        try:
-            prompt_rate = float(entry.get("input_cost_per_token") or 0.0)
-            completion_rate = float(entry.get("output_cost_per_token") or 0.0)
-            cached_rate = float(entry.get("cache_read_input_token_cost") or prompt_rate)
-        except (TypeError, ValueError):
-            return None
-        usage = completion.usage
-        cached = min(usage.cached_tokens, usage.prompt_tokens)
-        return (
-            (usage.prompt_tokens - cached) * prompt_rate
-            + cached * cached_rate
-            + usage.completion_tokens * completion_rate
-        )
-    return None
+    entry = table_entry(profile, completion.model)
+    if entry is None:
+        return None
+    try:
+        prompt_rate = float(entry.get("input_cost_per_token") or 0.0)
+        completion_rate = float(entry.get("output_cost_per_token") or 0.0)
+        cached_rate = float(entry.get("cache_read_input_token_cost") or prompt_rate)
+    except (TypeError, ValueError):
+        return None
+    usage = completion.usage
+    cached = min(usage.cached_tokens, usage.prompt_tokens)
+    return (
+        (usage.prompt_tokens - cached) * prompt_rate
+        + cached * cached_rate
+        + usage.completion_tokens * completion_rate
+    )
 
 
 # -- the path ----------------------------------------------------------------------------------
@@ -535,7 +491,7 @@ class HttpPath:
 
         if profile.provider == "azure" and azure_api_version(profile) < AZURE_JSON_SCHEMA_SINCE:
             return modes[1]
-        for name in _price_names(profile, None):
+        for name in price_names(profile, None):
             entry = price_entry(name)
             if entry is not None:
                 return modes[0] if entry.get("supports_response_schema") else modes[1]

@@ -27,6 +27,7 @@ from .faults import (
     FaultKind,
     causes,
     kind_of_status,
+    overflows_window,
     rejects_format,
     retry_after_seconds,
     shown_detail,
@@ -273,6 +274,7 @@ def _revealed(*, api_base: Secret | None, api_key: Secret | None) -> dict[str, s
 # Any other litellm.APIError is read by its status.
 _KINDS: tuple[tuple[str, FaultKind], ...] = (
     ("UnsupportedParamsError", "client_refused"),
+    ("ContextWindowExceededError", "context_overflow"),
     ("AuthenticationError", "auth"),
     ("PermissionDeniedError", "auth"),
     ("NotFoundError", "not_found"),
@@ -335,6 +337,8 @@ def fault_of(error: BaseException, secrets: tuple[Secret | None, ...] = ()) -> F
         kind = "no_provider"
     elif rejects_format(raw_status, str(error)):
         kind = "format_rejected"
+    elif kind == "bad_request" and overflows_window(raw_status, texts):
+        kind = "context_overflow"
     elif "credentials encoded in url" in texts:
         kind = "url_credentials"
     elif any(_unreachable(link) for link in chain):

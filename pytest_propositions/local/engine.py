@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..errors import JudgeUnavailable
 from ..judging.endpoint import Connection, Progress
 from ..judging.local_judge import managed_connection
+from .gguf import GGUFError, trained_context
 from .model_file import (
     BUNDLED_MODEL_FILE,
     BUNDLED_MODEL_SHA256,
@@ -46,6 +47,7 @@ from .model_file import (
 )
 from .probes import slots_progress
 from .server import (
+    CONTEXT_CAP_TOKENS,
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_STARTUP_TIMEOUT,
     MAX_PROMPT_THREADS,
@@ -62,6 +64,7 @@ __all__ = [
     "API_KEY",
     "BUNDLED_MODEL_FILE",
     "BUNDLED_MODEL_SHA256",
+    "CONTEXT_CAP_TOKENS",
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_STARTUP_TIMEOUT",
     "ENGINE_INSTALL_HINT",
@@ -72,6 +75,7 @@ __all__ = [
     "LocalServer",
     "bundled_model_identity",
     "check_installed",
+    "context_tokens",
     "default_model_path",
     "file_checksum",
     "local_connection",
@@ -100,12 +104,27 @@ class _OnDemandJudge:
     litellm_model = f"openai/{SERVED_MODEL}"
     grammar = True
 
-    def __init__(self, identity: str, path: Path | None, startup_timeout: float) -> None:
+    def __init__(
+        self,
+        identity: str,
+        path: Path | None,
+        startup_timeout: float,
+        context: int | None = None,
+    ) -> None:
         self.identity = identity
         self._path = path
         self._startup_timeout = startup_timeout
+        self._context = context
         self._server: LocalServer | None = None
         self._lock = threading.Lock()
+
+    def context(self) -> int:
+        """The window each request gets, in tokens: --prop-local-context, else what the model
+        file was trained for (read once, on the first miss)."""
+        with self._lock:
+            if self._context is None:
+                self._context = context_tokens(self._path)
+            return self._context
 
     @property
     def sampling(self) -> dict[str, float | int]:
@@ -116,8 +135,13 @@ class _OnDemandJudge:
             if self._server is None:
                 check_installed(bundled=self._path is None)
                 model = self._path if self._path is not None else verified_bundled_model()
+                window = self._context if self._context is not None else context_tokens(model)
+                self._context = window
                 self._server = LocalServer(
-                    model, startup_timeout=self._startup_timeout, threads=server_threads()
+                    model,
+                    startup_timeout=self._startup_timeout,
+                    threads=server_threads(),
+                    context_tokens=window,
                 )
             server = self._server
         return server.start(), API_KEY
@@ -134,6 +158,17 @@ class _OnDemandJudge:
     def hung(self, message: str) -> str:
         server = self._server
         return server.hung(message) if server is not None else message
+
+
+def context_tokens(model: Path | None) -> int:
+    """The window a model file gets by default: the context it was trained for (its GGUF says
+    it), at most ``CONTEXT_CAP_TOKENS``; ``DEFAULT_CONTEXT_TOKENS`` when it does not say or
+    cannot be read (None: the bundled model, wherever it is installed)."""
+    try:
+        trained = trained_context(model if model is not None else default_model_path())
+    except (GGUFError, OSError, JudgeUnavailable):
+        return DEFAULT_CONTEXT_TOKENS
+    return min(trained, CONTEXT_CAP_TOKENS) if trained is not None else DEFAULT_CONTEXT_TOKENS
 
 
 def local_connection(settings: Settings, *, startup_timeout: float | None = None) -> Connection:
@@ -155,4 +190,4 @@ def local_connection(settings: Settings, *, startup_timeout: float | None = None
         except OSError as error:
             raise JudgeUnavailable(f"cannot read the local judge's model file: {error}") from error
     timeout = startup_timeout or max(DEFAULT_STARTUP_TIMEOUT, settings.timeout)
-    return managed_connection(_OnDemandJudge(identity, path, timeout))
+    return managed_connection(_OnDemandJudge(identity, path, timeout, settings.local_context))

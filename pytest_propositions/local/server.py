@@ -34,6 +34,7 @@ from .ports import free_loopback_port
 from .probes import serves, slots_at
 
 __all__ = [
+    "CONTEXT_CAP_TOKENS",
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_STARTUP_TIMEOUT",
     "MAX_PROMPT_THREADS",
@@ -51,8 +52,14 @@ SERVED_MODEL = "prop-local-judge"
 # A cap on the threads reading prompts: a 135M model gives each thread little work, and past a
 # few threads they mostly wait on each other (only 1-3 were measured, on 2 cores).
 MAX_PROMPT_THREADS = 4
-# SmolLM2 was trained with 8192 tokens of context; our prompts are ~1,500 plus the trajectory.
+# The window when neither --prop-local-context nor the model file says one. SmolLM2 was trained
+# with 8192 tokens of context (its file says so); our prompts are ~1,500 plus the trajectory.
 DEFAULT_CONTEXT_TOKENS = 8192
+# The most the window defaults to, whatever the file was trained for: the server keeps a cache
+# of keys and values for each token of window in each of its two slots (SmolLM2-135M: 23 KB a
+# token, so 32,768 tokens are 1.5 GB; an 8B model's 128 KB a token would make 131,072 tokens 32
+# GB). --prop-local-context asks for more.
+CONTEXT_CAP_TOKENS = 32768
 # Loading the model takes a second or two; the slack is for cold disks and busy CI machines.
 DEFAULT_STARTUP_TIMEOUT = 120.0
 STOP_GRACE_SECONDS = 5.0

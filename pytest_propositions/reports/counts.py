@@ -306,8 +306,25 @@ def unshown_judge_errors_line(tests: Sequence[str]) -> str | None:
     )
 
 
-def dry_run_line(misses: int) -> str:
-    return f"propositions: dry run, {plural(misses, 'claim')} would be judged (no cached verdict)"
+def dry_run_line(
+    misses: int, prompt_tokens: int = 0, cost_usd: float = 0.0, unpriced: int = 0
+) -> str:
+    """What a dry run would judge: at least ``misses`` claims (a test stops at its first
+    uncached hard claim, so the claims after it were never looked up), their estimated prompt
+    tokens and cost (``unpriced``: claims whose model has no price, left out of the cost)."""
+    if not misses:
+        return "propositions: dry run, no claim would be judged (every verdict is cached)"
+    if unpriced >= misses:
+        cost = "cost not known (no price for the model in litellm's table)"
+    else:
+        cost = f"about ${cost_usd:.4f}"
+        if unpriced:
+            cost += f" not counting {plural(unpriced, 'claim')} to a model with no known price"
+    return (
+        f"propositions: dry run, at least {plural(misses, 'claim')} would be judged (no cached "
+        f"verdict): about {prompt_tokens:,} prompt tokens, {cost} (estimated). At least: a test "
+        "stops at its first uncached hard claim, so the claims after it are not counted"
+    )
 
 
 def confidence_text(confidence: float | None, precondition_skipped: bool = False) -> str:

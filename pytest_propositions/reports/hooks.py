@@ -112,7 +112,14 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, runtime: Runt
         for line in unstored_lines(runtime.store_counts(), runtime.cache_dir):
             terminalreporter.write_line(line, yellow=True)
     if runtime.settings.dry_run:
-        terminalreporter.write_line(dry_run_line(stats.dry_run_misses))
+        terminalreporter.write_line(
+            dry_run_line(
+                stats.dry_run_misses,
+                stats.dry_run_prompt_tokens,
+                stats.dry_run_cost_usd,
+                stats.dry_run_unpriced,
+            )
+        )
     if config.option.verbose > 0:
         from .summary import lowest_scores_table
 

@@ -91,6 +91,15 @@ def json_report(
             "cost_usd": round(stats.cost_usd, 6),
             "judge_seconds": round(stats.judge_seconds, 3),
             "dry_run_misses": stats.dry_run_misses,
+            **(
+                {
+                    "dry_run_prompt_tokens": stats.dry_run_prompt_tokens,
+                    "dry_run_cost_usd": round(stats.dry_run_cost_usd, 6),
+                    "dry_run_unpriced": stats.dry_run_unpriced,
+                }
+                if settings.dry_run
+                else {}
+            ),
         },
         "verdicts": verdicts,
         "judge_errors": [

@@ -61,6 +61,7 @@ __all__ = [
     "Matcher",
     "NoChoices",
     "NullMessage",
+    "Overflow",
     "RawContent",
     "Recorded",
     "RecordedRequest",
@@ -87,6 +88,7 @@ __all__ = [
     "message_text",
     "no_choices",
     "null_message",
+    "overflow",
     "raw_content",
     "recorded",
     "redirect",
@@ -260,6 +262,46 @@ class Status:
     code: int
     message: str
     error_type: str = "server_error"
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A request longer than the model's window, refused as a provider refuses it: ``openai``
+    (OpenAI's HTTP 400 ``context_length_exceeded``) or ``llamacpp`` (llama.cpp server's HTTP
+    400 ``exceed_context_size_error``, with its token counts), each in its real body's shape."""
+
+    provider: str
+    window: int
+    tokens: int
+
+    def body(self) -> dict[str, Any]:
+        if self.provider == "openai":
+            # OpenAI's chat completions route (the shape its API has answered since 2023).
+            message = (
+                f"This model's maximum context length is {self.window} tokens. However, your "
+                f"messages resulted in {self.tokens} tokens. Please reduce the length of the "
+                "messages."
+            )
+            error: dict[str, Any] = {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        elif self.provider == "llamacpp":
+            # llama.cpp's server (tools/server: format_error_response with
+            # ERROR_TYPE_EXCEED_CONTEXT_SIZE, which adds n_prompt_tokens and n_ctx).
+            error = {
+                "code": 400,
+                "message": f"request ({self.tokens} tokens) exceeds the available context size "
+                f"({self.window} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": self.tokens,
+                "n_ctx": self.window,
+            }
+        else:
+            raise ValueError(f"no overflow body for {self.provider!r}")
+        return {"error": error}
 
 
 @dataclass(frozen=True)
@@ -509,6 +551,7 @@ Reply: TypeAlias = (
     VerdictReply
     | Text
     | Status
+    | Overflow
     | MalformedBody
     | WrongShape
     | Refusal
@@ -550,6 +593,11 @@ def status(code: int, message: str | None = None, error_type: str = "server_erro
     if message is None:
         message = f"Scripted HTTP {code} error"
     return Status(code, message, error_type)
+
+
+def overflow(provider: str, window: int = 8192, tokens: int = 9000) -> Overflow:
+    """HTTP 400: the request is over the window, as ``provider`` ("openai", "llamacpp") says it."""
+    return Overflow(provider, window, tokens)
 
 
 def malformed_body(body: str | None = None) -> MalformedBody:
@@ -930,6 +978,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_completion(request, message)
         elif isinstance(reply, Status):
             self._send_error(reply.code, reply.message, reply.error_type)
+        elif isinstance(reply, Overflow):
+            self._send_json(400, reply.body())
         elif isinstance(reply, MalformedBody):
             self._send_raw(200, reply.body.encode(), "text/html; charset=utf-8")
         elif isinstance(reply, WrongShape):
