@@ -151,7 +151,11 @@ def test_a_file_without_its_row_is_found(corpus_copy: tuple[Path, ...]) -> None:
 def test_a_row_without_a_full_commit_is_found(corpus_copy: tuple[Path, ...]) -> None:
     otel = corpus_copy[1]
     full = "| 4fda38988f2939fa6ea9cdefcf120693e10ef491 | pydantic-ai-slim 2.68.0, `version=3`"
-    _edit(otel / "SOURCES.md", full, full.replace("4fda38988f2939fa6ea9cdefcf120693e10ef491", "4fda389"))
+    _edit(
+        otel / "SOURCES.md",
+        full,
+        full.replace("4fda38988f2939fa6ea9cdefcf120693e10ef491", "4fda389"),
+    )
     assert problems(corpus_copy) == [
         "otel: the row of ('pydantic_ai_v3.json',) has no 40-hex commit"
     ]

@@ -271,7 +271,13 @@ def test_crewai_runs_show_each_call_and_its_named_result_in_order(name: str) -> 
 
 def test_crewai_parallel_calls_come_before_their_results() -> None:
     lines = event_lines(shown(load("crewai_parallel_native_tool_calls.json")["messages"]))
-    assert _kinds(lines) == ["SYSTEM", "CONVERSATION", *["TOOL_CALL"] * 3, *["TOOL_RESULT"] * 3, "TALK"]
+    assert _kinds(lines) == [
+        "SYSTEM",
+        "CONVERSATION",
+        *["TOOL_CALL"] * 3,
+        *["TOOL_RESULT"] * 3,
+        "TALK",
+    ]
     assert lines[5] == (
         "Event #5: tool:parallel_local_search_one --> assistant: [TOOL_RESULT] "
         "[one] latest OpenAI model release notes"
