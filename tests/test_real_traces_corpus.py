@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,10 @@ class Row:
 
 def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+
+
+def _cell(cells: list[str], index: int | None) -> str:
+    return cells[index] if index is not None and index < len(cells) else ""
 
 
 def _column(header: list[str], *names: str) -> int | None:
@@ -65,10 +70,7 @@ def file_rows(sources: str) -> list[Row]:
             if not row_line.startswith("|"):
                 break
             cells = _cells(row_line)
-
-            def cell(index: int | None, cells: list[str] = cells) -> str:
-                return cells[index] if index is not None and index < len(cells) else ""
-
+            cell = partial(_cell, cells)
             named = re.findall(r"`([^`]+\.json)`", cell(at)) or [cell(at).strip("`")]
             repository = _REPOSITORY.search(cell(repository_at))
             path = next((p for p in re.findall(r"`([^`]+)`", cell(path_at)) if "/" in p), "")
