@@ -4,7 +4,9 @@ The corpus (tests/data/real_traces/messages/, SOURCES.md says where each file co
 how it was made) holds published trajectories (tau-bench, SWE-agent) and recorded replies
 replayed offline through the real SDKs (openai's Responses from pydantic-ai's cassettes,
 google-genai's streamed chat from opentelemetry-python-contrib's), and LangChain's storage
-dicts of a real conversation. What the judge reads is ``render_target``'s text.
+dicts of a real conversation; and whole agent runs replayed from the cassettes of crewAI (OpenAI
+chat, Anthropic with thinking), llm-anthropic (a streamed tool chain with thinking) and
+llm-gemini (Gemini REST contents). What the judge reads is ``render_target``'s text.
 """
 
 from __future__ import annotations
@@ -230,6 +232,118 @@ def test_an_unknown_item_type_is_named_not_blamed_on_a_missing_role() -> None:
     items = [{"type": "hologram_call", "id": "h_1"}, {"role": "user", "content": "Hello"}]
     with pytest.raises(ValueError, match=r"item #0 of the list has the type 'hologram_call'"):
         shown(items)
+
+
+# -- agent runs from cassettes: crewAI (OpenAI chat, Anthropic), llm-anthropic, llm-gemini -------
+
+CREWAI_CHATS = [
+    "crewai_parallel_native_tool_calls.json",
+    "crewai_max_usage_count_native_tool_calls.json",
+    "crewai_native_tool_calling_error.json",
+]
+
+
+def _kinds(lines: list[str]) -> list[str]:
+    return [line.split(": [", 1)[1].split("]", 1)[0] for line in lines]
+
+
+@pytest.mark.parametrize("name", CREWAI_CHATS)
+def test_crewai_runs_show_each_call_and_its_named_result_in_order(name: str) -> None:
+    messages = load(name)["messages"]
+    lines = event_lines(shown(messages))
+    calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
+    shown_calls = [line for line in lines if "[TOOL_CALL]" in line]
+    assert len(shown_calls) == len(calls)  # no phantom call, none lost
+    for line, call in zip(shown_calls, calls, strict=True):
+        assert f"[TOOL_CALL] {call['function']['name']}(" in line
+    # Each result named by the call it answers (crewAI writes "name" on some, the id on all).
+    called = {call["id"]: call["function"]["name"] for call in calls}
+    results = [m for m in messages if m["role"] == "tool"]
+    shown_results = [line for line in lines if "[TOOL_RESULT]" in line]
+    assert [line.split(" -->", 1)[0].split(": ", 1)[1] for line in shown_results] == [
+        f"tool:{called[m['tool_call_id']]}" for m in results
+    ]
+    for line, result in zip(shown_results, results, strict=True):
+        assert line.endswith(result["content"].splitlines()[0])
+    # The answer the SDK returned last is the last event, as the assistant's.
+    assert lines[-1].startswith(f"Event #{len(lines) - 1}: assistant acts: [TALK] ")
+
+
+def test_crewai_parallel_calls_come_before_their_results() -> None:
+    lines = event_lines(shown(load("crewai_parallel_native_tool_calls.json")["messages"]))
+    assert _kinds(lines) == [
+        "SYSTEM",
+        "CONVERSATION",
+        *["TOOL_CALL"] * 3,
+        *["TOOL_RESULT"] * 3,
+        "TALK",
+    ]
+    assert lines[5] == (
+        "Event #5: tool:parallel_local_search_one --> assistant: [TOOL_RESULT] "
+        "[one] latest OpenAI model release notes"
+    )
+
+
+def test_crewai_refused_call_keeps_the_refusal_the_agent_was_given() -> None:
+    text = shown(load("crewai_max_usage_count_native_tool_calls.json")["messages"])
+    assert (
+        "Event #9: tool:counting_tool --> assistant: [TOOL_RESULT] Tool 'counting_tool' has "
+        "reached its usage limit of 3 times and cannot be used anymore." in text
+    )
+
+
+ANTHROPIC_THINKING = [
+    ("crewai_anthropic_thinking_across_turns.json", 2),
+    ("llm_anthropic_thinking_tool_chain_stream.json", 1),
+]
+
+
+@pytest.mark.parametrize(("name", "thoughts"), ANTHROPIC_THINKING)
+def test_anthropic_thinking_is_shown_before_what_it_led_to(name: str, thoughts: int) -> None:
+    messages = load(name)["messages"]
+    text = shown(messages)
+    assert f"(Anthropic messages, {len(event_lines(text))} events)" in text
+    lines = event_lines(text)
+    blocks = [b for m in messages if m["role"] == "assistant" for b in m["content"]]
+    thinking = [b["thinking"] for b in blocks if b["type"] == "thinking"]
+    assert len(thinking) == thoughts == sum("[THINK]" in line for line in lines)
+    for line, thought in zip([line for line in lines if "[THINK]" in line], thinking, strict=True):
+        assert line.endswith(f"[THINK] {thought.splitlines()[0]}")
+    # A signature is not the model's words: not shown.
+    assert not [b for b in blocks if b.get("signature") and b["signature"][:24] in text]
+    # Thinking, then what it led to, in the order the model wrote them.
+    for i, kind in enumerate(_kinds(lines)):
+        if kind == "THINK":
+            assert _kinds(lines)[i + 1] in ("TALK", "TOOL_CALL")
+
+
+def test_anthropic_streamed_tool_chain_names_the_result_and_keeps_the_answer_whole() -> None:
+    messages = load("llm_anthropic_thinking_tool_chain_stream.json")["messages"]
+    lines = event_lines(shown(messages))
+    assert _kinds(lines) == ["CONVERSATION", "THINK", "TOOL_CALL", "TOOL_RESULT", "TALK"]
+    assert lines[2:4] == [
+        "Event #2: assistant acts: [TOOL_CALL] fixed_version({})",
+        "Event #3: tool:fixed_version --> assistant: [TOOL_RESULT] 0.32a0",
+    ]
+    answer = messages[-1]["content"][0]["text"]
+    assert shown(messages).count("0.32a good time") == answer.count("0.32a good time") == 1
+
+
+def test_gemini_rest_call_after_an_empty_text_part_is_no_empty_talk() -> None:
+    recorded = load("llm_gemini_tools_thought_signatures.json")
+    contents = recorded["contents"]
+    assert contents[1]["parts"][0] == {"text": ""}  # what Gemini 3 wrote before its call
+    assert len(contents) == 3 + recorded["chunks"]
+    lines = event_lines(shown(contents))
+    assert lines == [
+        "Event #0: user --> model: [CONVERSATION] What is 5 times 3?",
+        'Event #1: model acts: [TOOL_CALL] multiply({"x": 5, "y": 3})',
+        'Event #2: tool:multiply --> model: [TOOL_RESULT] {"output": "15"}',
+        "Event #3: model acts: [TALK] 5 times 3 is 15.",
+    ]
+    # A reply that says nothing at all is still an event, shown empty.
+    empty = shown([contents[0], {"role": "model", "parts": [{"text": ""}]}])
+    assert event_lines(empty)[-1] == "Event #1: model acts: [TALK]"
 
 
 # -- what the judge is shown, by its public name -------------------------------------------------

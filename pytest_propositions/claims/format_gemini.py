@@ -91,7 +91,8 @@ def _content_events(i: int, content: Mapping[str, Any]) -> tuple[str, list[Event
         if kind == "text" and part.get("thought") is True:
             kind = "thought"
         if kind == "text":
-            said.append(str(value))
+            if value:  # an empty part (Gemini 3 writes one before a call) says nothing
+                said.append(str(value))
             continue
         if kind in ("inline_data", "file_data"):
             said.append(_media(kind, value))
@@ -116,7 +117,7 @@ def _content_events(i: int, content: Mapping[str, Any]) -> tuple[str, list[Event
             text = data_text(value.get("output"), at)
             failed = value.get("outcome") not in (None, "OUTCOME_OK")
             events.append(tool_result("code_execution", text, error=failed))
-    if said or not parts:
+    if said or not events:  # a content that says nothing at all is still shown, empty
         events.append(_spoken(role, "\n".join(said)))
     return role, events
 

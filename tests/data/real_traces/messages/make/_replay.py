@@ -24,12 +24,14 @@ def _body(response: dict[str, Any]) -> bytes:
     return text.encode() if isinstance(text, str) else bytes(text)
 
 
-def transport(recorded: list[dict[str, Any]]) -> tuple[httpx.MockTransport, list[str]]:
-    """A transport answering each request with the next recorded reply; the paths asked."""
+def transport(recorded: list[dict[str, Any]], http: Any = httpx) -> tuple[Any, list[str]]:
+    """A transport answering each request with the next recorded reply; the paths asked.
+
+    ``http`` is the HTTP package the SDK uses: httpx, or httpx2 for the anthropic SDK 2.x."""
     queue = list(recorded)
     asked: list[str] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: Any) -> Any:
         asked.append(request.url.path)
         if not queue:
             raise AssertionError(f"no recorded reply left for {request.url}")
@@ -39,10 +41,10 @@ def transport(recorded: list[dict[str, Any]]) -> tuple[httpx.MockTransport, list
             for k, v in (response.get("headers") or {}).items()
             if k.lower() in ("content-type",)
         }
-        return httpx.Response(response["status"]["code"], headers=headers, content=_body(response))
+        return http.Response(response["status"]["code"], headers=headers, content=_body(response))
 
-    handler: Callable[[httpx.Request], httpx.Response] = handle
-    return httpx.MockTransport(handler), asked
+    handler: Callable[[Any], Any] = handle
+    return http.MockTransport(handler), asked
 
 
 def write(path: Path, data: Any) -> None:
