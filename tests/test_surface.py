@@ -63,7 +63,7 @@ def test_soft_claims_are_judged_when_the_body_fails(
         [
             "*assert 1 == 2*",
             "*1 soft claim made before this error was judged too, 0 failed*",
-            "PASSED: Oscar likes cities.",
+            "PASSED: Oscar likes cities. (True; *:2)",
         ]
     )
     assert len(judge_server.requests) == 1
