@@ -1,0 +1,282 @@
+"""What a newcomer tripped on (issue 51): a dataclass or pydantic target shown as its fields,
+claim variables the claim never uses, arguments given in the wrong order, and the score rule
+for a claim with no evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import pydantic
+import pytest
+
+from pytest_propositions import ClaimWarning
+from pytest_propositions.assertions import make_claim, read_claim
+from pytest_propositions.claims.targets import (
+    RenderOptions,
+    as_target_list,
+    describe_target,
+    render_context,
+)
+from pytest_propositions.judging.prompts import build_messages, system_prompt
+from tests.support.judge_server import ScriptedJudge, verdict
+
+pytest_plugins = ["pytester"]
+
+
+# -- 5: a dataclass or a pydantic model of the user's own is shown as its fields ---------------
+
+
+@dataclasses.dataclass
+class Guest:
+    name: str
+
+
+@dataclasses.dataclass
+class Booking:
+    guest: Guest
+    nights: int
+    requests: list[str] = dataclasses.field(default_factory=list)
+
+
+class BookingModel(pydantic.BaseModel):
+    guest: str
+    nights: int
+
+
+FIELDS_TEXT = """\
+## Booking
+
+---- BEGIN FIELDS OF Booking ----
+guest:
+  name: Oscar
+nights: 3
+requests:
+  - a quiet room
+---- END FIELDS OF Booking ----"""
+
+
+def test_a_dataclass_target_is_shown_as_its_fields() -> None:
+    booking = Booking(Guest("Oscar"), 3, ["a quiet room"])
+    assert as_target_list(booking) == [booking]
+    assert render_context([booking], RenderOptions()) == FIELDS_TEXT
+    assert describe_target(booking) == "Booking (3 fields)"
+
+
+def test_a_pydantic_model_is_shown_as_the_dict_of_its_fields_would_be() -> None:
+    model = render_context([BookingModel(guest="Ana", nights=2)], RenderOptions())
+    as_dict = render_context([{"guest": "Ana", "nights": 2}], RenderOptions())
+    fields = model.splitlines()[3:-1]
+    assert fields == as_dict.splitlines()[3:-1] == ["guest: Ana", "nights: 2"]
+    assert model.splitlines()[0] == "## BookingModel"
+
+
+def test_objects_with_nothing_to_show_are_still_refused() -> None:
+    @dataclasses.dataclass
+    class Empty:
+        pass
+
+    with pytest.raises(ValueError, match="has no fields: there is nothing to judge"):
+        as_target_list(Empty())
+    with pytest.raises(TypeError, match="cannot judge a target of type type"):
+        as_target_list(Booking)  # the class, not an instance
+
+
+def test_a_dataclass_target_reaches_the_judge(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Booking:
+            guest: str
+            nights: int
+
+        def test_booking(assert_proposition):
+            assert_proposition(Booking(guest="Oscar", nights=3), "Oscar stays three nights.")
+        """
+    )
+    pytester.runpytest(*inner_run).assert_outcomes(passed=1)
+    sent = judge_server.requests[0].messages[1]["content"]
+    assert "guest: Oscar\nnights: 3\n" in sent
+
+
+# -- 6: claim variables the claim never uses ---------------------------------------------------
+
+
+def test_a_python_style_placeholder_for_a_given_variable_is_an_error_at_the_call() -> None:
+    with pytest.raises(ValueError) as caught:
+        make_claim(
+            "Oscar: hi.", "Oscar likes {city}.", {"claim_variables": {"city": "Rome"}}, "min_score"
+        )
+    message = str(caught.value)
+    assert message.startswith("min_score: the claim writes {city}")
+    assert "write {{city}}" in message
+
+
+@pytest.mark.parametrize("claim", ["Oscar likes ${city}.", "Oscar likes %(city)s."])
+def test_other_template_syntaxes_are_errors_too(claim: str) -> None:
+    _, problems = read_claim("Oscar: hi.", claim, {"claim_variables": {"city": "Rome"}}, "x")
+    assert len(problems) == 1 and "write {{city}}" in str(problems[0])
+
+
+def test_an_unused_variable_is_a_warning_at_the_callers_line() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        made, problems = read_claim(
+            "Oscar: hi.",
+            "{{name}} says hi.",
+            {"claim_variables": {"name": "Oscar", "city": "Rome"}},
+            "assert_proposition",
+        )
+    assert made is not None and not problems
+    [warning] = [w for w in caught if issubclass(w.category, ClaimWarning)]
+    assert warning.filename == __file__
+    assert str(warning.message).startswith(
+        "assert_proposition: claim_variables city is not used by the claim"
+    )
+
+
+@pytest.mark.parametrize(
+    ("claim", "options"),
+    [
+        # Every variable used, in a section too.
+        ("{{#people}}{{name}}{{/people}} talk.", {"people": [{"name": "A"}], "name": "B"}),
+        # A precondition is given the variables as well, and may be what uses them.
+        ("Oscar says hi.", {"city": "Rome", "precondition": "yes"}),
+    ],
+)
+def test_no_warning_when_the_variables_are_used(claim: str, options: dict[str, Any]) -> None:
+    given: dict[str, Any] = {"claim_variables": dict(options)}
+    if given["claim_variables"].pop("precondition", None):
+        given["precondition"] = lambda **_: True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        made, problems = read_claim("Oscar: hi.", claim, given, "assert_proposition")
+    assert made is not None and not problems
+
+
+def test_a_batchs_shared_variables_warn_no_claim_that_uses_none(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.default = verdict(True)
+    pytester.makepyfile(
+        """
+        def test_batch(world, assert_propositions, assert_proposition):
+            assert_propositions(
+                world, ["{{name}} speaks.", "Oscar travels."], claim_variables={"name": "Oscar"}
+            )
+            assert_proposition(world, "Oscar travels.", claim_variables={"name": "Oscar"})
+        """
+    )
+    result = pytester.runpytest(*inner_run, "-W", "always::pytest_propositions.ClaimWarning")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*test_a_batchs_shared_variables_warn_no_claim_that_uses_none.py:5: ClaimWarning: *"]
+    )
+    assert result.stdout.str().count("ClaimWarning:") == 1
+
+
+# -- 7: the arguments' order, (target, claim) ---------------------------------------------------
+
+ORDER = "(the call is assert_proposition(target, claim, ...): the target first, then the claim)"
+
+
+class Opaque:
+    """No kind of target."""
+
+
+@pytest.mark.parametrize(
+    ("target", "claim", "error", "start"),
+    [
+        ("Oscar: hi.", Opaque(), TypeError, "assert_proposition: claim must be a non-empty string"),
+        (Opaque(), "Oscar says hi.", TypeError, "assert_proposition: cannot judge a target"),
+        (None, "Oscar says hi.", ValueError, "assert_proposition: no target"),
+    ],
+)
+def test_a_wrong_target_or_claim_names_the_order_at_the_call(
+    target: Any, claim: Any, error: type[Exception], start: str
+) -> None:
+    with pytest.raises(error) as caught:
+        make_claim(target, claim, {}, "assert_proposition")
+    assert str(caught.value).startswith(start)
+    assert str(caught.value).endswith(ORDER)
+
+
+def test_a_recording_given_as_the_claim_is_an_error() -> None:
+    recording = "#1: USER --> Oscar: [CONVERSATION] Where to?\n#2: Oscar acts: [TALK] Rome."
+    with pytest.raises(ValueError, match="are they swapped"):
+        make_claim("Oscar mentions travel.", recording, {}, "assert_proposition")
+    # In the right order the same two strings are a claim about a recording.
+    make_claim(recording, "Oscar mentions travel.", {}, "assert_proposition")
+
+
+def test_a_conversation_given_as_the_claim_is_a_warning() -> None:
+    with pytest.warns(ClaimWarning, match="are they swapped") as caught:
+        make_claim("Oscar mentions travel.", "Oscar: I like quiet cities.", {}, "min_score")
+    assert caught[0].filename == __file__
+    assert str(caught[0].message).endswith(
+        "(the call is min_score(target, claim, threshold): the target first, then the claim)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "claim"),
+    [
+        ("Oscar: I like quiet cities.", "Oscar mentions travel."),
+        ("Oscar: hi.\nLisa: hello.", "Lisa: greets Oscar."),  # a conversation as the target
+        ("Oscar likes quiet cities.", "Oscar likes quiet cities."),
+    ],
+)
+def test_strings_in_the_right_order_are_not_warned(target: str, claim: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_claim(target, claim, {}, "assert_proposition")
+
+
+# -- 18: a score claim with no evidence ---------------------------------------------------------
+
+REFERENCE_RULE = (
+    "- If the recording holds nothing that bears on the claim, give 9: without evidence\n"
+    "  against it, the claim stands."
+)
+STRICT_RULE = "- If the recording holds nothing that bears on the claim, give 0:"
+
+
+def test_the_score_prompt_gives_the_top_score_without_evidence_unless_strict() -> None:
+    assert REFERENCE_RULE in system_prompt("score")
+    strict = system_prompt("score", strict_score=True)
+    assert STRICT_RULE in strict and REFERENCE_RULE not in strict
+    assert strict.replace(strict.split("Scoring rules:\n")[1].split("\n- Be strict")[0], "") == (
+        system_prompt("score").replace(REFERENCE_RULE, "")
+    )
+    # A check already needs evidence: its prompt does not change.
+    assert build_messages("check", "c", "r", None, strict_score=True) == build_messages(
+        "check", "c", "r", None
+    )
+
+
+def test_strict_score_reaches_the_judge_of_that_claim_only(
+    pytester: pytest.Pytester, judge_server: ScriptedJudge, inner_run: list[str]
+) -> None:
+    judge_server.default = verdict(8)
+    pytester.makepyfile(
+        """
+        def test_scores(world, min_score, assert_proposition):
+            min_score(world, "Oscar never lies.", 5, strict_score=True)
+            min_score(world, "Oscar is polite.", 5)
+        """
+    )
+    pytester.runpytest(*inner_run).assert_outcomes(passed=1)
+    systems = [request.messages[0]["content"] for request in judge_server.requests]
+    assert [STRICT_RULE in text for text in systems] == [True, False]
+    assert REFERENCE_RULE in systems[1]
+
+
+def test_strict_score_takes_a_bool_only() -> None:
+    with pytest.raises(TypeError, match="strict_score"):
+        make_claim("Oscar: hi.", "Oscar greets.", {"strict_score": "yes"}, "min_score")
