@@ -9,14 +9,22 @@ verdicts in the user's cache folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` 
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .checks import warn_at_caller
 from .record import Outcome, RunRecord, stat_names
-from .settings import Settings, cache_mode, from_environment, user_cache_dir
+from .settings import (
+    Settings,
+    cache_mode,
+    from_environment,
+    misspelt_variables,
+    user_cache_dir,
+)
 
 if TYPE_CHECKING:
     from .judging.endpoint import Connection
@@ -322,6 +330,8 @@ def current() -> Runtime:
         if _active:
             return _active[-1]
         if _fallback is None:
+            for line in misspelt_variables(os.environ):
+                warn_at_caller(f"pytest-propositions: {line}", UserWarning)
             settings = from_environment()
             # Scripts and notebooks cache like test runs do: PROP_CACHE_DIR, else the user's
             # cache folder (PROP_CACHE=off turns it off).

@@ -14,7 +14,15 @@ import pytest
 from .checks import closest_name
 from .reports.counts import header_line
 from .runtime import Runtime
-from .settings import OPTIONS, Settings, SettingsError, cache_mode, reference_judge, resolve
+from .settings import (
+    OPTIONS,
+    Settings,
+    SettingsError,
+    cache_mode,
+    misspelt_variables,
+    reference_judge,
+    resolve,
+)
 from .store.location import (
     CALIBRATION_FILE,
     CacheFolder,
@@ -73,6 +81,12 @@ def build_runtime(config: pytest.Config) -> Runtime:
             f"pytest-propositions: unknown ini option {'; '.join(unknown)}; pytest --help lists "
             "the options (their ini names start with prop_)"
         )
+    if not hasattr(config, "workerinput"):  # said once, by the controller
+        for line in misspelt_variables(os.environ):
+            # A warning, not an error as for the ini: other tools use PROP_ names too.
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"pytest-propositions: {line}"), stacklevel=2
+            )
     settings = read_settings(config)
     reports = {"--prop-report": settings.report, "--prop-html": settings.html}
     if any(reports.values()) and not hasattr(config, "workerinput"):

@@ -20,6 +20,7 @@ from pytest_propositions.claims.targets import (
     render_context,
 )
 from pytest_propositions.judging.prompts import build_messages, system_prompt
+from pytest_propositions.settings import misspelt_variables
 from tests.support.judge_server import ScriptedJudge, verdict
 
 pytest_plugins = ["pytester"]
@@ -280,3 +281,45 @@ def test_strict_score_reaches_the_judge_of_that_claim_only(
 def test_strict_score_takes_a_bool_only() -> None:
     with pytest.raises(TypeError, match="strict_score"):
         make_claim("Oscar: hi.", "Oscar greets.", {"strict_score": "yes"}, "min_score")
+
+
+# -- 10: a misspelt PROP_ variable --------------------------------------------------------------
+
+
+def test_near_misses_of_known_variables_are_named_and_nothing_else() -> None:
+    env = {
+        "PROP_MODLE": "secret-1",
+        "PROP_API_KYE": "secret-2",
+        "PROP_API_KEY": "secret-3",  # a key variable, known
+        "PROP_REFEREE_API_KEY": "secret-4",
+        "PROP_MODEL": "openai/x",
+        "PROP_WIDGET_COLOUR": "blue",  # another tool's, like none of ours
+        "PATH": "/bin",
+    }
+    lines = misspelt_variables(env)
+    assert [line.split(" (did you mean ")[1].split("?")[0] for line in lines] == [
+        "PROP_API_KEY",
+        "PROP_MODEL",
+    ]
+    assert lines[1].startswith("the environment variable PROP_MODLE is no variable")
+    assert not any("secret" in line for line in lines)
+
+
+def test_a_run_warns_of_a_misspelt_variable_once_without_its_value(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PROP_MIN_SCOER", "value-not-shown")
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest(*inner_run)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PytestConfigWarning: pytest-propositions: the environment variable PROP_MIN_SCOER "
+            "is no variable of pytest-propositions (did you mean PROP_MIN_SCORE?); it is ignored"
+        ]
+    )
+    assert "value-not-shown" not in result.stdout.str() + result.stderr.str()
+    assert result.stdout.str().count("PROP_MIN_SCOER") == 1
