@@ -88,6 +88,17 @@ def build_runtime(config: pytest.Config) -> Runtime:
                 pytest.PytestConfigWarning(f"pytest-propositions: {line}"), stacklevel=2
             )
     settings = read_settings(config)
+    if any(
+        base for base in (settings.api_base, settings.referee_api_base, settings.escalate_api_base)
+    ):
+        # Imported only with a server named: a name litellm cannot route is told now, once,
+        # not at the first live claim, after litellm's import.
+        from .judging.families import unnamed_providers
+        from .judging.transport_litellm import named_in_litellms_map
+
+        unrouted = unnamed_providers(settings, named_in_litellms_map)
+        if unrouted:
+            raise pytest.UsageError(f"pytest-propositions: {'; '.join(unrouted)}")
     reports = {"--prop-report": settings.report, "--prop-html": settings.html}
     if any(reports.values()) and not hasattr(config, "workerinput"):
         # Found now, not after the judging: a report the run could not write (xdist's
