@@ -5,14 +5,19 @@ for a claim with no evidence."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 
 from pytest_propositions import ClaimWarning
+from pytest_propositions.__main__ import main
 from pytest_propositions.assertions import make_claim, read_claim
+from pytest_propositions.calibration import gate_problem
 from pytest_propositions.claims.targets import (
     RenderOptions,
     as_target_list,
@@ -20,7 +25,7 @@ from pytest_propositions.claims.targets import (
     render_context,
 )
 from pytest_propositions.judging.prompts import build_messages, system_prompt
-from pytest_propositions.settings import misspelt_variables
+from pytest_propositions.settings import Settings, misspelt_variables
 from tests.support.judge_server import ScriptedJudge, verdict
 
 pytest_plugins = ["pytester"]
@@ -323,3 +328,73 @@ def test_a_run_warns_of_a_misspelt_variable_once_without_its_value(
     )
     assert "value-not-shown" not in result.stdout.str() + result.stderr.str()
     assert result.stdout.str().count("PROP_MIN_SCOER") == 1
+
+
+# -- 9: calibrate reads the project's ini, as a run does ---------------------------------------
+
+ONE_ITEM = {
+    "id": "a",
+    "kind": "check",
+    "target": {"text": "Ana: yes."},
+    "claim": "Ana says yes.",
+    "label": True,
+}
+
+
+@pytest.fixture
+def project(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, judge_server: ScriptedJudge
+) -> Path:
+    """A project whose pytest.ini names the judge and its server; no PROP_* variable set."""
+    for name in [name for name in os.environ if name.startswith("PROP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PROP_RETRIES", "0")
+    (tmp_path / "pytest.ini").write_text(
+        f"[pytest]\nprop_model = openai/ini-judge\nprop_api_base = {judge_server.base_url}\n"
+    )
+    (tmp_path / "one.jsonl").write_text(json.dumps(ONE_ITEM) + "\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_calibrate_judges_with_the_ini_judge_and_server(
+    project: Path, judge_server: ScriptedJudge, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judge_server.default = verdict(True)
+    assert main(["calibrate", "--set", "one.jsonl"]) == 0, capsys.readouterr()
+    assert [request.model for request in judge_server.requests] == ["ini-judge"]
+    assert "FIT: judge openai/ini-judge" in capsys.readouterr().out
+
+
+def test_calibrate_takes_a_variable_over_the_ini_and_a_flag_over_both(
+    project: Path, judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge_server.default = verdict(True)
+    monkeypatch.setenv("PROP_MODEL", "openai/env-judge")
+    assert main(["calibrate", "--set", "one.jsonl", "--cache", "off"]) == 0
+    assert main(["calibrate", "--set", "one.jsonl", "--cache", "off", "--model", "openai/j"]) == 0
+    assert [request.model for request in judge_server.requests] == ["env-judge", "j"]
+
+
+def test_calibrate_help_says_where_defaults_come_from_and_offers_no_store(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--store" not in text and "PostgreSQL" not in text
+    assert "(default: $PROP_MODEL, else the project's ini prop_model, else local)" in text
+
+
+def test_the_gates_suggested_calibration_keeps_the_server_without_its_password(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(
+        model="openai/judge", api_base="http://user:hunter2@10.0.0.5:8000/v1", min_calibration=0.9
+    )
+    problem = gate_problem(settings, tmp_path)
+    assert problem is not None and "hunter2" not in problem
+    assert problem.endswith(
+        "run 'python -m pytest_propositions calibrate --model openai/judge "
+        "--api-base http://[redacted]@10.0.0.5:8000/v1' first"
+    )
