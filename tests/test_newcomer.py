@@ -18,6 +18,7 @@ from pytest_propositions import ClaimWarning
 from pytest_propositions.__main__ import main
 from pytest_propositions.assertions import make_claim, read_claim
 from pytest_propositions.calibration import gate_problem
+from pytest_propositions.cli.rejudge import Rejudged, compared
 from pytest_propositions.claims.targets import (
     RenderOptions,
     as_target_list,
@@ -25,6 +26,7 @@ from pytest_propositions.claims.targets import (
     render_context,
 )
 from pytest_propositions.judging.prompts import build_messages, system_prompt
+from pytest_propositions.reports import diff
 from pytest_propositions.settings import Settings, misspelt_variables
 from tests.support.judge_server import ScriptedJudge, verdict
 
@@ -342,9 +344,7 @@ ONE_ITEM = {
 
 
 @pytest.fixture
-def project(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, judge_server: ScriptedJudge
-) -> Path:
+def project(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, judge_server: ScriptedJudge) -> Path:
     """A project whose pytest.ini names the judge and its server; no PROP_* variable set."""
     for name in [name for name in os.environ if name.startswith("PROP_")]:
         monkeypatch.delenv(name)
@@ -397,4 +397,91 @@ def test_the_gates_suggested_calibration_keeps_the_server_without_its_password(
     assert problem.endswith(
         "run 'python -m pytest_propositions calibrate --model openai/judge "
         "--api-base http://[redacted]@10.0.0.5:8000/v1' first"
+    )
+
+
+# -- 16: rejudge, at the top level too; a claim over runs' flips by run; counted as diff counts -
+
+
+def test_rejudge_is_a_top_level_command_listed_in_the_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert "    rejudge " in listed
+    with pytest.raises(SystemExit):
+        main(["rejudge", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "usage: python -m pytest_propositions rejudge" in text and "--model MODEL" in text
+    assert "--store" not in text  # a shared store is not re-judged
+
+
+RUNS_SUITE = """
+from pytest_propositions import runs
+
+def test_runs(assert_proposition):
+    assert_proposition(runs(lambda i: f"Oscar: hello, run {i}.", max_runs=3), "Oscar greets.",
+                       every_run=True)
+"""
+
+
+@pytest.mark.parametrize("command", [["rejudge"], ["cache", "rejudge"]])
+def test_a_claim_over_runs_flips_run_by_run(
+    pytester: pytest.Pytester,
+    judge_server: ScriptedJudge,
+    inner_run: list[str],
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+) -> None:
+    pytester.makepyfile(test_over_runs=RUNS_SUITE)
+    cache = pytester.path / "verdicts"
+    args = [a for a in inner_run if a != "--prop-cache=off"] + [f"--prop-cache-dir={cache}"]
+    judge_server.default = verdict(True)
+    pytester.runpytest_inprocess(*args).assert_outcomes(passed=1)
+    judge_server.default = verdict(False)
+    capsys.readouterr()
+    new = ["--model", "openai/other", "--api-base", judge_server.base_url]
+    assert main([*command, *new, "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    flipped = [line for line in out if line.startswith("FLIPPED")]
+    assert flipped == [
+        f"FLIPPED test_over_runs.py::test_runs (run {run}): Oscar greets." for run in range(3)
+    ]
+    assert out[-1] == "3 re-judged, 3 flipped, 0 score changes"
+
+
+def test_rejudge_counts_flips_and_score_changes_as_diff_does(tmp_path: Path) -> None:
+    cases = [  # (kind, old, new): one claim each
+        ("check", True, False),  # flipped
+        ("check", True, True),  # unchanged
+        ("score", 8, 6),  # across the bar of 7: flipped
+        ("score", 8, 9),  # moved, still above: a score change
+        ("score", 3, 5),  # moved, still below: a score change
+    ]
+    results = [
+        Rejudged(f"claim {i}", "t.py::test", kind, old, new, "openai/a", "")  # type: ignore[arg-type]
+        for i, (kind, old, new) in enumerate(cases)
+    ]
+    changes = compared(results, 7, "openai/b")
+
+    def report(path: Path, side: int) -> Path:
+        records = [
+            {
+                "test_id": "t.py::test",
+                "threshold": None if kind == "check" else 7,
+                "passed": True,
+                "verdict": {"kind": kind, "claim": f"claim {i}", "value": values[side]},
+            }
+            for i, (kind, *values) in enumerate(cases)
+        ]
+        path.write_text(json.dumps({"verdicts": records}), encoding="utf-8")
+        return path
+
+    expected = diff.compare(
+        diff.load_report(report(tmp_path / "old.json", 0)),
+        diff.load_report(report(tmp_path / "new.json", 1)),
+    )
+    assert (
+        changes.summary() == expected.summary() == "2 flipped, 2 score changes, 0 added, 0 removed"
     )
