@@ -18,13 +18,13 @@ from pytest_propositions import ClaimWarning
 from pytest_propositions.__main__ import main
 from pytest_propositions.assertions import make_claim, read_claim
 from pytest_propositions.calibration import gate_problem
-from pytest_propositions.cli.rejudge import Rejudged, compared
 from pytest_propositions.claims.targets import (
     RenderOptions,
     as_target_list,
     describe_target,
     render_context,
 )
+from pytest_propositions.cli.rejudge import Rejudged, compared
 from pytest_propositions.judging.prompts import build_messages, system_prompt
 from pytest_propositions.reports import diff
 from pytest_propositions.settings import Settings, misspelt_variables

@@ -144,7 +144,7 @@ def named_in_litellms_map(model: str) -> bool | None:
     if not folders:
         return None
     try:
-        with open(os.path.join(list(folders)[0], _MODEL_MAP), encoding="utf-8") as handle:
+        with open(os.path.join(next(iter(folders)), _MODEL_MAP), encoding="utf-8") as handle:
             names = json.load(handle)
     except (OSError, ValueError):
         return None
