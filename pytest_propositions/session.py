@@ -13,13 +13,12 @@ import pytest
 
 from .checks import closest_name
 from .reports.counts import header_line
-from .runtime import Runtime
+from .runtime import Runtime, misspelt_variables
 from .settings import (
     OPTIONS,
     Settings,
     SettingsError,
     cache_mode,
-    misspelt_variables,
     reference_judge,
     resolve,
 )

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .checks import closest_name
 from .errors import install_hint
 from .scale import MAX_SCORE, MIN_SCORE
 
@@ -501,27 +500,6 @@ OPTIONS_BY_NAME: Mapping[str, Option] = {row.name: row for row in OPTIONS}
 #: The variables that hold a judge's key, which judging/endpoint.py reads (settings sits below
 #: it, so they are named here as words too; a test holds the two equal): known, never options.
 KEY_VARIABLES = ("PROP_API_KEY", "PROP_REFEREE_API_KEY", "PROP_ESCALATE_API_KEY")
-_ENV_PREFIX = "PROP_"
-
-
-def misspelt_variables(env: Mapping[str, str]) -> list[str]:
-    """Each ``PROP_`` variable set in ``env`` that is none of the plugin's but nearly one
-    (``PROP_MODLE``), with the name meant; never its value (it may be a key). Other tools use
-    ``PROP_`` names too, so a name like none of ours is not told."""
-    known = [option.env for option in OPTIONS] + list(KEY_VARIABLES)
-    stems = [name.removeprefix(_ENV_PREFIX) for name in known]
-    found = []
-    for name in sorted(env):
-        if not name.startswith(_ENV_PREFIX) or name in known:
-            continue
-        # Compared without the prefix every name shares, which would make any two look alike.
-        close = closest_name(name.removeprefix(_ENV_PREFIX).upper(), stems)
-        if close is not None:
-            found.append(
-                f"the environment variable {name} is no variable of pytest-propositions "
-                f"(did you mean {_ENV_PREFIX}{close}?); it is ignored"
-            )
-    return found
 
 
 def resolve(
@@ -655,12 +633,6 @@ def add_command_flags(
         )
 
 
-def ini_values(options: Mapping[str, Any]) -> dict[str, str | None]:
-    """The options a configuration file's pytest options set (``prop_model = ...``), by name and
-    as text, as pytest's ``getini`` gives them to ``resolve``."""
-    return {row.name: str(options[row.ini]) for row in OPTIONS if options.get(row.ini) is not None}
-
-
 def command_settings(
     args: argparse.Namespace,
     names: Iterable[str],
@@ -669,9 +641,8 @@ def command_settings(
     reference: ReferenceConfig | None = None,
 ) -> Settings:
     """A command's settings: its flags ``names`` (``add_command_flags``), then ``PROP_*``
-    variables, then ``ini`` (``ini_values`` of the project's configuration file) and a
-    reference-library ``config.ini``, then the defaults, as in pytest; an error names the
-    command's flag (``--model``)."""
+    variables, then ``ini`` (``Project.option_values``) and a reference-library ``config.ini``, then the
+    defaults, as in pytest; an error names the command's flag (``--model``)."""
     try:
         cli = {name: getattr(args, name, None) for name in names}
         return resolve(cli, env, ini or {}, reference)

@@ -27,7 +27,8 @@ from pytest_propositions.claims.targets import (
 from pytest_propositions.cli.rejudge import Rejudged, compared
 from pytest_propositions.judging.prompts import build_messages, system_prompt
 from pytest_propositions.reports import diff
-from pytest_propositions.settings import Settings, misspelt_variables
+from pytest_propositions.runtime import misspelt_variables
+from pytest_propositions.settings import Settings
 from tests.support.judge_server import ScriptedJudge, verdict
 
 pytest_plugins = ["pytester"]

@@ -37,7 +37,6 @@ from ..settings import (
     cache_mode,
     checked,
     command_settings,
-    ini_values,
     parse_fraction,
     reference_judge,
 )
@@ -593,7 +592,7 @@ def run(
     # a reference-library config.ini (the judge a run would gate), then the defaults.
     project = find_project(Path.cwd())
     reference = reference_judge([project.root, Path.cwd()])
-    settings = command_settings(args, FLAGS, environ, ini_values(project.options), reference)
+    settings = command_settings(args, FLAGS, environ, project.option_values(), reference)
     items = load_sets(args.sets)
     started = time.perf_counter()
     progress = Progress(

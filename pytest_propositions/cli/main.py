@@ -24,7 +24,8 @@ from ..checks import InputFileError, plural, read_text_lines
 from ..errors import CalibrationError
 from ..reports.diff import ReportError
 from ..reports.diff import run as diff
-from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags, misspelt_variables
+from ..runtime import misspelt_variables
+from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 from ..store.location import CACHE_FOLDER, command_cache_folder, folder_problem
 from ..store.shared import describe_store
