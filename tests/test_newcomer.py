@@ -286,8 +286,10 @@ def test_strict_score_reaches_the_judge_of_that_claim_only(
     assert REFERENCE_RULE in systems[1]
 
 
-def test_strict_score_takes_a_bool_only() -> None:
-    with pytest.raises(TypeError, match="strict_score"):
+def test_strict_score_is_a_claim_option_that_takes_a_bool_only() -> None:
+    made = make_claim("Oscar: hi.", "Oscar greets.", {"strict_score": True}, "min_score")
+    assert made.options.strict_score is True
+    with pytest.raises(TypeError, match="min_score: strict_score must be True or False"):
         make_claim("Oscar: hi.", "Oscar greets.", {"strict_score": "yes"}, "min_score")
 
 
