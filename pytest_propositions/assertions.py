@@ -102,9 +102,14 @@ def read_claim(
         found += found_own
         target_known = False  # its rule and target are checked once its claim is right
     call = TARGET_FIRST.get(where or "")
+    if call is not None and target_known and not own_target:
+        try:
+            _check_target(target, claim, call, where)
+        except (TypeError, ValueError) as error:
+            found.append(error)
     try:
         if call is not None:
-            _check_order(target, claim, call, where, own_target or not target_known)
+            _check_claim_type(claim, call)
         check_claim(claim)
         variables_bad = "claim_variables" in options and "claim_variables" not in parsed.given_names
         # With a precondition the claim is rendered only if the precondition lets it be judged
@@ -158,21 +163,27 @@ TARGET_FIRST = {
 _SPEAKER_LINE = re.compile(r"(?m)^\s*[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,3}:\s+\S")
 
 
-def _check_order(target: Any, claim: Any, call: str, where: str | None, own: bool) -> None:
-    """The arguments in the order ``call`` takes them: a claim that is no str, a target that
-    cannot be one, or no target is an error naming the order; two strings that read swapped (a
-    claim-like target, a recording-like claim) an error when the claim holds the recording's
-    event lines, else a ``ClaimWarning``. ``own``: the target is not the call's to check
-    (a Proposition-shaped claim's own, a marker's fixture)."""
+def _order(call: str) -> str:
+    return f"(the call is {call}: the target first, then the claim)"
+
+
+def _check_claim_type(claim: Any, call: str) -> None:
+    """A claim that is no str (nor Proposition-shaped): its error names the arguments' order."""
     __tracebackhide__ = True
-    order = f"(the call is {call}: the target first, then the claim)"
     if not isinstance(claim, str) and not is_proposition_like(claim):
         try:
             check_claim(claim)
         except TypeError as error:
-            raise TypeError(f"{error} {order}") from None
-    if own:
-        return
+            raise TypeError(f"{error} {_order(call)}") from None
+
+
+def _check_target(target: Any, claim: Any, call: str, where: str | None) -> None:
+    """The target in the order ``call`` takes it: no target, or an object that cannot be one, is
+    an error naming the order; two strings that read swapped (a claim-like target, a
+    recording-like claim) an error when the claim holds the recording's event lines, else a
+    ``ClaimWarning``."""
+    __tracebackhide__ = True
+    order = _order(call)
     if target is None:
         raise ValueError(f"no target: the claim needs something to judge {order}")
     if isinstance(target, str):
@@ -201,7 +212,8 @@ def _check_order(target: Any, claim: Any, call: str, where: str | None, own: boo
 
 def _reads_like_a_claim(text: str) -> bool:
     """One short line with no event in it: what a claim looks like, and no recording does."""
-    return "\n" not in text.strip() and len(text) <= 300 and not holds_event_head(text)
+    # The length first: a str target is often a whole recording.
+    return len(text) <= 300 and "\n" not in text.strip() and not holds_event_head(text)
 
 
 def _check_variables_used(claim: str, variables: Mapping[str, Any], site: str | None) -> None:

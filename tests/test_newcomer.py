@@ -216,6 +216,14 @@ def test_a_wrong_target_or_claim_names_the_order_at_the_call(
     assert str(caught.value).endswith(ORDER)
 
 
+def test_a_wrong_target_does_not_hide_a_wrong_claim() -> None:
+    with pytest.raises(ValueError) as caught:
+        make_claim(None, 42, {}, "assert_proposition")
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "assert_proposition has 2 problems:"
+    assert all(line.endswith(ORDER) for line in lines[1:])
+
+
 def test_a_recording_given_as_the_claim_is_an_error() -> None:
     recording = "#1: USER --> Oscar: [CONVERSATION] Where to?\n#2: Oscar acts: [TALK] Rome."
     with pytest.raises(ValueError, match="are they swapped"):
