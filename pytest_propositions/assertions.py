@@ -102,9 +102,11 @@ def read_claim(
         found += found_own
         target_known = False  # its rule and target are checked once its claim is right
     call = TARGET_FIRST.get(where or "")
-    if call is not None and target_known and not own_target:
+    # Whether the target was already read as a list of targets (or refused) here.
+    target_read = call is not None and target_known and not own_target
+    if target_read:
         try:
-            _check_target(target, claim, call, where)
+            target_read = _check_target(target, claim, call, where)
         except (TypeError, ValueError) as error:
             found.append(error)
     try:
@@ -137,7 +139,7 @@ def read_claim(
     elif target_known and expected is not None:
         try:
             rule = rule_of(target, parsed, expected, None, runtime=runtime, kind=kind)
-            if up_front and rule is None:
+            if up_front and rule is None and not target_read:
                 as_target_list(target)
         except (TypeError, ValueError) as error:
             found.append(error)
@@ -177,11 +179,11 @@ def _check_claim_type(claim: Any, call: str) -> None:
             raise TypeError(f"{error} {_order(call)}") from None
 
 
-def _check_target(target: Any, claim: Any, call: str, where: str | None) -> None:
+def _check_target(target: Any, claim: Any, call: str, where: str | None) -> bool:
     """The target in the order ``call`` takes it: no target, or an object that cannot be one, is
     an error naming the order; two strings that read swapped (a claim-like target, a
     recording-like claim) an error when the claim holds the recording's event lines, else a
-    ``ClaimWarning``."""
+    ``ClaimWarning``. True when the target was read as targets (``as_target_list``) here."""
     __tracebackhide__ = True
     order = _order(call)
     if target is None:
@@ -200,14 +202,15 @@ def _check_target(target: Any, claim: Any, call: str, where: str | None) -> None
                     f"{order}",
                     ClaimWarning,
                 )
-        return
-    if not is_runs(target) and not isinstance(target, list | tuple | Mapping):
-        # An object is checked now (a lookup, no rendering), so a wrong one names the call;
-        # data (lists, dicts) is read when judged, once.
-        try:
-            as_target_list(target)
-        except TypeError as error:
-            raise TypeError(f"{error}\n{order}") from None
+        return False
+    if is_runs(target) or isinstance(target, list | tuple | Mapping):
+        return False  # data (lists, dicts) is read when judged, once
+    # An object is checked now (a lookup, no rendering), so a wrong one names the call.
+    try:
+        as_target_list(target)
+    except TypeError as error:
+        raise TypeError(f"{error}\n{order}") from None
+    return True
 
 
 def _reads_like_a_claim(text: str) -> bool:
