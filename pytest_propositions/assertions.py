@@ -103,8 +103,9 @@ def read_claim(
         target_known = False  # its rule and target are checked once its claim is right
     call = TARGET_FIRST.get(where or "")
     # Whether the target was already read as a list of targets (or refused) here.
-    target_read = call is not None and target_known and not own_target
-    if target_read:
+    target_read = False
+    if call is not None and target_known and not own_target:
+        target_read = True
         try:
             target_read = _check_target(target, claim, call, where)
         except (TypeError, ValueError) as error:
