@@ -12,6 +12,7 @@ from ._version import __version__
 from .errors import (
     BudgetExceeded,
     CacheUnusable,
+    ClaimWarning,
     JudgeError,
     JudgeReplyIncomplete,
     JudgeReplyInvalid,
@@ -55,6 +56,7 @@ __all__ = [
     "Agent",
     "BudgetExceeded",
     "CacheUnusable",
+    "ClaimWarning",
     "JudgeError",
     "JudgeReplyIncomplete",
     "JudgeReplyInvalid",

@@ -5,21 +5,23 @@ the verdict; and the fixtures' bodies."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 import pytest
 
-from .checks import at_site, check_claim, from_site, problems_listed
-from .claims.claim_text import render_claim
+from .checks import at_site, check_claim, from_site, problems_listed, quote_claim, warn_at_caller
+from .claims.claim_text import render_claim, unused_variables
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
-from .claims.options import ClaimOptions, own_options
+from .claims.options import ClaimOptions, is_proposition_like, own_options
 from .claims.proposition import judge, target_list
 from .claims.targets import as_target_list
-from .errors import DryRunSkip, JudgeError, PropositionFailed
+from .errors import ClaimWarning, DryRunSkip, JudgeError, PropositionFailed
 from .over_runs.keywords import is_runs
 from .runtime import current
+from .trace.notation import holds_event_head
 from .verdict import KINDS, Kind
 
 if TYPE_CHECKING:
@@ -99,13 +101,28 @@ def read_claim(
     if found_own:
         found += found_own
         target_known = False  # its rule and target are checked once its claim is right
+    call = TARGET_FIRST.get(where or "")
+    # Whether the target was already read as a list of targets (or refused) here.
+    target_read = False
+    if call is not None and target_known and not own_target:
+        target_read = True
+        try:
+            target_read = _check_target(target, claim, call, where)
+        except (TypeError, ValueError) as error:
+            found.append(error)
     try:
+        if call is not None:
+            _check_claim_type(claim, call)
         check_claim(claim)
         variables_bad = "claim_variables" in options and "claim_variables" not in parsed.given_names
         # With a precondition the claim is rendered only if the precondition lets it be judged
         # (a false one needs no variables), so it is checked when it is judged.
         if up_front and parsed.precondition is None and not variables_bad:
             render_claim(claim, parsed.claim_variables)
+        if parsed.claim_variables and not variables_bad:
+            # A precondition is given the variables too, and may be what uses them.
+            own = "claim_variables" in options and parsed.precondition is None
+            _check_variables_used(claim, parsed.claim_variables, at_site(where) if own else None)
     except (TypeError, ValueError) as error:
         found.append(error)
     rule: Rule | None = None
@@ -123,7 +140,7 @@ def read_claim(
     elif target_known and expected is not None:
         try:
             rule = rule_of(target, parsed, expected, None, runtime=runtime, kind=kind)
-            if up_front and rule is None:
+            if up_front and rule is None and not target_read:
                 as_target_list(target)
         except (TypeError, ValueError) as error:
             found.append(error)
@@ -132,6 +149,99 @@ def read_claim(
         return None, problems
     made = MadeClaim(target, str(claim), parsed, expected, rule, target_known, own_target)
     return made, problems
+
+
+# The calls that take the target first and the claim second, as their messages spell them.
+TARGET_FIRST = {
+    "assert_proposition": "assert_proposition(target, claim, ...)",
+    "expect_proposition": "expect_proposition(target, claim, ...)",
+    "min_score": "min_score(target, claim, threshold)",
+    "proposition_judge": "proposition_judge(target, claim, kind=...)",
+    "check_over_runs": "check_over_runs(runs(...), claim, ...)",
+    "assert_propositions": "assert_propositions(target, [claim, ...])",
+}
+
+# A line that opens with a speaker's name and a colon ("Oscar: I like quiet cities."): how a
+# conversation is written, not a claim about one.
+_SPEAKER_LINE = re.compile(r"(?m)^\s*[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,3}:\s+\S")
+
+
+def _order(call: str) -> str:
+    return f"(the call is {call}: the target first, then the claim)"
+
+
+def _check_claim_type(claim: Any, call: str) -> None:
+    """A claim that is no str (nor Proposition-shaped): its error names the arguments' order."""
+    __tracebackhide__ = True
+    if not isinstance(claim, str) and not is_proposition_like(claim):
+        try:
+            check_claim(claim)
+        except TypeError as error:
+            raise TypeError(f"{error} {_order(call)}") from None
+
+
+def _check_target(target: Any, claim: Any, call: str, where: str | None) -> bool:
+    """The target in the order ``call`` takes it: no target, or an object that cannot be one, is
+    an error naming the order; two strings that read swapped (a claim-like target, a
+    recording-like claim) an error when the claim holds the recording's event lines, else a
+    ``ClaimWarning``. True when the target was read as targets (``as_target_list``) here."""
+    __tracebackhide__ = True
+    order = _order(call)
+    if target is None:
+        raise ValueError(f"no target: the claim needs something to judge {order}")
+    if isinstance(target, str):
+        if isinstance(claim, str) and _reads_like_a_claim(target):
+            if holds_event_head(claim):
+                raise ValueError(
+                    f"the target {quote_claim(target)} reads like a claim and the claim like "
+                    f"a recording (it holds event lines): are they swapped? {order}"
+                )
+            if _SPEAKER_LINE.search(claim) and not _SPEAKER_LINE.search(target):
+                warn_at_caller(
+                    f"{at_site(where)}the target {quote_claim(target)} reads like a claim and "
+                    f"the claim {quote_claim(claim)} like a conversation: are they swapped? "
+                    f"{order}",
+                    ClaimWarning,
+                )
+        return False
+    if is_runs(target) or isinstance(target, list | tuple | Mapping):
+        return False  # data (lists, dicts) is read when judged, once
+    # An object is checked now (a lookup, no rendering), so a wrong one names the call.
+    try:
+        as_target_list(target)
+    except TypeError as error:
+        raise TypeError(f"{error}\n{order}") from None
+    return True
+
+
+def _reads_like_a_claim(text: str) -> bool:
+    """One short line with no event in it: what a claim looks like, and no recording does."""
+    # The length first: a str target is often a whole recording.
+    return len(text) <= 300 and "\n" not in text.strip() and not holds_event_head(text)
+
+
+def _check_variables_used(claim: str, variables: Mapping[str, Any], site: str | None) -> None:
+    """Claim variables the claim never uses: one it writes as ``{name}`` (Python's syntax, not
+    mustache's) is a ValueError, since the judge would read the braces as written and the claim
+    is not the one meant; other unused ones are a ``ClaimWarning`` at the call (``site``: the
+    call gave them; None: a batch shares them, and a claim of it may well use none)."""
+    __tracebackhide__ = True
+    meant, unused = unused_variables(claim, variables)
+    if meant:
+        names = ", ".join("{{" + name + "}}" for name in meant)
+        raise ValueError(
+            f"the claim writes {', '.join('{' + name + '}' for name in meant)} but claim "
+            f"variables are mustache tags: write {names}; as it is, the judge would read the "
+            f"braces as written. Claim: {quote_claim(claim)}"
+        )
+    if unused and site is not None:
+        listed = ", ".join(unused)
+        warn_at_caller(
+            f"{site}claim_variables {listed} {'is' if len(unused) == 1 else 'are'} not used "
+            f"by the claim (a variable is written {{{{name}}}}), so the claim reaches the judge "
+            f"without {'it' if len(unused) == 1 else 'them'}. Claim: {quote_claim(claim)}",
+            ClaimWarning,
+        )
 
 
 class HowRead(TypedDict, total=False):

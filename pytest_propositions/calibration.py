@@ -18,6 +18,7 @@ from .errors import CalibrationError
 from .judging.judge import Judge
 from .judging.prompts import PROMPT_VERSION
 from .over_runs.binomial import BOUND_CONFIDENCE, upper_bound
+from .redaction import redact_url
 from .reports.json_report import write_text_atomically
 from .reports.summary import calibration_line
 from .runtime import connector
@@ -160,6 +161,14 @@ def header_line(settings: Settings, cache_dir: Path | None) -> str | None:
     return calibration_line(error_view(record), model)
 
 
+def _api_base_flag(settings: Settings) -> str:
+    """The judge's server as ``calibrate`` takes it, shown without credentials: the command
+    suggested must judge with the model the run gates, where the run reaches it."""
+    if not settings.api_base:
+        return ""
+    return f" --api-base {redact_url(settings.api_base)}"
+
+
 def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
     """Why ``--prop-min-calibration`` refuses this judge (an unreadable record included), or
     None when it may gate."""
@@ -175,7 +184,7 @@ def gate_problem(settings: Settings, cache_dir: Path | None) -> str | None:
         return (
             f"--prop-min-calibration={bar:g}: the judge {model} has no calibration for this "
             f"prompt version in {cache_dir}; run 'python -m pytest_propositions calibrate "
-            f"--model {model}' first"
+            f"--model {model}{_api_base_flag(settings)}' first"
         )
     accuracy = float(record.get("balanced_accuracy", 0.0))
     if accuracy < bar:

@@ -11,8 +11,10 @@ import contextlib
 import difflib
 import json
 import math
+import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -43,6 +45,7 @@ __all__ = [
     "read_text_lines",
     "short_repr",
     "terminal_text",
+    "warn_at_caller",
 ]
 
 #: How many characters of a claim a one-line message quotes; the report section has the rest.
@@ -290,6 +293,20 @@ def closest_name(name: str, accepted: Iterable[str]) -> str | None:
     rule of every "did you mean" (an option, an ini key, a batch item's key)."""
     close = difflib.get_close_matches(name, list(accepted), n=1, cutoff=CLOSE_ENOUGH)
     return close[0] if close else None
+
+
+# The package's folder: a warning about what a call gave is shown at the first frame outside it.
+_PACKAGE_FOLDER = os.path.join(os.path.dirname(__file__), "")
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """Warn at the user's line: the first frame outside the package (the call that gave it),
+    however deep inside the package the check that found it runs."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2: the frame that called this
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FOLDER):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)
 
 
 # --- files a command is given --------------------------------------------------------------

@@ -43,6 +43,11 @@ class SamplesWarning(UserWarning):
     """Several samples were asked of a judge whose answers cannot differ (greedy and seeded)."""
 
 
+class ClaimWarning(UserWarning):
+    """A claim as given is judged, but likely not as its author meant (``claim_variables`` that
+    it never uses); the warning points at the call."""
+
+
 class JudgeError(Exception):
     """The judge could not give a verdict; never a pass and never an assertion failure."""
 

@@ -9,14 +9,16 @@ verdicts in the user's cache folder unless ``PROP_CACHE_DIR`` or ``PROP_CACHE`` 
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .checks import closest_name, warn_at_caller
 from .record import Outcome, RunRecord, stat_names
-from .settings import Settings, cache_mode, from_environment, user_cache_dir
+from .settings import KEY_VARIABLES, OPTIONS, Settings, cache_mode, from_environment, user_cache_dir
 
 if TYPE_CHECKING:
     from .judging.endpoint import Connection
@@ -315,6 +317,24 @@ def active() -> Runtime | None:
         return _active[-1] if _active else None
 
 
+def misspelt_variables(env: Mapping[str, str]) -> list[str]:
+    """Each ``PROP_`` variable set in ``env`` that is none of the plugin's but nearly one
+    (``PROP_MODLE``), with the name meant; never its value (it may be a key). Other tools use
+    ``PROP_`` names too, so a name like none of ours is not told."""
+    known = [option.env for option in OPTIONS] + list(KEY_VARIABLES)
+    # Compared without the prefix every name shares, which would make any two look alike.
+    stems = [name.removeprefix("PROP_") for name in known]
+    found = []
+    for name in sorted(name for name in env if name.startswith("PROP_") and name not in known):
+        close = closest_name(name.removeprefix("PROP_").upper(), stems)
+        if close is not None:
+            found.append(
+                f"the environment variable {name} is no variable of pytest-propositions "
+                f"(did you mean PROP_{close}?); it is ignored"
+            )
+    return found
+
+
 def current() -> Runtime:
     """The pytest session's runtime, or one built from the environment outside pytest."""
     global _fallback
@@ -322,6 +342,8 @@ def current() -> Runtime:
         if _active:
             return _active[-1]
         if _fallback is None:
+            for line in misspelt_variables(os.environ):
+                warn_at_caller(f"pytest-propositions: {line}", UserWarning)
             settings = from_environment()
             # Scripts and notebooks cache like test runs do: PROP_CACHE_DIR, else the user's
             # cache folder (PROP_CACHE=off turns it off).

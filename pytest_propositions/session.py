@@ -13,8 +13,15 @@ import pytest
 
 from .checks import closest_name
 from .reports.counts import header_line
-from .runtime import Runtime
-from .settings import OPTIONS, Settings, SettingsError, cache_mode, reference_judge, resolve
+from .runtime import Runtime, misspelt_variables
+from .settings import (
+    OPTIONS,
+    Settings,
+    SettingsError,
+    cache_mode,
+    reference_judge,
+    resolve,
+)
 from .store.location import (
     CALIBRATION_FILE,
     CacheFolder,
@@ -73,7 +80,24 @@ def build_runtime(config: pytest.Config) -> Runtime:
             f"pytest-propositions: unknown ini option {'; '.join(unknown)}; pytest --help lists "
             "the options (their ini names start with prop_)"
         )
+    if not hasattr(config, "workerinput"):  # said once, by the controller
+        for line in misspelt_variables(os.environ):
+            # A warning, not an error as for the ini: other tools use PROP_ names too.
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"pytest-propositions: {line}"), stacklevel=2
+            )
     settings = read_settings(config)
+    if any(
+        base for base in (settings.api_base, settings.referee_api_base, settings.escalate_api_base)
+    ):
+        # Imported only with a server named: a name litellm cannot route is told now, once,
+        # not at the first live claim, after litellm's import.
+        from .judging.families import unnamed_providers
+        from .judging.transport_litellm import named_in_litellms_map
+
+        unrouted = unnamed_providers(settings, named_in_litellms_map)
+        if unrouted:
+            raise pytest.UsageError(f"pytest-propositions: {'; '.join(unrouted)}")
     reports = {"--prop-report": settings.report, "--prop-html": settings.html}
     if any(reports.values()) and not hasattr(config, "workerinput"):
         # Found now, not after the judging: a report the run could not write (xdist's

@@ -506,6 +506,11 @@ OPTIONS: tuple[Option, ...] = tuple(
 OPTIONS_BY_NAME: Mapping[str, Option] = {row.name: row for row in OPTIONS}
 
 
+#: The variables that hold a judge's key, which judging/endpoint.py reads (settings sits below
+#: it, so they are named here as words too; a test holds the two equal): known, never options.
+KEY_VARIABLES = ("PROP_API_KEY", "PROP_REFEREE_API_KEY", "PROP_ESCALATE_API_KEY")
+
+
 def resolve(
     cli: Mapping[str, str | None],
     env: Mapping[str, str],
@@ -610,16 +615,23 @@ class SettingsError(ValueError):
 
 
 def add_command_flags(
-    parser: argparse.ArgumentParser, helps: Mapping[str, str], *, required: Iterable[str] = ()
+    parser: argparse.ArgumentParser,
+    helps: Mapping[str, str],
+    *,
+    required: Iterable[str] = (),
+    reads_ini: bool = False,
 ) -> None:
     """Flags of a ``python -m pytest_propositions`` command made from the options' table: each
     option named in ``helps`` as ``--NAME`` (its pytest flag without ``prop-``), its metavar, the
-    command's own help, and where its default comes from (none for a ``required`` one). Values
-    stay strings, for ``resolve``."""
+    command's own help, and where its default comes from (none for a ``required`` one; the
+    project's ini file too when the command ``reads_ini``). Values stay strings, for
+    ``resolve``."""
     must = set(required)
     for name, text in helps.items():
         option = OPTIONS_BY_NAME[name]
         default = f"${option.env}"
+        if reads_ini:
+            default += f", else the project's ini {option.ini}"
         if option.default is not None:
             default += f", else {option.default}"
         parser.add_argument(
@@ -631,12 +643,18 @@ def add_command_flags(
 
 
 def command_settings(
-    args: argparse.Namespace, names: Iterable[str], env: Mapping[str, str]
+    args: argparse.Namespace,
+    names: Iterable[str],
+    env: Mapping[str, str],
+    ini: Mapping[str, str | None] | None = None,
+    reference: ReferenceConfig | None = None,
 ) -> Settings:
     """A command's settings: its flags ``names`` (``add_command_flags``), then ``PROP_*``
-    variables, then the defaults, as in pytest; an error names the command's flag (``--model``)."""
+    variables, then ``ini`` (``Project.option_values``) and a reference-library ``config.ini``, then the
+    defaults, as in pytest; an error names the command's flag (``--model``)."""
     try:
-        return resolve({name: getattr(args, name, None) for name in names}, env, {})
+        cli = {name: getattr(args, name, None) for name in names}
+        return resolve(cli, env, ini or {}, reference)
     except SettingsError as error:
         raise SettingsError(str(error).replace("--prop-", "--")) from None
 

@@ -157,3 +157,18 @@ def test_no_code_block_is_cut_off_at_1280_pixels(site: Path) -> None:
         return found
 
     assert asyncio.run(clipped()) == {}
+
+
+def test_the_api_reference_shows_no_dunder_no_borrowed_docstring_no_build_path(
+    site: Path,
+) -> None:
+    """Issue 51: inspection listed a module's ``__file__`` (the build machine's path), every
+    class's ``__weakref__`` and ``__module__`` with builtins' docstrings, and under each
+    attribute its value's type's docstring (int's under ``MAX_SCORE``)."""
+    html = (site / "api" / "index.html").read_text(encoding="utf-8")
+    dunders = set(re.findall(r'id="[\w.]+\.(__\w+__)"', html))
+    assert dunders <= {"__call__"}, dunders
+    assert "__file__" not in html and str(ROOT) not in html
+    for borrowed in (int.__doc__, str.__doc__, bool.__doc__, tuple.__doc__):
+        assert (borrowed or "").splitlines()[0] not in html.replace("&gt;", ">")
+    assert "MAX_SCORE" in html and "check_proposition" in html

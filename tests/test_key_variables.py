@@ -21,7 +21,7 @@ from pytest_propositions.judging.families import profile_of
 from pytest_propositions.judging.faults import Fault
 from pytest_propositions.judging.transport import _message
 from pytest_propositions.judging.transport_http import HttpPath
-from pytest_propositions.settings import OPTIONS
+from pytest_propositions.settings import KEY_VARIABLES, OPTIONS
 from tests.support.source_scan import PACKAGE, code_strings
 
 HOME = Path("judging") / "endpoint.py"
@@ -97,3 +97,9 @@ def test_no_module_but_endpoint_names_a_key_variable_in_its_code() -> None:
         if any(KEY_NAME.search(text) for text in code_strings(path.read_text(encoding="utf-8")))
     }
     assert found == {str(HOME), str(Path("judging") / "families.py"), "settings.py"}
+
+
+def test_the_settings_know_the_variables_endpoint_reads_a_key_from() -> None:
+    """settings.KEY_VARIABLES (the names a misspelt PROP_ variable is compared with, issue 51)
+    are the variables endpoint.py reads keys from."""
+    assert set(KEY_VARIABLES) == {KEY_VARIABLE, *OWN_KEY_VARIABLE.values()}

@@ -61,7 +61,7 @@ def test_rejudge_stores_the_new_judge_answers_for_replay_and_lists_flips(
     )
     out = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert out[-1] == "4 re-judged, 2 flipped"
+    assert out[-1] == "4 re-judged, 2 flipped, 0 score changes"
     text = "\n".join(out)
     assert (
         "FLIPPED test_rejudge_stores_the_new_judge_answers_for_replay_and_lists_flips.py::test_travel: Oscar is from Lisbon."
@@ -95,7 +95,7 @@ def test_rejudge_stores_the_new_judge_answers_for_replay_and_lists_flips(
             str(cache),
         ]
     )
-    assert capsys.readouterr().out.splitlines()[-1] == "4 re-judged, 2 flipped"
+    assert capsys.readouterr().out.splitlines()[-1] == "4 re-judged, 2 flipped, 0 score changes"
     assert len(judge_server.requests) == asked
 
     # The export stays byte-stable, and round-trips through import.

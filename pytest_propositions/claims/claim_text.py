@@ -5,6 +5,7 @@ given, values are never HTML-escaped, and the text is the same in every run (it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ from chevron.tokenizer import tokenize
 
 from ..checks import check_text, check_variable_value, quote_claim
 
-__all__ = ["render_claim"]
+__all__ = ["render_claim", "unused_variables"]
 
 
 def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
@@ -43,6 +44,38 @@ def render_claim(claim: str, claim_variables: Mapping[str, Any] | None) -> str:
             f"{', '.join(sorted(variables)) or 'none'}"
         )
     return check_text(text, "the rendered claim")
+
+
+def _names_used(claim: str) -> set[str] | None:
+    """The variable names a claim's tags use (the first part of a dotted name), in sections too;
+    None when the claim is no valid template (``render_claim`` says why)."""
+    if "{{" not in claim:
+        return set()
+    try:
+        tokens = list(tokenize(claim))
+    except chevron.ChevronError:
+        return None
+    kinds = ("variable", "no escape", "section", "inverted section")
+    return {key.split(".", 1)[0] for tag, key in tokens if tag in kinds}
+
+
+def unused_variables(claim: str, claim_variables: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The ``claim_variables`` no tag of the claim uses, split in two: those the claim writes
+    in another template syntax (``{name}``, ``${name}``, ``%(name)s``), which it surely meant
+    as a variable and would send literally, and the rest. Nothing for an invalid template."""
+    used = _names_used(claim)
+    if used is None:
+        return [], []
+    unused = sorted(name for name in claim_variables if name not in used)
+    meant = [name for name in unused if _other_syntax(name).search(claim)]
+    return meant, [name for name in unused if name not in meant]
+
+
+def _other_syntax(name: str) -> re.Pattern[str]:
+    """``{name}`` (Python's format, JavaScript's ``${name}``) not inside ``{{...}}``, or
+    ``%(name)s``."""
+    word = re.escape(name)
+    return re.compile(rf"(?<!\{{)\{{\s*{word}\s*\}}(?!\}})|%\({word}\)")
 
 
 # A parsed template: literal text, ("var", key), or (section kind, key, children).

@@ -1,11 +1,14 @@
 """The text of targets given as data: results-extraction dicts, and the checks of any data shown.
 
-Data shown to the judge is checked here first (``check_plain_data``), so that no renderer meets
+A dataclass instance or a pydantic model of the user's own is shown as its fields
+(``object_fields``), as the dict of the same fields would be. Data shown to the judge is
+checked here first (``check_plain_data``), so that no renderer meets
 Python's recursion limit. Transcripts (chat messages, traces) are ``transcripts.py``'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -117,3 +120,65 @@ def render_extraction(result: Mapping[Any, Any]) -> str:
         "---- END EXTRACTION RESULT ----",
     ]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Objects given as their fields: a dataclass instance, a pydantic model
+
+
+def _is_model(value: Any) -> bool:
+    """A pydantic model instance (its class has ``model_dump`` too, unbound)."""
+    return not isinstance(value, type) and callable(getattr(value, "model_dump", None))
+
+
+def is_fields_object(value: Any) -> bool:
+    """Whether ``value`` is shown as its fields: a dataclass instance or a pydantic model."""
+    is_dataclass = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return is_dataclass or _is_model(value)
+
+
+def object_fields(value: Any) -> dict[str, Any]:
+    """A dataclass instance's fields (``dataclasses.asdict``'s, without copying the values) or a
+    pydantic model's (``model_dump(mode="json")``), nested ones as plain data too; ValueError for
+    one with no fields, or one that holds itself."""
+    fields = _as_plain(value, ())
+    if not isinstance(fields, dict):
+        raise TypeError(
+            f"expected a dataclass instance or a pydantic model, got {type_name(value)}"
+        )
+    if not fields:
+        raise ValueError(
+            f"the target, a {type_name(value)}, has no fields: there is nothing to judge"
+        )
+    check_plain_data(fields, f"the fields of the {type_name(value)}")
+    return fields
+
+
+def _as_plain(value: Any, outer: tuple[int, ...]) -> Any:
+    if id(value) in outer or len(outer) > MAX_TARGET_NESTING:
+        raise ValueError(
+            f"a {type_name(value)} in the target holds itself or nests more than "
+            f"{MAX_TARGET_NESTING} levels deep; expected plain fields"
+        )
+    inner = (*outer, id(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _as_plain(getattr(value, f.name), inner) for f in dataclasses.fields(value)}
+    if _is_model(value):
+        dumped = value.model_dump(mode="json")
+        return dumped if isinstance(dumped, Mapping) else _ADDRESS_RE.sub("", str(value))
+    if isinstance(value, Mapping):
+        return {key: _as_plain(item, inner) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_plain(item, inner) for item in value]
+    return value
+
+
+def render_fields(name: str, fields: Mapping[str, Any]) -> str:
+    """An object's fields as readable text, as an extraction result's: sorted, nested indented."""
+    return "\n".join(
+        [
+            f"---- BEGIN FIELDS OF {one_line(name)} ----",
+            *_data_lines(fields, ""),
+            f"---- END FIELDS OF {one_line(name)} ----",
+        ]
+    )

@@ -114,6 +114,9 @@ class ClaimOptions:
     timestamps: str | None = field(default=None, metadata={"check": _check_timestamps})
     # None: the run's --prop-samples.
     samples: int | None = field(default=None, metadata={"check": _check_samples})
+    # A score claim with no evidence in the recording gets the lowest score, not the highest
+    # (the reference library's rule); a check already needs evidence.
+    strict_score: bool = field(default=False, metadata={"check": check_flag})
     # Not options: a claim over runs' keywords, as given (``over_runs.rule.check_rule`` checks
     # them with the target), and the names the caller gave (``given``).
     rule_keywords: Mapping[str, Any] = field(default_factory=dict, compare=False)

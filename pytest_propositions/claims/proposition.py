@@ -184,7 +184,9 @@ def judge(
         timestamps=options.timestamps or run.settings.timestamps,
     )
     context = check_text(render_context(targets, render), "the target's text")
-    messages = build_messages(kind, rendered_claim, context, context_text)
+    messages = build_messages(
+        kind, rendered_claim, context, context_text, strict_score=options.strict_score
+    )
     last: list[JudgeChat] = []
 
     def ask(model: str, sample_index: int) -> Verdict:

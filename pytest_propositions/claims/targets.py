@@ -2,9 +2,10 @@
 
 Lookup for one target: a registered renderer (MRO walk), then the plugin's hook callback, then a
 duck-typed simulation object (``pretty_current_interactions``; ``trace.World``/``trace.Agent``
-take this path too), ``str`` (the text itself), a transcript (the formats of ``transcripts``) or
-an extraction dict. The transcript formats are imported only for a target that is neither a str
-nor a simulation object, so a run judging those never loads them. The output is deterministic
+take this path too), ``str`` (the text itself), a transcript (the formats of ``transcripts``), an
+extraction dict, or a dataclass or pydantic model (its fields). The transcript formats are imported
+only for a target that is neither a str nor a simulation object, so a run judging those never loads
+them. The output is deterministic
 (no clock, no ids, no addresses, sorted JSON) because it is part of the cache key.
 """
 
@@ -22,8 +23,11 @@ from ..trace import Agent, World
 from .data_text import (
     MAX_TARGET_NESTING,
     check_plain_data,
+    is_fields_object,
+    object_fields,
     plain_json,
     render_extraction,
+    render_fields,
     type_name,
     validate_extraction,
 )
@@ -153,7 +157,8 @@ _ACCEPTED = (
     "  - a transcript: a list of OpenAI chat messages or Responses items, Anthropic messages,\n"
     "    Gemini contents, LangChain messages or OpenTelemetry spans, or a mapping holding a\n"
     '    "messages" list (a LangGraph state) or an OTLP/JSON export;\n'
-    "  - a results-extraction output: a dict of fields (any dict that is not a chat message);\n"
+    "  - a results-extraction output: a dict of fields (any dict that is not a chat message),\n"
+    "    or a dataclass instance or a pydantic model, shown as its fields;\n"
     "  - a list or tuple of any of these, for several targets."
 )
 
@@ -237,6 +242,9 @@ def _target_list(target: Any, path: tuple[int, ...], outer: tuple[int, ...]) -> 
     if hook is not None and hook(target, RenderOptions()) is not None:
         # Only the hook can tell whether it renders this type, so it is asked once here.
         return [target]
+    if is_fields_object(target):
+        object_fields(target)  # one with no fields, or holding itself, is refused here
+        return [target]
     raise _unsupported(target)
 
 
@@ -280,6 +288,8 @@ def _kind(target: Any) -> str:
         return "transcript"
     if isinstance(target, Mapping) and not is_message(target):
         return "extraction"
+    if is_fields_object(target):
+        return "fields"
     return "other"
 
 
@@ -296,7 +306,7 @@ def _heading(target: Any) -> str:
     kind = _kind(target)
     if kind in _DATA_KINDS:
         return _DATA_KINDS[kind][0]
-    if kind == "other":
+    if kind in ("other", "fields"):
         return _named(target, type(target).__name__, type(target).__name__)
     return _named(
         target, kind.capitalize(), f"{kind.capitalize()} (unnamed {type(target).__name__})"
@@ -395,6 +405,8 @@ def _render_one(target: Any, options: RenderOptions) -> tuple[str, str]:
         body = render_transcript(target, options.first_n, options.last_n)
     elif kind == "extraction":
         body = render_extraction(target)
+    elif kind == "fields":
+        body = render_fields(type(target).__name__, object_fields(target))
     else:
         raise _unsupported(target)
     return _heading(target), body
@@ -479,6 +491,9 @@ def describe_target(target: Any) -> str:
         if kind in _DATA_KINDS:
             _, label, unit = _DATA_KINDS[kind]
             return f"{label} ({plural(len(target), unit)})"
+        if kind == "fields":
+            fields = plural(len(object_fields(target)), "field")
+            return f"{_named(target, type(target).__name__, type(target).__name__)} ({fields})"
         if kind == "other":
             return _named(target, type(target).__name__, f"{type(target).__name__} object")
         return _named(target, kind, f"unnamed {kind}")

@@ -38,7 +38,9 @@ from ..settings import (
     checked,
     command_settings,
     parse_fraction,
+    reference_judge,
 )
+from ..store.location import find_project
 from ..trace import Agent, World
 from ..verdict import KINDS, SCORE, Kind, passes_bar
 
@@ -513,7 +515,7 @@ FLAGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_command_flags(parser, FLAGS)
+    add_command_flags(parser, FLAGS, reads_ini=True)
     parser.add_argument(
         "--set",
         metavar="FILE.jsonl",
@@ -586,7 +588,11 @@ def run(
     for the other commands); 0 fit or no bar given, 1 a given bar missed, 2 a usage error.
     Progress goes to ``progress_stream`` (standard error), timed by ``clock``."""
     environ = os.environ if env is None else env
-    settings = command_settings(args, FLAGS, environ)
+    # As a test run started here: flags, then PROP_* variables, then the project's ini file and
+    # a reference-library config.ini (the judge a run would gate), then the defaults.
+    project = find_project(Path.cwd())
+    reference = reference_judge([project.root, Path.cwd()])
+    settings = command_settings(args, FLAGS, environ, project.option_values(), reference)
     items = load_sets(args.sets)
     started = time.perf_counter()
     progress = Progress(

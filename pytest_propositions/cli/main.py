@@ -1,6 +1,6 @@
 """The commands of ``python -m pytest_propositions``: their parser, and the cache commands on a
-local verdict cache (on a shared store: cli/store.py; rejudge: cli/rejudge.py); calibrate and
-diff are handed to cli/calibrate.py and reports/diff.py.
+local verdict cache (on a shared store: cli/store.py); rejudge (also ``cache rejudge``),
+calibrate and diff are handed to cli/rejudge.py, cli/calibrate.py and reports/diff.py.
 
 The cache commands load the cache modules and the other commands' parsers, never pytest, litellm
 or pydantic, so they are quick and work on machines without a judge configured; ``calibrate``
@@ -24,6 +24,7 @@ from ..checks import InputFileError, plural, read_text_lines
 from ..errors import CalibrationError
 from ..reports.diff import ReportError
 from ..reports.diff import run as diff
+from ..runtime import misspelt_variables
 from ..settings import OPTIONS_BY_NAME, SettingsError, add_command_flags
 from ..store.cache import CacheError, CacheStats, ImportLineError, VerdictCache
 from ..store.location import CACHE_FOLDER, command_cache_folder, folder_problem
@@ -40,9 +41,22 @@ class UsageError(Exception):
     """A mistake the user can fix; reported as ``error: ...`` with exit code 2, no traceback."""
 
 
+_REJUDGE_HELP = "ask every stored request again with another judge; list the flips"
+_REJUDGE_DESCRIPTION = (
+    "Ask every stored judge request again, of another model, without running any test, and "
+    "store the answers under that model's keys: afterwards 'pytest --prop-model=NEW "
+    "--prop-cache=replay' is served from the cache. Lists the verdicts that flipped (a claim "
+    "over runs' verdicts each with its run, when the record keeps it) and the scores that "
+    "moved without crossing the bar; the last line reads 'N re-judged, K flipped, M score "
+    "changes', counted as 'diff' counts."
+)
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+    # --cache-dir for every command that reads the local cache; --store only for the cache
+    # commands that act on a shared store.
+    folder = argparse.ArgumentParser(add_help=False)
+    folder.add_argument(
         "--cache-dir",
         metavar="DIR",
         default=argparse.SUPPRESS,
@@ -52,6 +66,7 @@ def _build_parser() -> argparse.ArgumentParser:
             f"{CACHE_FOLDER} at the project's root, found as pytest finds its rootdir)"
         ),
     )
+    common = argparse.ArgumentParser(add_help=False, parents=[folder])
     common.add_argument(
         "--store",
         metavar="URL",
@@ -65,7 +80,8 @@ def _build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Tools for pytest-propositions, the pytest plugin that judges "
         "natural-language claims with an LLM and caches the verdicts.",
-        epilog="Run '%(prog)s cache --help' for the cache commands.",
+        epilog="Run '%(prog)s cache --help' for the cache commands, '%(prog)s COMMAND --help' "
+        "for the others.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     cache = commands.add_parser(
@@ -125,13 +141,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "(all shards, all paths), then prune. Refuses if no run has recorded its use yet.",
     )
     rejudge_parser = actions.add_parser(
-        "rejudge",
-        parents=[common],
-        help="ask every stored request again with another judge; list the flips",
-        description="Ask every stored judge request again, of another model, without running "
-        "any test, and store the answers under that model's keys: afterwards "
-        "'pytest --prop-model=NEW --prop-cache=replay' is served from the cache. Lists the "
-        "verdicts that flipped; the last line reads 'N re-judged, K flipped'.",
+        "rejudge", parents=[common], help=_REJUDGE_HELP, description=_REJUDGE_DESCRIPTION
     )
     add_command_flags(rejudge_parser, rejudge.FLAGS, required=("model",))
     push = actions.add_parser(
@@ -164,9 +174,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="remove every verdict",
         description="Remove every verdict and the record of which ones runs used.",
     )
+    top_rejudge = commands.add_parser(
+        "rejudge", parents=[folder], help=_REJUDGE_HELP, description=_REJUDGE_DESCRIPTION
+    )
+    add_command_flags(top_rejudge, rejudge.FLAGS, required=("model",))
     calibrate_parser = commands.add_parser(
         "calibrate",
-        parents=[common],
+        parents=[folder],
         help="measure a judge on labeled claims: is it fit to gate CI?",
         description="Judge labeled claims (the shipped set, or your own with --set) through the "
         "same path as tests, verdict cache included, and report balanced accuracy, the "
@@ -432,8 +446,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "diff":
             return diff(args.old, args.new)
         directory = _cache_dir(args)
+        if args.command in ("calibrate", "rejudge") or getattr(args, "action", "") == "rejudge":
+            for line in misspelt_variables(os.environ):
+                _warn(line)  # these commands read PROP_* variables as a run does
         if args.command == "calibrate":
             return calibrate.run(args, directory)
+        if args.command == "rejudge":
+            return rejudge.run(directory, args)
         return _run(args, directory)
     except BrokenPipeError:
         # The reader (say ``| head``) stopped early; that is not an error worth a traceback.

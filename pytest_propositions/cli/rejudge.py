@@ -21,6 +21,7 @@ from ..checks import plural
 from ..errors import CalibrationError, JudgeError
 from ..judging.judge import Judge, JudgeRequest
 from ..judging.prompts import PROMPT_VERSION
+from ..reports.diff import Changes, Claim, Key, compare
 from ..runtime import connector
 from ..settings import Settings, command_settings
 from ..store.cache import VerdictCache
@@ -37,6 +38,10 @@ class Rejudged:
     new: bool | int
     old_model: str
     justification: str
+    # A claim over runs' run and a sample's index, as the request records them (a judge that
+    # decodes greedily records every run as 0: equal transcripts share a verdict).
+    run_index: int = 0
+    sample_index: int = 0
 
     def flipped(self, min_score: int) -> bool:
         """A check whose value changed, or a score that moved across the bar."""
@@ -44,6 +49,19 @@ class Rejudged:
         return passes_bar(self.kind, self.old, threshold) != passes_bar(
             self.kind, self.new, threshold
         )
+
+    def sides(self, min_score: int, new_model: str, label: str = "") -> tuple[Claim, Claim]:
+        """The old and the new verdict as ``diff`` reads two reports' claims, a score against
+        ``min_score`` (a record keeps no bar), so that both commands count alike; ``label``
+        follows the test's id (which of the claim's verdicts this is)."""
+        threshold = None if self.kind == CHECK else min_score
+        test_id = (self.test_id or "(test unknown)") + label
+
+        def side(value: bool | int, model: str, why: str) -> Claim:
+            passed = passes_bar(self.kind, value, threshold)
+            return Claim(test_id, self.claim, self.kind, value, threshold, passed, why, model)
+
+        return side(self.old, self.old_model, ""), side(self.new, new_model, self.justification)
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,8 @@ def rejudge(
                 new=verdict.value,
                 old_model=str(record.get("model")),
                 justification=verdict.justification,
+                run_index=request.run_index,
+                sample_index=request.sample_index,
             )
 
         workers = max(1, min(settings.concurrency, len(work.requests)))
@@ -132,8 +152,39 @@ def rejudge(
         judge.close()
 
 
+def compared(results: list[Rejudged], min_score: int, new_model: str) -> Changes:
+    """The results as ``diff`` compares two reports (``reports.diff.compare``: the same flips and
+    score changes). Several verdicts of one claim (a claim over runs, samples) are told apart by
+    a label after the test's id: the run, or the verdict's place when the runs were not recorded
+    (a judge that decodes greedily records every run as 0), and the sample."""
+    groups: dict[tuple[str, str, str], list[Rejudged]] = {}
+    for result in results:
+        groups.setdefault((result.test_id or "", result.claim, result.kind), []).append(result)
+    old: dict[Key, Claim] = {}
+    new: dict[Key, Claim] = {}
+    for members in groups.values():
+        members.sort(key=lambda r: (r.run_index, r.sample_index, str(r.old), str(r.new)))
+        runs = [r.run_index for r in members]
+        by_run = len(members) > 1 and len(set(runs)) == len(runs)
+        for place, result in enumerate(members, start=1):
+            parts = []
+            if by_run:
+                parts.append(f"run {result.run_index}")
+            elif len(members) > 1:
+                parts.append(f"verdict {place} of {len(members)}")
+            if result.sample_index:
+                parts.append(f"sample {result.sample_index}")
+            before, after = result.sides(
+                min_score, new_model, f" ({', '.join(parts)})" if parts else ""
+            )
+            key = (before.test_id, before.claim, before.kind, 0)
+            old[key], new[key] = before, after
+    return compare(old, new)
+
+
 def run(cache_dir: Path, args: argparse.Namespace) -> int:
-    """The command: list the flips; the last line is ``N re-judged, K flipped``."""
+    """The command (``rejudge``, and ``cache rejudge``): list the flips and the score changes;
+    the last line is ``N re-judged, K flipped, M score changes``."""
     settings = command_settings(args, FLAGS, os.environ)
     try:
         results, skipped, _counts = rejudge(cache_dir, settings, settings.model)
@@ -141,16 +192,17 @@ def run(cache_dir: Path, args: argparse.Namespace) -> int:
         raise CalibrationError(
             f"the judge could not re-judge the cache: {type(error).__name__}: {error}"
         ) from None
-    flips = sorted(
-        (r for r in results if r.flipped(settings.min_score)),
-        key=lambda r: (r.test_id or "", r.claim),
-    )
-    for result in flips:
-        where = result.test_id or "(test unknown)"
-        print(f"FLIPPED {where}: {result.claim}")
-        print(f"  {result.old_model}: {result.old} -> {settings.model}: {result.new}")
-        print(f"  new justification: {' '.join(result.justification.split())[:300]}")
+    changes = compared(results, settings.min_score, settings.model)
+    for before, after in changes.flipped:
+        print(f"FLIPPED {before.test_id}: {before.claim}")
+        print(f"  {before.model}: {before.value} -> {after.model}: {after.value}")
+        print(f"  new justification: {' '.join(after.justification.split())[:300]}")
+    for before, after in changes.scores:
+        print(f"SCORE   {before.test_id}: {before.claim} {before.value} -> {after.value}")
     for reason, count in sorted(skipped.items()):
         print(f"skipped {plural(count, 'verdict')} {reason}")
-    print(f"{len(results)} re-judged, {len(flips)} flipped")
+    print(
+        f"{len(results)} re-judged, {len(changes.flipped)} flipped, "
+        f"{len(changes.scores)} score changes"
+    )
     return 0

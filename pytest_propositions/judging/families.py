@@ -20,12 +20,15 @@ A test checks the table against every OpenAI and Azure chat model in litellm's m
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import JudgeUnavailable
-from ..settings import REASONING_EFFORTS
+from ..settings import DEFAULT_MODEL, REASONING_EFFORTS, Settings
 from ..verdict import CHECK, SCORE, Kind
 
 # What the judge sends to a model that takes a temperature (the names are claim kinds).
@@ -113,6 +116,61 @@ def provider_of(model: str) -> tuple[str | None, str]:
     if not slash and re.match(_BARE_OPENAI, model.lower()):
         return "openai", model
     return None, model
+
+
+def _self_hosted(url: str) -> bool:
+    """A server on loopback or a private address: none of the hosted providers litellm knows by
+    their address."""
+    host = urllib.parse.urlsplit(url if "//" in url else f"//{url}").hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
+
+
+def unnamed_providers(
+    settings: Settings, named_by_litellm: Callable[[str], bool | None]
+) -> list[str]:
+    """Each judge sent to a self-hosted server (``--prop-api-base``, or a referee's or an
+    escalation model's own, on loopback or a private address) under a name with no provider
+    prefix that is no OpenAI model's and that litellm does not know by name
+    (``named_by_litellm``: True, False, or None when it cannot tell): litellm would find no
+    provider for it at the first live claim and send nothing. Told at a run's start, without
+    litellm. Conservative: a name litellm may route (in its map, a Claude model's, a Replicate
+    version's, a hosted provider's address it may know) is left to the first live call."""
+    judges = (
+        ("--prop-model", settings.model, settings.api_base, "--prop-api-base"),
+        ("--prop-reasoning-model", settings.reasoning_model, settings.api_base, "--prop-api-base"),
+        (
+            "--prop-referee-model",
+            settings.referee_model,
+            settings.referee_api_base or settings.api_base,
+            "--prop-referee-api-base" if settings.referee_api_base else "--prop-api-base",
+        ),
+        (
+            "--prop-escalate-to",
+            settings.escalate_to,
+            settings.escalate_api_base or settings.api_base,
+            "--prop-escalate-api-base" if settings.escalate_api_base else "--prop-api-base",
+        ),
+    )
+    found = []
+    for flag, model, base, base_flag in judges:
+        if not model or not base or model == DEFAULT_MODEL or provider_of(model)[0] is not None:
+            continue
+        if "/" in model or ":" in model or "claude" in model.lower():
+            continue  # a provider named, or a name litellm routes by a rule of its own
+        if not _self_hosted(base) or named_by_litellm(model) is not False:
+            continue
+        found.append(
+            f"{flag}={model} names no provider, and {base_flag} sends it to a server: "
+            f"for an OpenAI-compatible server write {flag}=openai/{model}; for another "
+            "provider, prefix the name with it as litellm does (anthropic/..., ollama/...)"
+        )
+    return found
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,9 @@ Your task: decide whether the claim is true or false for the recording.
   such as "the agent behaved as expected" are not a justification.
 """
 
+# Where the score rules say what a claim with no evidence gets (system_prompt fills it in).
+_NO_EVIDENCE_RULE = "<no evidence rule>"
+
 _SCORE_RULES = f"""\
 Your task: rate how true the claim is for the recording, as a whole number from {MIN_SCORE} to
 {MAX_SCORE}.
@@ -63,8 +66,7 @@ Your task: rate how true the claim is for the recording, as a whole number from 
 - 6 to 8: good support; the claim is mostly true.
 - {MAX_SCORE}: the claim is certainly true; every relevant part of the recording supports it.
 Scoring rules:
-- If the recording holds nothing that bears on the claim, give {MAX_SCORE}: without evidence
-  against it, the claim stands.
+{_NO_EVIDENCE_RULE}
 - Be strict. When unsure between two scores, choose the lower one. A serious flaw in the
   evidence drops the score to a lower band, not just one point.
 - Contradictions count against the claim wherever they appear, however small or rare: when the
@@ -78,6 +80,15 @@ Scoring rules:
 - Ground the justification in specifics: name the agents, quote or paraphrase the events that
   raised or lowered the score, and say which requirement each one met or missed.
 """
+
+# What a claim with no evidence either way gets: the reference library's rule (the claim stands),
+# or the strict one a claim asks for with strict_score=True (it needs evidence, as a check does).
+_NO_EVIDENCE = f"""\
+- If the recording holds nothing that bears on the claim, give {MAX_SCORE}: without evidence
+  against it, the claim stands."""
+_NO_EVIDENCE_STRICT = f"""\
+- If the recording holds nothing that bears on the claim, give {MIN_SCORE}: a claim stands only
+  on evidence for it, never on the absence of evidence against it."""
 
 _CHECK_VALUE = "true or false (a JSON boolean)"
 _SCORE_VALUE = f"a whole number from {MIN_SCORE} to {MAX_SCORE} (a JSON integer)"
@@ -96,10 +107,15 @@ Reply with one JSON object and nothing else, with these keys in this order:
 
 
 @functools.cache
-def system_prompt(kind: Kind) -> str:
+def system_prompt(kind: Kind, strict_score: bool = False) -> str:
     """The judge's standing instructions for a check or a score (built once per kind: every
-    claim's key encodes them)."""
-    rules = _CHECK_RULES if kind == CHECK else _SCORE_RULES
+    claim's key encodes them). ``strict_score``: a score with no evidence is the lowest, not
+    the highest (a check is already false without evidence, so its prompt does not change)."""
+    if kind == CHECK:
+        rules = _CHECK_RULES
+    else:
+        no_evidence = _NO_EVIDENCE_STRICT if strict_score else _NO_EVIDENCE
+        rules = _SCORE_RULES.replace(_NO_EVIDENCE_RULE, no_evidence)
     return f"{_SHARED_SETTING}\n{rules}\n{_output_format(kind)}"
 
 
@@ -134,11 +150,17 @@ def user_prompt(kind: Kind, claim: str, context: str, additional_context: str | 
 
 
 def build_messages(
-    kind: Kind, claim: str, context: str, additional_context: str | None
+    kind: Kind,
+    claim: str,
+    context: str,
+    additional_context: str | None,
+    *,
+    strict_score: bool = False,
 ) -> list[Message]:
-    """The first turn of a judgement: system instructions, then the user's question."""
+    """The first turn of a judgement: system instructions (``strict_score``: see
+    ``system_prompt``), then the user's question."""
     return [
-        {"role": "system", "content": system_prompt(kind)},
+        {"role": "system", "content": system_prompt(kind, strict_score)},
         {"role": "user", "content": user_prompt(kind, claim, context, additional_context)},
     ]
 

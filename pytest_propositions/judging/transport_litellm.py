@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib.util
+import json
 import logging
 import os
 import socket
@@ -127,6 +129,27 @@ def refusal_by_litellm(litellm: ModuleType, model: str, parameters: dict[str, An
         f"litellm reports that {model} takes no {', '.join(missing)}, which the model-family "
         f"table of pytest-propositions sends to the {families.family_of(model).name} family"
     )
+
+
+# litellm's bundled model map (what it reads with LITELLM_LOCAL_MODEL_COST_MAP): the names it
+# routes without a provider prefix. Read as data, so that a run's start can tell a name no
+# provider serves without importing litellm (seconds).
+_MODEL_MAP = "model_prices_and_context_window_backup.json"
+
+
+def named_in_litellms_map(model: str) -> bool | None:
+    """Whether litellm's bundled model map names ``model``; None when it cannot be read
+    (litellm missing, another layout): then only the first live call can tell."""
+    spec = importlib.util.find_spec("litellm")  # finds the package, does not import it
+    folders = spec.submodule_search_locations if spec is not None else None
+    if not folders:
+        return None
+    try:
+        with open(os.path.join(next(iter(folders)), _MODEL_MAP), encoding="utf-8") as handle:
+            names = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return isinstance(names, dict) and model in names
 
 
 def unrouted_by_litellm(litellm: ModuleType, model: str, api_base: str | None) -> str | None:

@@ -23,6 +23,8 @@ from typing import Any
 
 import iniconfig
 
+from ..settings import OPTIONS
+
 #: The verdict cache's folder at the project root when no folder is configured.
 CACHE_FOLDER = ".propositions"
 #: pytest's own cache folder unless its ini option ``cache_dir`` names another.
@@ -198,6 +200,11 @@ class Project:
     root: Path
     config_file: Path | None
     options: Mapping[str, Any]
+
+    def option_values(self) -> dict[str, str | None]:
+        """The plugin's options the file sets (``prop_model = ...``), by name and as text, as
+        pytest's ``getini`` gives them to ``settings.resolve``."""
+        return {row.name: str(self.options[row.ini]) for row in OPTIONS if row.ini in self.options}
 
 
 def _ini_section(path: Path, section: str) -> dict[str, Any] | None:

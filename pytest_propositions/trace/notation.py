@@ -10,6 +10,8 @@ says which were left out. The recorder (``trace``), the transcript formats
 
 from __future__ import annotations
 
+import re
+
 from ..checks import plural
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "action_head",
     "event_label",
     "format_entry",
+    "holds_event_head",
     "omission_note",
     "select_window",
     "stimulus_head",
@@ -86,6 +89,15 @@ def format_entry(label: str, head: str, content: str) -> str:
 def stimulus_head(source: str, receiver: str, kind: str) -> str:
     """``Source --> Receiver: [KIND]``: what ``receiver`` was addressed with."""
     return f"{source} --> {receiver}: [{kind}]"
+
+
+# An event line's head anywhere in a text: "Actor acts: [KIND]" or "Source --> Receiver: [KIND]".
+_EVENT_HEAD = re.compile(r"(?m)^[^\n]*?(?: acts| --> [^\n:]+): \[[A-Z_]+\]")
+
+
+def holds_event_head(text: str) -> bool:
+    """Whether ``text`` holds an event line of this notation: a recording, not a claim."""
+    return _EVENT_HEAD.search(text) is not None
 
 
 def action_head(actor: str, kind: str) -> str:
