@@ -11,10 +11,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from pytest_propositions.judging import progress as progress_module
 from pytest_propositions.judging.judge import Judge, JudgeRequest
 from pytest_propositions.judging.progress import (
     LOG_EVERY_SECONDS,
@@ -62,11 +64,22 @@ class Lines:
         self.clears += 1
 
 
-def test_the_line_waits_a_moment_then_repeats_every_few_seconds() -> None:
+@pytest.fixture
+def frozen_start(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The line's clock stands still at the moment returned, so a claim starts exactly then and
+    the test's ticks are measured from it: a busy machine cannot shift them."""
+    moment = 1000.0
+    monkeypatch.setattr(
+        progress_module, "time", SimpleNamespace(monotonic=lambda: moment, time=time.time)
+    )
+    return moment
+
+
+def test_the_line_waits_a_moment_then_repeats_every_few_seconds(frozen_start: float) -> None:
     display = Lines(every=5.0)
     lines = display.shown
     progress = ProgressLine(display, "some/model", tick_seconds=None)
-    start = time.monotonic()
+    start = frozen_start
     token = progress.started()
     assert progress.tick(start + 0.5) is None  # a quick claim shows nothing
     assert progress.tick(start + 1.2) == (
@@ -82,23 +95,27 @@ def test_the_line_waits_a_moment_then_repeats_every_few_seconds() -> None:
     assert progress.tick(start + 30.0) is None
 
 
-def test_in_a_log_the_line_comes_once_a_claim_is_slow_then_once_a_minute() -> None:
+def test_in_a_log_the_line_comes_once_a_claim_is_slow_then_once_a_minute(
+    frozen_start: float,
+) -> None:
     """Not on a terminal (CI): each line stays in the log and splits pytest's row of letters,
-    so few are written; the clock is the test's."""
+    so few are written; the clock is the test's (a busy machine cannot shift it)."""
     assert TerminalLine.every == LOG_EVERY_SECONDS == 60.0
     display = Lines(every=TerminalLine.every)
     progress = ProgressLine(display, "m", tick_seconds=None)
-    start = time.monotonic()
+    start = frozen_start
     progress.started()
     shown = [t for t in range(0, 200) if progress.tick(start + t + 0.5) is not None]
     assert shown == [1, 61, 121, 181]
 
 
-def test_on_a_terminal_the_line_keeps_time_and_is_taken_away_when_judging_ends() -> None:
+def test_on_a_terminal_the_line_keeps_time_and_is_taken_away_when_judging_ends(
+    frozen_start: float,
+) -> None:
     assert TerminalSuffix.every == 1.0
     display = Lines(every=TerminalSuffix.every)
     progress = ProgressLine(display, "m", tick_seconds=None)
-    start = time.monotonic()
+    start = frozen_start
     token = progress.started()
     assert [progress.tick(start + t + 0.5) is not None for t in range(4)] == [
         False,
@@ -125,11 +142,11 @@ def test_a_controller_counts_its_workers_claims() -> None:
 # -- what the line says of an attempt (the transport's news) ---------------------------------
 
 
-def test_a_slow_local_attempt_says_how_long_and_how_many_tokens_so_far() -> None:
+def test_a_slow_local_attempt_says_how_long_and_how_many_tokens_so_far(frozen_start: float) -> None:
     display = Lines(every=1.0)
     progress = ProgressLine(display, "local", tick_seconds=None)
     token = progress.started()
-    start = time.monotonic()
+    start = frozen_start
     progress.note(token, Attempt(1, 4, start, tokens=0))
     # not slow yet: the plain line
     assert progress.tick(start + 2.0) is not None
@@ -145,23 +162,23 @@ def test_a_slow_local_attempt_says_how_long_and_how_many_tokens_so_far() -> None
     assert display.shown[-1].endswith("s so far...")
 
 
-def test_a_slow_remote_attempt_says_how_long_of_its_deadline() -> None:
+def test_a_slow_remote_attempt_says_how_long_of_its_deadline(frozen_start: float) -> None:
     display = Lines(every=1.0)
     progress = ProgressLine(display, "m", tick_seconds=None)
     token = progress.started()
-    start = time.monotonic()
+    start = frozen_start
     progress.note(token, Attempt(1, 4, start, limit=60.0))
     assert progress.tick(start + 45.0) is not None
     assert display.shown[-1].endswith("; still answering, 45s of 60s...")
 
 
-def test_a_retry_is_said_at_once_even_in_a_log() -> None:
+def test_a_retry_is_said_at_once_even_in_a_log(frozen_start: float) -> None:
     """In a log the line comes once a minute; a retry is news and is written when it happens,
     once."""
     display = Lines(every=LOG_EVERY_SECONDS)
     progress = ProgressLine(display, "m", tick_seconds=None)
     token = progress.started()
-    now = time.monotonic()
+    now = frozen_start
     assert progress.tick(now + 2.0) is not None  # the first line, once a claim is slow
     progress.note(token, Attempt(2, 4, now + 61.0, after="a timeout", limit=60.0))
     assert progress.tick(now + 62.0) is not None  # within the minute: a retry is news
@@ -176,14 +193,14 @@ def test_a_retry_is_said_at_once_even_in_a_log() -> None:
     )
 
 
-def test_news_of_a_finished_claim_is_dropped() -> None:
+def test_news_of_a_finished_claim_is_dropped(frozen_start: float) -> None:
     display = Lines(every=1.0)
     progress = ProgressLine(display, "m", tick_seconds=None)
     first, second = progress.started(), progress.started()
     progress.note(first, Attempt(2, 4, 0.0, after="a timeout"))
     progress.finished(first)
     progress.note(first, Attempt(3, 4, 0.0, after="a timeout"))  # late news of a claim now done
-    assert progress.tick(time.monotonic() + 2.0) is not None
+    assert progress.tick(frozen_start + 2.0) is not None
     assert "attempt" not in display.shown[-1]
     progress.finished(second)
 
