@@ -101,7 +101,12 @@ print(json.dumps(said))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout.splitlines()[-1])
