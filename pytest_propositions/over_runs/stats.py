@@ -133,8 +133,9 @@ def _interval(kept: Callable[[float], bool], estimate: float) -> tuple[float, fl
     """The lowest and the highest bar of the grid at which neither process reached
     ``1/alpha`` (``kept``), rounded outward by a grid step.
 
-    Every bar is what a bar in between might be, so both ends are searched for from the outside
-    in, each bar looked at until the first kept one: the bars inside are never evaluated.
+    Only the ends are reported, so each is searched for from the outside in, up to the first
+    kept bar: the bars between them are never evaluated, and the ends are those a scan of the
+    whole grid finds (the kept bars need not be contiguous).
     """
     bars = _grid()
     low = next((bar for bar in bars if kept(bar)), None)
@@ -196,6 +197,8 @@ _BOUND_MARGIN = 1e-6
 def _evidence_bound(held: int, runs: int, bar: float, direction: Direction) -> float:
     """The largest the log evidence can be: the log likelihood ratio at the likeliest rate on
     the side tested (the evidence averages those ratios over the prior, so it is no larger)."""
+    if runs == 0:
+        return 0.0
     rate = held / runs
     if (rate > bar) if direction == "above" else (rate < bar):
         gained = held * math.log(rate / bar) if held else 0.0
