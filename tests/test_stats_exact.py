@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
         (299, 300, 0.97),
         # The posterior far from the side tested: its mass there is a deep tail.
         (20, 300, 0.9),
+        # A bar near 1: the prior's b is about 0.0015, and rounding b + runs first cost 2.4e-11.
+        (1000, 1000, 0.9999),
     ],
 )
 @pytest.mark.parametrize("direction", ["above", "below"])

@@ -185,7 +185,9 @@ def _log_evidence(held: int, runs: int, bar: float, direction: Direction) -> flo
     """``rate_log_evidence`` without the checks: the log ratio of the posterior's and the
     prior's mass on the side tested, over the likelihood at the bar."""
     a, b, mass, log_bar, log_rest = _prior_mass(bar, direction)
-    posterior = beta.log_integral(bar, a + held, b + runs - held, upper=direction == "above")
+    # The counts are added as one integer: ``b + runs - held`` would round ``b + runs`` first,
+    # which at a bar near 1 (``b`` about 0.0015) moved the evidence by 1e-10.
+    posterior = beta.log_integral(bar, a + held, b + (runs - held), upper=direction == "above")
     return posterior - mass - held * log_bar - (runs - held) * log_rest
 
 
