@@ -7,10 +7,11 @@ costs, so they are computed here.
 
 Method: ``B_x(a, b) = x^a (1-x)^b / (a F)``, with ``F`` the classical continued fraction of the
 incomplete beta function (evaluated by Lentz's method), which converges quickly for ``x < (a +
-1) / (a + b + 2)``; on the other side of that point the integral over the other piece is
-computed the same way (``t -> 1 - t``), and subtracted from the complete ``B(a, b)`` (from
-``math.lgamma``) only where it is the smaller part, so the subtraction loses no digits. Every
-result is a logarithm computed in log space: no tail underflows to zero.
+1) / (a + b + 2)``; past that point the other piece is computed the same way (``t -> 1 - t``).
+The piece asked for is that one when it can be; otherwise it is the complete ``B(a, b)`` (from
+``math.lgamma``) less the quick piece, which near the distribution's middle is not most of the
+whole, so the subtraction loses few digits (the precision below is measured, not assumed).
+Every result is a logarithm computed in log space: no tail underflows to zero.
 
 Precision: the rate test's log evidence agrees with an exact evaluation (``decimal`` to 40
 digits; ``tests/support/exact_beta.py``) to within 3.4e-12 on 2,300 random cases (up to 2,000
