@@ -80,7 +80,7 @@ def work(index: int) -> dict[str, Any]:
         referee="referee" if refereed else None,
     )
     rng = random.Random(index)
-    decider = decider_for(rule, 1, max_runs)  # scipy imported here, before the clock
+    decider = decider_for(rule, 1, max_runs)  # a baseline before e771f74 imports scipy here
     result = RunsResult(name, rule, max_runs)
     started = time.process_time()
     while decider.decision is None and decider.count < max_runs:

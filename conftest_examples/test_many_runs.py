@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from pytest_propositions import runs
 from pytest_propositions.trace import Agent, World
-
-pytest.importorskip("scipy", reason="claims over runs need scipy: pip install -e '.[stats]'")
 
 
 def bakery_visit(run: int) -> World:

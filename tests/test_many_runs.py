@@ -35,14 +35,6 @@ def scored(scores):
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def scipy_preloaded() -> None:
-    """Import scipy in this process before inline pytester runs: pytester's sys.modules snapshot
-    would remove it after the first one, and scipy's compiled parts cannot be imported twice."""
-    import scipy.special
-    import scipy.stats  # noqa: F401
-
-
 def script(judge: ScriptedJudge) -> None:
     judge.on("Oscar is kind", verdict(False, justification="He is curt."))
     judge.default = verdict(False, justification="No price was stated in this run.")

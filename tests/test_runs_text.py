@@ -119,7 +119,6 @@ _HOLDS = Expectation()
 
 
 def _refusal(options: dict[str, Any], expectation: Expectation = _HOLDS, max_runs: int = 5) -> str:
-    pytest.importorskip("scipy")
     settings = Settings()
     with pytest.raises(ValueError) as raised:
         check_rule(runs(str, max_runs=max_runs), options, expectation, settings, "claim")

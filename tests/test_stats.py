@@ -156,29 +156,6 @@ def test_the_runs_to_decide_are_found_in_a_few_evaluations_with_the_same_answers
     assert None in found and len({f for f in found if f is not None}) > 10
 
 
-def test_the_advice_on_an_inconclusive_rate_asks_scipy_a_handful_of_times(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # 55 of 100 runs held at a bar of 0.5: about 1,060 runs would decide it. The search for that
-    # figure once evaluated the decision at every count up to 2,000 (11.6 s of a 13.3 s claim).
-    decider = decider_for(Rule("at_least", "check", 0.95, 0.5), min_runs=1, max_runs=100)
-    for run in range(100):
-        held = run % 2 == 0 or run % 20 == 19
-        decider.add(float(held), held)
-    assert decider.decision is None and decider.held == 55
-    calls = 0
-    logsf = scipy_stats.beta.logsf
-
-    def counted(*args: object) -> object:
-        nonlocal calls
-        calls += 1
-        return logsf(*args)
-
-    monkeypatch.setattr(scipy_stats.beta, "logsf", counted)
-    assert decider.runs_to_decide() == 1061
-    assert calls <= 20
-
-
 def test_the_rate_interval_holds_the_estimate_and_narrows() -> None:
     wide = stats.rate_interval(8, 10, 0.05)
     narrow = stats.rate_interval(80, 100, 0.05)
@@ -249,14 +226,6 @@ def test_the_decider_respects_min_runs_at_most_and_every_run() -> None:
     every.add(1.0, True)
     every.add(0.0, False)
     assert every.decision == "fail" and "run 1 did not hold" in every.decided_by
-
-
-def test_a_missing_scipy_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match=r"pytest-propositions\[stats\]"):
-        stats.require_scipy()
 
 
 # -- a referee -------------------------------------------------------------------------------------

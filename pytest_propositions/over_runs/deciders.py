@@ -70,7 +70,6 @@ class Decider(Protocol):
 
 def decider_for(rule: Rule, min_runs: int, max_runs: int, seed: str = "") -> Decider:
     """The decider of ``rule`` (``seed``: the claim's referee draws, ``referee_seed``)."""
-    stats.require_scipy()
     if rule.referee is not None:
         return Refereed(rule, min_runs, max_runs, seed)
     kinds: dict[str, type[_Sequential]] = {

@@ -230,7 +230,6 @@ def _least_runs_cached(
     direction: Literal["above", "below"],
     referee: float | None,
 ) -> int | None:
-    stats.require_scipy()
     return stats.least_runs_to_pass(kind, bar, alpha, direction, referee=referee)
 
 

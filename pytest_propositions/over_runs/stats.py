@@ -22,10 +22,11 @@ where the claim held out of ``n``, and ``pi`` a Beta prior restricted to ``[p, 1
 rate ``r <= p`` (it is 1 at ``r = p`` and increases with ``r``), so ``M+`` is a supermartingale
 under every rate at or below the bar: ``P(M+ ever >= 1/alpha) <= alpha``. ``M-`` mirrors it on
 ``[0, p]``. ``M+`` grows with ``S``, so each run count has one boundary: pass from ``S >=
-pass_min[n]``, fail at ``S <= fail_max[n]`` (precomputed, closed form through the incomplete
-beta function of scipy.special). The prior centres on ``p +- 0.15`` (concentration 30), which
-makes the test quick for rates 0.15 or more from the bar; it is valid for every prior. ``at_most
-q`` is the mirror test at ``q`` (pass on ``M-``, fail on ``M+``).
+pass_min[n]``, fail at ``S <= fail_max[n]`` (closed form through the incomplete beta function,
+computed in pure Python by ``beta.py``: no run imports scipy or numpy). The prior centres on
+``p +- 0.15`` (concentration 30), which makes the test quick for rates 0.15 or more from the
+bar; it is valid for every prior. ``at_most q`` is the mirror test at ``q`` (pass on ``M-``,
+fail on ``M+``).
 
 Mean scores (``min_score=s``). Scores live in ``0..9``; divided by 9 they lie in ``[0, 1]``.
 For "the mean is above m", capital ``K+_n = prod(1 + l_i (x_i - m))`` with a bet ``l_i`` in
@@ -95,14 +96,14 @@ so ``E[R_i | F_{i-1}] = mu``, the referee's true rate or mean, the quantity deci
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import importlib.util
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from ..errors import install_hint
+from . import beta
 
 Direction = Literal["above", "below"]
 
@@ -116,16 +117,6 @@ BET_CAP = 0.75
 GRID_STEPS = 1000
 
 
-def require_scipy() -> None:
-    """scipy comes with the ``stats`` extra; say so plainly when it is missing."""
-    if importlib.util.find_spec("scipy") is None:
-        raise ImportError(
-            f"claims over runs need scipy, which is not installed: {install_hint('stats')}"
-        )
-    import scipy.special
-    import scipy.stats  # noqa: F401
-
-
 def _side(is_above: bool, is_below: bool) -> Direction | None:
     """The side of the bar the evidence reached; None for neither, or (never seen) both."""
     if is_above == is_below:
@@ -133,77 +124,97 @@ def _side(is_above: bool, is_below: bool) -> Direction | None:
     return "above" if is_above else "below"
 
 
-def _grid() -> Any:
-    """The bars an interval is read on: 0.001 to 0.999 (a numpy array)."""
-    import numpy as np
-
-    return np.arange(1, GRID_STEPS) / GRID_STEPS
+def _grid() -> list[float]:
+    """The bars an interval is read on: 0.001 to 0.999."""
+    return [step / GRID_STEPS for step in range(1, GRID_STEPS)]
 
 
-def _interval(
-    bars: Any, log_up: Any, log_down: Any, alpha: float, estimate: float
-) -> tuple[float, float]:
-    """The bars at which neither process reached ``1/alpha``, rounded outward by a grid step."""
-    threshold = math.log(1.0 / alpha)
-    kept = bars[(log_up < threshold) & (log_down < threshold)]
-    if kept.size == 0:  # cannot happen with a valid alpha, but never report an empty interval
+def _interval(kept: Callable[[float], bool], estimate: float) -> tuple[float, float]:
+    """The lowest and the highest bar of the grid at which neither process reached
+    ``1/alpha`` (``kept``), rounded outward by a grid step.
+
+    Only the ends are reported, so each is searched for from the outside in, up to the first
+    kept bar: the bars between them are never evaluated, and the ends are those a scan of the
+    whole grid finds (the kept bars need not be contiguous).
+    """
+    bars = _grid()
+    low = next((bar for bar in bars if kept(bar)), None)
+    if low is None:  # cannot happen with a valid alpha, but never report an empty interval
         return estimate, estimate
+    high = next(bar for bar in reversed(bars) if kept(bar))
     step = 1.0 / GRID_STEPS
-    return max(0.0, float(kept[0]) - step), min(1.0, float(kept[-1]) + step)
+    return max(0.0, low - step), min(1.0, high + step)
 
 
 # -- rates --------------------------------------------------------------------------------------
 
 
-def _prior(bar: Any, direction: Direction) -> tuple[Any, Any]:
-    """The Beta prior's parameters for a bar (or a numpy array of bars)."""
-    import numpy as np
-
+def _prior(bar: float, direction: Direction) -> tuple[float, float]:
+    """The Beta prior's parameters for a bar."""
     if direction == "above":
-        centre = bar + np.minimum(RATE_PRIOR_SHIFT, (1.0 - bar) / 2)
+        centre = bar + min(RATE_PRIOR_SHIFT, (1.0 - bar) / 2)
     else:
-        centre = bar - np.minimum(RATE_PRIOR_SHIFT, bar / 2)
+        centre = bar - min(RATE_PRIOR_SHIFT, bar / 2)
     return centre * RATE_PRIOR_CONCENTRATION, (1.0 - centre) * RATE_PRIOR_CONCENTRATION
+
+
+@functools.lru_cache(maxsize=4096)
+def _prior_mass(bar: float, direction: Direction) -> tuple[float, float, float, float, float]:
+    """The prior's parameters at a bar, the log of its integral on the side tested, and
+    ``log bar``, ``log(1 - bar)``: what every evaluation at that bar shares."""
+    a, b = _prior(bar, direction)
+    mass = beta.log_integral(bar, a, b, upper=direction == "above")
+    return a, b, mass, math.log(bar), math.log1p(-bar)
 
 
 def rate_log_evidence(held: int, runs: int, bar: float, direction: Direction) -> float:
     """log of the mixture likelihood ratio against "the rate is on the other side of ``bar``".
 
     ``above``: evidence that the rate exceeds ``bar`` (a supermartingale while it does not);
-    ``below``: that it is under ``bar``. Needs ``0 < bar < 1``.
+    ``below``: that it is under ``bar``. Needs ``0 < bar < 1``. Computed in pure Python to
+    within ``beta.EVIDENCE_ERROR`` (``over_runs/beta.py``).
     """
     if not 0 <= held <= runs:
         raise ValueError(f"held must be from 0 to runs, got {held} of {runs}")
-    return float(_log_evidence([held], runs, bar, direction)[0])
+    if not 0.0 < bar < 1.0:
+        raise ValueError(f"the bar must be strictly between 0 and 1, got {bar!r}")
+    return _log_evidence(held, runs, float(bar), direction)
 
 
-def _log_evidence(held: Any, runs: Any, bar: Any, direction: Direction) -> Any:
-    """``rate_log_evidence`` element by element over ``held``, ``runs`` and ``bar`` (numbers or
-    numpy arrays that broadcast), in one vectorised call: a numpy array."""
-    import numpy as np
-    from scipy import special, stats
+def _log_evidence(held: int, runs: int, bar: float, direction: Direction) -> float:
+    """``rate_log_evidence`` without the checks: the log ratio of the posterior's and the
+    prior's mass on the side tested, over the likelihood at the bar."""
+    a, b, mass, log_bar, log_rest = _prior_mass(bar, direction)
+    # The counts are added as one integer: ``b + runs - held`` would round ``b + runs`` first,
+    # which at a bar near 1 (``b`` about 0.0015) moved the evidence by 1e-10.
+    posterior = beta.log_integral(bar, a + held, b + (runs - held), upper=direction == "above")
+    return posterior - mass - held * log_bar - (runs - held) * log_rest
 
-    if isinstance(bar, float):
-        if not 0.0 < bar < 1.0:
-            raise ValueError(f"the bar must be strictly between 0 and 1, got {bar!r}")
-        # One bar (a decision) takes math's logarithms, a grid of bars numpy's: they may differ
-        # in the last digit, and a decision must not move with the way it is computed.
-        log_bar, log_rest = math.log(bar), math.log1p(-bar)
-    else:
-        log_bar, log_rest = np.log(bar), np.log1p(-bar)
-    a, b = _prior(bar, direction)
-    held = np.asarray(held, dtype=float)
-    runs = np.asarray(runs, dtype=float)
-    post_a, post_b = a + held, b + runs - held
-    log_tail = stats.beta.logsf if direction == "above" else stats.beta.logcdf
-    tail = log_tail(bar, post_a, post_b) - log_tail(bar, a, b)
-    return (
-        special.betaln(post_a, post_b)
-        - special.betaln(a, b)
-        + tail
-        - held * log_bar
-        - (runs - held) * log_rest
-    )
+
+# The margin under the threshold below which the likelihood-ratio bound rules a side out without
+# evaluating the evidence: far more than the error of either (EVIDENCE_ERROR, a few ulps).
+_BOUND_MARGIN = 1e-6
+
+
+def _evidence_bound(held: int, runs: int, bar: float, direction: Direction) -> float:
+    """The largest the log evidence can be: the log likelihood ratio at the likeliest rate on
+    the side tested (the evidence averages those ratios over the prior, so it is no larger)."""
+    if runs == 0:
+        return 0.0
+    rate = held / runs
+    if (rate > bar) if direction == "above" else (rate < bar):
+        gained = held * math.log(rate / bar) if held else 0.0
+        lost = (runs - held) * math.log((1.0 - rate) / (1.0 - bar)) if held < runs else 0.0
+        return gained + lost
+    return 0.0  # at the bar itself: a ratio of 1
+
+
+def _reaches(held: int, runs: int, bar: float, direction: Direction, threshold: float) -> bool:
+    """Whether the evidence for ``direction`` reaches ``threshold``; the bound answers first
+    where it can, which makes most evaluations a few logarithms."""
+    if _evidence_bound(held, runs, bar, direction) < threshold - _BOUND_MARGIN:
+        return False
+    return _log_evidence(held, runs, bar, direction) >= threshold
 
 
 @dataclass(frozen=True)
@@ -230,32 +241,36 @@ def rate_boundaries(bar: float, alpha: float, max_runs: int) -> RateBoundaries:
     below: list[int | None] = []
     for n in range(1, max_runs + 1):
         # The evidence for "above" grows with the runs held (and for "below" shrinks), so each
-        # run count has one boundary; the checks below make sure of it rather than assume it.
-        up = [float(value) for value in _log_evidence(range(n + 1), n, bar, "above")]
-        down = [float(value) for value in _log_evidence(range(n + 1), n, bar, "below")]
-        above.append(_first_from(up, threshold))
-        below_from_top = _first_from(down[::-1], threshold)
-        below.append(None if below_from_top is None else n - below_from_top)
+        # run count has one boundary; it is the last count, from the far end, of an unbroken
+        # run of counts that reach the threshold (the checks make sure of it, not assume it).
+        above.append(_last_reaching(range(n, -1, -1), n, bar, "above", threshold))
+        below.append(_last_reaching(range(n + 1), n, bar, "below", threshold))
     return RateBoundaries(bar, alpha, tuple(above), tuple(below))
 
 
-def _first_from(row: list[float], threshold: float) -> int | None:
-    """The smallest index from which every entry of ``row`` reaches ``threshold``, or None."""
-    first: int | None = None
-    for index in range(len(row) - 1, -1, -1):
-        if row[index] >= threshold:
-            first = index
-        else:
+def _last_reaching(
+    counts: range, runs: int, bar: float, direction: Direction, threshold: float
+) -> int | None:
+    """The last of ``counts`` (runs held) up to which every one reaches ``threshold``, or None."""
+    last: int | None = None
+    for held in counts:
+        if not _reaches(held, runs, bar, direction, threshold):
             break
-    return first
+        last = held
+    return last
 
 
 def rate_decision(held: int, runs: int, bar: float, alpha: float) -> Direction | None:
     """Whether ``held`` of ``runs`` shows the rate above ``bar``, below it, or neither yet."""
+    if not 0 <= held <= runs:
+        raise ValueError(f"held must be from 0 to runs, got {held} of {runs}")
+    if not 0.0 < bar < 1.0:
+        raise ValueError(f"the bar must be strictly between 0 and 1, got {bar!r}")
     threshold = math.log(1.0 / alpha)
+    bar = float(bar)
     return _side(
-        rate_log_evidence(held, runs, bar, "above") >= threshold,
-        rate_log_evidence(held, runs, bar, "below") >= threshold,
+        _reaches(held, runs, bar, "above", threshold),
+        _reaches(held, runs, bar, "below", threshold),
     )
 
 
@@ -266,25 +281,12 @@ def rate_runs_to_decide(
     decided (``rate_decision`` is not None), or None if none is.
 
     The evidence at the observed rate is not monotone in ``n`` (the rounding of the count held
-    moves it up and down), so no bisection finds the *first* decided ``n`` for sure; instead
-    every ``n`` is evaluated, in blocks of doubling length, each one vectorised call per side:
-    a handful of calls rather than one ``rate_decision`` (two rows of ``n + 1`` values) per ``n``.
+    moves it up and down), so no bisection finds the *first* decided ``n`` for sure; every ``n``
+    is looked at, most of them by the likelihood-ratio bound alone (a few logarithms each).
     """
-    import numpy as np
-
-    threshold = math.log(1.0 / alpha)
-    low = start
-    width = max(start, 16)
-    while low <= limit:
-        high = min(limit, low + width - 1)
-        totals = list(range(low, high + 1))
-        held = [round(rate * total) for total in totals]
-        is_above = _log_evidence(held, totals, bar, "above") >= threshold
-        is_below = _log_evidence(held, totals, bar, "below") >= threshold
-        decided = np.flatnonzero(is_above != is_below)
-        if decided.size:
-            return totals[int(decided[0])]
-        low, width = high + 1, 2 * width
+    for total in range(start, limit + 1):
+        if rate_decision(round(rate * total), total, bar, alpha) is not None:
+            return total
     return None
 
 
@@ -293,10 +295,14 @@ def rate_interval(held: int, runs: int, alpha: float) -> tuple[float, float]:
     test rejects, each bound at ``1 - alpha``, on a grid of 0.001, rounded outward."""
     if runs == 0:
         return 0.0, 1.0
-    bars = _grid()
-    up = _log_evidence(held, runs, bars, "above")
-    down = _log_evidence(held, runs, bars, "below")
-    return _interval(bars, up, down, alpha, held / runs)
+    threshold = math.log(1.0 / alpha)
+
+    def kept(bar: float) -> bool:
+        return not _reaches(held, runs, bar, "above", threshold) and not _reaches(
+            held, runs, bar, "below", threshold
+        )
+
+    return _interval(kept, held / runs)
 
 
 def every_run_lower_bound(runs: int, alpha: float) -> float:
@@ -368,31 +374,36 @@ def betting_interval(
     rejects at ``alpha`` (so at least ``1 - 2 alpha`` two-sided), on a grid of 0.001, rounded
     outward. ``fractions``: a referee test's (its values as ``RefereeTest.add`` returned them);
     without them, values in [0, 1] at ``BET_CAP``."""
-    import numpy as np
-
     if not values:
         return 0.0, 1.0
     cap = BET_CAP if fractions is None else REFEREE_BET_CAP
-    bars = _grid()
-    log_up = np.zeros_like(bars)
-    log_down = np.zeros_like(bars)
+    threshold = math.log(1.0 / alpha)
+    # Each run's value, its range's ends and the estimates from the runs before it, as the test
+    # had them (``_Betting._bet``): they do not depend on the bar.
+    runs: list[tuple[float, float, float, float, float]] = []
     total = 0.0
     squares = 0.0
     for count, x in enumerate(values):
         p = 1.0 if fractions is None else fractions[count]
         mean = (0.5 + total) / (count + 1)
         variance = (0.25 + squares) / (count + 1)
-        gap = mean - bars
-        raw = gap / (variance + gap * gap)
-        low, high = 1.0 - 1.0 / p, 1.0 / p
-        up = np.clip(raw, 0.0, cap / (bars - low))
-        down = np.clip(-raw, 0.0, cap / (high - bars))
-        log_up += np.log1p(up * (x - bars))
-        log_down += np.log1p(-down * (x - bars))
+        runs.append((x, mean, variance, 1.0 - 1.0 / p, 1.0 / p))
         total += x
         squares += (x - mean) ** 2
-    estimate = min(1.0, max(0.0, total / len(values)))
-    return _interval(bars, log_up, log_down, alpha, estimate)
+
+    def kept(bar: float) -> bool:
+        """Whether neither process reaches ``1/alpha`` against ``bar``: the bets of ``_bet``."""
+        log_up = log_down = 0.0
+        for x, mean, variance, low, high in runs:
+            gap = mean - bar
+            raw = gap / (variance + gap * gap)
+            if raw > 0.0:  # only one side bets; the other's factor is 1
+                log_up += math.log1p(min(raw, cap / (bar - low)) * (x - bar))
+            elif raw < 0.0:
+                log_down += math.log1p(-min(-raw, cap / (high - bar)) * (x - bar))
+        return log_up < threshold and log_down < threshold
+
+    return _interval(kept, min(1.0, max(0.0, total / len(values))))
 
 
 def paired_value(treatment: float, control: float) -> float:
