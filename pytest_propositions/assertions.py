@@ -5,7 +5,7 @@ the verdict; and the fixtures' bodies."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
@@ -14,10 +14,11 @@ import pytest
 
 from .checks import at_site, check_claim, from_site, problems_listed, quote_claim
 from .claims.awaiting import OrAwaitable, awaitable, loop_library
+from .claims.call_site import call_site_outside_package
 from .claims.claim_text import render_claim
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, own_options
-from .claims.proposition import call_site_outside_package, judge, target_list
+from .claims.proposition import awaited_twin, judge, target_list
 from .claims.targets import as_target_list
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .over_runs.keywords import is_runs
@@ -365,6 +366,29 @@ def check_over_runs(
     return _decide_over_runs(run, made.target, made.text, made.rule, made.options)
 
 
+def acheck_over_runs(
+    target: Any,
+    claim: Any,
+    *,
+    min_score: int | None = None,
+    compare_scores: bool = False,
+    runtime: Runtime | None = None,
+    **options: Any,
+) -> Coroutine[Any, Any, RunsResult]:
+    """``check_over_runs``, awaited: the runs are simulated and judged in a worker thread while
+    the event loop goes on."""
+    call = partial(
+        check_over_runs,
+        target,
+        claim,
+        min_score=min_score,
+        compare_scores=compare_scores,
+        runtime=runtime,
+        **options,
+    )
+    return awaited_twin(call, "acheck_over_runs", claim)
+
+
 def _decide_over_runs(
     runtime: Runtime, target: Any, claim: str, rule: Rule, options: ClaimOptions
 ) -> RunsResult:
@@ -488,6 +512,7 @@ def judge_without_asserting(
 
 __all__ = [
     "MadeClaim",
+    "acheck_over_runs",
     "assert_claim",
     "assert_made",
     "assert_min_score",

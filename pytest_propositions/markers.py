@@ -19,9 +19,9 @@ import pytest
 
 from .assertions import MadeClaim, judge_and_note, make_claim, now_or_awaited, read_claim
 from .checks import at_site, plural, problems_listed, quote_claim, short_repr
+from .claims.call_site import frame_place
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, is_proposition_like, unknown_names_error
-from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .scale import MAX_SCORE, MIN_SCORE
 from .session import SOFT_CLAIMS_KEY

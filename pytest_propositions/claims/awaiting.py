@@ -68,6 +68,20 @@ class AwaitedClaim:
         self.started = False
         self.ended = False
         self.work: concurrent.futures.Future[Any] | None = None
+        # The asyncio loop it was made on (None: another library's, or none), where a task
+        # may hold its coroutine.
+        self.loop: Any = None
+
+    def in_a_task(self) -> bool:
+        """Whether an asyncio task holds the coroutine (``create_task``, ``ensure_future``)."""
+        if self.loop is None:
+            return False
+        tasks = sys.modules["asyncio"].all_tasks(self.loop)
+        return any(task.get_coro() is self.coroutine for task in tasks)
+
+    def close(self) -> None:
+        if self.coroutine is not None:
+            self.coroutine.close()
 
     def named(self) -> str:
         return f"{self.place}: {self.label}" if self.place else self.label
@@ -92,6 +106,8 @@ def awaitable(
         coroutine.__name__ = coroutine.__qualname__ = name
     if claim is not None and watch is not None:
         claim.coroutine = coroutine
+        if loop_library() == "asyncio":
+            claim.loop = sys.modules["asyncio"].get_running_loop()
         watch(claim)
     return coroutine
 
@@ -128,7 +144,7 @@ async def in_worker_thread(work: Callable[[], _T], claim: AwaitedClaim | None = 
         if not future.set_running_or_notify_cancel():
             return  # cancelled before it started: nothing judged, nothing to report
         try:
-            future.set_result(context.run(work))
+            future.set_result(context.run(_in_no_async_library, work))
         except BaseException as error:
             future.set_exception(error)
 
@@ -145,6 +161,16 @@ async def in_worker_thread(work: Callable[[], _T], claim: AwaitedClaim | None = 
         # the future's plumbing.
         raise error
     return future.result()
+
+
+def _in_no_async_library(work: Callable[[], _T]) -> _T:
+    """``work()`` told (as trio's own worker threads tell it) that no async library runs in its
+    thread: the caller's context says which one runs in the caller's (sniffio)."""
+    __tracebackhide__ = True
+    sniffio = sys.modules.get("sniffio")
+    if sniffio is not None:
+        sniffio.current_async_library_cvar.set(None)
+    return work()
 
 
 async def _trio_wait(future: concurrent.futures.Future[Any]) -> None:
@@ -202,8 +228,10 @@ class AwaitedCheck:
         # No judging of this test may outlive it: it is filed under the test running.
         concurrent.futures.wait([c.work for c in claims if c.work is not None])
         for claim in claims:
-            if not claim.started and claim.coroutine is not None:
-                claim.coroutine.close()  # Python's own warning would only repeat ours, later
+            if not claim.started and not claim.in_a_task():
+                # Python's own "never awaited" warning would only repeat ours, later (a task's
+                # coroutine is left to its loop, which cancels it).
+                claim.close()
         problems = unawaited_problems(claims)
         if not problems:
             return
