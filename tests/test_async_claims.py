@@ -149,6 +149,13 @@ async def test_four_claims(world, assert_proposition, min_score, assert_proposit
 @pytest.mark.anyio
 async def test_one_false_claim(world, assert_proposition):
     await assert_proposition(world, "Oscar is WRONG about cities.")
+
+@pytest.mark.anyio
+async def test_a_blocking_call(world):
+    from pytest_propositions import Proposition
+
+    # Blocks the loop, as before; under trio too (the judge's own loop is asyncio's).
+    assert Proposition("Oscar likes blocking calls.").check(world) is True
 """
 
 
@@ -172,6 +179,8 @@ def test_claims_judged_together_under_anyio(
             "E       pytest_propositions.errors.PropositionFailed: claim 'Oscar is WRONG*",
         ]
     )
+    blocking = pytester.runpytest(*judged, *NO_ASYNCIO, "-k", "test_a_blocking_call")
+    blocking.assert_outcomes(passed=1)
 
 
 NOT_AWAITED = """
