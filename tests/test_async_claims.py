@@ -347,7 +347,7 @@ def test_async_claims_under_xdist(
     result = pytester.runpytest_subprocess(*judged, *ASYNCIO, "-n", "2")
     result.assert_outcomes(passed=4, failed=6)
     result.stdout.fnmatch_lines(
-        ["*test_claims.py:13: assert_proposition('Oscar likes cities.') was never awaited*"]
+        ["*test_claims.py:12: assert_proposition('Oscar likes cities.') was never awaited*"]
     )
 
 
