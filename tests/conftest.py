@@ -123,12 +123,13 @@ def _terminal_width_of_80(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LINES", raising=False)
 
 
-@pytest.fixture(autouse=True)
-def _inner_runs_without_pytest_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inner runs load no pytest-asyncio (the test extra has it, for tests/test_async_claims.py,
-    which lets it in): it would add a header line and a configuration warning to every run."""
-    before = os.environ.get("PYTEST_ADDOPTS", "")
-    monkeypatch.setenv("PYTEST_ADDOPTS", f"{before} -p no:asyncio".strip())
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's own, its runs loading no pytest-asyncio (the test extra has it for
+    tests/test_async_claims.py, which lets it in): it would add a header line and a
+    configuration warning to every run. (pytester empties PYTEST_ADDOPTS as it is made.)"""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:asyncio")
+    return pytester
 
 
 @pytest.fixture
