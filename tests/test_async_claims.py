@@ -29,8 +29,16 @@ from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, ec
 
 SCORE_QUESTION = "How true is the claim"
 HAS_TRIO = importlib.util.find_spec("trio") is not None
+# Both come with the test extra; an environment installed before they joined it skips, saying so.
+NEEDS_PYTEST_ASYNCIO = pytest.mark.skipif(
+    importlib.util.find_spec("pytest_asyncio") is None,
+    reason="pytest-asyncio is not installed here (the test extra has it)",
+)
 TRIO = pytest.param(
-    "trio", marks=pytest.mark.skipif(not HAS_TRIO, reason="trio is not installed here")
+    "trio",
+    marks=pytest.mark.skipif(
+        not HAS_TRIO, reason="trio is not installed here (the test extra has it)"
+    ),
 )
 
 
@@ -101,6 +109,7 @@ async def test_gathered(world, assert_proposition, min_score, assert_proposition
 @pytest.mark.parametrize(
     ("mode", "marker"), [("strict", "@pytest.mark.asyncio"), ("auto", "")], ids=["strict", "auto"]
 )
+@NEEDS_PYTEST_ASYNCIO
 def test_gathered_claims_are_judged_at_once_under_pytest_asyncio(
     pytester: pytest.Pytester,
     judge_server: ScriptedJudge,
@@ -243,6 +252,7 @@ async def test_checked_now_in_async_code_too(world, assert_proposition):
 """
 
 
+@NEEDS_PYTEST_ASYNCIO
 def test_a_claim_never_awaited_fails_its_test_naming_its_line(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
 ) -> None:
@@ -308,15 +318,19 @@ async def test_soft(world, expect_proposition):
 @pytest.mark.parametrize(
     ("plugin", "marker"),
     [
-        ("asyncio", "@pytest.mark.asyncio"),
-        ("anyio-asyncio", ANYIO_ON.format(backend="asyncio")),
+        pytest.param("asyncio", "@pytest.mark.asyncio", id="pytest-asyncio"),
+        pytest.param("anyio-asyncio", ANYIO_ON.format(backend="asyncio"), id="anyio-asyncio"),
         pytest.param(
             "anyio-trio",
             ANYIO_ON.format(backend="trio"),
-            marks=pytest.mark.skipif(not HAS_TRIO, reason="trio is not installed here"),
+            marks=pytest.mark.skipif(
+                not HAS_TRIO, reason="trio is not installed here (the test extra has it)"
+            ),
+            id="anyio-trio",
         ),
     ],
 )
+@NEEDS_PYTEST_ASYNCIO
 def test_soft_claims_in_async_tests_are_judged_after_the_body(
     pytester: pytest.Pytester,
     judge_server: ScriptedJudge,
@@ -335,6 +349,7 @@ def test_soft_claims_in_async_tests_are_judged_after_the_body(
 
 
 @pytest.mark.slow
+@NEEDS_PYTEST_ASYNCIO
 def test_async_claims_under_xdist(
     pytester: pytest.Pytester, judge_server: ScriptedJudge, judged: list[str]
 ) -> None:
