@@ -25,8 +25,14 @@ from .errors import (
 from .scale import MAX_SCORE, MIN_SCORE
 
 if TYPE_CHECKING:
-    from .assertions import check_over_runs
-    from .claims.proposition import Proposition, check_proposition, compute_score
+    from .assertions import acheck_over_runs, check_over_runs
+    from .claims.proposition import (
+        Proposition,
+        acheck_proposition,
+        acompute_score,
+        check_proposition,
+        compute_score,
+    )
     from .claims.targets import RenderOptions, register_renderer, render_target
     from .over_runs.result import RunsResult
     from .over_runs.target import Runs, runs
@@ -48,6 +54,9 @@ _LAZY = {
     "Runs": "over_runs.target",
     "RunsResult": "over_runs.result",
     "check_over_runs": "assertions",
+    "acheck_proposition": "claims.proposition",
+    "acompute_score": "claims.proposition",
+    "acheck_over_runs": "assertions",
 }
 
 __all__ = [
@@ -72,6 +81,9 @@ __all__ = [
     "VerdictUnparsable",
     "World",
     "__version__",
+    "acheck_over_runs",
+    "acheck_proposition",
+    "acompute_score",
     "check_over_runs",
     "check_proposition",
     "compute_score",

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 import pytest
 
 from .checks import at_site, check_claim, from_site, problems_listed, quote_claim, warn_at_caller
+from .claims.awaiting import OrAwaitable, awaitable, loop_library
+from .claims.call_site import call_site_outside_package
 from .claims.claim_text import render_claim, unused_variables
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, is_proposition_like, own_options
-from .claims.proposition import judge, target_list
+from .claims.proposition import awaited_twin, judge, target_list
 from .claims.targets import as_target_list
 from .errors import ClaimWarning, DryRunSkip, JudgeError, PropositionFailed
 from .over_runs.keywords import is_runs
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from .verdict import Verdict
 
 _HOLDS = Expectation()
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -472,6 +476,29 @@ def check_over_runs(
     return _decide_over_runs(run, made.target, made.text, made.rule, made.options)
 
 
+def acheck_over_runs(
+    target: Any,
+    claim: Any,
+    *,
+    min_score: int | None = None,
+    compare_scores: bool = False,
+    runtime: Runtime | None = None,
+    **options: Any,
+) -> Coroutine[Any, Any, RunsResult]:
+    """``check_over_runs``, awaited: the runs are simulated and judged in a worker thread while
+    the event loop goes on."""
+    call = partial(
+        check_over_runs,
+        target,
+        claim,
+        min_score=min_score,
+        compare_scores=compare_scores,
+        runtime=runtime,
+        **options,
+    )
+    return awaited_twin(call, "acheck_over_runs", claim)
+
+
 def _decide_over_runs(
     runtime: Runtime, target: Any, claim: str, rule: Rule, options: ClaimOptions
 ) -> RunsResult:
@@ -497,6 +524,20 @@ def _decide_over_runs(
 # -- the fixtures' bodies (plugin.py holds only the fixtures themselves) ---------------------------
 
 
+def now_or_awaited(
+    runtime: Runtime, work: Callable[[], _T], where: str, what: str
+) -> OrAwaitable[_T]:
+    """A claim fixture's ``work`` done now; in async code (this thread runs an event loop, in a
+    test) a coroutine doing it in a worker thread when awaited, which the test checks is awaited.
+    ``where``: the fixture, ``what``: its claims, as that check names them."""
+    __tracebackhide__ = True
+    if runtime.current_test is None or runtime.on_awaitable is None or loop_library() is None:
+        return work()
+    site = call_site_outside_package(runtime.project_folders)
+    place = None if site is None else site.place
+    return awaitable(work, f"{where}({what})", place, runtime, where)
+
+
 def assert_one(
     runtime: Runtime,
     target: Any,
@@ -506,20 +547,24 @@ def assert_one(
     min_score: Any = None,
     max_score: Any = None,
     holds: Any = True,
-) -> Verdict:
-    """``assert_proposition(target, claim, ...)``: the claim, made, asserted."""
+) -> OrAwaitable[Verdict]:
+    """``assert_proposition(target, claim, ...)``: the claim, made, asserted (in async code,
+    when awaited)."""
     __tracebackhide__ = True
     expectation = {"min_score": min_score, "max_score": max_score, "holds": holds}
+    where = "assert_proposition"
     made = make_claim(
         target,
         claim,
         options,
-        "assert_proposition",
+        where,
         expectation=expectation,
         takes=EXPECTATION_NAMES,
         runtime=runtime,
     )
-    return assert_made(runtime, made)
+    return now_or_awaited(
+        runtime, partial(assert_made, runtime, made), where, quote_claim(made.text)
+    )
 
 
 def assert_min_score(
@@ -529,7 +574,7 @@ def assert_min_score(
     threshold: int | None,
     marker_value: int | None,
     options: Mapping[str, Any],
-) -> Verdict:
+) -> OrAwaitable[Verdict]:
     """``min_score(target, claim, threshold)``: the bar from the argument, the mark, the option;
     with ``better_than=`` over runs, mean scores compared and no bar."""
     __tracebackhide__ = True
@@ -553,7 +598,9 @@ def assert_min_score(
         runtime=runtime,
         kind="score" if compares else None,
     )
-    return assert_made(runtime, made)
+    return now_or_awaited(
+        runtime, partial(assert_made, runtime, made), where, quote_claim(made.text)
+    )
 
 
 def judge_without_asserting(
@@ -575,6 +622,7 @@ def judge_without_asserting(
 
 __all__ = [
     "MadeClaim",
+    "acheck_over_runs",
     "assert_claim",
     "assert_made",
     "assert_min_score",

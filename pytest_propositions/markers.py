@@ -11,22 +11,24 @@ import dataclasses
 from collections.abc import Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .assertions import MadeClaim, judge_and_note, make_claim, read_claim
+from .assertions import MadeClaim, judge_and_note, make_claim, now_or_awaited, read_claim
 from .checks import at_site, plural, problems_listed, quote_claim, short_repr
+from .claims.call_site import frame_place
 from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
 from .claims.options import ClaimOptions, is_proposition_like, unknown_names_error
-from .claims.proposition import frame_place
 from .errors import DryRunSkip, JudgeError, PropositionFailed
 from .scale import MAX_SCORE, MIN_SCORE
 from .session import SOFT_CLAIMS_KEY
 from .soft_claims import PendingClaim, SoftClaims
 
 if TYPE_CHECKING:
+    from .claims.awaiting import OrAwaitable
     from .runtime import Runtime
     from .verdict import Verdict
 
@@ -528,8 +530,9 @@ def _named(claim: PendingClaim) -> str:
 
 def assert_batch(
     runtime: Runtime, target: Any, claims: Any, options: Mapping[str, Any]
-) -> list[Verdict]:
-    """``assert_propositions``: every item checked before any is judged, then judged together."""
+) -> OrAwaitable[list[Verdict]]:
+    """``assert_propositions``: every item checked before any is judged, then judged together
+    (in async code, when awaited)."""
     __tracebackhide__ = True
     origin = "assert_propositions"
     shared = ClaimOptions.parse(options, origin)
@@ -539,4 +542,5 @@ def assert_batch(
             target, item, {}, origin, expectation=expectation, base=shared, up_front=True
         )
         pending.append(pending_claim(made, origin))
-    return judge_pending(runtime, pending)
+    judged = partial(judge_pending, runtime, pending)
+    return now_or_awaited(runtime, judged, origin, plural(len(pending), "claim"))

@@ -15,6 +15,7 @@ from .session import SOFT_CLAIMS_KEY, build_runtime, finish_run, move_old_cache,
 from .settings import OPTIONS, argparse_type, cache_mode
 
 if TYPE_CHECKING:
+    from .claims.awaiting import Claimed, OrAwaitable
     from .verdict import Verdict
 
 # The run's runtime, for hooks (they get the config). Fixtures and the API reach it through
@@ -214,10 +215,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     runtime = config.stash.get(RUNTIME_KEY, None)
-    if runtime is None:
-        return
-    runtime.close()
-    runtime_module.deactivate(runtime)
+    if runtime is not None:
+        runtime.close()
+        runtime_module.deactivate(runtime)
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -227,9 +227,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def assert_proposition() -> Callable[..., Verdict]:
+def assert_proposition() -> Callable[..., Claimed]:
     """Assert a claim about a target with an LLM judge: True/False, or a score gate with min_score=N;
-    holds=False (or max_score=N for a score) asserts that it does not hold."""
+    holds=False (or max_score=N for a score) asserts that it does not hold. Awaited in async code."""
     from .assertions import assert_one
 
     runtime = runtime_module.current()
@@ -242,7 +242,7 @@ def assert_proposition() -> Callable[..., Verdict]:
         max_score: int | None = None,
         holds: bool = True,
         **options: Any,
-    ) -> Verdict:
+    ) -> Claimed:
         __tracebackhide__ = True
         return assert_one(
             runtime, target, claim, options, min_score=min_score, max_score=max_score, holds=holds
@@ -252,7 +252,7 @@ def assert_proposition() -> Callable[..., Verdict]:
 
 
 @pytest.fixture
-def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
+def min_score(request: pytest.FixtureRequest) -> Callable[..., Claimed]:
     """Assert that a claim about a target scores at least a threshold (argument, mark, option, 7)."""
     from .assertions import assert_min_score
     from .markers import min_score_marker
@@ -260,7 +260,7 @@ def min_score(request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     runtime = runtime_module.current()
     marker_value = min_score_marker(request.node)
 
-    def min_score(target: Any, claim: Any, threshold: int | None = None, **options: Any) -> Verdict:
+    def min_score(target: Any, claim: Any, threshold: int | None = None, **options: Any) -> Claimed:
         __tracebackhide__ = True
         return assert_min_score(runtime, target, claim, threshold, marker_value, options)
 
@@ -302,13 +302,13 @@ def expect_proposition(request: pytest.FixtureRequest) -> Callable[..., None]:
 
 
 @pytest.fixture(scope="session")
-def assert_propositions() -> Callable[..., list[Verdict]]:
+def assert_propositions() -> Callable[..., OrAwaitable[list[Verdict]]]:
     """Assert several claims about one target, judged together; every failure reported at once."""
     from .markers import assert_batch
 
     runtime = runtime_module.current()
 
-    def assert_propositions(target: Any, claims: Any, **options: Any) -> list[Verdict]:
+    def assert_propositions(target: Any, claims: Any, **options: Any) -> OrAwaitable[list[Verdict]]:
         __tracebackhide__ = True
         return assert_batch(runtime, target, claims, options)
 

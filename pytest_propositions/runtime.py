@@ -67,6 +67,9 @@ class Runtime:
         # Called once, at the first claim evaluated or noted: the plugin's per-test reporting
         # hooks start then, so a suite without claims does not pay for them on every test.
         self.on_first_claim: Callable[[], None] | None = None
+        # Set by the plugin: told of each claim made in async code (a coroutine; see
+        # claims/awaiting.py), so that its test fails if it is never awaited.
+        self.on_awaitable: Callable[[Any], None] | None = None
         self.record = RunRecord()
         self._judge: Judge | None = None
         self._claimed = False

@@ -114,6 +114,13 @@ def build_runtime(config: pytest.Config) -> Runtime:
     runtime = Runtime(settings, folder.path)
     runtime.project_folders = (config.rootpath, config.invocation_params.dir)
     runtime.record.calibrations = calibrations(runtime.cache_dir, settings.reasoning_effort)
+
+    def awaitable_made(claim: Any) -> None:
+        from .claims.awaiting import watch_awaited  # loaded with the first claim in async code
+
+        watch_awaited(config, claim)
+
+    runtime.on_awaitable = awaitable_made
     if settings.min_calibration is not None and not hasattr(config, "workerinput"):
         from .calibration import gate_problem
 

@@ -125,6 +125,15 @@ def _terminal_width_of_80(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's own, its runs loading no pytest-asyncio (the test extra has it for
+    tests/test_async_claims.py, which lets it in): it would add a header line and a
+    configuration warning to every run. (pytester empties PYTEST_ADDOPTS as it is made.)"""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:asyncio")
+    return pytester
+
+
+@pytest.fixture
 def inner_run(
     pytester: pytest.Pytester,
     judge_server: ScriptedJudge,

@@ -11,6 +11,7 @@ says how a block is classified and which HTML comments adjust its run."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import subprocess
@@ -96,6 +97,10 @@ def _environment(judge: ScriptedJudge, project: Path) -> dict[str, str]:
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
         NO_COLOR="1",
     )
+    if importlib.util.find_spec("pytest_asyncio") is not None:
+        # pytest-asyncio (the test extra; claims.md's async tests use it) warns at every start
+        # unless told the loop scope of async fixtures.
+        env["PYTEST_ADDOPTS"] = "-o asyncio_default_fixture_loop_scope=function"
     return env
 
 

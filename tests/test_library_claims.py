@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_propositions.claims.proposition import library_module
+from pytest_propositions.claims.call_site import library_module
 from tests.support.html_page import rendered
 from tests.support.judge_server import ScriptedJudge, verdict
 

@@ -11,13 +11,9 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
-import os
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .. import runtime as runtime_module
 from ..checks import check_claim, check_flag, check_precondition_result, check_text, quote_claim
@@ -27,6 +23,8 @@ from ..judging.request import JudgeRequest
 from ..scale import MAX_SCORE, MIN_SCORE
 from ..verdict import CHECK, Kind, Verdict
 from .asking import Asking
+from .awaiting import awaitable
+from .call_site import AWAITED_FROM, call_site_outside_package
 from .claim_text import render_claim
 from .expectation import Expectation
 from .judge_chat import JudgeChat
@@ -48,6 +46,9 @@ __all__ = [
     "JudgeChat",
     "Judged",
     "Proposition",
+    "acheck_proposition",
+    "acompute_score",
+    "awaited_twin",
     "check_proposition",
     "compute_score",
     "judge",
@@ -56,6 +57,7 @@ __all__ = [
 
 Precondition = Callable[..., Any]
 _P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # The same few options come back claim after claim, and a frozen RenderOptions can be shared.
 _render_options = functools.lru_cache(maxsize=64)(RenderOptions)
@@ -63,63 +65,6 @@ _render_options = functools.lru_cache(maxsize=64)(RenderOptions)
 PRECONDITION_FALSE_JUSTIFICATION = (
     "Not judged: the precondition was false, so the claim holds trivially."
 )
-
-
-def frame_place(frame: FrameType) -> str:
-    """``file:line`` of a frame, the file relative to the working folder when it is inside it."""
-    path = Path(frame.f_code.co_filename)
-    try:
-        shown = str(path.relative_to(Path.cwd()))
-    except ValueError:
-        shown = str(path)
-    return f"{shown}:{frame.f_lineno}"
-
-
-# The package's folder: frames from files under it are the plugin's own, not the caller's.
-_PACKAGE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "")
-# Folders that hold installed packages, wherever the environment is (a .venv inside a project).
-_INSTALLED = frozenset({"site-packages", "dist-packages"})
-
-
-@dataclass(frozen=True)
-class CallSite:
-    """Where code outside the package called into it (``place``, ``file:line``), and the module
-    of that code when it is a library's rather than the project's (``library``)."""
-
-    place: str
-    library: str | None = None
-
-
-def call_site_outside_package(project: tuple[Path, ...] = ()) -> CallSite | None:
-    """The frame that called into the package: where it is, and whose code it runs."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FOLDER):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return CallSite(frame_place(frame), library_module(frame, project))
-
-
-@functools.lru_cache(maxsize=512)
-def _resolved(path: str) -> Path:
-    """A file or folder as the file system finds it: ``..`` and symbolic links resolved, so
-    that a library imported through ``tests/../lib`` is seen outside ``tests``."""
-    return Path(os.path.realpath(path))
-
-
-def library_module(frame: FrameType, project: tuple[Path, ...]) -> str | None:
-    """The module's name when ``frame`` runs a library's code: an installed package, or a file
-    outside the ``project``'s folders (both compared resolved). None for the project's own
-    code, for code made at run time (no file), and when the project is not known (outside
-    pytest)."""
-    filename = frame.f_code.co_filename
-    if not project or not os.path.isabs(filename):
-        return None
-    path = _resolved(filename)
-    folders = [_resolved(str(folder)) for folder in project]
-    if _INSTALLED.isdisjoint(path.parts) and any(path.is_relative_to(f) for f in folders):
-        return None
-    return str(frame.f_globals.get("__name__") or path.stem)
 
 
 # -- judging a claim ---------------------------------------------------------------------------
@@ -479,6 +424,44 @@ class Proposition:
             )
         return verdict
 
+    # -- awaited twins, for async code (an agent SDK's run, an async test) ---------------------
+
+    def acheck(
+        self,
+        target: Any = None,
+        additional_context: str | None = None,
+        claim_variables: Mapping[str, Any] | None = None,
+        return_full_response: bool = False,
+    ) -> Coroutine[Any, Any, Any]:
+        """``check``, awaited: the judge works in a worker thread while the event loop goes on."""
+        call = (target, additional_context, claim_variables, return_full_response)
+        return awaited_twin(functools.partial(self.check, *call), "Proposition.acheck", self.claim)
+
+    def ascore(
+        self,
+        target: Any = None,
+        additional_context: str | None = None,
+        claim_variables: Mapping[str, Any] | None = None,
+        return_full_response: bool = False,
+    ) -> Coroutine[Any, Any, Any]:
+        """``score``, awaited: the judge works in a worker thread while the event loop goes on."""
+        call = (target, additional_context, claim_variables, return_full_response)
+        return awaited_twin(functools.partial(self.score, *call), "Proposition.ascore", self.claim)
+
+    def aevaluate(
+        self, kind: Kind, target: Any = None, *args: Any, **keywords: Any
+    ) -> Coroutine[Any, Any, Verdict]:
+        """``evaluate`` (the same arguments), awaited: the judge works in a worker thread while
+        the event loop goes on."""
+        call = functools.partial(self.evaluate, kind, target, *args, **keywords)
+        return awaited_twin(call, "Proposition.aevaluate", self.claim)
+
+    def arecommendations_for_improvement(self) -> Coroutine[Any, Any, str]:
+        """``recommendations_for_improvement``, awaited: asked in a worker thread while the event
+        loop goes on."""
+        ask = self.recommendations_for_improvement
+        return awaited_twin(ask, "Proposition.arecommendations_for_improvement", self.claim)
+
     # -- follow-up -----------------------------------------------------------------------------
 
     def recommendations_for_improvement(self) -> str:
@@ -509,6 +492,24 @@ class Proposition:
                 )
             return self.targets
         return target_list(target)
+
+
+def awaited_twin(call: Callable[[], _R], name: str, claim: Any) -> Coroutine[Any, Any, _R]:
+    """A call of the Python API as its awaited twin ``name``: made in a worker thread when awaited
+    (claims/awaiting.py), and noted as made at the twin's caller's line; in a test, never
+    awaiting it fails the test."""
+    noted = runtime_module.active()
+    site = call_site_outside_package(noted.project_folders if noted is not None else ())
+
+    def work() -> _R:
+        __tracebackhide__ = True
+        AWAITED_FROM.set(site)  # in the worker's own copy of the caller's context
+        return call()
+
+    text = getattr(claim, "claim", claim)
+    shown = quote_claim(text) if isinstance(text, str) else type(claim).__name__
+    place = None if site is None else site.place
+    return awaitable(work, f"{name}({shown})", place, noted, name)
 
 
 def _in_one_call(
@@ -579,3 +580,26 @@ compute_score = _of_kind(
     "compute_score",
     """Score a claim in one call, from MIN_SCORE to MAX_SCORE; arguments as ``check_proposition``.""",
 )
+
+
+def acheck_proposition(*args: Any, **keywords: Any) -> Coroutine[Any, Any, Any]:
+    """``check_proposition`` (the same arguments), awaited: the judge works in a worker thread
+    while the event loop goes on."""
+    call = functools.partial(check_proposition, *args, **keywords)
+    return awaited_twin(call, "acheck_proposition", _claim_argument(args, keywords))
+
+
+def acompute_score(*args: Any, **keywords: Any) -> Coroutine[Any, Any, Any]:
+    """``compute_score`` (the same arguments), awaited: the judge works in a worker thread while
+    the event loop goes on."""
+    call = functools.partial(compute_score, *args, **keywords)
+    return awaited_twin(call, "acompute_score", _claim_argument(args, keywords))
+
+
+def _claim_argument(args: tuple[Any, ...], keywords: Mapping[str, Any]) -> Any:
+    return args[1] if len(args) > 1 else keywords.get("claim")
+
+
+# The twins take what their sync forms take: help() and the API reference show it.
+acheck_proposition.__signature__ = inspect.signature(check_proposition)  # type: ignore[attr-defined]
+acompute_score.__signature__ = inspect.signature(compute_score)  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ Synchronous code (a test, a worker thread of a batch) hands it a coroutine and w
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -25,7 +26,10 @@ class _JudgeLoop:
         self._lock = threading.Lock()
 
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
+        # In a context of its own, not the caller's copy: a trio task's would tell httpx's
+        # pool (through sniffio) that this asyncio loop is trio's.
+        loop = self._ensure()
+        future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, loop)
         try:
             return future.result()
         except BaseException:
