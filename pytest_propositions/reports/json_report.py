@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections import Counter
 from collections.abc import Container, Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
@@ -37,15 +38,24 @@ def stats_record(stats: JudgeStats) -> dict[str, float]:
     return {name: getattr(stats, name) for name in stat_names()}
 
 
-def record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+def record_order(record: Mapping[str, Any], *, whole: bool = True) -> tuple[str, ...]:
+    """Test id, claim, kind, then (``whole``) the whole record: it breaks ties, so identical
+    claims in one test sort the same every run."""
     verdict = record["verdict"]
-    # The whole record breaks ties, so identical claims in one test sort the same every run.
-    return (
-        record["test_id"] or "",
-        verdict["claim"],
-        verdict["kind"],
-        json.dumps(record, sort_keys=True),
-    )
+    head = (record["test_id"] or "", verdict["claim"], verdict["kind"])
+    return (*head, json.dumps(record, sort_keys=True)) if whole else head
+
+
+def in_record_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records sorted by ``record_order``; the whole record, its last part, is encoded only
+    for records that tie on the rest (the same claim made twice in a test)."""
+    heads = [record_order(record, whole=False) for record in records]
+    ties = Counter(heads)
+    keyed = [
+        (head, json.dumps(record, sort_keys=True) if ties[head] > 1 else "", index)
+        for index, (head, record) in enumerate(zip(heads, records, strict=True))
+    ]
+    return [records[index] for *_, index in sorted(keyed)]
 
 
 def json_report(
@@ -72,9 +82,8 @@ def json_report(
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, stats)
     mode = settings.outcome
-    verdicts = sorted(
-        (claim_view(outcome, mode, calibrations).to_dict() for outcome in outcomes),
-        key=record_order,
+    verdicts = in_record_order(
+        [claim_view(outcome, mode, calibrations).to_dict() for outcome in outcomes]
     )
     return {
         "plugin_version": __version__,
@@ -140,8 +149,33 @@ def check_report_path(configured: str, base: Path, option: str) -> None:
 
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write the report as indented JSON, whole or not at all (``write_text_atomically``)."""
-    write_text_atomically(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    """Write the report, whole or not at all (``write_text_atomically``), as ``report_text``
+    spells it."""
+    write_text_atomically(path, report_text(payload))
+
+
+def report_text(payload: Mapping[str, Any]) -> str:
+    """The report as JSON text: each top-level field on a line of its own, and each item of a
+    list (a verdict, a judge error) on a line of its own, so a report of thousands of claims
+    reads, greps and diffs a claim at a time. Every line is written by json's C encoder:
+    ``indent`` would run its pure-Python one, about three times slower on the same payload."""
+    fields = []
+    for name, value in payload.items():
+        if isinstance(value, list) and value:
+            items = ",\n    ".join(_compact(item) for item in value)
+            shown = f"[\n    {items}\n  ]"
+        else:
+            shown = _compact(value)
+        fields.append(f"  {_compact(name)}: {shown}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
+
+
+# One encoder for every line (json.dumps with options makes a new one each call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False)
+
+
+def _compact(value: Any) -> str:
+    return _COMPACT.encode(value)
 
 
 def write_text_atomically(path: Path, text: str) -> None:

@@ -9,8 +9,9 @@ new report field is a field of ``Outcome`` and one line here; every field says w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
 from ..record import Outcome
@@ -97,7 +98,7 @@ class ClaimView:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: each field by its name, in order, a verdict as its ``as_dict``."""
         record: dict[str, Any] = {}
-        for item in fields(self):
+        for item in _view_fields():
             how: Shown = item.metadata["shown"]
             value = getattr(self, item.name)
             if not how.json or (not how.always and (value is None or value is False)):
@@ -115,6 +116,18 @@ class ClaimView:
                 yield how, str(value)
 
 
+@functools.cache
+def _view_fields() -> tuple[Field[Any], ...]:
+    """``ClaimView``'s fields, read once: a report makes a view and a record of every claim."""
+    return fields(ClaimView)
+
+
+@functools.cache
+def _outcome_names() -> tuple[str, ...]:
+    """``Outcome``'s field names, read once (``_view_fields``)."""
+    return tuple(item.name for item in fields(Outcome))
+
+
 def claim_view(
     outcome: Outcome, mode: str | None = None, calibrations: Calibrations | None = None
 ) -> ClaimView:
@@ -122,7 +135,7 @@ def claim_view(
     deciding judge's calibration; without them, what xdist's records carry."""
     calibration = claim_calibration(outcome, calibrations)
     return ClaimView(
-        **{item.name: getattr(outcome, item.name) for item in fields(outcome)},
+        **{name: getattr(outcome, name) for name in _outcome_names()},
         judge_calibration=None if calibration is None else decision_judge(outcome),
         result=None if mode is None else claim_result(outcome.passed, outcome.by_call, mode),
         calibration=calibration,
