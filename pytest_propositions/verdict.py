@@ -96,7 +96,7 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (votes a list, usage an object)."""
-        data = {name: getattr(self, name) for name in _field_names()}
+        data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["usage"] = self.usage.as_dict()
         data["votes"] = list(self.votes)
         return data
@@ -144,9 +144,9 @@ def passes_bar(kind: Kind, value: bool | int, threshold: int | None, holds: bool
 
 
 @functools.cache
-def _field_names() -> tuple[str, ...]:
-    """``Verdict``'s field names, read once: a report writes every claim's verdict."""
-    return tuple(item.name for item in dataclasses.fields(Verdict))
+def _field_names(cls: type[Verdict]) -> tuple[str, ...]:
+    """A verdict class's field names, read once: a report writes every claim's verdict."""
+    return tuple(item.name for item in dataclasses.fields(cls))
 
 
 @functools.cache

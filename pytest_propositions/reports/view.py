@@ -98,7 +98,7 @@ class ClaimView:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: each field by its name, in order, a verdict as its ``as_dict``."""
         record: dict[str, Any] = {}
-        for item in _view_fields():
+        for item in _view_fields(type(self)):
             how: Shown = item.metadata["shown"]
             value = getattr(self, item.name)
             if not how.json or (not how.always and (value is None or value is False)):
@@ -117,9 +117,9 @@ class ClaimView:
 
 
 @functools.cache
-def _view_fields() -> tuple[Field[Any], ...]:
-    """``ClaimView``'s fields, read once: a report makes a view and a record of every claim."""
-    return fields(ClaimView)
+def _view_fields(view: type[ClaimView]) -> tuple[Field[Any], ...]:
+    """A view class's fields, read once: a report makes a view and a record of every claim."""
+    return fields(view)
 
 
 @functools.cache
