@@ -143,10 +143,15 @@ def passes_bar(kind: Kind, value: bool | int, threshold: int | None, holds: bool
     return int(value) >= threshold if holds else int(value) <= threshold
 
 
-@functools.cache
-def _field_names(cls: type[Verdict]) -> tuple[str, ...]:
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
     """A verdict class's field names, read once: a report writes every claim's verdict."""
-    return tuple(item.name for item in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(item.name for item in dataclasses.fields(cls))
+    return names
 
 
 @functools.cache

@@ -116,10 +116,15 @@ class ClaimView:
                 yield how, str(value)
 
 
-@functools.cache
-def _view_fields(view: type[ClaimView]) -> tuple[Field[Any], ...]:
+_VIEW_FIELDS: dict[type, tuple[Field[Any], ...]] = {}
+
+
+def _view_fields(view: type) -> tuple[Field[Any], ...]:
     """A view class's fields, read once: a report makes a view and a record of every claim."""
-    return fields(view)
+    found = _VIEW_FIELDS.get(view)
+    if found is None:
+        found = _VIEW_FIELDS[view] = fields(view)
+    return found
 
 
 @functools.cache
