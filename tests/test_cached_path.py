@@ -206,6 +206,12 @@ def test_the_json_report_is_written_by_the_c_encoder(
     for line in verdict_lines:
         assert json.loads(line.strip().rstrip(","))["verdict"]["claim"] == "Oscar says hi."
     assert lines[0] == "{" and lines[-1] == "}"
+    # The records written as they are made (what a run writes) give the same file.
+    payload = json_report(
+        Settings(), JudgeStats(), outcomes, [("test_x.py::test_b", "E: x")], encoded=True
+    )
+    write_json_report(path, payload)
+    assert path.read_text(encoding="utf-8") == text
 
 
 def test_report_text_of_empty_lists_and_nesting() -> None:

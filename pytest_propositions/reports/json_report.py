@@ -8,7 +8,7 @@ import json
 import os
 import uuid
 from collections import Counter
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,24 +38,36 @@ def stats_record(stats: JudgeStats) -> dict[str, float]:
     return {name: getattr(stats, name) for name in stat_names()}
 
 
-def record_order(record: Mapping[str, Any], *, whole: bool = True) -> tuple[str, ...]:
-    """Test id, claim, kind, then (``whole``) the whole record: it breaks ties, so identical
-    claims in one test sort the same every run."""
+def record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
     verdict = record["verdict"]
-    head = (record["test_id"] or "", verdict["claim"], verdict["kind"])
-    return (*head, json.dumps(record, sort_keys=True)) if whole else head
+    # The whole record breaks ties, so identical claims in one test sort the same every run.
+    return (
+        record["test_id"] or "",
+        verdict["claim"],
+        verdict["kind"],
+        json.dumps(record, sort_keys=True),
+    )
 
 
-def in_record_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records sorted by ``record_order``; the whole record, its last part, is encoded only
-    for records that tie on the rest (the same claim made twice in a test)."""
-    heads = [record_order(record, whole=False) for record in records]
+def in_record_order(
+    outcomes: list[Outcome], record: Callable[[Outcome], dict[str, Any]]
+) -> list[Outcome]:
+    """The outcomes in the order of their records (``record_order``), read from the outcomes
+    themselves: a record is made and encoded whole only for outcomes that tie on the rest (the
+    same claim made twice in a test)."""
+    heads = [(o.test_id or "", o.verdict.claim, o.verdict.kind) for o in outcomes]
     ties = Counter(heads)
     keyed = [
-        (head, json.dumps(record, sort_keys=True) if ties[head] > 1 else "", index)
-        for index, (head, record) in enumerate(zip(heads, records, strict=True))
+        (head, record_order(record(outcome))[3] if ties[head] > 1 else "", index)
+        for index, (head, outcome) in enumerate(zip(heads, outcomes, strict=True))
     ]
-    return [records[index] for *_, index in sorted(keyed)]
+    return [outcomes[index] for *_, index in sorted(keyed)]
+
+
+class Encoded(str):
+    """A value of the report already written as JSON text (``report_text`` copies it)."""
+
+    __slots__ = ()
 
 
 def json_report(
@@ -65,6 +77,8 @@ def json_report(
     judge_errors: Iterable[tuple[str | None, str]],
     calibrations: Calibrations | None = None,
     caught: Container[str] = (),
+    *,
+    encoded: bool = False,
 ) -> dict[str, Any]:
     """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
 
@@ -77,13 +91,24 @@ def json_report(
     (its record names the call in ``by_call``).
 
     A judge error of a test in ``caught`` (whose own code caught one) has ``"caught": true``.
+
+    ``encoded``: each verdict's record as its line of the file (``Encoded``), each made and
+    written before the next, so a report of thousands of claims holds text, not thousands of
+    objects for the garbage collector to walk.
     """
     outcomes = list(outcomes)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, stats)
     mode = settings.outcome
-    verdicts = in_record_order(
-        [claim_view(outcome, mode, calibrations).to_dict() for outcome in outcomes]
+
+    def record(outcome: Outcome) -> dict[str, Any]:
+        return claim_view(outcome, mode, calibrations).to_dict()
+
+    ordered = in_record_order(outcomes, record)
+    verdicts: list[Any] = (
+        [Encoded(_compact(record(outcome))) for outcome in ordered]
+        if encoded
+        else [record(outcome) for outcome in ordered]
     )
     return {
         "plugin_version": __version__,
@@ -175,7 +200,7 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False)
 
 
 def _compact(value: Any) -> str:
-    return _COMPACT.encode(value)
+    return value if isinstance(value, Encoded) else _COMPACT.encode(value)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -208,6 +233,7 @@ def save_json_report(runtime: Runtime, base: Path) -> str | None:
             runtime.record.judge_errors,
             runtime.record.calibrations,
             runtime.record.caught_judge_errors,
+            encoded=True,
         )
         write_json_report(path, payload)
     except ValueError as error:
