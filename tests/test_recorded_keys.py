@@ -215,6 +215,7 @@ def test_the_instructions_of_a_request_are_encoded_once(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(keys_module, "canonical_json", counting)
     keys_module._strings_object.cache_clear()
+    keys_module._digest_through.cache_clear()
     instructions = system_prompt("check")
     for n in range(10):
         evaluated_key({"claim": f"Oscar names city {n}.", "target": world("Bern.")})

@@ -291,11 +291,10 @@ def read_record(cache: Any, key: str, *, verdict_only: bool = False) -> dict[str
     return record
 
 
-# The request a stored record keeps, as its canonical text spells it (pack_request): base64,
-# hex, and no character a JSON string escapes.
-_STORED_REQUEST = re.compile(
-    r',"request":\{"data":"[A-Za-z0-9+/=]*","encoding":"[a-z0-9+]*"(?:,"redacted":"[0-9a-f]*")?\}'
-)
+# The request a stored record keeps, as its canonical text spells it (pack_request): its
+# data is base64 (no quote, no backslash), its encoding and seal a few plain characters.
+_REQUEST_OPENS = ',"request":{"data":"'
+_REQUEST_ENDS = re.compile(r'","encoding":"[a-z0-9+]*"(?:,"redacted":"[0-9a-f]*")?\}')
 
 
 def lean_record(text: str) -> dict[str, Any] | None:
@@ -304,12 +303,16 @@ def lean_record(text: str) -> dict[str, Any] | None:
     is not spelled so (another spelling, a request elsewhere than among the record's own
     members): the caller reads it whole. A record is stored as its canonical text, so a run's
     verdict reads skip the request's bytes."""
-    found = _STORED_REQUEST.search(text)
+    start = text.find(_REQUEST_OPENS)
+    data_end = text.find('"', start + len(_REQUEST_OPENS)) if start >= 0 else -1
+    if data_end < 0 or "\\" in text[start:data_end]:
+        return None
+    found = _REQUEST_ENDS.match(text, data_end)
     if found is None:
         return None
     rest = text[found.end() :]
     try:
-        head = json.loads(text[: found.start()] + "}")  # JSON only if the request is the record's
+        head = json.loads(text[:start] + "}")  # JSON only if the request is the record's
         tail = json.loads("{" + (rest[1:] if rest.startswith(",") else rest))
     except (ValueError, RecursionError):
         return None  # read whole, to say what is wrong

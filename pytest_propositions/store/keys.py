@@ -147,12 +147,17 @@ def cache_key(material: Mapping[str, Any]) -> str:
     if "cache_format" in material:
         raise ValueError("cache key material: 'cache_format' is reserved")
     full = {"cache_format": CACHE_FORMAT, **material}
-    text = _with_known_opening(full)
-    if text is None:
-        try:
-            text = canonical_json(full)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"cache key material is not plain JSON: {exc}") from None
+    split = _around_the_opening(full)
+    if split is not None:
+        before, opening, after = split
+        check_names(full, "", "cache key material")
+        digest = _digest_through(before, opening).copy()
+        digest.update(after.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+    try:
+        text = canonical_json(full)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cache key material is not plain JSON: {exc}") from None
     check_names(full, "", "cache key material")
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -163,12 +168,17 @@ _OPENING = "\x00pytest-propositions:opening\x00"
 _OPENING_TEXT = json.dumps(_OPENING)
 
 
-def _with_known_opening(full: dict[str, Any]) -> str | None:
-    """``canonical_json(full)`` without encoding again the message its ``messages`` open with,
-    when that one is an object of strings met before: a request's system instructions (about
-    2 KB) are the same in every claim. The same bytes: the opening's canonical text is put in
-    the place of a stand-in. None when there is no such message, or the whole would not
-    encode (the caller encodes it as it is, and says why)."""
+def _around_the_opening(
+    full: dict[str, Any],
+) -> tuple[str, tuple[tuple[str, str], ...], str] | None:
+    """``canonical_json(full)`` in three: the text before the message its ``messages`` open
+    with, that message (an object of strings), and the text after it; None when there is no
+    such message, or the whole would not encode (the caller encodes it as it is, and says why).
+
+    A request's system instructions (about 2 KB) are the same in every claim: with the text
+    before them (the fields named before ``messages``, the same for every claim of a kind) they
+    are encoded and hashed once (``_digest_through``), and only the rest is, each claim. The
+    same bytes are hashed: the canonical text of the whole, from its three parts."""
     messages = full.get("messages")
     if type(messages) is not list and type(messages) is not tuple:
         return None
@@ -181,9 +191,18 @@ def _with_known_opening(full: dict[str, Any]) -> str | None:
         text = canonical_json({**full, "messages": [_OPENING, *messages[1:]]})
     except (TypeError, ValueError, RecursionError):
         return None
-    if text.count(_OPENING_TEXT) != 1:
+    before, found, after = text.partition(_OPENING_TEXT)
+    if not found or _OPENING_TEXT in after:
         return None
-    return text.replace(_OPENING_TEXT, _strings_object(tuple(opening.items())), 1)
+    return before, tuple(opening.items()), after
+
+
+@functools.lru_cache(maxsize=32)
+def _digest_through(before: str, opening: tuple[tuple[str, str], ...]) -> hashlib._Hash:
+    """The sha256 of the text up to the end of the opening message, kept for the few met last
+    (copied before use: this one is never updated)."""
+    text = before + _strings_object(opening)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass"))
 
 
 @functools.lru_cache(maxsize=32)
