@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..record import Outcome
@@ -98,12 +98,11 @@ class ClaimView:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: each field by its name, in order, a verdict as its ``as_dict``."""
         record: dict[str, Any] = {}
-        for item in _view_fields(type(self)):
-            how: Shown = item.metadata["shown"]
-            value = getattr(self, item.name)
-            if not how.json or (not how.always and (value is None or value is False)):
+        for name, always in _json_fields(type(self)):
+            value = getattr(self, name)
+            if not always and (value is None or value is False):
                 continue
-            record[item.name] = value.as_dict() if isinstance(value, Verdict) else value
+            record[name] = value.as_dict() if isinstance(value, Verdict) else value
         return record
 
     def notes(self) -> Iterator[tuple[Shown, str]]:
@@ -116,14 +115,16 @@ class ClaimView:
                 yield how, str(value)
 
 
-_VIEW_FIELDS: dict[type, tuple[Field[Any], ...]] = {}
+_JSON_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
-def _view_fields(view: type) -> tuple[Field[Any], ...]:
-    """A view class's fields, read once: a report makes a view and a record of every claim."""
-    found = _VIEW_FIELDS.get(view)
+def _json_fields(view: type) -> tuple[tuple[str, bool], ...]:
+    """A view class's fields the JSON record has, each with whether it is there when unset
+    (``Shown.always``); read once: a report makes a view and a record of every claim."""
+    found = _JSON_FIELDS.get(view)
     if found is None:
-        found = _VIEW_FIELDS[view] = fields(view)
+        shown = ((item.name, item.metadata["shown"]) for item in fields(view))
+        found = _JSON_FIELDS[view] = tuple((name, how.always) for name, how in shown if how.json)
     return found
 
 
