@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import cache_overhead  # noqa: E402
+from bench import cache_overhead, cached_scale  # noqa: E402
 from bench._common import environment, machine, revision, run  # noqa: E402
 from bench.side_by_side import print_ratios  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
@@ -61,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--version", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--tests", type=int, default=300, help="tests per suite (300)")
+    parser.add_argument(
+        "--claims", type=int, default=1, help="claims a test (1; cached_scale.py's suites if more)"
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed")
@@ -84,7 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ignore=shutil.ignore_patterns("__pycache__"),
         )
         judge.default = verdict(True, justification="He names the city.")
-        claims, plain = cache_overhead.write_suites(work, args.tests)
+        if args.claims == 1:
+            claims, plain = cache_overhead.write_suites(work, args.tests)
+        else:
+            claims, plain = cached_scale.write_suites(work, args.tests, args.claims)
         plain_command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
         jobs: dict[str, tuple[list[str], Path, dict[str, str]]] = {
             "plain pytest": (
@@ -98,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cache_dir = work / f"verdicts-{version}"
             judge.clear_requests()
             run(cache_overhead.pytest_command(claims, cache_dir, judge.base_url), claims, env)
-            if len(judge.requests) != args.tests:
+            if len(judge.requests) != args.tests * args.claims:
                 sys.exit(f"{version}: recording made {len(judge.requests)} requests")
             jobs[f"{version} unused"] = ([*plain_command, str(plain)], plain, env)
             jobs[f"{version} plain asserts"] = (
@@ -122,14 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             refs = {name: future.result() for name, future in futures.items()}
 
-    print(f"== instructions executed ({args.tests} tests a suite)")
+    print(f"== instructions executed ({args.tests} tests a suite, {args.claims} claims a test)")
     for name, count in refs.items():
         print(f"{name:<26} {count / 1e9:7.3f} G")
     print("== ratios")
     print_ratios(
         {name: float(count) for name, count in refs.items()},
         list(sources),
-        lambda change: f"{change / args.tests / 1e3:+.1f} k instructions a test",
+        lambda change: f"{change / args.tests / args.claims / 1e3:+.1f} k instructions a claim",
     )
     return 0
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .redaction import redact_data, redact_values
+from .redaction import any_secret_in, redact_data, redact_values
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -182,6 +182,8 @@ def _redacted(outcome: Outcome) -> Outcome:
     added to ``Outcome`` is redacted with no edit here."""
     from .verdict import Verdict  # a claim was made: not on an unused plugin's route
 
+    if not any_secret_in(_texts(vars(outcome).values(), Verdict, [])):
+        return outcome  # nothing to redact: the outcome as it is, without a copy of a field
     changes: dict[str, Any] = {}
     for name in _field_names(Outcome):
         value = getattr(outcome, name)
@@ -194,6 +196,27 @@ def _redacted(outcome: Outcome) -> Outcome:
         if shown is not value and shown != value:
             changes[name] = shown
     return dataclasses.replace(outcome, **changes) if changes else outcome
+
+
+def _texts(values: Iterable[Any], verdict_type: type, into: list[str]) -> list[str]:
+    """Every string of ``values`` (an outcome's attributes): its own, its verdicts' (as
+    ``_redacted`` reads them) and those of the plain data of its figures (values, not names, as
+    ``redact_data`` reads them), put in ``into``."""
+    for value in values:
+        if isinstance(value, str):
+            into.append(value)
+        elif value is None or type(value) in _NUMBERS:
+            continue
+        elif isinstance(value, verdict_type):
+            into.extend([text for text in vars(value).values() if isinstance(text, str)])
+        elif isinstance(value, Mapping):
+            _texts(value.values(), verdict_type, into)
+        elif isinstance(value, list | tuple):
+            _texts(value, verdict_type, into)
+    return into
+
+
+_NUMBERS = frozenset({int, float, bool})
 
 
 def _redacted_verdict(verdict: Verdict) -> Verdict:

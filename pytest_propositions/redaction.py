@@ -117,6 +117,17 @@ def redact_data(value: Any) -> Any:
     return value
 
 
+def any_secret_in(texts: Iterable[str]) -> bool:
+    """Whether a remembered secret occurs in any of the texts. When none does, ``redact_values``
+    and ``redact_data`` give every one of them back as it is: a check that costs a search per
+    secret, for a claim's record whose texts hold no secret (nearly all of them)."""
+    known = _known
+    if not known:
+        return False
+    joined = "\x00".join(texts)  # a secret found across two texts is only a needless redaction
+    return any(value in joined for value in known)
+
+
 # A piece of a secret this long, cut by an ellipsis, is redacted in reprs (shorter pieces say
 # nothing: "sk-" is every key's start).
 _CUT_PIECE = 4

@@ -34,6 +34,11 @@ class Usage:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def as_dict(self) -> dict[str, int]:
+        """Every field as plain JSON data (``dataclasses.asdict`` without its deep copies: its
+        fields are ints)."""
+        return dict(vars(self))
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -91,8 +96,8 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (votes a list, usage an object)."""
-        data = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
-        data["usage"] = dataclasses.asdict(self.usage)
+        data = {name: getattr(self, name) for name in _field_names(type(self))}
+        data["usage"] = self.usage.as_dict()
         data["votes"] = list(self.votes)
         return data
 
@@ -136,6 +141,17 @@ def passes_bar(kind: Kind, value: bool | int, threshold: int | None, holds: bool
     if threshold is None:
         raise ValueError("a score without a threshold has no bar to pass")
     return int(value) >= threshold if holds else int(value) <= threshold
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A verdict class's field names, read once: a report writes every claim's verdict."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(item.name for item in dataclasses.fields(cls))
+    return names
 
 
 @functools.cache

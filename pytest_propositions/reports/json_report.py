@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Container, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,27 @@ def record_order(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
     )
 
 
+def in_record_order(
+    outcomes: list[Outcome], record: Callable[[Outcome], dict[str, Any]]
+) -> list[Outcome]:
+    """The outcomes in the order of their records (``record_order``), read from the outcomes
+    themselves: a record is made and encoded whole only for outcomes that tie on the rest (the
+    same claim made twice in a test)."""
+    heads = [(o.test_id or "", o.verdict.claim, o.verdict.kind) for o in outcomes]
+    ties = Counter(heads)
+    keyed = [
+        (head, record_order(record(outcome))[3] if ties[head] > 1 else "", index)
+        for index, (head, outcome) in enumerate(zip(heads, outcomes, strict=True))
+    ]
+    return [outcomes[index] for *_, index in sorted(keyed)]
+
+
+class Encoded(str):
+    """A value of the report already written as JSON text (``report_text`` copies it)."""
+
+    __slots__ = ()
+
+
 def json_report(
     settings: Settings,
     stats: JudgeStats,
@@ -55,6 +77,8 @@ def json_report(
     judge_errors: Iterable[tuple[str | None, str]],
     calibrations: Calibrations | None = None,
     caught: Container[str] = (),
+    *,
+    encoded: bool = False,
 ) -> dict[str, Any]:
     """Every verdict of the run with its test id, sorted by test id then claim, and the counts.
 
@@ -67,14 +91,24 @@ def json_report(
     (its record names the call in ``by_call``).
 
     A judge error of a test in ``caught`` (whose own code caught one) has ``"caught": true``.
+
+    ``encoded``: each verdict's record as its line of the file (``Encoded``), each made and
+    written before the next, so a report of thousands of claims holds text, not thousands of
+    objects for the garbage collector to walk.
     """
     outcomes = list(outcomes)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, stats)
     mode = settings.outcome
-    verdicts = sorted(
-        (claim_view(outcome, mode, calibrations).to_dict() for outcome in outcomes),
-        key=record_order,
+
+    def record(outcome: Outcome) -> dict[str, Any]:
+        return claim_view(outcome, mode, calibrations).to_dict()
+
+    ordered = in_record_order(outcomes, record)
+    verdicts: list[Any] = (
+        [Encoded(_compact(record(outcome))) for outcome in ordered]
+        if encoded
+        else [record(outcome) for outcome in ordered]
     )
     return {
         "plugin_version": __version__,
@@ -149,8 +183,33 @@ def check_report_path(configured: str, base: Path, option: str) -> None:
 
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write the report as indented JSON, whole or not at all (``write_text_atomically``)."""
-    write_text_atomically(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    """Write the report, whole or not at all (``write_text_atomically``), as ``report_text``
+    spells it."""
+    write_text_atomically(path, report_text(payload))
+
+
+def report_text(payload: Mapping[str, Any]) -> str:
+    """The report as JSON text: each top-level field on a line of its own, and each item of a
+    list (a verdict, a judge error) on a line of its own, so a report of thousands of claims
+    reads, greps and diffs a claim at a time. Every line is written by json's C encoder:
+    ``indent`` would run its pure-Python one, about three times slower on the same payload."""
+    fields = []
+    for name, value in payload.items():
+        if isinstance(value, list) and value:
+            items = ",\n    ".join(_compact(item) for item in value)
+            shown = f"[\n    {items}\n  ]"
+        else:
+            shown = _compact(value)
+        fields.append(f"  {_compact(name)}: {shown}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
+
+
+# One encoder for every line (json.dumps with options makes a new one each call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False)
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, Encoded) else _COMPACT.encode(value)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -183,6 +242,7 @@ def save_json_report(runtime: Runtime, base: Path) -> str | None:
             runtime.record.judge_errors,
             runtime.record.calibrations,
             runtime.record.caught_judge_errors,
+            encoded=True,
         )
         write_json_report(path, payload)
     except ValueError as error:

@@ -9,6 +9,7 @@ new report field is a field of ``Outcome`` and one line here; every field says w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -98,12 +99,11 @@ class ClaimView:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: each field by its name, in order, a verdict as its ``as_dict``."""
         record: dict[str, Any] = {}
-        for item in fields(self):
-            how: Shown = item.metadata["shown"]
-            value = getattr(self, item.name)
-            if not how.json or (not how.always and (value is None or value is False)):
+        for name, always in _json_fields(type(self)):
+            value = getattr(self, name)
+            if not always and (value is None or value is False):
                 continue
-            record[item.name] = value.as_dict() if isinstance(value, Verdict) else value
+            record[name] = value.as_dict() if isinstance(value, Verdict) else value
         return record
 
     def notes(self) -> Iterator[tuple[Shown, str]]:
@@ -116,6 +116,25 @@ class ClaimView:
                 yield how, str(value)
 
 
+_JSON_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _json_fields(view: type) -> tuple[tuple[str, bool], ...]:
+    """A view class's fields the JSON record has, each with whether it is there when unset
+    (``Shown.always``); read once: a report makes a view and a record of every claim."""
+    found = _JSON_FIELDS.get(view)
+    if found is None:
+        shown = ((item.name, item.metadata["shown"]) for item in fields(view))
+        found = _JSON_FIELDS[view] = tuple((name, how.always) for name, how in shown if how.json)
+    return found
+
+
+@functools.cache
+def _outcome_names() -> tuple[str, ...]:
+    """``Outcome``'s field names, read once (``_view_fields``)."""
+    return tuple(item.name for item in fields(Outcome))
+
+
 def claim_view(
     outcome: Outcome, mode: str | None = None, calibrations: Calibrations | None = None
 ) -> ClaimView:
@@ -124,7 +143,7 @@ def claim_view(
     records carry."""
     calibration = claim_calibration(outcome, calibrations)
     return ClaimView(
-        **{item.name: getattr(outcome, item.name) for item in fields(outcome)},
+        **{name: getattr(outcome, name) for name in _outcome_names()},
         judge_calibration=None if calibration is None else decision_judge(outcome),
         result=None if mode is None else outcome_result(outcome),
         calibration=calibration,

@@ -221,13 +221,16 @@ class VerdictCache(Closing):
     def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
         """The stored record for ``key``, or None; hits + misses counts every call.
 
-        With the request's ``kind``, a record that holds no readable verdict of that kind is
-        damage: one warning naming it, and a miss."""
+        With the request's ``kind`` (the judge's reads), the record comes without the request
+        it keeps (``cache_record.lean_record``: only what the verdict needs is decoded), and a
+        record that holds no readable verdict of that kind is damage: one warning naming it,
+        and a miss."""
         cache = self._db.open_for_reading() if cache_mode(self.mode).reads else None
         record = None
         if cache is not None:
             try:
-                record = read_record(cache, key)
+                # The request is not read: the judge reads a verdict of the request's kind.
+                record = read_record(cache, key, verdict_only=kind is not None)
                 problem = None if record is None or kind is None else kind_problem(record, kind)
                 if problem is not None:
                     raise RecordDamage(problem)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -263,9 +264,10 @@ def stored_record(text: str, kind: str | None = None) -> dict[str, Any]:
 # --- read back from the disk cache ---------------------------------------------------------------
 
 
-def read_record(cache: Any, key: str) -> dict[str, Any] | None:
+def read_record(cache: Any, key: str, *, verdict_only: bool = False) -> dict[str, Any] | None:
     """The record stored under ``key`` in an open diskcache, None if there is none; RecordDamage
-    if unreadable.
+    if unreadable. ``verdict_only``: without the request it keeps (``lean_record``), for a
+    judge that reads only the verdict.
 
     diskcache keeps a large record in a side file: a garbled one fails to decode, a deleted
     one reads as absent although its row is still there. Both are damage, not a quiet miss.
@@ -281,12 +283,43 @@ def read_record(cache: Any, key: str) -> dict[str, Any] | None:
     if type(text) is not str:
         raise RecordDamage(f"expected JSON text, found {type(text).__name__}")
     try:
-        record = json.loads(text)
+        record = (lean_record(text) if verdict_only else None) or json.loads(text)
     except ValueError as exc:
         raise RecordDamage(f"not JSON: {exc}") from None
     if type(record) is not dict:
         raise RecordDamage(f"expected a JSON object, found {type(record).__name__}")
     return record
+
+
+# The request a stored record keeps, as its canonical text spells it (pack_request): its
+# data is base64 (no quote, no backslash), its encoding and seal a few plain characters.
+_REQUEST_OPENS = ',"request":{"data":"'
+_REQUEST_ENDS = re.compile(r'","encoding":"[a-z0-9+]*"(?:,"redacted":"[0-9a-f]*")?\}')
+
+
+def lean_record(text: str) -> dict[str, Any] | None:
+    """A record's canonical text read without the request it keeps (about two thirds of it):
+    the members before it and after it, each read as an object of its own. None when the text
+    is not spelled so (another spelling, a request elsewhere than among the record's own
+    members): the caller reads it whole. A record is stored as its canonical text, so a run's
+    verdict reads skip the request's bytes."""
+    start = text.find(_REQUEST_OPENS)
+    data_end = text.find('"', start + len(_REQUEST_OPENS)) if start >= 0 else -1
+    if data_end < 0 or "\\" in text[start:data_end]:
+        return None
+    found = _REQUEST_ENDS.match(text, data_end)
+    if found is None:
+        return None
+    rest = text[found.end() :]
+    try:
+        head = json.loads(text[:start] + "}")  # JSON only if the request is the record's
+        tail = json.loads("{" + (rest[1:] if rest.startswith(",") else rest))
+    except (ValueError, RecursionError):
+        return None  # read whole, to say what is wrong
+    if type(head) is not dict or type(tail) is not dict or "request" in head or "request" in tail:
+        return None
+    head.update(tail)
+    return head
 
 
 # --- the export line ---------------------------------------------------------------------------

@@ -1,0 +1,221 @@
+"""The cached path at scale (issue 52): a judge's read decodes only what the verdict needs, a
+claim's outcome is redacted only when a remembered secret is in it, and the JSON report is
+written by json's C encoder, a verdict a line. Keys: tests/test_recorded_keys.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from json import encoder as json_encoder
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_propositions import record as record_module
+from pytest_propositions import redaction
+from pytest_propositions.judging.request import JudgeStats
+from pytest_propositions.record import Outcome, RunRecord
+from pytest_propositions.reports.json_report import json_report, report_text, write_json_report
+from pytest_propositions.settings import Settings
+from pytest_propositions.store.cache import VerdictCache
+from pytest_propositions.store.cache_record import lean_record, new_record, read_record
+from pytest_propositions.store.key_material import KeyMaterial
+from pytest_propositions.store.keys import canonical_json
+from pytest_propositions.verdict import Verdict
+
+SECRET = "sk-cachedpath-0123456789"
+MATERIAL = KeyMaterial(
+    model="openai/judge-model",
+    prompt_version="2",
+    kind="check",
+    sampling={"temperature": 0},
+    messages=(
+        {"role": "system", "content": "You judge claims. " * 50},
+        {"role": "user", "content": 'Claim: Oscar says "hi". Café ✓'},
+    ),
+)
+
+
+def verdict(claim: str = "Oscar says hi.", **extra: Any) -> Verdict:
+    return Verdict(
+        kind="check",
+        claim=claim,
+        value=True,
+        justification="Turn 2.",
+        model="openai/judge-model",
+        recorded_at="2026-01-02T03:04:05+00:00",
+        key=MATERIAL.key,
+        **extra,
+    )
+
+
+@pytest.fixture
+def no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redaction, "_known", frozenset())
+
+
+@pytest.fixture
+def a_secret(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(redaction, "_known", frozenset())
+    redaction.remember_secrets(SECRET)
+    return SECRET
+
+
+# -- a judge's read -------------------------------------------------------------------------------
+
+
+def stored(tmp_path: Path, record: dict[str, Any]) -> VerdictCache:
+    cache = VerdictCache(tmp_path / "verdicts")
+    cache.put(MATERIAL.key, record)
+    return cache
+
+
+def test_a_judges_read_leaves_the_request_undecoded(tmp_path: Path, no_secrets: None) -> None:
+    record = new_record(verdict(), MATERIAL, "test_x.py::test_a")
+    cache = stored(tmp_path, record)
+    assert "request" in record
+    read = cache.get(MATERIAL.key, "check")
+    assert read == {name: value for name, value in record.items() if name != "request"}
+    assert cache.get(MATERIAL.key) == record  # maintenance reads the whole record
+
+
+def test_the_verdict_read_lean_is_the_verdict_read_whole(tmp_path: Path, no_secrets: None) -> None:
+    from pytest_propositions.store.cache_record import verdict_of_record
+
+    record = new_record(
+        verdict(reasoning='a "quoted" ,"request":{"data":"x"} text'), MATERIAL, None
+    )
+    text = canonical_json(record)
+    whole = json.loads(text)
+    lean = lean_record(text)
+    assert lean is not None
+    assert lean == {name: value for name, value in whole.items() if name != "request"}
+    assert verdict_of_record(lean, "check") == verdict_of_record(whole, "check")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The request inside another member: read whole.
+        '{"a":{"request":{"data":"AAAA","encoding":"zlib+base64"}},"verdict":{}}',
+        # Not the canonical spelling: read whole.
+        '{"request": {"data": "AAAA", "encoding": "zlib+base64"}, "verdict": {}}',
+        # A string that spells a request: not a member.
+        '{"claim":"x,\\"request\\":{\\"data\\":\\"A\\",\\"encoding\\":\\"z\\"}","verdict":{}}',
+    ],
+)
+def test_a_record_not_spelled_as_stored_is_read_whole(text: str) -> None:
+    assert lean_record(text) is None
+    json.loads(text)  # and is JSON, which the whole read takes
+
+
+def test_damage_outside_the_request_is_still_found() -> None:
+    record = new_record(verdict(), MATERIAL, None)
+    text = canonical_json(record)
+
+    class Disk:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def get(self, key: str) -> str:
+            return self.text
+
+    from pytest_propositions.store.cache_record import RecordDamage
+
+    for broken in (text[:-1], text.replace('"verdict":{', '"verdict":{{', 1)):
+        with pytest.raises(RecordDamage, match="not JSON"):
+            read_record(Disk(broken), "k", verdict_only=True)
+
+
+# -- the outcome filed --------------------------------------------------------------------------
+
+
+def outcome(text: str = "", **fields: Any) -> Outcome:
+    return Outcome(
+        test_id="test_x.py::test_a" + text,
+        verdict=verdict(),
+        threshold=None,
+        passed=True,
+        **fields,
+    )
+
+
+def test_an_outcome_without_a_secret_is_filed_without_redacting(
+    a_secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cached path files one outcome a claim: searching its texts once for each secret is
+    # all it costs when none holds one (nearly every claim), not a redaction of each field.
+    def refused(value: Any, *args: Any) -> Any:
+        raise AssertionError("redacted an outcome that holds no secret")
+
+    monkeypatch.setattr(record_module, "redact_data", refused)
+    monkeypatch.setattr(record_module, "redact_values", refused)
+    plain = outcome(runs={"runs": [{"justification": "fine"}]}, escalated_from=verdict())
+    record = RunRecord()
+    record.add(plain)
+    assert record.outcomes == [plain]
+
+
+TEXT_PLACES = {
+    "test_id": lambda s: outcome(s),
+    "where": lambda s: outcome(where=f"test_x.py:{s}"),
+    "by_call": lambda s: outcome(by_call=s),
+    "made_by": lambda s: outcome(made_by=s),
+    "the verdict's claim": lambda s: dataclasses.replace(outcome(), verdict=verdict(claim=s)),
+    "the verdict's raw reply": lambda s: dataclasses.replace(
+        outcome(), verdict=verdict(raw_reply=s)
+    ),
+    "the main judge's verdict": lambda s: outcome(escalated_from=verdict(reasoning=s)),
+    "a run's data": lambda s: outcome(runs={"runs": [{"justification": f"x{s}"}]}),
+    "a list in the runs' data": lambda s: outcome(runs={"verdicts": [[1, s]]}),
+}
+
+
+@pytest.mark.parametrize("place", TEXT_PLACES)
+def test_a_secret_in_any_one_text_is_filed_redacted(a_secret: str, place: str) -> None:
+    made = TEXT_PLACES[place](a_secret)
+    assert a_secret in repr(made)
+    record = RunRecord()
+    record.add(made)
+    assert a_secret not in repr(record.outcomes[0])
+
+
+# -- the JSON report ---------------------------------------------------------------------------
+
+
+def test_the_json_report_is_written_by_the_c_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_secrets: None
+) -> None:
+    # json's pure-Python encoder (what indent= runs) is about three times slower: a report of
+    # 10,000 claims spent 13-16% of a cached run's CPU in it.
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the pure-Python JSON encoder wrote the report")
+
+    monkeypatch.setattr(json_encoder, "_make_iterencode", refused)
+    outcomes = [outcome(str(n)) for n in range(3)]
+    payload = json_report(Settings(), JudgeStats(), outcomes, [("test_x.py::test_b", "E: x")])
+    path = tmp_path / "report.json"
+    write_json_report(path, payload)
+    text = path.read_text(encoding="utf-8")
+    assert json.loads(text) == json.loads(json.dumps(payload))
+    lines = text.splitlines()
+    # A verdict a line, each a JSON value of its own: a report greps and diffs a claim at a time.
+    verdict_lines = [line for line in lines if '"verdict": {' in line]
+    assert len(verdict_lines) == 3
+    for line in verdict_lines:
+        assert json.loads(line.strip().rstrip(","))["verdict"]["claim"] == "Oscar says hi."
+    assert lines[0] == "{" and lines[-1] == "}"
+    # The records written as they are made (what a run writes) give the same file.
+    payload = json_report(
+        Settings(), JudgeStats(), outcomes, [("test_x.py::test_b", "E: x")], encoded=True
+    )
+    write_json_report(path, payload)
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_report_text_of_empty_lists_and_nesting() -> None:
+    payload = {"a": [], "b": {"c": [1, {"d": "é"}]}, "e": [{"f": None}], "g": "x"}
+    text = report_text(payload)
+    assert json.loads(text) == payload
+    assert '"é"' in text  # not escaped: the file is UTF-8
