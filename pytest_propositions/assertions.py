@@ -363,7 +363,7 @@ def judge_and_note(
             runtime, expectation.kind, claim, targets, options, expectation, assertion=True
         )
     except JudgeError as error:
-        runtime.note_error(error)
+        runtime.note_error(error, claim=claim)
         raise
     ok = expectation.passes(judged.verdict)
     runtime.note(judged.verdict, expectation, ok, where, escalated_from=judged.escalated_from)
@@ -386,7 +386,7 @@ def _judge_runs_and_note(
     try:
         result = _decide_over_runs(runtime, target, claim, rule, options)
     except JudgeError as error:
-        runtime.note_error(error)
+        runtime.note_error(error, claim=claim)
         raise
     verdict = summary_verdict(result)
     runtime.note(verdict, expectation, result.passed, where, runs=result.as_dict())
@@ -614,7 +614,7 @@ def judge_without_asserting(
     try:
         verdict = judge_claim(runtime, made.target, made.text, kind=kind, options=made.options)
     except JudgeError as error:
-        runtime.note_error(error)
+        runtime.note_error(error, claim=made.text)
         raise error.with_traceback(None) from None
     runtime.note(verdict, _HOLDS, True)
     return verdict

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .redaction import any_secret_in, redact_data, redact_values
 
@@ -58,13 +58,22 @@ def stat_names() -> tuple[str, ...]:
     return JudgeStats.COUNTERS
 
 
+class FiledJudgeError(NamedTuple):
+    """A judge error as the reports show it: the test it came in, its message (redacted), and the
+    claim it was about where the code that filed it knew (an HTML card is headed by it)."""
+
+    test_id: str | None
+    message: str
+    claim: str | None = None
+
+
 class RunRecord:
     """The outcomes and errors of a run, filed by test, and what xdist workers added to them
     (mutable state, not a value)."""
 
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
-        self.judge_errors: list[tuple[str | None, str]] = []
+        self.judge_errors: list[FiledJudgeError] = []
         # Filled where the tests' reports are logged (an xdist controller gets them from its
         # workers): the tests a report showed with a judge error, and, of those judge errors, how
         # many the test's own code caught (a try/except, a library that logs and carries on).
@@ -107,11 +116,18 @@ class RunRecord:
         self._by_test.setdefault(outcome.test_id, []).append(outcome)
         self.over_runs = self.over_runs or outcome.runs is not None
 
-    def add_error(self, test_id: str | None, error: BaseException) -> None:
+    def add_error(
+        self, test_id: str | None, error: BaseException, claim: str | None = None
+    ) -> None:
+        filed = FiledJudgeError(
+            test_id,
+            redact_values(f"{type(error).__name__}: {error}"),
+            None if claim is None else redact_values(claim),
+        )
         with self._lock:
-            self.judge_errors.append((test_id, redact_values(f"{type(error).__name__}: {error}")))
+            self.judge_errors.append(filed)
 
-    def judge_errors_since(self, start: int) -> list[tuple[str | None, str]]:
+    def judge_errors_since(self, start: int) -> list[FiledJudgeError]:
         """The judge errors filed from the ``start``-th on, in the order they were filed."""
         with self._lock:
             return self.judge_errors[start:]
@@ -129,7 +145,7 @@ class RunRecord:
         """The tests with a judge error that none of their reports showed (one judged after its
         test ended, from a thread left running), sorted; "" for one filed outside a test."""
         with self._lock:
-            filed = {test_id or "" for test_id, _ in self.judge_errors}
+            filed = {error.test_id or "" for error in self.judge_errors}
             return sorted(filed - self.judge_error_tests)
 
     def remember_context(
@@ -158,7 +174,7 @@ class RunRecord:
     def merge_worker(
         self,
         outcomes: Iterable[Outcome],
-        judge_errors: Iterable[tuple[str | None, str]],
+        judge_errors: Iterable[FiledJudgeError],
         stats: Mapping[str, float],
         used: bool,
     ) -> None:

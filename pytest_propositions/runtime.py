@@ -189,10 +189,13 @@ class Runtime:
             )
         )
 
-    def note_error(self, error: BaseException, made_in: str | None = None) -> None:
-        """File a judge's error under the test being run, or ``made_in`` (see ``note``)."""
+    def note_error(
+        self, error: BaseException, made_in: str | None = None, claim: str | None = None
+    ) -> None:
+        """File a judge's error under the test being run, or ``made_in`` (see ``note``), with the
+        claim it was about."""
         self._first_claim()
-        self.record.add_error(self.current_test if made_in is None else made_in, error)
+        self.record.add_error(self.current_test if made_in is None else made_in, error, claim)
 
     def remember_context(self, key: str, messages: Any) -> None:
         """Keep what the judge was shown, for an HTML report; nothing when none is written."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .judging.progress import ProgressLine, file_publisher, worker_flights
+from .record import FiledJudgeError
 from .reports.hooks import report_claims
 from .reports.json_report import outcome_record, stats_record
 from .reports.view import outcome_from_record
@@ -85,7 +86,7 @@ def merge_worker_output(runtime: Runtime, output: dict[str, Any], crashed: bool)
     if output.get("prop_used"):
         runtime.record.merge_worker(
             [outcome_from_record(record) for record in output.get("prop_outcomes", ())],
-            [(test_id, message) for test_id, message in output.get("prop_judge_errors", ())],
+            [FiledJudgeError(*error) for error in output.get("prop_judge_errors", ())],
             output.get("prop_stats", {}),
             used=True,
         )

@@ -15,7 +15,7 @@ import pytest
 from pytest_propositions import record as record_module
 from pytest_propositions import redaction
 from pytest_propositions.judging.request import JudgeStats
-from pytest_propositions.record import Outcome, RunRecord
+from pytest_propositions.record import FiledJudgeError, Outcome, RunRecord
 from pytest_propositions.reports.json_report import json_report, report_text, write_json_report
 from pytest_propositions.settings import Settings
 from pytest_propositions.store.cache import VerdictCache
@@ -194,7 +194,9 @@ def test_the_json_report_is_written_by_the_c_encoder(
 
     monkeypatch.setattr(json_encoder, "_make_iterencode", refused)
     outcomes = [outcome(str(n)) for n in range(3)]
-    payload = json_report(Settings(), JudgeStats(), outcomes, [("test_x.py::test_b", "E: x")])
+    payload = json_report(
+        Settings(), JudgeStats(), outcomes, [FiledJudgeError("test_x.py::test_b", "E: x")]
+    )
     path = tmp_path / "report.json"
     write_json_report(path, payload)
     text = path.read_text(encoding="utf-8")
@@ -208,7 +210,11 @@ def test_the_json_report_is_written_by_the_c_encoder(
     assert lines[0] == "{" and lines[-1] == "}"
     # The records written as they are made (what a run writes) give the same file.
     payload = json_report(
-        Settings(), JudgeStats(), outcomes, [("test_x.py::test_b", "E: x")], encoded=True
+        Settings(),
+        JudgeStats(),
+        outcomes,
+        [FiledJudgeError("test_x.py::test_b", "E: x")],
+        encoded=True,
     )
     write_json_report(path, payload)
     assert path.read_text(encoding="utf-8") == text

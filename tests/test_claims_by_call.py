@@ -18,7 +18,7 @@ from pytest_propositions import runtime as runtime_module
 from pytest_propositions.assertions import assert_claim, judge_without_asserting
 from pytest_propositions.claims.expectation import Expectation
 from pytest_propositions.errors import JudgeError, PropositionFailed
-from pytest_propositions.judging.judge import JudgeStats
+from pytest_propositions.judging.request import JudgeStats
 from pytest_propositions.record import Outcome
 from pytest_propositions.reports.counts import run_counts, summary_line
 from pytest_propositions.reports.json_report import json_report
@@ -419,3 +419,28 @@ def test_a_claim_by_call_that_outlives_its_test_is_never_filed_under_a_later_tes
         if prop.attrib["name"].endswith(".claim")
     ]
     assert claims_of_b == ["Oscar is an architect."]
+
+
+def test_a_judge_error_keeps_its_claim_through_an_xdist_worker_and_the_json_report() -> None:
+    """The claim a judge error was about heads its HTML card: it must survive the worker's
+    output (a JSON-able list) and reach the JSON report, redacted like every other text."""
+    from pytest_propositions.errors import JudgeUnavailable
+    from pytest_propositions.record import FiledJudgeError, RunRecord
+    from pytest_propositions.reports.json_report import json_report
+
+    worker = RunRecord()
+    worker.add_error("t.py::test_a", JudgeUnavailable("no answer"), claim="Oscar hesitates.")
+    sent = [list(error) for error in worker.judge_errors]  # what workers.worker_output sends
+    controller = RunRecord()
+    controller.merge_worker([], [FiledJudgeError(*error) for error in sent], {}, used=True)
+    [error] = controller.judge_errors
+    assert error == ("t.py::test_a", "JudgeUnavailable: no answer", "Oscar hesitates.")
+    from pytest_propositions.judging.request import JudgeStats
+    from pytest_propositions.settings import Settings
+
+    [entry] = json_report(Settings(), JudgeStats(), [], controller.judge_errors)["judge_errors"]
+    assert entry == {
+        "test_id": "t.py::test_a",
+        "error": "JudgeUnavailable: no answer",
+        "claim": "Oscar hesitates.",
+    }

@@ -61,7 +61,11 @@ def test_the_examples_teach_on_the_stand_in_judge(tmp_path: Path) -> None:
     lines = first.stdout.splitlines()
     [header] = [line for line in lines if line.startswith("propositions: model local (")]
     assert "SmolLM2-135M-Instruct, a tiny stand-in" in header and "outcome report" in header
-    listed = [line for line in lines if re.match(r"^(PASSED|FAILED|INCONCLUSIVE|UPHELD|NOT UPHELD) +conftest_examples/", line)]
+    listed = [
+        line
+        for line in lines
+        if re.match(r"^(PASSED|FAILED|INCONCLUSIVE|UPHELD|NOT UPHELD) +conftest_examples/", line)
+    ]
     assert len(listed) >= 10, first.stdout
     assert sum(line.startswith("    why:     ") for line in lines) == len(listed)
     [last] = [line for line in lines if re.match(r"^=+ .* in [0-9.]+s", line)][-1:]

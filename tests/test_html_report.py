@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_propositions.record import FiledJudgeError
 from tests.support.browser import chromium_page, file_url, find_chromium
 from tests.support.html_page import cards, page_data
 from tests.support.judge_server import ScriptedJudge, text, verdict
@@ -71,8 +72,8 @@ def test_every_claim_is_in_the_page_and_every_value_is_escaped(report: Path) -> 
     texts = [text for card in found for text in card["rows"].values()]
     assert "He answers <quickly>." in texts and "8/9, minimum 6" in texts
     [error] = [card for card in found if card["filter"] == "error"]
-    # A judge error's card is headed by the error's class; the message says the claim.
-    assert error["text"] == "VerdictUnparsable" and "Oscar hesitates." in error["error"]
+    # A judge error's card is headed by the claim it was about; the message says what failed.
+    assert error["text"] == "Oscar hesitates." and error["error"].startswith("VerdictUnparsable: ")
     # The exact request: system instructions and the user turn with the fenced recording.
     contexts = [card["context"] for card in found if card["context"]]
     assert len(contexts) == 3
@@ -262,7 +263,11 @@ def synthetic_page(path: Path, tests: int = 30, per_test: int = 15) -> Path:
             record.add(Outcome(test_id, verdict, threshold, passed, by_call=by_call))
             record.contexts[key] = build_messages(kind, text, recording, None)  # type: ignore[arg-type]
         if test % 10 == 0:
-            record.judge_errors.append((test_id, f"JudgeUnavailable: no answer (claim 'E{test}')"))
+            record.judge_errors.append(
+                FiledJudgeError(
+                    test_id, f"JudgeUnavailable: no answer (claim 'E{test}')", f"E{test}"
+                )
+            )
     path.write_text(page(runtime), encoding="utf-8")
     return path
 
@@ -323,7 +328,7 @@ def test_search_filters_grouping_sort_and_the_judge_errors_link_in_a_real_browse
                 "document.querySelector('input[value=judge-errors]').checked"
             )
             heading = "document.querySelector('#claims .claim .text').textContent"
-            assert await page.evaluate(heading) == "JudgeUnavailable"
+            assert await page.evaluate(heading) == "E0"
             await page.open("about:blank")
             await page.open(url + "#errors")  # the older link still works
             assert await page.evaluate(statuses) == "error"

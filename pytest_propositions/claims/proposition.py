@@ -403,7 +403,7 @@ class Proposition:
             )
         except JudgeError as error:
             if noted is not None and made_in is not None:
-                noted.note_error(error, made_in=made_in)
+                noted.note_error(error, made_in=made_in, claim=self.claim)
             raise
         verdict = judged.verdict
         self.verdict = verdict

@@ -281,7 +281,7 @@ class ClaimReports:
         new = self.runtime.record.judge_errors_since(self.judge_errors_seen)
         self.judge_errors_seen += len(new)
         # Another test's judge error here came after that test ended: the run's summary names it.
-        caught = [message for test_id, message in new if test_id == item.nodeid]
+        caught = [error.message for error in new if error.test_id == item.nodeid]
         if not caught or (call.excinfo is not None and isinstance(call.excinfo.value, JudgeError)):
             return []  # none, or the phase ended with one: a judge error as it is
         setattr(report, CAUGHT_ATTR, len(caught))

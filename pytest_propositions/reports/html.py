@@ -35,7 +35,7 @@ from .summary import calibration_line, calibration_text, cost, describe_value, p
 from .view import ClaimView, claim_view
 
 if TYPE_CHECKING:
-    from ..record import Outcome
+    from ..record import FiledJudgeError, Outcome
     from ..runtime import Runtime
 
 TEMPLATES = ("report.mustache", "claims.mustache", "report.css", "report.js")
@@ -241,17 +241,17 @@ def claim_data(view: ClaimView, contexts: Mapping[str, Any], table: TextTable) -
     return data
 
 
-def error_data(test_id: str | None, message: str, table: TextTable) -> dict[str, Any]:
-    """A judge error as the page's data: its card is headed by the error's class (the claim
-    it was about ends the message), the message below."""
-    kind, _, _ = message.partition(":")
+def error_data(error: FiledJudgeError, table: TextTable) -> dict[str, Any]:
+    """A judge error as the page's data: its card is headed by the claim it was about (by the
+    error's class where the code that filed it knew no claim), the message below."""
+    kind, _, _ = error.message.partition(":")
     return {
         "f": table("error"),
         "s": table("error"),
         "w": table("judge error"),
-        "t": table(str(test_id or "-")),
-        "c": table(kind),
-        "e": table(message),
+        "t": table(str(error.test_id or "-")),
+        "c": table(kind if error.claim is None else error.claim),
+        "e": table(error.message),
     }
 
 
@@ -291,7 +291,7 @@ def page(runtime: Runtime) -> str:
     table = TextTable()
     contexts = runtime.record.contexts
     claims = [claim_data(claim_view(o, mode, known), contexts, table) for o in outcomes]
-    claims += [error_data(test_id, message, table) for test_id, message in errors]
+    claims += [error_data(error, table) for error in errors]
     found = Counter(table.texts[claim["f"]] for claim in claims)
     filters = [
         {"name": name, "label": label, "count": str(sum(found[f] for f in shows))}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..record import Outcome, stat_names
+from ..record import FiledJudgeError, Outcome, stat_names
 from .counts import Calibrations, claim_counts, run_calibrations, run_counts
 from .view import claim_view
 
@@ -74,7 +74,7 @@ def json_report(
     settings: Settings,
     stats: JudgeStats,
     outcomes: Iterable[Outcome],
-    judge_errors: Iterable[tuple[str | None, str]],
+    judge_errors: Iterable[FiledJudgeError],
     calibrations: Calibrations | None = None,
     caught: Container[str] = (),
     *,
@@ -86,9 +86,9 @@ def json_report(
     judge's identity, a key of the report's ``calibrations``: measured rates, counts, bounds).
 
     The summary's claim counts are the terminal's (``RunCounts``); ``verdicts``, ``cache_hits``
-    and ``judge_calls`` count judge requests. Under --prop-outcome=report each record's
-    ``result`` says "upheld" or "not upheld", as it always does for a claim judged by a call
-    (its record names the call in ``by_call``).
+    and ``judge_calls`` count judge requests. With an outcome mode each record's ``result`` says
+    "passed", "failed" or "inconclusive" (in either mode), or, for a claim judged by a call (its
+    record names the call in ``by_call``), "upheld" or "not upheld".
 
     A judge error of a test in ``caught`` (whose own code caught one) has ``"caught": true``.
 
@@ -137,8 +137,13 @@ def json_report(
         },
         "verdicts": verdicts,
         "judge_errors": [
-            {"test_id": test_id, "error": error, **({"caught": True} if test_id in caught else {})}
-            for test_id, error in errors
+            {
+                "test_id": error.test_id,
+                "error": error.message,
+                **({"claim": error.claim} if error.claim is not None else {}),
+                **({"caught": True} if error.test_id in caught else {}),
+            }
+            for error in errors
         ],
         "calibrations": {
             judge: dict(view) for judge, view in run_calibrations(outcomes, calibrations).items()

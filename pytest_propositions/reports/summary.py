@@ -24,7 +24,7 @@ from .runs_text import figures_line, runs_text
 from .view import ClaimView, by_test_in_source_order, claim_view, in_source_order
 
 if TYPE_CHECKING:
-    from ..record import Outcome
+    from ..record import FiledJudgeError, Outcome
     from ..verdict import Verdict
 
 SECTION_TITLE = "proposition"
@@ -362,7 +362,7 @@ def verdict_listing(
     outcomes: Iterable[Outcome],
     mode: str = "fail",
     reasoning: bool = False,
-    judge_errors: Iterable[tuple[str | None, str]] = (),
+    judge_errors: Iterable[FiledJudgeError] = (),
 ) -> list[str]:
     """Every claim of the run with the judge's justification, by test id, each test's claims in
     the order of their lines and then its judge errors: each under the word the summary's counts
@@ -372,8 +372,8 @@ def verdict_listing(
     What --prop-outcome=report shows instead of failures (and -vv always, with the reasoning).
     """
     errors: dict[str, list[str]] = {}
-    for test_id, message in judge_errors:
-        errors.setdefault(test_id or "", []).append(message)
+    for error in judge_errors:
+        errors.setdefault(error.test_id or "", []).append(error.message)
     lines: list[str] = []
     ordered = by_test_in_source_order(outcomes)
     for index, outcome in enumerate(ordered):
