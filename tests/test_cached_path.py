@@ -219,3 +219,33 @@ def test_report_text_of_empty_lists_and_nesting() -> None:
     text = report_text(payload)
     assert json.loads(text) == payload
     assert '"é"' in text  # not escaped: the file is UTF-8
+
+
+# -- a claim's own path ---------------------------------------------------------------------------
+
+
+def test_a_claim_judged_now_is_not_quoted_for_an_await(
+    judge_server: Any, monkeypatch: pytest.MonkeyPatch, no_secrets: None
+) -> None:
+    """The quoted claim names a claim left unawaited: a claim judged at once never needs it
+    (redacting and folding its text was a twentieth of a cached claim)."""
+    from pytest_propositions import assertions
+    from pytest_propositions import runtime as runtime_module
+    from pytest_propositions.runtime import Runtime
+    from tests.support.judge_server import verdict as scripted
+
+    quoted: list[str] = []
+    quote = assertions.quote_claim
+    monkeypatch.setattr(assertions, "quote_claim", lambda text: quoted.append(text) or quote(text))
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    judge_server.default = scripted(True)
+    runtime = Runtime(Settings(model="openai/judge-model", api_base=judge_server.base_url))
+    runtime.current_test = "test_x.py::test_a"
+    runtime_module.activate(runtime)
+    try:
+        found = assertions.assert_one(runtime, "Oscar: hi.", "Oscar says hi.", {})
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+    assert isinstance(found, Verdict) and found.value is True
+    assert quoted == []
