@@ -214,6 +214,48 @@ def test_the_json_report_is_written_by_the_c_encoder(
     assert path.read_text(encoding="utf-8") == text
 
 
+def test_the_json_report_makes_no_view_and_no_encoder_a_claim(
+    monkeypatch: pytest.MonkeyPatch, no_secrets: None
+) -> None:
+    # At 10,000 claims the views made only to be turned into records, and an encoder made for
+    # each line (what JSONEncoder.encode does), were a third of the report's time.
+    from pytest_propositions.reports import json_report as json_report_module
+    from pytest_propositions.reports import view as view_module
+
+    outcomes = [
+        outcome(str(n), runs={"runs": []} if n == 1 else None, escalated_from=verdict())
+        for n in range(3)
+    ]
+    calibrations = {"openai/judge-model": {"n": 3}}.get
+    wanted = [view_module.claim_view(o, "assert", calibrations).to_dict() for o in outcomes]
+    plain = [view_module.claim_view(o).to_dict() for o in outcomes]
+    expected = report_text(
+        json_report(Settings(), JudgeStats(), outcomes, [], calibrations, encoded=True)
+    )
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("made per claim")
+
+    monkeypatch.setattr(view_module.ClaimView, "__init__", refused)
+    monkeypatch.setattr(json_encoder, "c_make_encoder", refused)
+    monkeypatch.setattr(json_report_module._COMPACT, "encode", refused)
+    assert [view_module.json_record(o, "assert", calibrations) for o in outcomes] == wanted
+    payload = json_report(Settings(), JudgeStats(), outcomes, [], calibrations, encoded=True)
+    assert report_text(payload) == expected
+    assert [json_report_module.outcome_record(o) for o in outcomes] == plain
+
+
+def test_a_verdicts_dict_is_its_fields_in_order() -> None:
+    made = verdict(votes=(True, False))
+    assert list(made.as_dict()) == [item.name for item in dataclasses.fields(Verdict)]
+    assert made.as_dict()["votes"] == [True, False] and made.as_dict()["usage"] == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
+    object.__setattr__(made, "extra", 1)  # not a field: never in the record
+    assert "extra" not in made.as_dict()
+
+
 def test_report_text_of_empty_lists_and_nesting() -> None:
     payload = {"a": [], "b": {"c": [1, {"d": "é"}]}, "e": [{"f": None}], "g": "x"}
     text = report_text(payload)
@@ -231,12 +273,17 @@ def test_a_claim_judged_now_is_not_quoted_for_an_await(
     (redacting and folding its text was a twentieth of a cached claim)."""
     from pytest_propositions import assertions
     from pytest_propositions import runtime as runtime_module
+    from pytest_propositions.checks import quote_claim
     from pytest_propositions.runtime import Runtime
     from tests.support.judge_server import verdict as scripted
 
     quoted: list[str] = []
-    quote = assertions.quote_claim
-    monkeypatch.setattr(assertions, "quote_claim", lambda text: quoted.append(text) or quote(text))
+
+    def quote(text: str) -> str:
+        quoted.append(text)
+        return quote_claim(text)
+
+    monkeypatch.setattr(assertions, "quote_claim", quote)
     monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
     judge_server.default = scripted(True)
     runtime = Runtime(Settings(model="openai/judge-model", api_base=judge_server.base_url))
