@@ -96,7 +96,9 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (votes a list, usage an object)."""
-        data = {name: getattr(self, name) for name in _field_names(type(self))}
+        data = dict(vars(self))  # its fields, in order: __init__ sets each, and only them
+        if len(data) != len(_field_names(type(self))):  # something else set on it: by name
+            data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["usage"] = self.usage.as_dict()
         data["votes"] = list(self.votes)
         return data

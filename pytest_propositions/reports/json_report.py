@@ -10,13 +10,14 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping
 from contextlib import suppress
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..record import Outcome, stat_names
 from .counts import Calibrations, claim_counts, run_calibrations, run_counts
-from .view import claim_view
+from .view import json_record
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats
@@ -26,12 +27,12 @@ if TYPE_CHECKING:
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
     """An outcome as plain JSON data (execnet and json both carry it): its view's record."""
-    return claim_view(outcome).to_dict()
+    return json_record(outcome)
 
 
 def calibrated_record(outcome: Outcome, calibrations: Calibrations | None) -> dict[str, Any]:
     """An outcome's record, naming (``judge_calibration``) the calibrated judge that decided it."""
-    return claim_view(outcome, calibrations=calibrations).to_dict()
+    return json_record(outcome, calibrations=calibrations)
 
 
 def stats_record(stats: JudgeStats) -> dict[str, float]:
@@ -102,7 +103,7 @@ def json_report(
     mode = settings.outcome
 
     def record(outcome: Outcome) -> dict[str, Any]:
-        return claim_view(outcome, mode, calibrations).to_dict()
+        return json_record(outcome, mode, calibrations)
 
     ordered = in_record_order(outcomes, record)
     verdicts: list[Any] = (
@@ -206,10 +207,27 @@ def report_text(payload: Mapping[str, Any]) -> str:
 
 # One encoder for every line (json.dumps with options makes a new one each call).
 _COMPACT = json.JSONEncoder(ensure_ascii=False)
+# Its C encoder, made once (``encode`` makes one at every call): the same text, and no check
+# for a circle, which a report's plain data has none of (one would end in RecursionError, and
+# ``_COMPACT`` then says what is wrong).
+_C_COMPACT = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _COMPACT.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
 
 
 def _compact(value: Any) -> str:
-    return value if isinstance(value, Encoded) else _COMPACT.encode(value)
+    if isinstance(value, Encoded):
+        return value
+    if _C_COMPACT is not None:
+        try:
+            return "".join(_C_COMPACT(value, 0))
+        except (TypeError, ValueError, RecursionError):
+            pass
+    return _COMPACT.encode(value)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
