@@ -8,7 +8,7 @@ import json
 import os
 import uuid
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import suppress
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
@@ -185,8 +185,8 @@ def check_report_path(configured: str, base: Path, option: str) -> None:
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
     """Write the report, whole or not at all (``write_text_atomically``), as ``report_text``
-    spells it."""
-    write_text_atomically(path, report_text(payload))
+    spells it, piece by piece: a report of thousands of claims is not copied whole first."""
+    write_text_atomically(path, report_pieces(payload))
 
 
 def report_text(payload: Mapping[str, Any]) -> str:
@@ -194,15 +194,22 @@ def report_text(payload: Mapping[str, Any]) -> str:
     list (a verdict, a judge error) on a line of its own, so a report of thousands of claims
     reads, greps and diffs a claim at a time. Every line is written by json's C encoder:
     ``indent`` would run its pure-Python one, about three times slower on the same payload."""
-    fields = []
-    for name, value in payload.items():
+    return "".join(report_pieces(payload))
+
+
+def report_pieces(payload: Mapping[str, Any]) -> Iterator[str]:
+    """``report_text`` in the pieces it joins, in order: a few, a list's items joined into one
+    (each piece joined into a bigger one was a copy of the megabytes of a big report)."""
+    yield "{\n"
+    for index, (name, value) in enumerate(payload.items()):
+        yield (",\n  " if index else "  ") + _compact(name) + ": "
         if isinstance(value, list) and value:
-            items = ",\n    ".join(_compact(item) for item in value)
-            shown = f"[\n    {items}\n  ]"
+            yield "[\n    "
+            yield ",\n    ".join([_compact(item) for item in value])
+            yield "\n  ]"
         else:
-            shown = _compact(value)
-        fields.append(f"  {_compact(name)}: {shown}")
-    return "{\n" + ",\n".join(fields) + "\n}\n"
+            yield _compact(value)
+    yield "\n}\n"
 
 
 # One encoder for every line (json.dumps with options makes a new one each call).
@@ -230,15 +237,20 @@ def _compact(value: Any) -> str:
     return _COMPACT.encode(value)
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """A report file appears whole or not at all: a temporary file beside it, then a rename."""
+def write_text_atomically(path: Path, text: str | Iterable[str]) -> None:
+    """A report file appears whole or not at all: a temporary file beside it, then a rename.
+    ``text``: the text, or its pieces in order."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         # os.open with 0o666 lets the umask decide the mode, as for any file the user writes.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            if isinstance(text, str):
+                handle.write(text)
+            else:
+                for piece in text:
+                    handle.write(piece)
         os.replace(temporary, path)
     except BaseException:
         with suppress(OSError):
