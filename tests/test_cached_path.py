@@ -265,6 +265,25 @@ def test_the_json_report_is_written_without_its_whole_text_copied(
     assert path.read_text(encoding="utf-8") == expected
 
 
+def test_the_records_order_is_their_sorted_order_ties_included() -> None:
+    # Read from the outcomes (a record made only for ties), the order is the records' own.
+    from pytest_propositions.reports.json_report import in_record_order, record_order
+    from pytest_propositions.reports.view import json_record
+
+    made = [
+        outcome("t::b"),
+        outcome("t::a", where="x.py:9"),
+        outcome("t::a", where="x.py:3"),
+        dataclasses.replace(outcome("t::a"), verdict=verdict(claim="A claim.")),
+        outcome("t::c", where="x.py:2"),
+        outcome("t::a", where="x.py:9"),
+        outcome("t::c", where="x.py:1"),
+    ]
+    ordered = in_record_order(made, json_record)
+    assert sorted(map(id, ordered)) == sorted(map(id, made))
+    assert [json_record(o) for o in ordered] == sorted(map(json_record, made), key=record_order)
+
+
 def test_a_verdicts_dict_is_its_fields_in_order() -> None:
     made = verdict(votes=(True, False))
     assert list(made.as_dict()) == [item.name for item in dataclasses.fields(Verdict)]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import suppress
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
@@ -55,14 +54,23 @@ def in_record_order(
 ) -> list[Outcome]:
     """The outcomes in the order of their records (``record_order``), read from the outcomes
     themselves: a record is made and encoded whole only for outcomes that tie on the rest (the
-    same claim made twice in a test)."""
-    heads = [(o.test_id or "", o.verdict.claim, o.verdict.kind) for o in outcomes]
-    ties = Counter(heads)
-    keyed = [
-        (head, record_order(record(outcome))[3] if ties[head] > 1 else "", index)
-        for index, (head, outcome) in enumerate(zip(heads, outcomes, strict=True))
-    ]
-    return [outcomes[index] for *_, index in sorted(keyed)]
+    same claim made twice in a test), found next to each other once sorted."""
+    keyed = sorted(
+        ((o.test_id or "", o.verdict.claim, o.verdict.kind), index)
+        for index, o in enumerate(outcomes)
+    )
+    ordered: list[Outcome] = []
+    start = 0
+    while start < len(keyed):
+        end = start + 1
+        while end < len(keyed) and keyed[end][0] == keyed[start][0]:
+            end += 1
+        tied = [outcomes[index] for _, index in keyed[start:end]]
+        if len(tied) > 1:  # in the order of their whole records, then as made
+            tied.sort(key=lambda outcome: record_order(record(outcome))[3])
+        ordered += tied
+        start = end
+    return ordered
 
 
 class Encoded(str):
