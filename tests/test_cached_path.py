@@ -22,7 +22,7 @@ from pytest_propositions.store.cache import VerdictCache
 from pytest_propositions.store.cache_record import lean_record, new_record, read_record
 from pytest_propositions.store.key_material import KeyMaterial
 from pytest_propositions.store.keys import canonical_json
-from pytest_propositions.verdict import Verdict
+from pytest_propositions.verdict import Usage, Verdict
 
 SECRET = "sk-cachedpath-0123456789"
 MATERIAL = KeyMaterial(
@@ -335,3 +335,26 @@ def test_a_claim_judged_now_is_not_quoted_for_an_await(
         runtime.close()
     assert isinstance(found, Verdict) and found.value is True
     assert quoted == []
+
+
+def test_a_verdict_read_back_is_built_without_its_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cached run reads a verdict a claim: setting 18 fields one by one through the frozen
+    # class's __init__ was a third of building it.
+    made = verdict(votes=(True,), usage=Usage(3, 4), confidence=0.5)
+    stored = {**made.stored(), "cached": True}
+    wanted = Verdict(**{**vars(made), "cached": True})
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("built through __init__")
+
+    monkeypatch.setattr(Verdict, "__init__", refused)
+    read = Verdict.from_dict(stored, recorded_at=made.recorded_at, key=made.key)
+    assert read == wanted and list(vars(read)) == list(vars(wanted))
+    assert read.as_dict() == wanted.as_dict()
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="not a verdict"):
+        Verdict.from_dict({**stored, "surprise": 1})
+    with pytest.raises(ValueError, match="not a verdict"):
+        Verdict.from_dict({name: v for name, v in stored.items() if name != "claim"})
+    with pytest.raises(ValueError, match="must be True or False"):
+        Verdict.from_dict({**stored, "value": 3})
