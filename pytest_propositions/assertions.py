@@ -525,17 +525,19 @@ def _decide_over_runs(
 
 
 def now_or_awaited(
-    runtime: Runtime, work: Callable[[], _T], where: str, what: str
+    runtime: Runtime, work: Callable[[], _T], where: str, what: str | Callable[[], str]
 ) -> OrAwaitable[_T]:
     """A claim fixture's ``work`` done now; in async code (this thread runs an event loop, in a
     test) a coroutine doing it in a worker thread when awaited, which the test checks is awaited.
-    ``where``: the fixture, ``what``: its claims, as that check names them."""
+    ``where``: the fixture, ``what``: its claims, as that check names them (or what makes that
+    text: a claim's quote is made only for a claim awaited, not for each claim judged now)."""
     __tracebackhide__ = True
     if runtime.current_test is None or runtime.on_awaitable is None or loop_library() is None:
         return work()
     site = call_site_outside_package(runtime.project_folders)
     place = None if site is None else site.place
-    return awaitable(work, f"{where}({what})", place, runtime, where)
+    named = what if isinstance(what, str) else what()
+    return awaitable(work, f"{where}({named})", place, runtime, where)
 
 
 def assert_one(
@@ -563,7 +565,7 @@ def assert_one(
         runtime=runtime,
     )
     return now_or_awaited(
-        runtime, partial(assert_made, runtime, made), where, quote_claim(made.text)
+        runtime, partial(assert_made, runtime, made), where, partial(quote_claim, made.text)
     )
 
 
@@ -599,7 +601,7 @@ def assert_min_score(
         kind="score" if compares else None,
     )
     return now_or_awaited(
-        runtime, partial(assert_made, runtime, made), where, quote_claim(made.text)
+        runtime, partial(assert_made, runtime, made), where, partial(quote_claim, made.text)
     )
 
 

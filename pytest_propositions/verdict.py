@@ -96,7 +96,9 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (votes a list, usage an object)."""
-        data = {name: getattr(self, name) for name in _field_names(type(self))}
+        data = dict(vars(self))  # its fields, in order: __init__ sets each, and only them
+        if len(data) != len(_field_names(type(self))):  # something else set on it: by name
+            data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["usage"] = self.usage.as_dict()
         data["votes"] = list(self.votes)
         return data
@@ -112,6 +114,14 @@ class Verdict:
             votes = fields.get("votes")
             if votes is not None:
                 fields["votes"] = tuple(votes)
+            if cls is Verdict and _REQUIRED <= fields.keys() <= _DEFAULTS.keys():
+                # What __init__ does, without setting each field through the frozen class (a
+                # cached run reads a verdict a claim): the defaults, the values, the checks.
+                made = object.__new__(cls)
+                made.__dict__.update(_DEFAULTS)
+                made.__dict__.update(fields)
+                made.__post_init__()
+                return made
             return cls(**fields)
         except TypeError as error:
             raise ValueError(f"not a verdict: {error}") from None
@@ -144,6 +154,17 @@ def passes_bar(kind: Kind, value: bool | int, threshold: int | None, holds: bool
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+# Every field of a verdict in order, with its default (None for a field without one), and the
+# fields without one (a default_factory counts as none), which a verdict read back must give:
+# ``Verdict.from_dict``'s build.
+_DEFAULTS: dict[str, Any] = {
+    item.name: None if item.default is dataclasses.MISSING else item.default
+    for item in dataclasses.fields(Verdict)
+}
+_REQUIRED = frozenset(
+    item.name for item in dataclasses.fields(Verdict) if item.default is dataclasses.MISSING
+)
 
 
 def _field_names(cls: type) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from pytest_propositions.store.cache import VerdictCache
 from pytest_propositions.store.cache_record import lean_record, new_record, read_record
 from pytest_propositions.store.key_material import KeyMaterial
 from pytest_propositions.store.keys import canonical_json
-from pytest_propositions.verdict import Verdict
+from pytest_propositions.verdict import Usage, Verdict
 
 SECRET = "sk-cachedpath-0123456789"
 MATERIAL = KeyMaterial(
@@ -220,8 +220,147 @@ def test_the_json_report_is_written_by_the_c_encoder(
     assert path.read_text(encoding="utf-8") == text
 
 
+def test_the_json_report_makes_no_view_and_no_encoder_a_claim(
+    monkeypatch: pytest.MonkeyPatch, no_secrets: None
+) -> None:
+    # At 10,000 claims the views made only to be turned into records, and an encoder made for
+    # each line (what JSONEncoder.encode does), were a third of the report's time.
+    from pytest_propositions.reports import json_report as json_report_module
+    from pytest_propositions.reports import view as view_module
+
+    outcomes = [
+        outcome(str(n), runs={"runs": []} if n == 1 else None, escalated_from=verdict())
+        for n in range(3)
+    ]
+    calibrations = {"openai/judge-model": {"n": 3}}.get
+    wanted = [view_module.claim_view(o, "assert", calibrations).to_dict() for o in outcomes]
+    plain = [view_module.claim_view(o).to_dict() for o in outcomes]
+    expected = report_text(
+        json_report(Settings(), JudgeStats(), outcomes, [], calibrations, encoded=True)
+    )
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("made per claim")
+
+    monkeypatch.setattr(view_module.ClaimView, "__init__", refused)
+    monkeypatch.setattr(json_encoder, "c_make_encoder", refused)
+    monkeypatch.setattr(json_report_module._COMPACT, "encode", refused)
+    assert [view_module.json_record(o, "assert", calibrations) for o in outcomes] == wanted
+    payload = json_report(Settings(), JudgeStats(), outcomes, [], calibrations, encoded=True)
+    assert report_text(payload) == expected
+    assert [json_report_module.outcome_record(o) for o in outcomes] == plain
+
+
+def test_the_json_report_is_written_without_its_whole_text_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_secrets: None
+) -> None:
+    # Joining each piece into a bigger one copied the 8.5 MB of a 10,000-claim report four
+    # times (about two thirds of writing it); the file is the same text.
+    from pytest_propositions.reports import json_report as json_report_module
+
+    outcomes = [outcome(str(n)) for n in range(3)]
+    payload = json_report(Settings(), JudgeStats(), outcomes, [("t.py::t", "E: é")], encoded=True)
+    expected = report_text(payload)
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the whole text made to be written")
+
+    monkeypatch.setattr(json_report_module, "report_text", refused)
+    path = tmp_path / "report.json"
+    write_json_report(path, payload)
+    assert path.read_text(encoding="utf-8") == expected
+
+
+def test_the_records_order_is_their_sorted_order_ties_included() -> None:
+    # Read from the outcomes (a record made only for ties), the order is the records' own.
+    from pytest_propositions.reports.json_report import in_record_order, record_order
+    from pytest_propositions.reports.view import json_record
+
+    made = [
+        outcome("t::b"),
+        outcome("t::a", where="x.py:9"),
+        outcome("t::a", where="x.py:3"),
+        dataclasses.replace(outcome("t::a"), verdict=verdict(claim="A claim.")),
+        outcome("t::c", where="x.py:2"),
+        outcome("t::a", where="x.py:9"),
+        outcome("t::c", where="x.py:1"),
+    ]
+    ordered = in_record_order(made, json_record)
+    assert sorted(map(id, ordered)) == sorted(map(id, made))
+    assert [json_record(o) for o in ordered] == sorted(map(json_record, made), key=record_order)
+
+
+def test_a_verdicts_dict_is_its_fields_in_order() -> None:
+    made = verdict(votes=(True, False))
+    assert list(made.as_dict()) == [item.name for item in dataclasses.fields(Verdict)]
+    assert made.as_dict()["votes"] == [True, False] and made.as_dict()["usage"] == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
+    object.__setattr__(made, "extra", 1)  # not a field: never in the record
+    assert "extra" not in made.as_dict()
+
+
 def test_report_text_of_empty_lists_and_nesting() -> None:
     payload = {"a": [], "b": {"c": [1, {"d": "é"}]}, "e": [{"f": None}], "g": "x"}
     text = report_text(payload)
     assert json.loads(text) == payload
     assert '"é"' in text  # not escaped: the file is UTF-8
+
+
+# -- a claim's own path ---------------------------------------------------------------------------
+
+
+def test_a_claim_judged_now_is_not_quoted_for_an_await(
+    judge_server: Any, monkeypatch: pytest.MonkeyPatch, no_secrets: None
+) -> None:
+    """The quoted claim names a claim left unawaited: a claim judged at once never needs it
+    (redacting and folding its text was a twentieth of a cached claim)."""
+    from pytest_propositions import assertions
+    from pytest_propositions import runtime as runtime_module
+    from pytest_propositions.checks import quote_claim
+    from pytest_propositions.runtime import Runtime
+    from tests.support.judge_server import verdict as scripted
+
+    quoted: list[str] = []
+
+    def quote(text: str) -> str:
+        quoted.append(text)
+        return quote_claim(text)
+
+    monkeypatch.setattr(assertions, "quote_claim", quote)
+    monkeypatch.setenv("PROP_API_KEY", "test-key-not-real")
+    judge_server.default = scripted(True)
+    runtime = Runtime(Settings(model="openai/judge-model", api_base=judge_server.base_url))
+    runtime.current_test = "test_x.py::test_a"
+    runtime_module.activate(runtime)
+    try:
+        found = assertions.assert_one(runtime, "Oscar: hi.", "Oscar says hi.", {})
+    finally:
+        runtime_module.deactivate(runtime)
+        runtime.close()
+    assert isinstance(found, Verdict) and found.value is True
+    assert quoted == []
+
+
+def test_a_verdict_read_back_is_built_without_its_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cached run reads a verdict a claim: setting 18 fields one by one through the frozen
+    # class's __init__ was a third of building it.
+    made = verdict(votes=(True,), usage=Usage(3, 4), confidence=0.5)
+    stored = {**made.stored(), "cached": True}
+    wanted = Verdict(**{**vars(made), "cached": True})
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("built through __init__")
+
+    monkeypatch.setattr(Verdict, "__init__", refused)
+    read = Verdict.from_dict(stored, recorded_at=made.recorded_at, key=made.key)
+    assert read == wanted and list(vars(read)) == list(vars(wanted))
+    assert read.as_dict() == wanted.as_dict()
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="not a verdict"):
+        Verdict.from_dict({**stored, "surprise": 1})
+    with pytest.raises(ValueError, match="not a verdict"):
+        Verdict.from_dict({name: v for name, v in stored.items() if name != "claim"})
+    with pytest.raises(ValueError, match="must be True or False"):
+        Verdict.from_dict({**stored, "value": 3})

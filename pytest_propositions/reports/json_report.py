@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections import Counter
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import suppress
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..record import FiledJudgeError, Outcome, stat_names
 from .counts import Calibrations, claim_counts, run_calibrations, run_counts
-from .view import claim_view
+from .view import json_record
 
 if TYPE_CHECKING:
     from ..judging.judge import JudgeStats
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
     """An outcome as plain JSON data (execnet and json both carry it): its view's record."""
-    return claim_view(outcome).to_dict()
+    return json_record(outcome)
 
 
 def calibrated_record(outcome: Outcome, calibrations: Calibrations | None) -> dict[str, Any]:
     """An outcome's record, naming (``judge_calibration``) the calibrated judge that decided it."""
-    return claim_view(outcome, calibrations=calibrations).to_dict()
+    return json_record(outcome, calibrations=calibrations)
 
 
 def stats_record(stats: JudgeStats) -> dict[str, float]:
@@ -54,14 +54,23 @@ def in_record_order(
 ) -> list[Outcome]:
     """The outcomes in the order of their records (``record_order``), read from the outcomes
     themselves: a record is made and encoded whole only for outcomes that tie on the rest (the
-    same claim made twice in a test)."""
-    heads = [(o.test_id or "", o.verdict.claim, o.verdict.kind) for o in outcomes]
-    ties = Counter(heads)
-    keyed = [
-        (head, record_order(record(outcome))[3] if ties[head] > 1 else "", index)
-        for index, (head, outcome) in enumerate(zip(heads, outcomes, strict=True))
-    ]
-    return [outcomes[index] for *_, index in sorted(keyed)]
+    same claim made twice in a test), found next to each other once sorted."""
+    keyed = sorted(
+        ((o.test_id or "", o.verdict.claim, o.verdict.kind), index)
+        for index, o in enumerate(outcomes)
+    )
+    ordered: list[Outcome] = []
+    start = 0
+    while start < len(keyed):
+        end = start + 1
+        while end < len(keyed) and keyed[end][0] == keyed[start][0]:
+            end += 1
+        tied = [outcomes[index] for _, index in keyed[start:end]]
+        if len(tied) > 1:  # in the order of their whole records, then as made
+            tied.sort(key=lambda outcome: record_order(record(outcome))[3])
+        ordered += tied
+        start = end
+    return ordered
 
 
 class Encoded(str):
@@ -102,7 +111,7 @@ def json_report(
     mode = settings.outcome
 
     def record(outcome: Outcome) -> dict[str, Any]:
-        return claim_view(outcome, mode, calibrations).to_dict()
+        return json_record(outcome, mode, calibrations)
 
     ordered = in_record_order(outcomes, record)
     verdicts: list[Any] = (
@@ -189,8 +198,8 @@ def check_report_path(configured: str, base: Path, option: str) -> None:
 
 def write_json_report(path: Path, payload: Mapping[str, Any]) -> None:
     """Write the report, whole or not at all (``write_text_atomically``), as ``report_text``
-    spells it."""
-    write_text_atomically(path, report_text(payload))
+    spells it, piece by piece: a report of thousands of claims is not copied whole first."""
+    write_text_atomically(path, report_pieces(payload))
 
 
 def report_text(payload: Mapping[str, Any]) -> str:
@@ -198,34 +207,63 @@ def report_text(payload: Mapping[str, Any]) -> str:
     list (a verdict, a judge error) on a line of its own, so a report of thousands of claims
     reads, greps and diffs a claim at a time. Every line is written by json's C encoder:
     ``indent`` would run its pure-Python one, about three times slower on the same payload."""
-    fields = []
-    for name, value in payload.items():
+    return "".join(report_pieces(payload))
+
+
+def report_pieces(payload: Mapping[str, Any]) -> Iterator[str]:
+    """``report_text`` in the pieces it joins, in order: a few, a list's items joined into one
+    (each piece joined into a bigger one was a copy of the megabytes of a big report)."""
+    yield "{\n"
+    for index, (name, value) in enumerate(payload.items()):
+        yield (",\n  " if index else "  ") + _compact(name) + ": "
         if isinstance(value, list) and value:
-            items = ",\n    ".join(_compact(item) for item in value)
-            shown = f"[\n    {items}\n  ]"
+            yield "[\n    "
+            yield ",\n    ".join([_compact(item) for item in value])
+            yield "\n  ]"
         else:
-            shown = _compact(value)
-        fields.append(f"  {_compact(name)}: {shown}")
-    return "{\n" + ",\n".join(fields) + "\n}\n"
+            yield _compact(value)
+    yield "\n}\n"
 
 
 # One encoder for every line (json.dumps with options makes a new one each call).
 _COMPACT = json.JSONEncoder(ensure_ascii=False)
+# Its C encoder, made once (``encode`` makes one at every call): the same text, and no check
+# for a circle, which a report's plain data has none of (one would end in RecursionError, and
+# ``_COMPACT`` then says what is wrong).
+_C_COMPACT = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _COMPACT.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
 
 
 def _compact(value: Any) -> str:
-    return value if isinstance(value, Encoded) else _COMPACT.encode(value)
+    if isinstance(value, Encoded):
+        return value
+    if _C_COMPACT is not None:
+        try:
+            return "".join(_C_COMPACT(value, 0))
+        except (TypeError, ValueError, RecursionError):
+            pass
+    return _COMPACT.encode(value)
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """A report file appears whole or not at all: a temporary file beside it, then a rename."""
+def write_text_atomically(path: Path, text: str | Iterable[str]) -> None:
+    """A report file appears whole or not at all: a temporary file beside it, then a rename.
+    ``text``: the text, or its pieces in order."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         # os.open with 0o666 lets the umask decide the mode, as for any file the user writes.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            if isinstance(text, str):
+                handle.write(text)
+            else:
+                for piece in text:
+                    handle.write(piece)
         os.replace(temporary, path)
     except BaseException:
         with suppress(OSError):
