@@ -196,12 +196,12 @@ def _redacted(outcome: Outcome) -> Outcome:
     """The outcome as the reports may show it: every field redacted of the known secrets (a
     claim variable, or a recording the judge quoted, may hold a key). Field by field, so a field
     added to ``Outcome`` is redacted with no edit here."""
-    from .verdict import Verdict  # a claim was made: not on an unused plugin's route
+    from .verdict import Verdict, field_names  # a claim was made: not on an unused plugin's route
 
     if not any_secret_in(_texts(vars(outcome).values(), Verdict, [])):
         return outcome  # nothing to redact: the outcome as it is, without a copy of a field
     changes: dict[str, Any] = {}
-    for name in _field_names(Outcome):
+    for name in field_names(Outcome):
         value = getattr(outcome, name)
         if isinstance(value, Verdict):
             shown = _redacted_verdict(value)
@@ -238,22 +238,13 @@ _NUMBERS = frozenset({int, float, bool})
 def _redacted_verdict(verdict: Verdict) -> Verdict:
     """The verdict with every text field redacted (the claim, what the judge wrote, its raw
     reply), field by field as ``_redacted`` does."""
+    from .verdict import field_names
+
     changes: dict[str, str] = {}
-    for name in _field_names(type(verdict)):
+    for name in field_names(type(verdict)):
         value = getattr(verdict, name)
         if isinstance(value, str) and value:
             shown = redact_values(value)
             if shown != value:
                 changes[name] = shown
     return verdict.replace(**changes) if changes else verdict
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(cls: type) -> tuple[str, ...]:
-    """A dataclass's field names, read once (a claim's record is redacted on the cached path)."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(item.name for item in dataclasses.fields(cls))
-    return names

@@ -97,8 +97,8 @@ class Verdict:
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON data (votes a list, usage an object)."""
         data = dict(vars(self))  # its fields, in order: __init__ sets each, and only them
-        if len(data) != len(_field_names(type(self))):  # something else set on it: by name
-            data = {name: getattr(self, name) for name in _field_names(type(self))}
+        if len(data) != len(field_names(type(self))):  # something else set on it: by name
+            data = {name: getattr(self, name) for name in field_names(type(self))}
         data["usage"] = self.usage.as_dict()
         data["votes"] = list(self.votes)
         return data
@@ -167,8 +167,9 @@ _REQUIRED = frozenset(
 )
 
 
-def _field_names(cls: type) -> tuple[str, ...]:
-    """A verdict class's field names, read once: a report writes every claim's verdict."""
+def field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, read once per class: a report writes every claim's verdict,
+    and every claim's outcome is looked over for secrets (``record.py``)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
         names = _FIELD_NAMES[cls] = tuple(item.name for item in dataclasses.fields(cls))

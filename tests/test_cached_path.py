@@ -259,7 +259,9 @@ def test_the_json_report_is_written_without_its_whole_text_copied(
     from pytest_propositions.reports import json_report as json_report_module
 
     outcomes = [outcome(str(n)) for n in range(3)]
-    payload = json_report(Settings(), JudgeStats(), outcomes, [("t.py::t", "E: é")], encoded=True)
+    payload = json_report(
+        Settings(), JudgeStats(), outcomes, [FiledJudgeError("t.py::t", "E: é")], encoded=True
+    )
     expected = report_text(payload)
 
     def refused(*args: Any, **kwargs: Any) -> Any:
