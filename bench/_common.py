@@ -41,6 +41,21 @@ _SINGULAR = {
 # -- the environment of a run ---------------------------------------------------------------------
 
 
+def package_copy(folder: Path) -> Path:
+    """This checkout's package copied alone into ``folder`` (returned, for PYTHONPATH): a build
+    folder an editable install leaves beside it (pytest_propositions.egg-info) would be one
+    more distribution on PYTHONPATH for every scan of entry points, which a version unpacked by
+    ``git archive`` does not have."""
+    import shutil
+
+    shutil.copytree(
+        REPO / "pytest_propositions",
+        folder / "pytest_propositions",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    return folder
+
+
 def environment(bare: bool = False, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without PROP_* and PYTEST_* settings, plus a dummy key.
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -39,7 +38,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import cache_overhead  # noqa: E402
-from bench._common import environment, machine, revision, run_measured  # noqa: E402
+from bench._common import environment, machine, package_copy, revision, run_measured  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 
 CACHED_GUARD = 1.3
@@ -120,14 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:
         work = Path(temp)
-        # This checkout's package, copied alone (as instructions.py does), so every version is
-        # one folder on PYTHONPATH and none has an editable install's build folder beside it.
-        sources["after"] = work / "after-source"
-        shutil.copytree(
-            REPO / "pytest_propositions",
-            sources["after"] / "pytest_propositions",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
+        sources["after"] = package_copy(work / "after-source")
         judge.default = verdict(True, justification="He names the city and its trains.")
 
         def env(source: Path) -> dict[str, str]:

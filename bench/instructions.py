@@ -34,7 +34,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import cache_overhead, cached_scale  # noqa: E402
-from bench._common import environment, machine, revision, run  # noqa: E402
+from bench._common import environment, machine, package_copy, revision, run  # noqa: E402
 from bench.side_by_side import print_ratios  # noqa: E402
 from tests.support.judge_server import ScriptedJudge, verdict  # noqa: E402
 
@@ -77,15 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="prop-bench-") as temp, ScriptedJudge() as judge:
         work = Path(temp)
-        # This checkout's package, copied alone: a build folder an editable install leaves here
-        # (pytest_propositions.egg-info) would be one more distribution on PYTHONPATH for every
-        # scan of entry points, which the other versions' folders do not have.
-        sources["after"] = work / "after-source"
-        shutil.copytree(
-            REPO / "pytest_propositions",
-            sources["after"] / "pytest_propositions",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
+        sources["after"] = package_copy(work / "after-source")
         judge.default = verdict(True, justification="He names the city.")
         if args.claims == 1:
             claims, plain = cache_overhead.write_suites(work, args.tests)
