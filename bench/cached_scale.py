@@ -18,7 +18,7 @@ In one run this script:
    once, then run cached with ``--prop-report``; a conftest times ``save_json_report`` (CPU of
    the process, ``time.process_time``) inside the run. Guard: at most 5% of the run's CPU.
 
-    python bench/cached_scale.py [--version before=/work/main] [--rounds 5]
+    python bench/cached_scale.py [--version before=../main] [--rounds 5]
 
 It is not a test and CI does not run it.
 """
