@@ -9,12 +9,12 @@ import os
 import uuid
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import suppress
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..record import FiledJudgeError, Outcome, stat_names
+from ..store.keys import encoding_with
 from .counts import Calibrations, claim_counts, run_calibrations, run_counts
 from .view import json_record
 
@@ -225,29 +225,16 @@ def report_pieces(payload: Mapping[str, Any]) -> Iterator[str]:
     yield "\n}\n"
 
 
-# One encoder for every line (json.dumps with options makes a new one each call).
+# One encoder for every line (json.dumps with options makes a new one each call), its C
+# encoder made once.
 _COMPACT = json.JSONEncoder(ensure_ascii=False)
-# Its C encoder, made once (``encode`` makes one at every call): the same text, and no check
-# for a circle, which a report's plain data has none of (one would end in RecursionError, and
-# ``_COMPACT`` then says what is wrong).
-_C_COMPACT = (
-    None
-    if c_make_encoder is None
-    else c_make_encoder(
-        None, _COMPACT.default, encode_basestring, None, ": ", ", ", False, False, True
-    )
-)
+_compact_text = encoding_with(_COMPACT)
 
 
 def _compact(value: Any) -> str:
     if isinstance(value, Encoded):
         return value
-    if _C_COMPACT is not None:
-        try:
-            return "".join(_C_COMPACT(value, 0))
-        except (TypeError, ValueError, RecursionError):
-            pass
-    return _COMPACT.encode(value)
+    return _compact_text(value)
 
 
 def write_text_atomically(path: Path, text: str | Iterable[str]) -> None:

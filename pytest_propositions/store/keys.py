@@ -10,8 +10,12 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from collections.abc import Callable, Mapping
+from json.encoder import (  # type: ignore[attr-defined]
+    c_make_encoder,
+    encode_basestring,
+    encode_basestring_ascii,
+)
 from typing import Any
 
 __all__ = ["CACHE_FORMAT", "KEY_PATTERN", "cache_key", "canonical_json"]
@@ -63,26 +67,44 @@ _CANONICAL = json.JSONEncoder(
 )
 
 
-# The C encoder under _CANONICAL, made once: JSONEncoder.encode makes a new one every call,
-# which costs more than encoding a small value. It keeps no markers (a value holding itself
-# makes it recurse instead), so an error is raised again by _CANONICAL, which says what it is.
-_C_ENCODER = (
-    None
-    if c_make_encoder is None
-    else c_make_encoder(
-        None, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, False
+def encoding_with(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode`` (no indent), with json's C encoder for its options made once:
+    ``JSONEncoder.encode`` makes a new one every call, which costs more than encoding a small
+    value. The C encoder keeps no markers (a value holding itself makes it recurse instead), so
+    an error is raised again by ``encoder`` itself, which says what it is."""
+    made = (
+        None
+        if c_make_encoder is None
+        else c_make_encoder(
+            None,
+            encoder.default,
+            encode_basestring_ascii if encoder.ensure_ascii else encode_basestring,
+            None,
+            encoder.key_separator,
+            encoder.item_separator,
+            encoder.sort_keys,
+            encoder.skipkeys,
+            encoder.allow_nan,
+        )
     )
-)
+
+    def encode(value: Any) -> str:
+        if made is not None:
+            try:
+                return "".join(made(value, 0))
+            except (TypeError, ValueError, RecursionError):
+                pass
+        return encoder.encode(value)
+
+    return encode
+
+
+_canonical = encoding_with(_CANONICAL)
 
 
 def canonical_json(value: Any) -> str:
     """One text per JSON value: what keys hash and what the store and the export hold."""
-    if _C_ENCODER is not None:
-        try:
-            return "".join(_C_ENCODER(value, 0))
-        except (TypeError, ValueError, RecursionError):
-            pass
-    return _CANONICAL.encode(value)
+    return _canonical(value)
 
 
 @functools.lru_cache(maxsize=1024)
