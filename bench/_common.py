@@ -56,6 +56,20 @@ def package_copy(folder: Path) -> Path:
     return folder
 
 
+def package_at(revision: str, folder: Path) -> Path:
+    """The package as it was at ``revision`` (``git archive``), unpacked alone into ``folder``
+    (returned, for PYTHONPATH): a baseline measured beside this checkout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "archive", revision, "pytest_propositions"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def environment(bare: bool = False, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without PROP_* and PYTEST_* settings, plus a dummy key.
 

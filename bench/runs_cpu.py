@@ -29,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))  # after the worker's version of the package, never before it
+
+from bench._common import package_at  # noqa: E402
 
 # (name, rule arguments, runs at most, the chance a run holds or its mean score, referee)
 CLAIMS: list[tuple[str, dict[str, Any], int, float, bool]] = [
@@ -139,15 +143,7 @@ def main() -> None:
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
     ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="prop-runs-cpu-") as temp:
-        baseline = Path(temp) / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(
-            ["git", "archive", args.baseline, "pytest_propositions"],
-            cwd=REPO,
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
+        baseline = package_at(args.baseline, Path(temp) / "baseline")
         versions = {f"baseline {args.baseline}": baseline, f"this ({commit} + work tree)": REPO}
         rounds: dict[str, list[list[dict[str, Any]]]] = {name: [] for name in versions}
         for _ in range(args.rounds):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from bench._common import (
     alternate,
     environment,
     machine,
+    package_at,
     revision,
     run_measured,
 )
@@ -102,15 +102,7 @@ def main() -> int:
             judge.on(f"SCORE-{score}", verdict(score))
         judge.default = verdict(False)
         root = Path(temp)
-        baseline = root / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(
-            ["git", "archive", args.baseline, "pytest_propositions"],
-            cwd=REPO,
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
+        baseline = package_at(args.baseline, root / "baseline")
         for name, body in SUITES.items():
             (root / name).mkdir()
             (root / name / f"test_{name}.py").write_text(body)
