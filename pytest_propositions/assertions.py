@@ -17,7 +17,7 @@ from .checks import at_site, check_claim, from_site, problems_listed, quote_clai
 from .claims.awaiting import OrAwaitable, awaitable, loop_library
 from .claims.call_site import call_site_outside_package
 from .claims.claim_text import render_claim, unused_variables
-from .claims.expectation import EXPECTATION_NAMES, Expectation, check_threshold
+from .claims.expectation import EXPECTATION_NAMES, HOLDS, Expectation, check_threshold
 from .claims.options import ClaimOptions, is_proposition_like, own_options
 from .claims.proposition import awaited_twin, judge, target_list
 from .claims.targets import as_target_list
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from .runtime import Runtime
     from .verdict import Verdict
 
-_HOLDS = Expectation()
 _T = TypeVar("_T")
 
 
@@ -45,7 +44,7 @@ class MadeClaim:
     target: Any
     text: str
     options: ClaimOptions
-    expectation: Expectation = _HOLDS
+    expectation: Expectation = HOLDS
     # A claim over runs' rule, None for an ordinary claim; not yet checked for a marker's claim,
     # whose target (a fixture's value) is known only when it is judged (``with_rule``).
     rule: Rule | None = None
@@ -87,7 +86,7 @@ def read_claim(
     (confidence, referee) a claim over runs takes; None: the current run's."""
     __tracebackhide__ = True
     problems: list[Problem] = []
-    expected: Expectation | None = _HOLDS
+    expected: Expectation | None = HOLDS
     if isinstance(expectation, Expectation):
         expected = expectation
     elif expectation is not None:
@@ -397,7 +396,7 @@ def assert_claim(
     runtime: Runtime,
     target: Any,
     claim: str,
-    expectation: Expectation = _HOLDS,
+    expectation: Expectation = HOLDS,
     options: ClaimOptions | None = None,
     *,
     compare_scores: bool = False,
@@ -618,7 +617,7 @@ def judge_without_asserting(
     except JudgeError as error:
         runtime.note_error(error, claim=made.text)
         raise error.with_traceback(None) from None
-    runtime.note(verdict, _HOLDS, True)
+    runtime.note(verdict, HOLDS, True)
     return verdict
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .redaction import any_secret_in, redact_data, redact_values
+from .redaction import any_secret_in, any_secret_known, redact_data, redact_values
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -198,7 +198,7 @@ def _redacted(outcome: Outcome) -> Outcome:
     added to ``Outcome`` is redacted with no edit here."""
     from .verdict import Verdict, field_names  # a claim was made: not on an unused plugin's route
 
-    if not any_secret_in(_texts(vars(outcome).values(), Verdict, [])):
+    if not any_secret_known() or not any_secret_in(_texts(vars(outcome).values(), Verdict, [])):
         return outcome  # nothing to redact: the outcome as it is, without a copy of a field
     changes: dict[str, Any] = {}
     for name in field_names(Outcome):

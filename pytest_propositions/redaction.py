@@ -117,6 +117,11 @@ def redact_data(value: Any) -> Any:
     return value
 
 
+def any_secret_known() -> bool:
+    """Whether any secret was remembered: with none, no text needs looking at."""
+    return bool(_known)
+
+
 def any_secret_in(texts: Iterable[str]) -> bool:
     """Whether a remembered secret occurs in any of the texts. When none does, ``redact_values``
     and ``redact_data`` give every one of them back as it is: a check that costs a search per

@@ -81,6 +81,9 @@ class Runtime:
     @property
     def judge(self) -> Judge:
         """The judge, built on first use so that an unused plugin imports nothing heavy."""
+        judge = self._judge
+        if judge is not None and self._claimed:
+            return judge  # every claim after the first (set once, under the lock)
         self._first_claim()
         with self._lock:
             if self._judge is None:

@@ -326,3 +326,23 @@ def test_the_key_of_a_real_request_is_the_hash_of_its_canonical_json() -> None:
         assert (
             cache_key(material) == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         )
+
+
+def test_a_judge_encodes_a_kinds_frame_once_and_keys_every_claim_as_its_material() -> None:
+    # Every claim of a kind to one model shares the key material but its messages: the judge
+    # encodes that frame once, and each claim's key is still its whole material's.
+    judge = Judge(BASE, cache=AnyKeyCache())  # type: ignore[arg-type]
+    connection = judge._connection(BASE.model)
+    for kind in ("check", "score", "check"):
+        for n in range(3):
+            request = JudgeRequest(
+                kind=kind,  # type: ignore[arg-type]
+                claim=f"Oscar names city {n}.",
+                model=BASE.model,
+                messages=tuple(build_messages(kind, f"Oscar names city {n}.", "text", None)),  # type: ignore[arg-type]
+            )
+            verdict = judge.evaluate(request)
+            assert verdict.key == judge._key_material(request, connection).key
+    assert len(judge._frames) == 2  # one per kind
+    again = JudgeRequest(kind="check", claim="x", model=BASE.model, messages=(), sample_index=1)
+    assert judge._framed(again, connection) is not judge._framed(request, connection)

@@ -71,12 +71,19 @@ def stored(tmp_path: Path, record: dict[str, Any]) -> VerdictCache:
     return cache
 
 
-def test_a_judges_read_leaves_the_request_undecoded(tmp_path: Path, no_secrets: None) -> None:
+# What a judge reads of a record: the rest (the request, the claim and the reply again) is left
+# undecoded.
+READ = ("kind", "recorded_at", "verdict")
+
+
+def test_a_judges_read_decodes_only_what_the_verdict_needs(
+    tmp_path: Path, no_secrets: None
+) -> None:
     record = new_record(verdict(), MATERIAL, "test_x.py::test_a")
     cache = stored(tmp_path, record)
     assert "request" in record
     read = cache.get(MATERIAL.key, "check")
-    assert read == {name: value for name, value in record.items() if name != "request"}
+    assert read == {name: record[name] for name in READ}
     assert cache.get(MATERIAL.key) == record  # maintenance reads the whole record
 
 
@@ -90,24 +97,51 @@ def test_the_verdict_read_lean_is_the_verdict_read_whole(tmp_path: Path, no_secr
     whole = json.loads(text)
     lean = lean_record(text)
     assert lean is not None
-    assert lean == {name: value for name, value in whole.items() if name != "request"}
+    assert lean == {name: whole[name] for name in READ}
     assert verdict_of_record(lean, "check") == verdict_of_record(whole, "check")
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        # The request inside another member: read whole.
-        '{"a":{"request":{"data":"AAAA","encoding":"zlib+base64"}},"verdict":{}}',
+        # The verdict inside another member: read whole.
+        '{"a":{"kind":"check","recorded_at":"t","verdict":{}},"b":1}',
+        # A member after the verdict.
+        '{"claim":"c","kind":"check","recorded_at":"t","verdict":{},"x":{}}',
+        # The kind inside an object opened before it.
+        '{"a":{"x":1,"kind":"check","recorded_at":"t"},"verdict":{}}',
         # Not the canonical spelling: read whole.
-        '{"request": {"data": "AAAA", "encoding": "zlib+base64"}, "verdict": {}}',
-        # A string that spells a request: not a member.
-        '{"claim":"x,\\"request\\":{\\"data\\":\\"A\\",\\"encoding\\":\\"z\\"}","verdict":{}}',
+        '{"claim": "c", "kind": "check", "recorded_at": "t", "verdict": {}}',
+        # A string that spells the members: not members.
+        '{"claim":"x,\\"kind\\":\\"check\\",\\"recorded_at\\":\\"t\\",","verdict":{}}',
+        # No kind or no time of its own (another version's record).
+        '{"claim":"c","recorded_at":"t","verdict":{}}',
+        '{"claim":"c","kind":"check","verdict":{}}',
     ],
 )
 def test_a_record_not_spelled_as_stored_is_read_whole(text: str) -> None:
     assert lean_record(text) is None
     json.loads(text)  # and is JSON, which the whole read takes
+
+
+def test_a_record_whose_own_kind_is_not_its_verdicts_is_damage_on_a_judges_read(
+    tmp_path: Path, no_secrets: None
+) -> None:
+    # Written past the store's checks (another writer): the lean read still reads the record's
+    # own kind, so the disagreement is a warning and a miss, never the verdict.
+    import diskcache
+
+    record = new_record(verdict(), MATERIAL, None)
+    record["kind"] = "score"
+    with diskcache.Cache(str(tmp_path / "verdicts")) as raw:
+        raw.set(MATERIAL.key, canonical_json(record))
+    warned: list[str] = []
+    cache = VerdictCache(tmp_path / "verdicts", warn=warned.append)
+    assert lean_record(canonical_json(record)) is not None
+    assert cache.get(MATERIAL.key, "check") is None
+    assert cache.damaged == {MATERIAL.key: "a check verdict in a record of kind 'score'"}
+    assert len(warned) == 1
+    cache.close()
 
 
 def test_damage_outside_the_request_is_still_found() -> None:

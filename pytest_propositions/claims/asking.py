@@ -126,6 +126,8 @@ class Asking:
             raise failed from None
 
     def _sampled(self, ask: Ask, model: str, expectation: Expectation) -> Verdict:
+        if self.samples == 1:
+            return ask(model, self.first_sample)
         indices = range(self.first_sample, self.first_sample + self.samples)
         answers = [ask(model, index) for index in indices]
         return answers[0] if self.samples == 1 else combine_samples(answers, expectation.holds)

@@ -46,11 +46,8 @@ def loop_library() -> str | None:
         else:
             return "trio"
     asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return None
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    # _get_running_loop: get_running_loop without raising in sync code (asyncio.events exports it).
+    if asyncio is None or asyncio._get_running_loop() is None:
         return None
     return "asyncio"
 

@@ -12,7 +12,7 @@ from ..checks import at_site, check_flag, quote_claim
 from ..scale import MAX_SCORE, MIN_SCORE
 from ..verdict import CHECK, SCORE, Kind, Verdict, passes_bar
 
-__all__ = ["EXPECTATION_NAMES", "Expectation", "check_threshold"]
+__all__ = ["EXPECTATION_NAMES", "HOLDS", "Expectation", "check_threshold"]
 
 #: The keyword names of ``Expectation.parse``: what a call site that takes an expectation takes
 #: besides the options (an unknown option's message lists them).
@@ -42,6 +42,8 @@ class Expectation:
         """The expectation a call site gives with ``min_score``, ``max_score`` and ``holds``;
         every message starts with ``where`` when given."""
         __tracebackhide__ = True
+        if min_score is None and max_score is None and holds is True:
+            return HOLDS  # the commonest call gives none
         at = at_site(where)
         try:
             check_flag(holds, "holds")
@@ -114,3 +116,7 @@ class Expectation:
             # The judge's reasons are what a reader needs when a claim that must not hold did.
             message += f"; the judge: {quote_claim(verdict.justification, 300)}"
         return message
+
+
+#: A check that must hold: what a claim expects when it is given no expectation.
+HOLDS = Expectation()

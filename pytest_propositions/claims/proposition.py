@@ -26,7 +26,7 @@ from .asking import Asking
 from .awaiting import awaitable
 from .call_site import AWAITED_FROM, call_site_outside_package
 from .claim_text import render_claim
-from .expectation import Expectation
+from .expectation import HOLDS, Expectation
 from .judge_chat import JudgeChat
 from .options import (
     REFERENCE_OPTIONS,
@@ -69,8 +69,6 @@ PRECONDITION_FALSE_JUSTIFICATION = (
 
 # -- judging a claim ---------------------------------------------------------------------------
 
-_HOLDS = Expectation()
-
 
 @dataclass(frozen=True)
 class Judged:
@@ -98,7 +96,7 @@ def judge(
     claim: str,
     targets: list[Any],
     options: ClaimOptions,
-    expectation: Expectation = _HOLDS,
+    expectation: Expectation = HOLDS,
     *,
     model: str | None = None,
     first_sample: int = 0,
@@ -114,8 +112,10 @@ def judge(
     claim over runs' run number, a key of its own for each run's verdict."""
     __tracebackhide__ = True
     context_text = options.additional_context
-    variables = dict(options.claim_variables or {})
-    if not _precondition_holds(options.precondition, targets, context_text, variables):
+    variables = options.claim_variables or {}
+    if options.precondition is not None and not _precondition_holds(
+        options.precondition, targets, context_text, variables
+    ):
         return Judged(_trivially_true(kind, claim))
     rendered_claim = render_claim(claim, variables)
     run = runtime or runtime_module.current()
@@ -123,16 +123,16 @@ def judge(
         options, run.settings, model=model, first_sample=first_sample, assertion=assertion
     )
     render = _render_options(
-        first_n=options.first_n,
-        last_n=options.last_n,
-        include_personas=options.include_personas,
-        timestamps=options.timestamps or run.settings.timestamps,
+        options.first_n,
+        options.last_n,
+        options.include_personas,
+        options.timestamps or run.settings.timestamps,
     )
     context = check_text(render_context(targets, render), "the target's text")
     messages = build_messages(
         kind, rendered_claim, context, context_text, strict_score=options.strict_score
     )
-    last: list[JudgeChat] = []
+    asked: list[tuple[str, Verdict]] = []
 
     def ask(model: str, sample_index: int) -> Verdict:
         verdict = run.judge.evaluate(
@@ -148,11 +148,12 @@ def judge(
             )
         )
         run.remember_context(verdict.key, messages)
-        last[:] = [JudgeChat(messages, verdict, model, run)]
+        asked.append((model, verdict))
         return verdict
 
     verdict, escalated_from = asking.follow(ask, expectation)
-    return Judged(verdict, escalated_from, last[0])
+    model, answer = asked[-1]
+    return Judged(verdict, escalated_from, JudgeChat(messages, answer, model, run))
 
 
 def _precondition_holds(

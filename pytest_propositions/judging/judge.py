@@ -35,6 +35,7 @@ from ..settings import cache_mode
 from ..store.cache import CacheDirectoryError, CacheWarning
 from ..store.cache_record import verdict_of_record
 from ..store.key_material import KeyMaterial
+from ..store.keys import KeyFrame
 from ..verdict import Verdict
 from . import families
 from .endpoint import OWN_KEY_VARIABLE, Connection, credentials, hosted_connection
@@ -88,6 +89,7 @@ class Judge:
         self._sleep = sleep
         self._transport: Transport | None = None
         self._profiles: dict[str, Profile] = {}
+        self._frames: dict[tuple[Any, ...], tuple[KeyMaterial, KeyFrame | None]] = {}
         self._lock = threading.Lock()
         # Asked at each live call for the line told when live judging starts (returns a token)
         # and ends, which the plugin shows; a supplier, so a cached run never builds one.
@@ -121,8 +123,10 @@ class Judge:
     def evaluate(self, request: JudgeRequest) -> Verdict:
         """A verdict for the request: cached if recorded, else judged live and then stored."""
         connection = self._connection(request.model)
-        material = self._key_material(request, connection)
-        key = material.key
+        framed, frame = self._framed(request, connection)
+        key = None if frame is None else frame.key(request.messages)
+        if key is None:
+            key = framed.with_messages(request.messages).key
         if self.cache is not None:
             record = _cache_step(self.cache.get, key, request.kind)
             verdict = self._from_record(record, key, request.kind) if record is not None else None
@@ -131,20 +135,21 @@ class Judge:
                     self.stats.verdicts += 1
                     self.stats.cache_hits += 1
                 return verdict
-            if not cache_mode(self.cache.mode).judges:
-                from ..store.replay_miss import explain_miss
+        material = framed.with_messages(request.messages)  # a miss: what is asked and stored
+        if self.cache is not None and not cache_mode(self.cache.mode).judges:
+            from ..store.replay_miss import explain_miss
 
-                nearest = explain_miss(self.cache, material, request.claim, request.test_id)
-                raise VerdictMissing(
-                    f"no recorded verdict for claim {quote_claim(request.claim)}"
-                    + (f" in {request.test_id}" if request.test_id else "")
-                    + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
-                    "with --prop-cache=use, or import an export with "
-                    "'python -m pytest_propositions cache import'." + nearest,
-                    key=key,
-                    claim=request.claim,
-                    test_id=request.test_id,
-                )
+            nearest = explain_miss(self.cache, material, request.claim, request.test_id)
+            raise VerdictMissing(
+                f"no recorded verdict for claim {quote_claim(request.claim)}"
+                + (f" in {request.test_id}" if request.test_id else "")
+                + f" (key {key[:16]}); --prop-cache=replay never calls the judge: record it "
+                "with --prop-cache=use, or import an export with "
+                "'python -m pytest_propositions cache import'." + nearest,
+                key=key,
+                claim=request.claim,
+                test_id=request.test_id,
+            )
         if self.settings.dry_run:
             tokens, cost = self._estimate(request, connection)
             with self.stats.lock:
@@ -280,8 +285,7 @@ class Judge:
     # -- connection and key --------------------------------------------------------------------
 
     def _connection(self, model: str) -> Connection:
-        with self._lock:
-            connection = self._connections.get(model)
+        connection = self._connections.get(model)  # set once per model, under the lock
         if connection is None:
             connection = self._connect(model)
             # Known before anything of a claim is stored or shown (its request, its claim, a
@@ -304,14 +308,39 @@ class Judge:
             )
         return hosted_for(self.settings, model)
 
-    def _key_material(self, request: JudgeRequest, connection: Connection) -> KeyMaterial:
+    def _framed(
+        self, request: JudgeRequest, connection: Connection
+    ) -> tuple[KeyMaterial, KeyFrame | None]:
+        """The request's key material without its messages, and its key frame: the same for
+        every claim of a kind to one model, so made once (the sampling is decided by the
+        model's name alone, and said once)."""
+        memo = (
+            connection.identity,
+            connection.litellm_model,
+            request.kind,
+            request.double_check,
+            request.sample_index,
+            request.run_index,
+        )
+        found = self._frames.get(memo)
+        if found is None:
+            material = self._key_material(request, connection, messages=())
+            found = (material, material.key_frame())
+            with self._lock:
+                found = self._frames.setdefault(memo, found)
+        return found
+
+    def _key_material(
+        self, request: JudgeRequest, connection: Connection, messages: Any = None
+    ) -> KeyMaterial:
+        """The material of the request's key (``messages``: other than the request's)."""
         sampling = self._sampling(request, connection)
         return KeyMaterial(
             model=connection.identity,
             prompt_version=PROMPT_VERSION,
             kind=request.kind,
             sampling=sampling,
-            messages=tuple(request.messages),
+            messages=tuple(request.messages if messages is None else messages),
             double_check=request.double_check,
             sample_index=request.sample_index,
             # A judge that always gives the same answer to the same request has no randomness

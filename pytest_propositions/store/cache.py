@@ -221,8 +221,8 @@ class VerdictCache(Closing):
     def get(self, key: str, kind: str | None = None) -> dict[str, Any] | None:
         """The stored record for ``key``, or None; hits + misses counts every call.
 
-        With the request's ``kind`` (the judge's reads), the record comes without the request
-        it keeps (``cache_record.lean_record``: only what the verdict needs is decoded), and a
+        With the request's ``kind`` (the judge's reads), the record comes as its kind, time and
+        verdict (``cache_record.lean_record``: only what the verdict needs is decoded), and a
         record that holds no readable verdict of that kind is damage: one warning naming it,
         and a miss."""
         cache = self._db.open_for_reading() if cache_mode(self.mode).reads else None

@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import zlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -266,7 +265,7 @@ def stored_record(text: str, kind: str | None = None) -> dict[str, Any]:
 
 def read_record(cache: Any, key: str, *, verdict_only: bool = False) -> dict[str, Any] | None:
     """The record stored under ``key`` in an open diskcache, None if there is none; RecordDamage
-    if unreadable. ``verdict_only``: without the request it keeps (``lean_record``), for a
+    if unreadable. ``verdict_only``: only the members a judge reads (``lean_record``), for a
     judge that reads only the verdict.
 
     diskcache keeps a large record in a side file: a garbled one fails to decode, a deleted
@@ -291,35 +290,52 @@ def read_record(cache: Any, key: str, *, verdict_only: bool = False) -> dict[str
     return record
 
 
-# The request a stored record keeps, as its canonical text spells it (pack_request): its
-# data is base64 (no quote, no backslash), its encoding and seal a few plain characters.
-_REQUEST_OPENS = ',"request":{"data":"'
-_REQUEST_ENDS = re.compile(r'","encoding":"[a-z0-9+]*"(?:,"redacted":"[0-9a-f]*")?\}')
+# What a judge reads of a record's canonical text (names sorted): its verdict, the last member;
+# its kind and time, strings named before any member that holds an object.
+_VERDICT_OPENS = ',"verdict":{'
+_KIND_OPENS = ',"kind":"'
+_RECORDED_AT_OPENS = ',"recorded_at":"'
+_decode_at = json.JSONDecoder().raw_decode
 
 
 def lean_record(text: str) -> dict[str, Any] | None:
-    """A record's canonical text read without the request it keeps (about two thirds of it):
-    the members before it and after it, each read as an object of its own. None when the text
-    is not spelled so (another spelling, a request elsewhere than among the record's own
-    members): the caller reads it whole. A record is stored as its canonical text, so a run's
-    verdict reads skip the request's bytes."""
-    start = text.find(_REQUEST_OPENS)
-    data_end = text.find('"', start + len(_REQUEST_OPENS)) if start >= 0 else -1
-    if data_end < 0 or "\\" in text[start:data_end]:
+    """The members of a record's canonical text a judge reads (``kind``, ``recorded_at`` and
+    ``verdict``), decoded without the rest (the request it keeps, the claim and the reply again:
+    most of it); None when the text is not spelled so, and the caller reads it whole.
+
+    The verdict is decoded from its name to the text's last brace, or not at all: a member of
+    that name inside another one ends before it. A quote inside a JSON string is escaped, so
+    neither name can be spelled by a string's content; the kind is taken only when no object
+    opens before it (the claim and the cost, named before it, are a string and a number)."""
+    at = text.rfind(_VERDICT_OPENS)
+    if at < 0 or text[-1:] != "}":
         return None
-    found = _REQUEST_ENDS.match(text, data_end)
-    if found is None:
-        return None
-    rest = text[found.end() :]
     try:
-        head = json.loads(text[:start] + "}")  # JSON only if the request is the record's
-        tail = json.loads("{" + (rest[1:] if rest.startswith(",") else rest))
+        verdict, end = _decode_at(text, at + len(_VERDICT_OPENS) - 1)
     except (ValueError, RecursionError):
-        return None  # read whole, to say what is wrong
-    if type(head) is not dict or type(tail) is not dict or "request" in head or "request" in tail:
         return None
-    head.update(tail)
-    return head
+    if end != len(text) - 1 or type(verdict) is not dict:
+        return None
+    kind = _string_member(text, _KIND_OPENS, 0, at)
+    if kind is None or text.find("{", 1, kind[1]) >= 0:
+        return None
+    recorded_at = _string_member(text, _RECORDED_AT_OPENS, kind[1], at)
+    if recorded_at is None:
+        return None
+    return {"kind": kind[0], "recorded_at": recorded_at[0], "verdict": verdict}
+
+
+def _string_member(text: str, opens: str, start: int, end: int) -> tuple[str, int] | None:
+    """The first member spelled ``opens`` (its name, colon and opening quote) in
+    ``text[start:end]``: its string, if it holds no escape, and where the member starts."""
+    found = text.find(opens, start, end)
+    if found < 0:
+        return None
+    begins = found + len(opens)
+    ends = text.find('"', begins, end)
+    if ends < 0 or "\\" in text[begins:ends]:
+        return None
+    return text[begins:ends], found
 
 
 # --- the export line ---------------------------------------------------------------------------

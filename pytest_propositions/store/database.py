@@ -303,6 +303,9 @@ class Database:
     def open_for_reading(self) -> Any:
         """Open to read: a cache that cannot be written is read without writing; a damaged one
         that cannot be moved aside is a warning and an empty cache, never an error."""
+        handle = self.handle  # open: every read after the first (set and cleared under the lock)
+        if handle is not None:
+            return handle
         try:
             return self.open(create=False)
         except CacheDamagedError as exc:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..verdict import KINDS, Kind
-from .keys import cache_key
+from .keys import KeyFrame, cache_key
 
 __all__ = ["KeyMaterial"]
 
@@ -68,6 +68,17 @@ class KeyMaterial:
     def key(self) -> str:
         """The cache key: the sha256 of the canonical form (``keys.cache_key``)."""
         return cache_key(self.as_json())
+
+    def key_frame(self) -> KeyFrame | None:
+        """The canonical form but its messages, encoded once (``keys.KeyFrame``): the key of
+        this material with any messages is then ``frame.key(messages)``."""
+        form = self.as_json()
+        del form["messages"]
+        return KeyFrame.of(form)
+
+    def with_messages(self, messages: Any) -> KeyMaterial:
+        """This material asking ``messages``."""
+        return dataclasses.replace(self, messages=tuple(messages))
 
     @classmethod
     def from_json(cls, form: Mapping[str, Any]) -> KeyMaterial:

@@ -18,7 +18,7 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any
 
-__all__ = ["CACHE_FORMAT", "KEY_PATTERN", "cache_key", "canonical_json"]
+__all__ = ["CACHE_FORMAT", "KEY_PATTERN", "KeyFrame", "cache_key", "canonical_json"]
 
 #: Part of every key: bump it when the meaning of a stored record changes, and old entries
 #: simply stop matching instead of being misread.
@@ -118,6 +118,12 @@ def _looks_like_credential(name: str) -> bool:
 # (a key is computed for every claim, and most of its values are strings).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
+# Names already found to be strings that look like no credential: an object whose names are
+# all here is checked by one set comparison (every key names the same few). Bounded: past its
+# size, a new name is checked each time it is met, as before.
+_CLEAN_NAMES: set[str] = set()
+_CLEAN_NAMES_MAX = 4096
+
 
 def check_names(value: Any, path: str, what: str) -> None:
     """Refuse non-string object keys and credential-looking names anywhere in ``value``."""
@@ -132,14 +138,20 @@ def _names_clean(value: Any) -> bool:
     if kind in _SCALARS:
         return True
     if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
-        for name, item in value.items():
-            if type(name) is not str or _looks_like_credential(name):
-                return False
+        if not value.keys() <= _CLEAN_NAMES:
+            for name in value:
+                if type(name) is not str or _looks_like_credential(name):
+                    return False
+                if len(_CLEAN_NAMES) < _CLEAN_NAMES_MAX:
+                    _CLEAN_NAMES.add(name)
+        for item in value.values():
             if type(item) not in _SCALARS and not _names_clean(item):
                 return False
         return True
     if isinstance(value, list | tuple):
-        return all(_names_clean(item) for item in value)
+        for item in value:
+            if type(item) not in _SCALARS and not _names_clean(item):
+                return False
     return True
 
 
@@ -168,14 +180,12 @@ def cache_key(material: Mapping[str, Any]) -> str:
     """The sha256 of everything that decides a verdict, so a changed request never hits."""
     if "cache_format" in material:
         raise ValueError("cache key material: 'cache_format' is reserved")
+    frame = KeyFrame.of({name: value for name, value in material.items() if name != "messages"})
+    if frame is not None and "messages" in material:
+        key = frame.key(material["messages"])
+        if key is not None:
+            return key
     full = {"cache_format": CACHE_FORMAT, **material}
-    split = _around_the_opening(full)
-    if split is not None:
-        before, opening, after = split
-        check_names(full, "", "cache key material")
-        digest = _digest_through(before, opening).copy()
-        digest.update(after.encode("utf-8", "surrogatepass"))
-        return digest.hexdigest()
     try:
         text = canonical_json(full)
     except (TypeError, ValueError) as exc:
@@ -184,39 +194,62 @@ def cache_key(material: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# Stands for the opening message while the rest is encoded: a JSON string no request holds
-# (the text is checked to hold it once, or the whole is encoded as it is).
-_OPENING = "\x00pytest-propositions:opening\x00"
-_OPENING_TEXT = json.dumps(_OPENING)
+class KeyFrame:
+    """A key's material but its ``messages``, encoded once: ``key(messages)`` is then
+    ``cache_key`` of the whole, encoding only the messages after the first.
 
+    Canonical JSON sorts an object's names, so the whole's text is the fields named before
+    ``messages``, the messages, then the fields named after, each part encoded as the whole
+    would encode it: the same bytes are hashed. A request opens with the judge's instructions
+    (about 2 KB, the same in every claim): with the text before them they are encoded and
+    hashed once (``_digest_through``), and a judge keeps one frame for every claim of a kind."""
 
-def _around_the_opening(
-    full: dict[str, Any],
-) -> tuple[str, tuple[tuple[str, str], ...], str] | None:
-    """``canonical_json(full)`` in three: the text before the message its ``messages`` open
-    with, that message (an object of strings), and the text after it; None when there is no
-    such message, or the whole would not encode (the caller encodes it as it is, and says why).
+    __slots__ = ("_after", "_before")
 
-    A request's system instructions (about 2 KB) are the same in every claim: with the text
-    before them (the fields named before ``messages``, the same for every claim of a kind) they
-    are encoded and hashed once (``_digest_through``), and only the rest is, each claim. The
-    same bytes are hashed: the canonical text of the whole, from its three parts."""
-    messages = full.get("messages")
-    if type(messages) is not list and type(messages) is not tuple:
-        return None
-    if not messages or type(messages[0]) is not dict:
-        return None
-    opening = messages[0]
-    if not all(type(name) is str and type(text) is str for name, text in opening.items()):
-        return None
-    try:
-        text = canonical_json({**full, "messages": [_OPENING, *messages[1:]]})
-    except (TypeError, ValueError, RecursionError):
-        return None
-    before, found, after = text.partition(_OPENING_TEXT)
-    if not found or _OPENING_TEXT in after:
-        return None
-    return before, tuple(opening.items()), after
+    def __init__(self, before: str, after: str) -> None:
+        self._before = before  # '{..."messages":['
+        self._after = after  # '],...}'
+
+    @classmethod
+    def of(cls, fields: Mapping[str, Any]) -> KeyFrame | None:
+        """The frame of a material's ``fields`` (without ``messages``); None when a name is not
+        a string or is refused, or a value would not encode (``cache_key`` then encodes the
+        whole, and says why)."""
+        before: dict[str, Any] = {"cache_format": CACHE_FORMAT}
+        after: dict[str, Any] = {}
+        for name, value in fields.items():
+            if type(name) is not str or name == "cache_format":
+                return None
+            (before if name < "messages" else after)[name] = value
+        if not (_names_clean(before) and _names_clean(after)):
+            return None
+        try:
+            head, tail = _canonical(before), _canonical(after) if after else ""
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return cls(f'{head[:-1]},"messages":[', f"]{',' if after else ''}{tail[1:-1]}}}")
+
+    def key(self, messages: Any) -> str | None:
+        """``cache_key`` of this frame's fields with ``messages``; None when they do not open
+        with an object of strings, or the rest would not encode or holds a refused name."""
+        if type(messages) is not list and type(messages) is not tuple:
+            return None
+        if not messages or type(messages[0]) is not dict:
+            return None
+        opening = messages[0]
+        for name, text in opening.items():
+            if type(name) is not str or type(text) is not str:
+                return None
+        rest = messages[1:]
+        if not (_names_clean(opening) and _names_clean(rest)):
+            return None
+        try:
+            rest_text = f",{_canonical(list(rest))[1:-1]}" if rest else ""
+        except (TypeError, ValueError, RecursionError):
+            return None
+        digest = _digest_through(self._before, tuple(opening.items())).copy()
+        digest.update(f"{rest_text}{self._after}".encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=32)
