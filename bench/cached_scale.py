@@ -14,11 +14,16 @@ In one run this script:
 4. prints each run's CPU (user + system of the whole pytest process), and per version the ratio
    cached / plain asserts as min / median / max over the rounds (each round's ratio is of two
    runs made one after the other). Guard: the median at most 1.3.
+   With ``--floor``, a third suite runs beside them: the claim suite with its
+   ``assert_proposition`` replaced by only what no cached claim can skip (its request's user
+   turn, the key from the judge's frame, the disk read, the verdict decoded, checked and kept):
+   no call checks, no layers, no redaction, no report filing. Its ratio to plain asserts is how
+   low any version of the cached path could go on this machine, the guard's floor.
 5. the report's share: a suite of ``--report-tests`` tests (1,000, so 10,000 claims) recorded
    once, then run cached with ``--prop-report``; a conftest times ``save_json_report`` (CPU of
    the process, ``time.process_time``) inside the run. Guard: at most 5% of the run's CPU.
 
-    python bench/cached_scale.py [--version before=../main] [--rounds 5]
+    python bench/cached_scale.py [--version before=../main] [--rounds 5] [--floor]
 
 It is not a test and CI does not run it.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -62,6 +68,51 @@ def _timed(runtime, base):
 
 
 json_report.save_json_report = _timed
+"""
+
+
+# The floor suite's conftest (--floor): a cached claim's irreducible work, and nothing else. It
+# reaches the judge's key frame (a private helper) and the disk cache directly: a measurement,
+# not a way to judge a claim.
+FLOOR_CONFTEST = """
+import json
+
+import diskcache
+import pytest
+
+from pytest_propositions import runtime
+from pytest_propositions.claims.targets import RenderOptions, render_context
+from pytest_propositions.judging.prompts import build_messages
+from pytest_propositions.judging.request import JudgeRequest
+from pytest_propositions.verdict import Verdict
+
+
+@pytest.fixture(scope="session")
+def assert_proposition():
+    run = runtime.current()
+    judge = run.judge
+    model = run.settings.model
+    opening = build_messages("check", "x", "x", None)[0]
+    request = JudgeRequest(kind="check", claim="x", model=model, messages=(opening,))
+    _, frame = judge._framed(request, judge._connection(model))
+    disk = diskcache.Cache(str(run.cache_dir))
+    contexts = {}
+    kept = []
+
+    def assert_proposition(target, claim):
+        context = contexts.get(target)
+        if context is None:
+            context = contexts[target] = render_context([target], RenderOptions())
+        messages = build_messages("check", claim, context, None)
+        key = frame.key(messages)
+        text = disk.get(key)
+        verdict = Verdict.from_dict(
+            json.loads(text[text.rfind(',"verdict":{') + 11 : -1]), cached=True, key=key
+        )
+        kept.append((run.current_test, verdict))
+        assert verdict.value is True
+
+    return assert_proposition
 """
 
 
@@ -109,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report-tests", type=int, default=1000, help="report suite (1000)")
     parser.add_argument("--report-rounds", type=int, default=3, help="report runs (3)")
     parser.add_argument("--skip", choices=("cached", "report"), help="leave one part out")
+    parser.add_argument(
+        "--floor", action="store_true", help="also time the floor suite (see the docstring)"
+    )
     args = parser.parse_args(argv)
     sources: dict[str, Path] = {}
     for given in args.version:
@@ -156,6 +210,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     source,
                 )
                 jobs[f"{version} plain asserts"] = (command(plain, cache_dir), plain, source)
+            if args.floor:
+                floor = work / "scale" / "floor"
+                shutil.copytree(claims, floor)
+                (floor / "conftest.py").write_text(FLOOR_CONFTEST)
+                jobs["floor claims"] = (
+                    command(floor, cache_dir, "--prop-cache=replay"),
+                    floor,
+                    sources["after"],
+                )
             for cmd, cwd, source in jobs.values():  # bytecode caches written once
                 measured(cmd, cwd, source)
             cpu: dict[str, list[float]] = {name: [] for name in jobs}
@@ -188,6 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(
                     f"{version:<8} {spread(ratios)}  (guard: median <= {CACHED_GUARD}) "
                     f"{'ok' if ok else 'MISSED'}"
+                )
+            if args.floor:
+                ratios = [
+                    c / p
+                    for c, p in zip(cpu["floor claims"], cpu["after plain asserts"], strict=True)
+                ]
+                print(
+                    f"{'floor':<8} {spread(ratios)}  (the floor's claims / after's plain asserts)"
                 )
             for version in [v for v in sources if v != "after"]:
                 after = statistics.median(cpu["after cached claims"])
