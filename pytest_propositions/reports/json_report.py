@@ -4,6 +4,7 @@ the controller.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import uuid
@@ -106,6 +107,10 @@ def json_report(
     objects for the garbage collector to walk.
     """
     outcomes = list(outcomes)
+    if calibrations is not None:
+        # Asked for every claim's deciding judge, here and for the report's calibrations: a
+        # few judges, thousands of claims.
+        calibrations = functools.cache(calibrations)
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, stats)
     mode = settings.outcome

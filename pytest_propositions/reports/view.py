@@ -110,17 +110,26 @@ class ClaimView:
                 yield how, str(value)
 
 
-_JSON_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+_JSON_FIELDS: dict[type, tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]] = {}
 
 
-def _json_fields(view: type) -> tuple[tuple[str, bool], ...]:
+def _json_fields(view: type) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
     """A view class's fields the JSON record has, each with whether it is there when unset
-    (``Shown.always``); read once: a report makes a view and a record of every claim."""
+    (``Shown.always``), and those that hold a verdict; read once: a report makes a view and a
+    record of every claim."""
     found = _JSON_FIELDS.get(view)
     if found is None:
-        shown = ((item.name, item.metadata["shown"]) for item in fields(view))
-        found = _JSON_FIELDS[view] = tuple((name, how.always) for name, how in shown if how.json)
+        shown = [(item, item.metadata["shown"]) for item in fields(view)]
+        found = _JSON_FIELDS[view] = (
+            tuple((item.name, how.always) for item, how in shown if how.json),
+            tuple(item.name for item, how in shown if how.json and _holds_verdict(item.type)),
+        )
     return found
+
+
+def _holds_verdict(annotation: Any) -> bool:
+    """Whether a field's annotation (a string, here) is a verdict, or a verdict or None."""
+    return str(annotation).startswith("Verdict")
 
 
 @functools.cache
@@ -162,12 +171,16 @@ def json_record(
 def _json_record(values: Mapping[str, Any], view: type) -> dict[str, Any]:
     """The JSON record of a view's ``values`` (by field name): each field the record has, in
     order, left out when unset unless it is always there, a verdict as its ``as_dict``."""
+    names, verdicts = _json_fields(view)
     record: dict[str, Any] = {}
-    for name, always in _json_fields(view):
+    for name, always in names:
         value = values[name]
-        if not always and (value is None or value is False):
-            continue
-        record[name] = value.as_dict() if isinstance(value, Verdict) else value
+        if always or (value is not None and value is not False):
+            record[name] = value
+    for name in verdicts:
+        verdict = record.get(name)
+        if verdict is not None:
+            record[name] = verdict.as_dict()
     return record
 
 
