@@ -12,7 +12,7 @@ Variants, as in ``side_by_side.py``: ``plain pytest`` (``-p no:propositions``), 
 claim, all recorded first by that version against the scripted judge on loopback). Runs go two
 at a time (callgrind makes each about 40 times slower: a minute or two each).
 
-    python bench/instructions.py --version before=../base [--tests 300]
+    python bench/instructions.py --version before=../base [--tests 300] [--claims 10] [--floor]
 
 Needs valgrind. It is not a test and CI does not run it.
 """
@@ -64,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--claims", type=int, default=1, help="claims a test (1; cached_scale.py's suites if more)"
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also count cached_scale.py's floor suite (a claim's irreducible work alone)",
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed")
@@ -109,6 +114,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 claims,
                 env,
             )
+        if args.floor:
+            floor = work / "floor"
+            shutil.copytree(claims, floor)
+            (floor / "conftest.py").write_text(cached_scale.FLOOR_CONFTEST)
+            env = environment(extra={"PYTHONPATH": str(sources["after"])})
+            jobs["floor claims"] = (
+                cache_overhead.pytest_command(floor, work / "verdicts-after", judge.base_url),
+                floor,
+                env,
+            )
         # A first plain run of each version writes the bytecode caches the counted runs read.
         for command, cwd, env in jobs.values():
             run(command, cwd, env)
@@ -123,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"== instructions executed ({args.tests} tests a suite, {args.claims} claims a test)")
     for name, count in refs.items():
         print(f"{name:<26} {count / 1e9:7.3f} G")
+    if "floor claims" in refs:
+        floor_ratio = refs["floor claims"] / refs["after plain asserts"]
+        print(f"floor    cached / plain asserts {floor_ratio:.3f} (the floor's claims, after's asserts)")
     print("== ratios")
     print_ratios(
         {name: float(count) for name, count in refs.items()},
