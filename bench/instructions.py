@@ -140,7 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name:<26} {count / 1e9:7.3f} G")
     if "floor claims" in refs:
         floor_ratio = refs["floor claims"] / refs["after plain asserts"]
-        print(f"floor    cached / plain asserts {floor_ratio:.3f} (the floor's claims, after's asserts)")
+        print(
+            f"floor    cached / plain asserts {floor_ratio:.3f} (the floor's claims, after's asserts)"
+        )
     print("== ratios")
     print_ratios(
         {name: float(count) for name, count in refs.items()},
