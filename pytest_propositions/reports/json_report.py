@@ -4,7 +4,6 @@ the controller.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import uuid
@@ -107,16 +106,16 @@ def json_report(
     objects for the garbage collector to walk.
     """
     outcomes = list(outcomes)
-    if calibrations is not None:
-        # Asked for every claim's deciding judge, here and for the report's calibrations: a
-        # few judges, thousands of claims.
-        calibrations = functools.cache(calibrations)
+    calibrated = run_calibrations(outcomes, calibrations)
+    # A record names its judge's calibration: none to look up when no deciding judge has one
+    # (most runs), else one of the few found here, not a lookup for each of thousands.
+    known = None if not calibrated else calibrated.get
     errors = sorted(judge_errors, key=lambda error: (error[0] or "", error[1]))
     counts = run_counts(outcomes, errors, stats)
     mode = settings.outcome
 
     def record(outcome: Outcome) -> dict[str, Any]:
-        return json_record(outcome, mode, calibrations)
+        return json_record(outcome, mode, known)
 
     ordered = in_record_order(outcomes, record)
     verdicts: list[Any] = (
@@ -159,9 +158,7 @@ def json_report(
             }
             for error in errors
         ],
-        "calibrations": {
-            judge: dict(view) for judge, view in run_calibrations(outcomes, calibrations).items()
-        },
+        "calibrations": {judge: dict(view) for judge, view in calibrated.items()},
     }
 
 
