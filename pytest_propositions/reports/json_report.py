@@ -4,6 +4,7 @@ the controller.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import uuid
@@ -59,6 +60,8 @@ def in_record_order(
         ((o.test_id or "", o.verdict.claim, o.verdict.kind), index)
         for index, o in enumerate(outcomes)
     )
+    if all(one[0] != other[0] for one, other in itertools.pairwise(keyed)):
+        return [outcomes[index] for _, index in keyed]  # no tie (the usual)
     ordered: list[Outcome] = []
     start = 0
     while start < len(keyed):
@@ -73,8 +76,9 @@ def in_record_order(
     return ordered
 
 
-class Encoded(str):
-    """A value of the report already written as JSON text (``report_text`` copies it)."""
+class EncodedLines(list[str]):
+    """A list of the report whose items are already written as JSON text, one a line
+    (``report_text`` joins them as they are)."""
 
     __slots__ = ()
 
@@ -101,7 +105,7 @@ def json_report(
 
     A judge error of a test in ``caught`` (whose own code caught one) has ``"caught": true``.
 
-    ``encoded``: each verdict's record as its line of the file (``Encoded``), each made and
+    ``encoded``: each verdict's record as its line of the file (``EncodedLines``), each made and
     written before the next, so a report of thousands of claims holds text, not thousands of
     objects for the garbage collector to walk.
     """
@@ -119,7 +123,7 @@ def json_report(
 
     ordered = in_record_order(outcomes, record)
     verdicts: list[Any] = (
-        [Encoded(_compact(record(outcome))) for outcome in ordered]
+        EncodedLines([_compact(record(outcome)) for outcome in ordered])
         if encoded
         else [record(outcome) for outcome in ordered]
     )
@@ -220,7 +224,8 @@ def report_pieces(payload: Mapping[str, Any]) -> Iterator[str]:
         yield (",\n  " if index else "  ") + _compact(name) + ": "
         if isinstance(value, list) and value:
             yield "[\n    "
-            yield ",\n    ".join([_compact(item) for item in value])
+            lines = value if isinstance(value, EncodedLines) else [_compact(item) for item in value]
+            yield ",\n    ".join(lines)
             yield "\n  ]"
         else:
             yield _compact(value)
@@ -230,13 +235,7 @@ def report_pieces(payload: Mapping[str, Any]) -> Iterator[str]:
 # One encoder for every line (json.dumps with options makes a new one each call), its C
 # encoder made once.
 _COMPACT = json.JSONEncoder(ensure_ascii=False)
-_compact_text = encoding_with(_COMPACT)
-
-
-def _compact(value: Any) -> str:
-    if isinstance(value, Encoded):
-        return value
-    return _compact_text(value)
+_compact = encoding_with(_COMPACT)
 
 
 def write_text_atomically(path: Path, text: str | Iterable[str]) -> None:
