@@ -130,4 +130,4 @@ class Asking:
             return ask(model, self.first_sample)
         indices = range(self.first_sample, self.first_sample + self.samples)
         answers = [ask(model, index) for index in indices]
-        return answers[0] if self.samples == 1 else combine_samples(answers, expectation.holds)
+        return combine_samples(answers, expectation.holds)
