@@ -22,9 +22,9 @@ from pytest_propositions import (
     acompute_score,
     runs,
 )
-from pytest_propositions import runtime as runtime_module
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
+from tests.support.active_run import active
 from tests.support.judge_server import RecordedRequest, Reply, ScriptedJudge, echo_fn, verdict
 
 SCORE_QUESTION = "How true is the claim"
@@ -379,12 +379,8 @@ def run(judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> Iterato
     settings = Settings(model="openai/judge-model", api_base=judge_server.base_url, cache="off")
     runtime = Runtime(settings)
     runtime.current_test = TEST_ID
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield runtime
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 def test_the_api_twins_judge_at_once_and_are_noted_at_the_callers_line(

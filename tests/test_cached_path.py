@@ -23,6 +23,7 @@ from pytest_propositions.store.cache_record import lean_record, new_record, read
 from pytest_propositions.store.key_material import KeyMaterial
 from pytest_propositions.store.keys import canonical_json
 from pytest_propositions.verdict import Usage, Verdict
+from tests.support.active_run import active
 
 SECRET = "sk-cachedpath-0123456789"
 MATERIAL = KeyMaterial(
@@ -353,7 +354,6 @@ def test_a_claim_judged_now_is_not_quoted_for_an_await(
     """The quoted claim names a claim left unawaited: a claim judged at once never needs it
     (redacting and folding its text was a twentieth of a cached claim)."""
     from pytest_propositions import assertions
-    from pytest_propositions import runtime as runtime_module
     from pytest_propositions.checks import quote_claim
     from pytest_propositions.runtime import Runtime
     from tests.support.judge_server import verdict as scripted
@@ -369,12 +369,8 @@ def test_a_claim_judged_now_is_not_quoted_for_an_await(
     judge_server.default = scripted(True)
     runtime = Runtime(Settings(model="openai/judge-model", api_base=judge_server.base_url))
     runtime.current_test = "test_x.py::test_a"
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         found = assertions.assert_one(runtime, "Oscar: hi.", "Oscar says hi.", {})
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
     assert isinstance(found, Verdict) and found.value is True
     assert quoted == []
 

@@ -27,6 +27,7 @@ from pytest_propositions.reports.summary import failure_section
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.verdict import Verdict
+from tests.support.active_run import active
 from tests.support.judge_server import ScriptedJudge, status, verdict
 
 pytest_plugins = ["pytester"]
@@ -46,12 +47,8 @@ def run(judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> Iterato
     settings = Settings(model="openai/judge-model", api_base=judge_server.base_url, cache="off")
     runtime = Runtime(settings)
     runtime.current_test = TEST_ID
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield runtime
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 def by_call(runtime: Runtime) -> list[tuple[str | None, str, object, bool]]:

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from pytest_propositions import JudgeUnavailable, Proposition
-from pytest_propositions import runtime as runtime_module
 from pytest_propositions.judging import families
 from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.judging.judge import Judge, JudgeRequest
@@ -27,6 +26,7 @@ from pytest_propositions.settings import OPTIONS_BY_NAME, Settings, SettingsErro
 from pytest_propositions.store.cache import cache_key
 from pytest_propositions.trace import Agent, World
 from tests.conftest import LITELLM_PATH
+from tests.support.active_run import active
 from tests.support.judge_server import (
     AZURE_JSON_SCHEMA_REJECTION,
     AZURE_MODEL_JSON_SCHEMA_REJECTION,
@@ -332,12 +332,8 @@ def in_process(
             transport=transport_path,
         )
     )
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 def world() -> World:

@@ -23,6 +23,7 @@ from pytest_propositions.judging.prompts import DOUBLE_CHECK_PROMPT, RECOMMENDAT
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.trace import Agent, World
+from tests.support.active_run import active
 from tests.support.judge_server import (
     ScriptedJudge,
     refusal,
@@ -48,12 +49,8 @@ def judge(judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> Itera
         timeout=10,
     )
     runtime = Runtime(settings)
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield judge_server
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 @pytest.fixture
@@ -372,14 +369,10 @@ def test_missing_key_fails_at_once_naming_the_variable(monkeypatch: pytest.Monke
         monkeypatch.delenv(name, raising=False)
     sleeps: list[float] = []
     runtime = Runtime(Settings(model="openai/gpt-4.1-mini", cache="off", retries=3))
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         runtime.judge.transport._sleep = sleeps.append  # no backoff may happen for a missing key
         with pytest.raises(JudgeUnavailable, match=r"no API key.*OPENAI_API_KEY"):
             Proposition("x", "Ana acts: [TALK] hi").check()
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
     assert sleeps == []
 
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from pytest_propositions import Proposition, check_proposition, compute_score
-from pytest_propositions import runtime as runtime_module
 from pytest_propositions.claims.options import claim_and_options, is_proposition_like
 from pytest_propositions.judging.prompts import DOUBLE_CHECK_PROMPT
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.trace import Agent, World
+from tests.support.active_run import active
 from tests.support.judge_server import ScriptedJudge, verdict
 from tests.support.tinytroupe_like import (
     LibraryPerson,
@@ -81,12 +81,8 @@ def judge(judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> Itera
             retries=0,
         )
     )
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield judge_server
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 def _world() -> World:

@@ -26,6 +26,7 @@ from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
 from pytest_propositions.store.cache import VerdictCache
 from tests.conftest import on_paths
+from tests.support.active_run import active
 from tests.support.judge_server import (
     Reply,
     ScriptedJudge,
@@ -492,12 +493,8 @@ def runtime(
         transport=transport_path,
     )
     runtime = Runtime(settings, cache_dir=cache_dir)
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield runtime
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 def cached_entries(cache_dir: Path) -> int:
@@ -667,12 +664,8 @@ def test_the_reply_cap_is_an_option_and_a_gzipped_reply_is_read(
         max_reply_bytes=64 * 1024,
     )
     runtime = Runtime(settings, cache_dir=cache_dir)
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         verdict_read = Proposition(CLAIM, TARGET).check()
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
     assert verdict_read is False
     assert judge_server.requests[-1].headers["accept-encoding"] == "gzip, deflate"
 

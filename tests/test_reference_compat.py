@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from pytest_propositions import Proposition, check_proposition, compute_score
-from pytest_propositions import runtime as runtime_module
 from pytest_propositions.claims.proposition import PRECONDITION_FALSE_JUSTIFICATION
 from pytest_propositions.runtime import Runtime
 from pytest_propositions.settings import Settings
+from tests.support.active_run import active
 from tests.support.judge_server import RecordedRequest, ScriptedJudge, echo_fn, text, verdict
 from tests.support.tinytroupe_like import LibraryPerson, LibraryProposition, LibraryWorld
 
@@ -38,12 +38,8 @@ def judge(judge_server: ScriptedJudge, monkeypatch: pytest.MonkeyPatch) -> Itera
         retries=0,
     )
     runtime = Runtime(settings)
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         yield judge_server
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
 
 
 def oscar_after(*exchanges: tuple[str, str]) -> LibraryPerson:

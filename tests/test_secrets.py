@@ -17,6 +17,7 @@ from pytest_propositions.judging.endpoint import Connection
 from pytest_propositions.local.ports import free_loopback_port
 from pytest_propositions.redaction import Secret, redact, redact_url
 from pytest_propositions.settings import Settings
+from tests.support.active_run import active
 from tests.support.judge_server import (
     RecordedRequest,
     Reply,
@@ -257,7 +258,6 @@ def test_a_retried_call_logs_no_secret(
     import logging
 
     from pytest_propositions import Proposition
-    from pytest_propositions import runtime as runtime_module
     from pytest_propositions.runtime import Runtime
 
     caplog.set_level(logging.DEBUG)
@@ -274,12 +274,8 @@ def test_a_retried_call_logs_no_secret(
         ),
         cache_dir=tmp_path,
     )
-    runtime_module.activate(runtime)
-    try:
+    with active(runtime):
         assert Proposition("Ana greets.", "Ana acts: [TALK] hi").check() is True
-    finally:
-        runtime_module.deactivate(runtime)
-        runtime.close()
     assert len(judge_server.requests) == 2
     logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "retry 1 of 2" in logged
