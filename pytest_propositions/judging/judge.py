@@ -125,8 +125,10 @@ class Judge:
         connection = self._connection(request.model)
         framed, frame = self._framed(request, connection)
         key = None if frame is None else frame.key(request.messages)
-        if key is None:
-            key = framed.with_messages(request.messages).key
+        material: KeyMaterial | None = None
+        if key is None:  # messages the frame does not take: the whole is encoded
+            material = framed.with_messages(request.messages)
+            key = material.key
         if self.cache is not None:
             record = _cache_step(self.cache.get, key, request.kind)
             verdict = self._from_record(record, key, request.kind) if record is not None else None
@@ -135,7 +137,8 @@ class Judge:
                     self.stats.verdicts += 1
                     self.stats.cache_hits += 1
                 return verdict
-        material = framed.with_messages(request.messages)  # a miss: what is asked and stored
+        if material is None:  # a miss: what is asked and stored
+            material = framed.with_messages(request.messages)
         if self.cache is not None and not cache_mode(self.cache.mode).judges:
             from ..store.replay_miss import explain_miss
 
@@ -324,23 +327,20 @@ class Judge:
         )
         found = self._frames.get(memo)
         if found is None:
-            material = self._key_material(request, connection, messages=())
+            material = self._key_material(request, connection).with_messages(())
             found = (material, material.key_frame())
             with self._lock:
                 found = self._frames.setdefault(memo, found)
         return found
 
-    def _key_material(
-        self, request: JudgeRequest, connection: Connection, messages: Any = None
-    ) -> KeyMaterial:
-        """The material of the request's key (``messages``: other than the request's)."""
+    def _key_material(self, request: JudgeRequest, connection: Connection) -> KeyMaterial:
         sampling = self._sampling(request, connection)
         return KeyMaterial(
             model=connection.identity,
             prompt_version=PROMPT_VERSION,
             kind=request.kind,
             sampling=sampling,
-            messages=tuple(request.messages if messages is None else messages),
+            messages=tuple(request.messages),
             double_check=request.double_check,
             sample_index=request.sample_index,
             # A judge that always gives the same answer to the same request has no randomness

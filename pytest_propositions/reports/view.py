@@ -192,7 +192,7 @@ def outcome_from_record(record: Mapping[str, Any]) -> Outcome:
         value = record.get(item.name)
         if item.name not in record:
             continue
-        if str(item.type).startswith("Verdict"):
+        if _holds_verdict(item.type):
             value = Verdict.from_dict(value) if value else None
         values[item.name] = value
     values["passed"] = bool(record["passed"])
